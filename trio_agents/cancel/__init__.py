@@ -1,0 +1,19 @@
+"""Typed cancellation: causes as values, carried by cancel scopes (DESIGN.md §4)."""
+
+from ._causes import CancelCause as CancelCause
+from ._causes import DisposedCancel as DisposedCancel
+from ._causes import HookCancel as HookCancel
+from ._causes import ParentCancel as ParentCancel
+from ._causes import UserCancel as UserCancel
+from ._scope import CauseScope as CauseScope
+from ._scope import current_cause as current_cause
+
+__all__ = [
+    "CancelCause",
+    "CauseScope",
+    "DisposedCancel",
+    "HookCancel",
+    "ParentCancel",
+    "UserCancel",
+    "current_cause",
+]

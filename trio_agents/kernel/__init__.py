@@ -1,0 +1,46 @@
+"""The kernel: fibers, effects, services, typed events and reload (DESIGN.md §3)."""
+
+from ._context import Context as Context
+from ._context import current_context as current_context
+from ._errors import ConfigError as ConfigError
+from ._errors import FiberClosedError as FiberClosedError
+from ._errors import InvalidTransitionError as InvalidTransitionError
+from ._errors import PluginError as PluginError
+from ._errors import ReloadError as ReloadError
+from ._errors import ServiceAccessError as ServiceAccessError
+from ._errors import ServiceConflictError as ServiceConflictError
+from ._events import FiberFailed as FiberFailed
+from ._events import ListenerFailed as ListenerFailed
+from ._events import PluginReloaded as PluginReloaded
+from ._fiber import Fiber as Fiber
+from ._fiber import FiberStatistics as FiberStatistics
+from ._plugin import Plugin as Plugin
+from ._plugin import config_converter as config_converter
+from ._runtime import Runtime as Runtime
+from ._runtime import open_root as open_root
+from ._stack import Entry as Entry
+from ._states import FiberState as FiberState
+from ._watch import watch_plugins as watch_plugins
+
+__all__ = [
+    "ConfigError",
+    "Context",
+    "Entry",
+    "FiberClosedError",
+    "FiberFailed",
+    "FiberState",
+    "FiberStatistics",
+    "InvalidTransitionError",
+    "ListenerFailed",
+    "Plugin",
+    "PluginError",
+    "PluginReloaded",
+    "ReloadError",
+    "Runtime",
+    "ServiceAccessError",
+    "ServiceConflictError",
+    "current_context",
+    "config_converter",
+    "open_root",
+    "watch_plugins",
+]

@@ -1,0 +1,128 @@
+"""The runtime's event bus: typed events, contained listener failures.
+
+Rules:
+- A listener registered for a class receives instances of that class and of its subclasses, in
+  registration order.
+- ``emit`` is synchronous and calls listeners in order. A listener that raises is logged and
+  reported as :class:`ListenerFailed`; it cannot break the emitter or skip later listeners.
+- ``emit_serial`` awaits async listeners one after another; ``emit_concurrent`` runs them all at
+  once. Failures are contained the same way; cancellation is not a failure and propagates.
+- A listener removed during an emit is not called afterwards.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any, final
+
+import trio
+
+from ._events import ListenerFailed
+
+__all__ = ["EventBus", "Listener"]
+
+log = logging.getLogger("trio_agents")
+
+ListenerFn = Callable[[Any], object]
+
+
+@final
+class Listener:
+    """One registration on the bus."""
+
+    __slots__ = ("active", "event_type", "fn")
+
+    def __init__(self, event_type: type, fn: ListenerFn) -> None:
+        self.event_type = event_type
+        self.fn = fn
+        self.active = True
+
+    @property
+    def label(self) -> str:
+        return getattr(self.fn, "__qualname__", repr(self.fn))
+
+
+@final
+class EventBus:
+    """Typed publish/subscribe with containment."""
+
+    __slots__ = ("_by_type", "_listeners")
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+        self._by_type: dict[type, tuple[Listener, ...]] = {}
+
+    def add(self, event_type: type, fn: ListenerFn) -> Listener:
+        if not isinstance(event_type, type):
+            raise TypeError(f"ctx.on() takes an event class first; got {event_type!r}")
+        if not callable(fn):
+            raise TypeError(f"ctx.on() takes a callable listener; got {fn!r}")
+        listener = Listener(event_type, fn)
+        self._listeners.append(listener)
+        self._by_type.clear()
+        return listener
+
+    def remove(self, listener: Listener) -> None:
+        listener.active = False
+        self._listeners.remove(listener)
+        self._by_type.clear()
+
+    def _matching(self, event: object) -> tuple[Listener, ...]:
+        cls = type(event)
+        found = self._by_type.get(cls)
+        if found is None:
+            found = tuple(l for l in self._listeners if issubclass(cls, l.event_type))
+            self._by_type[cls] = found
+        return found
+
+    def emit(self, event: object) -> None:
+        for listener in self._matching(event):
+            if not listener.active:
+                continue
+            try:
+                result = listener.fn(event)
+            except Exception as exc:
+                self._failed(listener, event, exc)
+                continue
+            if inspect.isawaitable(result):
+                if inspect.iscoroutine(result):
+                    result.close()
+                self._failed(
+                    listener,
+                    event,
+                    TypeError(
+                        f"listener {listener.label} is async, so the synchronous emit() "
+                        f"cannot run it; emit {type(event).__name__} with "
+                        f"'await ctx.emit_serial(event)', or make the listener sync"
+                    ),
+                )
+
+    async def _call(self, listener: Listener, event: object) -> None:
+        if not listener.active:
+            return
+        try:
+            result = listener.fn(event)
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            self._failed(listener, event, exc)
+
+    async def emit_serial(self, event: object) -> None:
+        for listener in self._matching(event):
+            await self._call(listener, event)
+        await trio.lowlevel.checkpoint()
+
+    async def emit_concurrent(self, event: object) -> None:
+        async with trio.open_nursery() as nursery:
+            for listener in self._matching(event):
+                nursery.start_soon(self._call, listener, event)
+
+    def _failed(self, listener: Listener, event: object, exc: Exception) -> None:
+        log.error(
+            "listener %s failed on %s", listener.label, type(event).__name__, exc_info=exc
+        )
+        if not isinstance(event, ListenerFailed):
+            self.emit(ListenerFailed(event=event, listener=listener.label, error=exc))
+

@@ -1,0 +1,194 @@
+"""The handle a plugin receives: ``ctx``.
+
+Rules:
+- Every method that adds something adds it to *this context's* fiber, as one entry of its stack.
+- ``ctx.<service>`` is strict: the fiber (or an ancestor) must declare the service in
+  ``inject``, and the call must come from a task of that fiber's subtree. ``ctx.get(name)`` is
+  the lookup that needs neither and returns ``None`` when the service is absent.
+- :func:`current_context` names the fiber whose task is running (listeners run in the
+  emitter's task, so there it is the emitter's fiber).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, TypeVar, final
+
+from ._errors import ServiceAccessError
+
+if TYPE_CHECKING:
+    from ._fiber import Fiber
+    from ._stack import Entry
+
+__all__ = ["Context", "current_context"]
+
+T = TypeVar("T")
+
+_CURRENT: contextvars.ContextVar[Context] = contextvars.ContextVar("trio_agents_context")
+
+
+def current_context() -> Context:
+    """The context of the fiber whose task is running.
+
+    Raises:
+        RuntimeError: outside every fiber (and outside ``open_runtime``).
+    """
+    try:
+        return _CURRENT.get()
+    except LookupError:
+        raise RuntimeError(
+            "no trio_agents fiber is running in this task; call this inside "
+            "'async with ta.open_runtime()' or a plugin's apply"
+        ) from None
+
+
+@final
+class Context:
+    """A fiber's view of the runtime. Plugins receive one in ``apply(ctx, config)``."""
+
+    __slots__ = ("_fiber",)
+
+    def __init__(self, fiber: Fiber) -> None:
+        self._fiber = fiber
+
+    @property
+    def fiber(self) -> Fiber:
+        """The fiber this context adds things to."""
+        return self._fiber
+
+    # -- ownership ---------------------------------------------------------------------------
+
+    async def plugin(self, plugin: object, config: object = None) -> Fiber:
+        """Apply ``plugin`` in a new child fiber and return it.
+
+        The fiber is ``active`` on return, or ``pending`` if a service it injects is missing.
+
+        Raises:
+            PluginError: ``plugin`` does not have the plugin shape.
+            ConfigError: ``config`` does not structure into ``plugin.Config``.
+            Exception: whatever ``apply`` raised (what it entered was unwound first).
+        """
+        return await self._fiber.runtime._spawn(self._fiber, plugin, config)
+
+    async def effect(self, cm: AbstractAsyncContextManager[T]) -> T:
+        """Enter ``cm`` in the fiber's task and own it; it exits when the fiber unloads.
+
+        Returns:
+            What ``cm.__aenter__`` returned.
+
+        Raises:
+            FiberClosedError: the fiber is unloading (or otherwise not open).
+        """
+        return await self._fiber._effect(cm)
+
+    def defer(self, fn: Callable[..., Awaitable[object]], *args: object) -> Entry:
+        """Own an async cleanup: ``await fn(*args)`` runs when the fiber unloads.
+
+        Returns the :class:`Entry`, whose ``close()`` runs it early and ``discard()`` forgets it.
+        """
+        from ._stack import Entry
+
+        async def exit_() -> None:
+            await fn(*args)
+
+        return self._fiber._push(Entry(f"defer {getattr(fn, '__qualname__', fn)}", exit_))
+
+    def start_soon(
+        self, fn: Callable[..., Awaitable[object]], *args: object, name: object = None
+    ) -> Entry:
+        """Run ``fn(*args)`` as a background task owned by the fiber.
+
+        Its exit cancels the task with :class:`DisposedCancel` and awaits it. A task that raises
+        fails the fiber (logged, :class:`FiberFailed`), it does not crash the runtime.
+        """
+        entry, main, nursery = self._fiber._start_task(fn, args, name or _name(fn))
+        nursery.start_soon(main, name=name or _name(fn))
+        return entry
+
+    async def start(self, fn: Callable[..., Awaitable[object]], *args: object) -> Any:
+        """Like :meth:`trio.Nursery.start`: run ``fn(*args, task_status=...)`` in the fiber and
+        return the value it passes to ``task_status.started()``.
+
+        An exception raised before ``started`` goes to the caller.
+        """
+        _entry, main, nursery = self._fiber._start_task(fn, args, _name(fn))
+        return await nursery.start(main, name=_name(fn))
+
+    # -- services ------------------------------------------------------------------------------
+
+    def provide(self, name: str, service: object) -> Entry:
+        """Publish ``service`` under ``name`` for as long as the fiber is loaded.
+
+        When it leaves, the fibers that inject it are unloaded back to ``pending`` first.
+
+        Raises:
+            ServiceConflictError: the name is taken, or collides with a Context attribute.
+        """
+        return self._fiber.runtime._provide(self._fiber, name, service)
+
+    def get(self, name: str) -> Any:
+        """The service ``name``, or ``None``: works from any task and needs no declaration."""
+        return self._fiber.runtime._lookup(name)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        fiber = self._fiber
+        if not fiber._declares(name):
+            raise ServiceAccessError(
+                f"plugin {fiber.name!r} did not declare {name!r} in inject; add it, "
+                f"or use ctx.get({name!r}) from foreign fibers"
+            )
+        running = _CURRENT.get(None)
+        if running is None or not running._fiber._within(fiber):
+            where = f"fiber {running._fiber.id}" if running is not None else "a task of no fiber"
+            raise ServiceAccessError(
+                f"ctx.{name} of fiber {fiber.id} was used from {where}; services are bound "
+                f"to the declaring fiber's tasks, use ctx.get({name!r}) from foreign fibers"
+            )
+        service = fiber.runtime._lookup(name)
+        if service is None:
+            raise ServiceAccessError(
+                f"service {name!r} is not provided; apply a plugin that provides it first"
+            )
+        return service
+
+    # -- events --------------------------------------------------------------------------------
+
+    def on(self, event_type: type[T], listener: Callable[[T], object]) -> Entry:
+        """Call ``listener(event)`` for every emitted ``event_type`` while the fiber is loaded."""
+        return self._fiber.runtime._listen(self._fiber, event_type, listener)
+
+    def emit(self, event: object) -> None:
+        """Call the sync listeners of ``event`` in order; their failures are contained."""
+        self._fiber.runtime.bus.emit(event)
+
+    async def emit_serial(self, event: object) -> None:
+        """Await the listeners of ``event`` one after another (failures contained)."""
+        await self._fiber.runtime.bus.emit_serial(event)
+
+    async def emit_concurrent(self, event: object) -> None:
+        """Run the listeners of ``event`` all at once and await them (failures contained)."""
+        await self._fiber.runtime.bus.emit_concurrent(event)
+
+    # -- development ----------------------------------------------------------------------------
+
+    async def reload(self, target: object) -> tuple[Fiber, ...]:
+        """Re-import the module of ``target`` and replace the fibers of its plugins.
+
+        Returns the new fibers. If the new code fails to import or apply, the old plugin is
+        running again and :class:`ReloadError` is raised.
+        """
+        from ._reload import reload
+
+        return await reload(self._fiber.runtime, target)
+
+    def __repr__(self) -> str:
+        return f"<Context of {self._fiber!r}>"
+
+
+def _name(fn: object) -> str:
+    return str(getattr(fn, "__qualname__", fn))
+

@@ -1,0 +1,452 @@
+"""A fiber: one plugin application in its own trio task, owning one LIFO stack.
+
+Rules:
+- Each fiber runs in one task, started in its parent's nursery. That task runs ``apply``,
+  enters every effect and exits every entry, so task-bound context managers (nurseries, cancel
+  scopes) are legal effects. An effect asked for from another task is handed to the fiber's
+  task and entered there (while the fiber is loading it waits until ``apply`` returns).
+- The fiber's nursery is the bottom of its stack: background tasks and child fibers live in
+  it, and each of them is also an entry, so they unwind in reverse order of set-up with the
+  rest.
+- Teardown is shielded: an outer cancellation cannot cut it short.
+- ``dispose`` is memoized: every caller joins one teardown and returns when it is complete.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, TypeVar, final
+
+import attrs
+import trio
+
+from ..cancel import CauseScope, DisposedCancel
+from ..cancel._scope import _reset_scopes
+from ._context import _CURRENT, Context
+from ._errors import FiberClosedError
+from ._events import FiberFailed
+from ._plugin import PluginSpec
+from ._stack import Entry, OwnedStack
+from ._states import FiberState, check_transition
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
+
+__all__ = ["Fiber", "FiberStatistics"]
+
+log = logging.getLogger("trio_agents")
+
+T = TypeVar("T")
+
+
+@attrs.frozen
+class FiberStatistics:
+    """A snapshot of a fiber, for tests and debugging."""
+
+    id: str
+    state: FiberState
+    entries: tuple[str, ...]
+    children: int
+
+
+@final
+class _EffectRequest:
+    """An effect asked for from a task other than the fiber's own."""
+
+    __slots__ = ("cm", "done", "error", "value")
+
+    def __init__(self, cm: AbstractAsyncContextManager[Any]) -> None:
+        self.cm = cm
+        self.done = trio.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
+@final
+class Fiber:
+    """One application of a plugin: a node of the ownership tree.
+
+    Fibers are made by :meth:`Context.plugin`; never construct one directly.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        spec: PluginSpec,
+        config: object,
+        raw_config: object,
+        parent: Fiber | None,
+    ) -> None:
+        self.runtime = runtime
+        self.spec = spec
+        self.parent = parent
+        self.id = f"{spec.name}#{runtime._next_id()}"
+        self.context = Context(self)
+        self._config = config
+        self._raw_config = raw_config
+        self._state = FiberState.PENDING
+        self._stack: OwnedStack | None = None
+        self._nursery: trio.Nursery | None = None
+        self._task: trio.lowlevel.Task | None = None
+        self._load_scope: CauseScope | None = None
+        self._requests: collections.deque[_EffectRequest] = collections.deque()
+        self._wake = trio.Event()
+        self._stop = False
+        self._reset = False
+        self._failure: BaseException | None = None
+        self._application_ended = trio.Event()
+        self._application_errors: list[BaseException] = []
+        self._errors: list[BaseException] = []
+        self._done = trio.Event()
+        self._entry: Entry | None = None
+        self._children: dict[Fiber, None] = {}
+
+    # -- public surface -------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The plugin's name."""
+        return self.spec.name
+
+    @property
+    def plugin(self) -> object:
+        """The plugin object (or module) this fiber applies."""
+        return self.spec.plugin
+
+    @property
+    def state(self) -> FiberState:
+        """The current :class:`FiberState`."""
+        return self._state
+
+    @property
+    def exception(self) -> BaseException | None:
+        """Why the fiber failed, if it did."""
+        return self._failure if self._state is FiberState.FAILED else None
+
+    @property
+    def children(self) -> tuple[Fiber, ...]:
+        """Live child fibers, oldest first."""
+        return tuple(self._children)
+
+    def statistics(self) -> FiberStatistics:
+        """A frozen snapshot of this fiber."""
+        return FiberStatistics(
+            id=self.id,
+            state=self._state,
+            entries=self._stack.labels() if self._stack is not None else (),
+            children=len(self._children),
+        )
+
+    async def dispose(self) -> None:
+        """Tear the fiber down and return when the teardown is complete.
+
+        Memoized: concurrent and repeated callers join one teardown.
+
+        Raises:
+            ExceptionGroup: one or more exits failed (every other entry still unwound).
+            RuntimeError: called from the fiber's own task, which would wait for itself.
+        """
+        if trio.lowlevel.current_task() is self._task and not self._done.is_set():
+            raise RuntimeError(
+                f"fiber {self.id} cannot await its own disposal from its own task; "
+                f"call dispose() from another task, e.g. one started with ctx.start_soon"
+            )
+        if not self._done.is_set():
+            self._stop = True
+            if self._load_scope is not None:
+                self._load_scope.cancel(DisposedCancel())
+            self._poke()
+            await self._done.wait()
+        else:
+            await trio.lowlevel.checkpoint()
+        if self._errors:
+            raise ExceptionGroup(f"teardown of fiber {self.id} failed", list(self._errors))
+
+    def __repr__(self) -> str:
+        return f"<Fiber {self.id} {self._state.value}>"
+
+    def _declares(self, service: str) -> bool:
+        # The root context belongs to the application that opened the runtime: it may use
+        # every service. Other fibers use what they or their ancestors declared.
+        if self.parent is None:
+            return True
+        fiber: Fiber | None = self
+        while fiber is not None:
+            if service in fiber.spec.inject:
+                return True
+            fiber = fiber.parent
+        return False
+
+    def _within(self, ancestor: Fiber) -> bool:
+        fiber: Fiber | None = self
+        while fiber is not None:
+            if fiber is ancestor:
+                return True
+            fiber = fiber.parent
+        return False
+
+    # -- entries ---------------------------------------------------------------------------
+
+    def _check_open(self, what: str) -> tuple[OwnedStack, trio.Nursery]:
+        if not self._state.is_open or self._stack is None or self._nursery is None:
+            raise FiberClosedError(
+                f"fiber {self.id} is {self._state.value}; it cannot take {what} any more "
+                f"(add it to a fiber that is loading or active)"
+            )
+        return self._stack, self._nursery
+
+    def _push(self, entry: Entry) -> Entry:
+        stack, _ = self._check_open(entry.label)
+        return stack.push(entry)
+
+    async def _effect(self, cm: AbstractAsyncContextManager[T]) -> T:
+        if not hasattr(type(cm), "__aenter__") or not hasattr(type(cm), "__aexit__"):
+            raise TypeError(
+                f"ctx.effect() takes an async context manager; got {type(cm).__name__} "
+                f"(did you forget to call it?)"
+            )
+        self._check_open(f"the effect {type(cm).__name__}")
+        if trio.lowlevel.current_task() is self._task:
+            return await self._enter(cm)
+        request = _EffectRequest(cm)
+        self._requests.append(request)
+        self._poke()
+        await request.done.wait()
+        if request.error is not None:
+            raise request.error
+        return request.value  # type: ignore[no-any-return]
+
+    async def _enter(self, cm: AbstractAsyncContextManager[T]) -> T:
+        aexit = type(cm).__aexit__
+        value = await type(cm).__aenter__(cm)
+
+        async def exit_() -> None:
+            await aexit(cm, None, None, None)
+
+        self._push(Entry(f"effect {type(cm).__name__}", exit_))
+        return value
+
+    def _start_task(
+        self,
+        fn: Callable[..., Awaitable[object]],
+        args: tuple[object, ...],
+        name: object,
+    ) -> tuple[Entry, Callable[..., Awaitable[None]], trio.Nursery]:
+        stack, nursery = self._check_open(f"the task {name}")
+        scope = CauseScope()
+        done = trio.Event()
+        failed_while_stopping: list[BaseException] = []
+
+        async def stop() -> None:
+            scope.cancel(DisposedCancel())
+            await done.wait()
+            if failed_while_stopping:
+                raise failed_while_stopping[0]
+
+        entry = stack.push(Entry(f"task {name}", stop))
+
+        async def main(*, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+            _CURRENT.set(self.context)
+            _reset_scopes()
+            started = False
+
+            def report(value: object = None) -> None:
+                nonlocal started
+                started = True
+                task_status.started(value)
+
+            try:
+                with scope:
+                    if task_status is trio.TASK_STATUS_IGNORED:
+                        await fn(*args)
+                    else:
+                        await fn(*args, task_status=_Status(report))
+            except Exception as exc:
+                if task_status is not trio.TASK_STATUS_IGNORED and not started:
+                    raise
+                if scope.cancel_called:
+                    # Being stopped: the failure belongs to the teardown that stopped it.
+                    failed_while_stopping.append(exc)
+                else:
+                    self._task_failed(exc)
+            finally:
+                entry.discard()
+                done.set()
+
+        return entry, main, nursery
+
+    def _task_failed(self, exc: BaseException) -> None:
+        log.error("a background task of fiber %s failed", self.id, exc_info=exc)
+        if self._failure is None:
+            self._failure = exc
+        self._poke()
+
+    # -- the fiber's task ------------------------------------------------------------------
+
+    def _poke(self) -> None:
+        self._wake.set()
+
+    def _to(self, new: FiberState) -> None:
+        self._state = check_transition(self._state, new)
+
+    async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self._task = trio.lowlevel.current_task()
+        _CURRENT.set(self.context)
+        _reset_scopes()
+        status: trio.TaskStatus[None] | None = task_status
+        try:
+            while not self._stop and self._state is not FiberState.FAILED:
+                self._wake = trio.Event()
+                if self.runtime._missing(self.spec.inject):
+                    if self._state is not FiberState.PENDING:
+                        self._to(FiberState.PENDING)
+                    status = _report(status)
+                    await self._wake.wait()
+                    continue
+                status = await self._application(status)
+        finally:
+            if not self._state.is_final:
+                if self._state in (FiberState.LOADING, FiberState.ACTIVE):
+                    self._to(FiberState.UNLOADING)
+                self._to(FiberState.DISPOSED)
+            self._refuse_requests()
+            self.runtime._forget(self)
+            if self._entry is not None:
+                self._entry.discard()
+            if self.parent is not None:
+                self.parent._children.pop(self, None)
+            self._done.set()
+        _report(status)
+
+    async def _application(
+        self, status: trio.TaskStatus[None] | None
+    ) -> trio.TaskStatus[None] | None:
+        self._to(FiberState.LOADING)
+        self._application_ended = trio.Event()
+        self._failure = None
+        stack = self._stack = OwnedStack()
+        errors: list[BaseException] = []
+        applied = trio.Event()
+        apply_failure: list[BaseException] = []
+        try:
+            # Invariant: this task enters and exits every entry; `guard` and the nursery are
+            # below all of them, so shielding `guard` protects the whole unwind.
+            with trio.CancelScope() as guard:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    load_scope = self._load_scope = CauseScope()
+                    nursery.start_soon(self._apply, load_scope, applied, apply_failure)
+                    try:
+                        await self._serve(applied.is_set)
+                        self._load_scope = None
+                        if not (apply_failure or self._halted()):
+                            self._to(FiberState.ACTIVE)
+                            status = _report(status)
+                            await self._serve(lambda: False)
+                    finally:
+                        guard.shield = True
+                        self._load_scope = None
+                        self._to(FiberState.UNLOADING)
+                        if not applied.is_set():
+                            load_scope.cancel(DisposedCancel())
+                            await applied.wait()
+                        self._refuse_requests()
+                        errors = await stack.unwind()
+                        self._nursery = None
+                        self._stack = None
+        finally:
+            self._application_errors = errors
+            failure = apply_failure[0] if apply_failure else self._failure
+            if failure is not None:
+                self._failure = failure
+                self._errors = errors
+                self._to(FiberState.FAILED)
+                log.error("fiber %s failed", self.id, exc_info=failure)
+                self.runtime.bus.emit(
+                    FiberFailed(fiber_id=self.id, plugin=self.name, error=failure)
+                )
+            elif self._stop or not self._reset:
+                self._errors = errors
+                self._to(FiberState.DISPOSED)
+            else:
+                self._reset = False
+                self._to(FiberState.PENDING)
+            self._application_ended.set()
+        return status
+
+    async def _apply(
+        self, scope: CauseScope, applied: trio.Event, failure: list[BaseException]
+    ) -> None:
+        _CURRENT.set(self.context)
+        _reset_scopes()
+        try:
+            with scope:
+                if self._halted():
+                    scope.cancel(DisposedCancel())
+                await self.spec.apply(self.context, self._config)
+        except Exception as exc:
+            failure.append(exc)
+        finally:
+            applied.set()
+            self._poke()
+
+    def _halted(self) -> bool:
+        return self._stop or self._reset or self._failure is not None
+
+    async def _serve(self, done: Callable[[], bool]) -> None:
+        """Enter the effects other tasks ask for until ``done()`` or the fiber must stop."""
+        while True:
+            self._wake = trio.Event()
+            if self._requests:
+                request = self._requests.popleft()
+                try:
+                    request.value = await self._enter(request.cm)
+                except BaseException as exc:
+                    request.error = exc
+                    if not isinstance(exc, Exception):
+                        raise
+                finally:
+                    request.done.set()
+                continue
+            if done() or self._halted():
+                return
+            await self._wake.wait()
+
+    def _refuse_requests(self) -> None:
+        while self._requests:
+            request = self._requests.popleft()
+            request.error = FiberClosedError(
+                f"fiber {self.id} is {self._state.value}; the effect "
+                f"{type(request.cm).__name__} was not entered"
+            )
+            request.done.set()
+
+    async def _reset_to_pending(self) -> list[BaseException]:
+        """Unwind the current application because a required service is leaving."""
+        if self._state in (FiberState.LOADING, FiberState.ACTIVE):
+            self._reset = True
+            if self._load_scope is not None:
+                self._load_scope.cancel(DisposedCancel())
+            self._poke()
+        if self._state in (FiberState.LOADING, FiberState.ACTIVE, FiberState.UNLOADING):
+            await self._application_ended.wait()
+            return list(self._application_errors)
+        return []
+
+
+@final
+class _Status:
+    """The ``task_status`` handed to a task started with ``ctx.start``."""
+
+    __slots__ = ("started",)
+
+    def __init__(self, started: Callable[..., None]) -> None:
+        self.started = started
+
+
+def _report(status: trio.TaskStatus[None] | None) -> None:
+    if status is not None:
+        status.started()

@@ -1,0 +1,122 @@
+"""What a plugin is, and how its configuration is structured.
+
+A plugin is a module or any object with:
+
+- ``name: str``;
+- optional ``inject``: the names of the services it requires;
+- optional ``Config``: an attrs class; a dict config is structured into it with cattrs (extra
+  keys rejected, every problem reported at once);
+- ``async def apply(ctx, config)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol, final
+
+import attrs
+import cattrs
+
+from ._errors import ConfigError, PluginError
+
+__all__ = ["Plugin", "PluginSpec", "config_converter", "describe_plugin"]
+
+#: The kernel's converter for plugin configuration; never the global one.
+config_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+class Plugin(Protocol):
+    """The shape of a plugin object (a module with the same attributes works too)."""
+
+    name: str
+
+    async def apply(self, ctx: Any, config: Any, /) -> None: ...
+
+
+def describe_plugin(plugin: object) -> str:
+    """A short name for error messages, even for a malformed plugin."""
+    name = getattr(plugin, "name", None)
+    if isinstance(name, str):
+        return repr(name)
+    return repr(getattr(plugin, "__name__", type(plugin).__name__))
+
+
+@final
+@attrs.frozen
+class PluginSpec:
+    """A validated view of a plugin."""
+
+    plugin: object = attrs.field(eq=False)
+    name: str
+    inject: tuple[str, ...]
+    config_type: type | None
+    apply: Callable[[Any, Any], Awaitable[None]] = attrs.field(eq=False)
+
+    @classmethod
+    def of(cls, plugin: object) -> PluginSpec:
+        """Validate ``plugin`` and read its attributes.
+
+        Raises:
+            PluginError: the object lacks ``name`` or ``apply``, or they have the wrong type.
+        """
+        what = describe_plugin(plugin)
+        name = getattr(plugin, "name", None)
+        if not isinstance(name, str) or not name:
+            raise PluginError(
+                f"plugin {what} has no name; give it a non-empty 'name: str' attribute"
+            )
+        apply = getattr(plugin, "apply", None)
+        if apply is None or not inspect.iscoroutinefunction(apply):
+            raise PluginError(
+                f"plugin {name!r} needs 'async def apply(ctx, config)'; "
+                f"got {type(apply).__name__ if apply is not None else 'nothing'}"
+            )
+        inject = getattr(plugin, "inject", ())
+        if isinstance(inject, str) or not all(isinstance(i, str) for i in inject):
+            raise PluginError(
+                f"plugin {name!r}: 'inject' must be a sequence of service names, "
+                f"e.g. inject = ('agents',); got {inject!r}"
+            )
+        config_type = getattr(plugin, "Config", None)
+        if config_type is not None and not (
+            isinstance(config_type, type) and attrs.has(config_type)
+        ):
+            raise PluginError(f"plugin {name!r}: 'Config' must be an attrs class")
+        return cls(plugin, name, tuple(inject), config_type, apply)
+
+    def structure(self, config: object) -> Any:
+        """Turn the config given to ``ctx.plugin`` into what ``apply`` receives.
+
+        Raises:
+            ConfigError: with every problem listed, each with its path.
+        """
+        if self.config_type is None:
+            if config is not None:
+                raise ConfigError(
+                    f"plugin {self.name!r} takes no configuration (it has no Config class); "
+                    f"got {config!r}"
+                )
+            return None
+        if isinstance(config, self.config_type):
+            return config
+        if config is None:
+            config = {}
+        elif attrs.has(type(config)):
+            # The Config class of an older version of this plugin (after a reload).
+            config = config_converter.unstructure(config)
+        if not isinstance(config, Mapping):
+            raise ConfigError(
+                f"plugin {self.name!r}: config must be a mapping or a "
+                f"{self.config_type.__name__}; got {type(config).__name__}"
+            )
+        try:
+            return config_converter.structure(dict(config), self.config_type)
+        except Exception as exc:
+            problems = tuple(cattrs.transform_error(exc, path="config"))
+            listed = "".join(f"\n  - {p}" for p in problems)
+            raise ConfigError(
+                f"invalid config for plugin {self.name!r} ({len(problems)} problem"
+                f"{'s' if len(problems) != 1 else ''}):{listed}",
+                problems,
+            ) from exc

@@ -1,0 +1,201 @@
+"""The runtime: the fiber tree's registries (fibers, services, the event bus) and its root.
+
+Rules:
+- Services are published by a fiber's ``provide`` entry and removed when that entry exits.
+  Before a service is removed, every fiber that injects it unwinds back to ``pending`` (newest
+  first); the service stays readable during their teardown, but no fiber starts with it.
+- A pending fiber is woken whenever a service appears and applies when none is missing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, final
+
+import attrs
+import trio
+
+from ._bus import EventBus
+from ._context import _CURRENT, Context
+from ._errors import ServiceConflictError
+from ._fiber import Fiber
+from ._plugin import PluginSpec
+from ._stack import Entry
+from ._states import FiberState
+
+__all__ = ["Runtime", "open_root"]
+
+log = logging.getLogger("trio_agents")
+
+
+@attrs.define(eq=False)
+class _Service:
+    value: object
+    provider: Fiber
+    leaving: bool = False
+
+
+@final
+class Runtime:
+    """Registries shared by every fiber of one tree. Reached as ``ctx.fiber.runtime``."""
+
+    def __init__(self) -> None:
+        self.bus = EventBus()
+        self._ids = itertools.count(1)
+        # Invariant: insertion order is creation order; only fibers that are not final.
+        self._fibers: dict[Fiber, None] = {}
+        self._services: dict[str, _Service] = {}
+
+    def _next_id(self) -> int:
+        return next(self._ids)
+
+    @property
+    def fibers(self) -> tuple[Fiber, ...]:
+        """Every fiber that is not yet disposed or failed, oldest first."""
+        return tuple(self._fibers)
+
+    def services(self) -> dict[str, object]:
+        """A snapshot of the published services by name."""
+        return {name: s.value for name, s in self._services.items() if not s.leaving}
+
+    # -- fibers ---------------------------------------------------------------------------------
+
+    async def _spawn(self, parent: Fiber, plugin: object, config: object) -> Fiber:
+        spec = PluginSpec.of(plugin)
+        structured = spec.structure(config)
+        fiber = Fiber(self, spec, structured, config, parent)
+        _, nursery = parent._check_open(f"the child fiber {fiber.id}")
+        fiber._entry = parent._push(Entry(f"fiber {fiber.id}", fiber.dispose))
+        parent._children[fiber] = None
+        self._fibers[fiber] = None
+        await nursery.start(fiber._run, name=f"fiber {fiber.id}")
+        if fiber.state is FiberState.FAILED:
+            failure = fiber._failure
+            assert failure is not None
+            if fiber._errors:
+                raise ExceptionGroup(
+                    f"plugin {spec.name!r} failed to apply, and unwinding it failed too",
+                    [failure, *fiber._errors],  # type: ignore[list-item]
+                )
+            raise failure
+        return fiber
+
+    def _forget(self, fiber: Fiber) -> None:
+        self._fibers.pop(fiber, None)
+
+    def _missing(self, names: tuple[str, ...]) -> list[str]:
+        services = self._services
+        return [n for n in names if n not in services or services[n].leaving]
+
+    # -- services -------------------------------------------------------------------------------
+
+    def _lookup(self, name: str) -> Any:
+        service = self._services.get(name)
+        return None if service is None else service.value
+
+    def _provide(self, fiber: Fiber, name: str, value: object) -> Entry:
+        if not name.isidentifier():
+            raise ServiceConflictError(
+                f"service names are identifiers (so ctx.{name} works); got {name!r}"
+            )
+        if hasattr(Context, name):
+            raise ServiceConflictError(
+                f"service name {name!r} collides with the Context attribute ctx.{name}; "
+                f"choose another name"
+            )
+        existing = self._services.get(name)
+        if existing is not None:
+            raise ServiceConflictError(
+                f"service {name!r} is already provided by fiber {existing.provider.id}; "
+                f"dispose that fiber first"
+            )
+        fiber._check_open(f"the service {name!r}")
+        service = _Service(value, fiber)
+
+        async def withdraw() -> None:
+            await self._withdraw(name, service)
+
+        entry = fiber._push(Entry(f"service {name}", withdraw))
+        self._services[name] = service
+        for other in self._fibers:
+            if other.state is FiberState.PENDING:
+                other._poke()
+        return entry
+
+    async def _withdraw(self, name: str, service: _Service) -> None:
+        service.leaving = True
+        dependents = [
+            f
+            for f in reversed(self._fibers)
+            if name in f.spec.inject and f is not service.provider
+        ]
+        errors: list[BaseException] = []
+        try:
+            for dependent in dependents:
+                errors.extend(await dependent._reset_to_pending())
+        finally:
+            if self._services.get(name) is service:
+                del self._services[name]
+        if errors:
+            raise ExceptionGroup(
+                f"fibers that inject {name!r} failed to unload when it left", errors
+            )
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _listen(self, fiber: Fiber, event_type: type, fn: Callable[[Any], object]) -> Entry:
+        fiber._check_open(f"a listener for {getattr(event_type, '__name__', event_type)}")
+        listener = self.bus.add(event_type, fn)
+
+        async def remove() -> None:
+            self.bus.remove(listener)
+
+        return fiber._push(Entry(f"listener {event_type.__name__}", remove))
+
+
+@final
+class _Root:
+    """The plugin of the root fiber: it does nothing; the application owns it."""
+
+    name = "root"
+
+    async def apply(self, ctx: Context, config: None) -> None:
+        pass
+
+
+@asynccontextmanager
+async def open_root() -> AsyncIterator[Context]:
+    """Open a bare runtime (no core plugins) and yield its root :class:`Context`.
+
+    Leaving the block disposes the root fiber: everything unwinds in reverse order of set-up,
+    shielded from outer cancellation.
+    """
+    runtime = Runtime()
+    root = Fiber(runtime, PluginSpec.of(_Root()), None, None, None)
+    runtime._fibers[root] = None
+    async with trio.open_nursery() as nursery:
+        await nursery.start(root._run, name="fiber root")
+        token = _CURRENT.set(root.context)
+        body_error: BaseException | None = None
+        try:
+            yield root.context
+        except BaseException as exc:
+            body_error = exc
+            raise
+        finally:
+            _CURRENT.reset(token)
+            with trio.CancelScope(shield=True):
+                try:
+                    await root.dispose()
+                except BaseException as teardown:
+                    if body_error is None:
+                        raise
+                    raise BaseExceptionGroup(
+                        "the runtime's body raised, and its teardown failed too",
+                        [body_error, teardown],
+                    ) from None
+
+

@@ -1,0 +1,106 @@
+"""The one LIFO stack of everything a fiber owns.
+
+Rules:
+- An :class:`Entry` is one owned thing with one async exit. Entries unwind strictly last in,
+  first out, one at a time, each awaited to completion.
+- A failing exit never skips later entries: every failure is collected and returned.
+- Unlike :class:`contextlib.AsyncExitStack`, an exit never sees the previous exit's exception,
+  so no entry can swallow another entry's failure.
+- An entry whose thing ended on its own (a finished task, a child fiber disposed directly)
+  leaves the stack with :meth:`Entry.discard`; a fiber that spawns many short tasks does not
+  accumulate entries.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from typing import final
+
+import trio
+
+__all__ = ["Entry", "OwnedStack"]
+
+_keys = itertools.count()
+
+
+@final
+class Entry:
+    """One thing a fiber owns, and the async exit that releases it.
+
+    The exit runs at most once; concurrent closers join the one run.
+    """
+
+    __slots__ = ("_closed", "_exit", "_key", "_stack", "label")
+
+    def __init__(self, label: str, exit: Callable[[], Awaitable[object]]) -> None:
+        self.label = label
+        self._exit = exit
+        self._key = next(_keys)
+        self._stack: OwnedStack | None = None
+        self._closed: trio.Event | None = None
+
+    @property
+    def owned(self) -> bool:
+        """Whether the entry is still on its fiber's stack."""
+        return self._stack is not None
+
+    def discard(self) -> None:
+        """Leave the stack without running the exit (the owned thing already ended)."""
+        if self._stack is not None:
+            self._stack._entries.pop(self._key, None)
+            self._stack = None
+
+    async def close(self) -> None:
+        """Release the thing now, ahead of its fiber's teardown."""
+        self.discard()
+        await self._run_exit()
+
+    async def _run_exit(self) -> None:
+        if self._closed is not None:
+            await self._closed.wait()
+            return
+        self._closed = trio.Event()
+        try:
+            await self._exit()
+        finally:
+            self._closed.set()
+
+    def __repr__(self) -> str:
+        return f"<Entry {self.label!r} owned={self.owned}>"
+
+
+@final
+class OwnedStack:
+    """The ordered entries of one fiber application."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        # Invariant: dict order is push order, so popitem() yields the newest entry.
+        self._entries: dict[int, Entry] = {}
+
+    def push(self, entry: Entry) -> Entry:
+        """Own ``entry``; it will unwind before every entry pushed earlier."""
+        entry._stack = self
+        self._entries[entry._key] = entry
+        return entry
+
+    def labels(self) -> tuple[str, ...]:
+        """The labels of the entries, oldest first."""
+        return tuple(e.label for e in self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def unwind(self) -> list[BaseException]:
+        """Exit every entry, newest first; return the failures in the order they happened."""
+        errors: list[BaseException] = []
+        while self._entries:
+            _, entry = self._entries.popitem()
+            entry._stack = None
+            try:
+                await entry._run_exit()
+            except BaseException as exc:  # noqa: BLE001 - collected, raised by the caller
+                errors.append(exc)
+        return errors

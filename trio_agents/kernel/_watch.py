@@ -1,0 +1,73 @@
+"""Development reload: watch the source files of running plugins and reload on change."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+
+from ._context import Context
+from ._errors import ReloadError
+from ._reload import module_of
+
+__all__ = ["watch_plugins"]
+
+log = logging.getLogger("trio_agents")
+
+
+async def _watchfiles(paths: Iterable[str]) -> AsyncIterator[set[str]]:
+    import watchfiles  # an optional dependency: only --watch needs it
+
+    async for batch in watchfiles.awatch(*paths):
+        yield {path for _, path in batch}
+
+
+async def watch_plugins(
+    ctx: Context,
+    paths: Iterable[str] | None = None,
+    *,
+    changes: AsyncIterable[set[str]] | None = None,
+) -> None:
+    """Reload every running plugin whose module's file changes; run it as a task.
+
+    Args:
+        ctx: any context of the runtime.
+        paths: directories or files to watch; by default the directories of the modules of
+            the plugins running now.
+        changes: a stream of sets of changed paths, instead of ``watchfiles`` (for tests).
+    """
+    runtime = ctx.fiber.runtime
+    if changes is None:
+        if paths is None:
+            paths = sorted({os.path.dirname(f) for f in _plugin_files(ctx)})
+        changes = _watchfiles(paths)
+    async for changed in changes:
+        done: set[str] = set()
+        for fiber in runtime.fibers:
+            try:
+                module = module_of(fiber.plugin)
+            except ReloadError:
+                continue
+            file = getattr(module, "__file__", None)
+            if file is None or module.__name__ in done:
+                continue
+            if os.path.abspath(file) in {os.path.abspath(p) for p in changed}:
+                done.add(module.__name__)
+                try:
+                    await ctx.reload(module)
+                except ReloadError as exc:
+                    log.error("%s", exc)
+                else:
+                    log.info("reloaded %s", module.__name__)
+
+
+def _plugin_files(ctx: Context) -> set[str]:
+    files = set()
+    for fiber in ctx.fiber.runtime.fibers:
+        try:
+            file = getattr(module_of(fiber.plugin), "__file__", None)
+        except ReloadError:
+            continue
+        if file is not None:
+            files.add(file)
+    return files
