@@ -1,8 +1,26 @@
-"""trio_agents: long-lived LLM agents on trio, where every piece of work has one owner."""
+"""trio_agents: long-lived LLM agents on trio, where every piece of work has one owner.
 
+The names most programs need are re-exported here; each layer's package
+(:mod:`trio_agents.kernel`, :mod:`~trio_agents.cancel`, :mod:`~trio_agents.session`,
+:mod:`~trio_agents.model`, :mod:`~trio_agents.agent`) has the rest.
+"""
+
+from . import agent as agent
 from . import cancel as cancel
+from . import events as events
 from . import kernel as kernel
+from . import model as model
+from . import session as session
 from ._errors import TrioAgentsError as TrioAgentsError
+from .agent import Agent as Agent
+from .agent import AgentClosedError as AgentClosedError
+from .agent import AgentHandle as AgentHandle
+from .agent import AgentIdInUseError as AgentIdInUseError
+from .agent import AgentStatus as AgentStatus
+from .agent import Tool as Tool
+from .agent import ToolContext as ToolContext
+from .agent import ToolResult as ToolResult
+from .agent import open_runtime as open_runtime
 from .cancel import CancelCause as CancelCause
 from .cancel import CauseScope as CauseScope
 from .cancel import DisposedCancel as DisposedCancel
@@ -10,24 +28,73 @@ from .cancel import HookCancel as HookCancel
 from .cancel import ParentCancel as ParentCancel
 from .cancel import UserCancel as UserCancel
 from .cancel import current_cause as current_cause
+from .events import AgentCancelRequested as AgentCancelRequested
+from .events import AgentCreated as AgentCreated
+from .events import AgentDisposed as AgentDisposed
+from .events import AgentOutput as AgentOutput
+from .events import AgentStatusChanged as AgentStatusChanged
+from .events import FiberFailed as FiberFailed
+from .events import ListenerFailed as ListenerFailed
+from .events import PluginReloaded as PluginReloaded
+from .events import SessionAppended as SessionAppended
+from .events import SessionCreated as SessionCreated
+from .events import SessionDisposed as SessionDisposed
+from .events import SessionFlushed as SessionFlushed
 from .kernel import Context as Context
 from .kernel import Fiber as Fiber
 from .kernel import FiberState as FiberState
 from .kernel import open_root as open_root
+from .model import Model as Model
+from .model import ScriptedModel as ScriptedModel
+from .model import model_from_spec as model_from_spec
+from .session import JsonlStore as JsonlStore
+from .session import MemoryStore as MemoryStore
+from .session import SessionStore as SessionStore
 
 __all__ = [
+    "Agent",
+    "AgentCancelRequested",
+    "AgentClosedError",
+    "AgentCreated",
+    "AgentDisposed",
+    "AgentHandle",
+    "AgentIdInUseError",
+    "AgentOutput",
+    "AgentStatus",
+    "AgentStatusChanged",
     "CancelCause",
     "CauseScope",
     "Context",
     "DisposedCancel",
     "Fiber",
+    "FiberFailed",
     "FiberState",
     "HookCancel",
+    "JsonlStore",
+    "ListenerFailed",
+    "MemoryStore",
+    "Model",
     "ParentCancel",
+    "PluginReloaded",
+    "ScriptedModel",
+    "SessionAppended",
+    "SessionCreated",
+    "SessionDisposed",
+    "SessionFlushed",
+    "SessionStore",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
     "TrioAgentsError",
     "UserCancel",
+    "agent",
     "cancel",
     "current_cause",
+    "events",
     "kernel",
+    "model",
+    "model_from_spec",
     "open_root",
+    "open_runtime",
+    "session",
 ]

@@ -39,8 +39,8 @@ __all__ = [
     "Runtime",
     "ServiceAccessError",
     "ServiceConflictError",
-    "current_context",
     "config_converter",
+    "current_context",
     "open_root",
     "watch_plugins",
 ]

@@ -73,7 +73,7 @@ class EventBus:
         cls = type(event)
         found = self._by_type.get(cls)
         if found is None:
-            found = tuple(l for l in self._listeners if issubclass(cls, l.event_type))
+            found = tuple(x for x in self._listeners if issubclass(cls, x.event_type))
             self._by_type[cls] = found
         return found
 
@@ -120,9 +120,6 @@ class EventBus:
                 nursery.start_soon(self._call, listener, event)
 
     def _failed(self, listener: Listener, event: object, exc: Exception) -> None:
-        log.error(
-            "listener %s failed on %s", listener.label, type(event).__name__, exc_info=exc
-        )
+        log.error("listener %s failed on %s", listener.label, type(event).__name__, exc_info=exc)
         if not isinstance(event, ListenerFailed):
             self.emit(ListenerFailed(event=event, listener=listener.label, error=exc))
-

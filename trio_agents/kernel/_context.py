@@ -191,4 +191,3 @@ class Context:
 
 def _name(fn: object) -> str:
     return str(getattr(fn, "__qualname__", fn))
-

@@ -163,7 +163,7 @@ class Fiber:
         else:
             await trio.lowlevel.checkpoint()
         if self._errors:
-            raise ExceptionGroup(f"teardown of fiber {self.id} failed", list(self._errors))
+            raise BaseExceptionGroup(f"teardown of fiber {self.id} failed", list(self._errors))
 
     def __repr__(self) -> str:
         return f"<Fiber {self.id} {self._state.value}>"
@@ -298,7 +298,10 @@ class Fiber:
         _reset_scopes()
         status: trio.TaskStatus[None] | None = task_status
         try:
-            while not self._stop and self._state is not FiberState.FAILED:
+            # Invariant: a final state ends the loop even without a dispose() call; an
+            # application cut short by an outer cancellation ends disposed, and must not
+            # be applied again.
+            while not self._stop and not self._state.is_final:
                 self._wake = trio.Event()
                 if self.runtime._missing(self.spec.inject):
                     if self._state is not FiberState.PENDING:
@@ -447,6 +450,8 @@ class _Status:
         self.started = started
 
 
-def _report(status: trio.TaskStatus[None] | None) -> None:
+def _report(status: trio.TaskStatus[None] | None) -> trio.TaskStatus[None] | None:
+    """Report ``started()`` once; return what the caller should keep as its status (``None``)."""
     if status is not None:
         status.started()
+    return None

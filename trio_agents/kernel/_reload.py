@@ -36,8 +36,7 @@ def module_of(target: object) -> ModuleType:
     module = sys.modules.get(name) if isinstance(name, str) else None
     if module is None or not any(v is target for v in vars(module).values()):
         raise ReloadError(
-            f"cannot find the module that defines {target!r}; pass the module itself "
-            f"to reload()"
+            f"cannot find the module that defines {target!r}; pass the module itself to reload()"
         )
     return module
 

@@ -72,13 +72,16 @@ class Runtime:
         parent._children[fiber] = None
         self._fibers[fiber] = None
         await nursery.start(fiber._run, name=f"fiber {fiber.id}")
+        # A caller cancelled while the fiber loaded sees Cancelled (trio's checkpoint rule), not
+        # a fiber that the same cancellation already unwound.
+        await trio.lowlevel.checkpoint_if_cancelled()
         if fiber.state is FiberState.FAILED:
             failure = fiber._failure
             assert failure is not None
             if fiber._errors:
-                raise ExceptionGroup(
+                raise BaseExceptionGroup(
                     f"plugin {spec.name!r} failed to apply, and unwinding it failed too",
-                    [failure, *fiber._errors],  # type: ignore[list-item]
+                    [failure, *fiber._errors],
                 )
             raise failure
         return fiber
@@ -128,9 +131,7 @@ class Runtime:
     async def _withdraw(self, name: str, service: _Service) -> None:
         service.leaving = True
         dependents = [
-            f
-            for f in reversed(self._fibers)
-            if name in f.spec.inject and f is not service.provider
+            f for f in reversed(self._fibers) if name in f.spec.inject and f is not service.provider
         ]
         errors: list[BaseException] = []
         try:
@@ -140,7 +141,7 @@ class Runtime:
             if self._services.get(name) is service:
                 del self._services[name]
         if errors:
-            raise ExceptionGroup(
+            raise BaseExceptionGroup(
                 f"fibers that inject {name!r} failed to unload when it left", errors
             )
 
@@ -176,26 +177,36 @@ async def open_root() -> AsyncIterator[Context]:
     runtime = Runtime()
     root = Fiber(runtime, PluginSpec.of(_Root()), None, None, None)
     runtime._fibers[root] = None
-    async with trio.open_nursery() as nursery:
-        await nursery.start(root._run, name="fiber root")
-        token = _CURRENT.set(root.context)
-        body_error: BaseException | None = None
-        try:
-            yield root.context
-        except BaseException as exc:
-            body_error = exc
+    error: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(root._run, name="fiber root")
+            token = _CURRENT.set(root.context)
+            body_error: BaseException | None = None
+            try:
+                yield root.context
+            except BaseException as exc:
+                body_error = exc
+                raise
+            finally:
+                _CURRENT.reset(token)
+                with trio.CancelScope(shield=True):
+                    try:
+                        await root.dispose()
+                    except BaseException as teardown:
+                        if body_error is None:
+                            raise
+                        raise BaseExceptionGroup(
+                            "the runtime's body raised, and its teardown failed too",
+                            [body_error, teardown],
+                        ) from None
+    except BaseExceptionGroup as group:
+        # Invariant: the root fiber's task never raises, so the nursery's group holds exactly
+        # the one error of the body (or of the teardown). Unwrap it, so that the caller of
+        # ``async with open_root()`` sees what its body raised, not trio's nursery wrapper.
+        if len(group.exceptions) != 1:
             raise
-        finally:
-            _CURRENT.reset(token)
-            with trio.CancelScope(shield=True):
-                try:
-                    await root.dispose()
-                except BaseException as teardown:
-                    if body_error is None:
-                        raise
-                    raise BaseExceptionGroup(
-                        "the runtime's body raised, and its teardown failed too",
-                        [body_error, teardown],
-                    ) from None
-
-
+        error = group.exceptions[0]
+    if error is not None:
+        # Raised outside the except block, so the nursery's group does not become its context.
+        raise error

@@ -101,6 +101,6 @@ class OwnedStack:
             entry._stack = None
             try:
                 await entry._run_exit()
-            except BaseException as exc:  # noqa: BLE001 - collected, raised by the caller
+            except BaseException as exc:  # collected; the caller raises them
                 errors.append(exc)
         return errors

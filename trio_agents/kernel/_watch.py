@@ -51,7 +51,7 @@ async def watch_plugins(
             file = getattr(module, "__file__", None)
             if file is None or module.__name__ in done:
                 continue
-            if os.path.abspath(file) in {os.path.abspath(p) for p in changed}:
+            if _changed(file, changed):
                 done.add(module.__name__)
                 try:
                     await ctx.reload(module)
@@ -59,6 +59,11 @@ async def watch_plugins(
                     log.error("%s", exc)
                 else:
                     log.info("reloaded %s", module.__name__)
+
+
+def _changed(file: str, changed: set[str]) -> bool:
+    # Sync on purpose: abspath only joins with the cwd; it never waits on the disk.
+    return os.path.abspath(file) in {os.path.abspath(p) for p in changed}
 
 
 def _plugin_files(ctx: Context) -> set[str]:

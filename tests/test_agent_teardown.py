@@ -1,0 +1,188 @@
+"""Handles, co-ownership and the load-bearing teardown order (DESIGN.md §5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+import trio_agents.agent as ag
+from trio_agents.cancel import DisposedCancel
+from trio_agents.kernel import Context
+from trio_agents.model import ScriptedModel
+from trio_agents.session import (
+    JsonlStore,
+    SessionDisposed,
+    SessionFlushed,
+    StopReason,
+    TurnEnded,
+    TurnStarted,
+)
+
+
+def stored_turn_ends(root_dir: Path, session_id: str) -> list[str]:
+    lines = (root_dir / f"{session_id}.jsonl").read_text().splitlines()
+    return [line for line in lines if '"turn_ended"' in line]
+
+
+async def test_teardown_order_loop_then_scope_then_registry_then_session(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """dispose(): loop stopped and done → scope unwound → AgentDisposed → flush → SessionDisposed."""
+    log: list[str] = []
+    async with ag.open_runtime(
+        store=JsonlStore(tmp_path), model=ScriptedModel.echo(delay=10.0)
+    ) as root:
+        handle = await root.agents.create()
+        agent = handle.agent
+
+        async def scope_exit() -> None:
+            log.append(f"scope (done={agent.done})")
+
+        root.agents.scope_of(agent).defer(scope_exit)
+        root.on(ag.AgentDisposed, lambda e: log.append("AgentDisposed"))
+        root.on(SessionFlushed, lambda e: log.append("SessionFlushed"))
+        root.on(SessionDisposed, lambda e: log.append("SessionDisposed"))
+        agent.prompt("hello")
+        await trio.testing.wait_all_tasks_blocked()
+        await handle.dispose()
+        assert log.index("scope (done=True)") < log.index("AgentDisposed")
+        assert log.index("AgentDisposed") < log.index("SessionDisposed")
+        assert "SessionFlushed" in log[log.index("AgentDisposed") :]
+        assert root.agents.get(agent.id) is None
+    [ended] = stored_turn_ends(tmp_path, agent.id)
+    assert '"cancelled"' in ended
+
+
+async def test_closing_turn_is_durable_after_owner_fiber_unload(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Unloading the fiber that created the agent disposes it with TurnEnded on disk."""
+    made: list[ag.Agent] = []
+
+    class Owner:
+        name = "owner"
+        inject = ("agents",)
+
+        async def apply(self, ctx: Context, config: None) -> None:
+            handle = await ctx.agents.create(model=ScriptedModel.echo(delay=10.0))
+            handle.agent.prompt("work")
+            made.append(handle.agent)
+
+    async with ag.open_runtime(store=JsonlStore(tmp_path)) as root:
+        fiber = await root.plugin(Owner())
+        await trio.testing.wait_all_tasks_blocked()
+        await fiber.dispose()
+        assert root.agents.list() == ()
+    [ended] = stored_turn_ends(tmp_path, made[0].id)
+    assert "disposed_cancel" in ended
+
+
+async def test_closing_turn_is_durable_after_factory_unload(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Unloading the AgentLoop (the factory provider) disposes every agent it made."""
+    async with ag.open_runtime(store=JsonlStore(tmp_path)) as root:
+        agent = (await root.agents.create(model=ScriptedModel.echo(delay=10.0))).agent
+        agent.prompt("work")
+        await trio.testing.wait_all_tasks_blocked()
+        [loop_fiber] = [f for f in root.fiber.children if f.name == "agent-loop"]
+        await loop_fiber.dispose()
+        assert agent.done
+    [ended] = stored_turn_ends(tmp_path, agent.id)
+    assert '"cancelled"' in ended and "disposed_cancel" in ended
+
+
+async def test_runtime_exit_closes_running_turn_durably(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Leaving open_runtime mid-turn still writes the closing TurnEnded."""
+    async with ag.open_runtime(store=JsonlStore(tmp_path)) as root:
+        agent = (await root.agents.create(model=ScriptedModel.echo(delay=10.0))).agent
+        agent.prompt("work")
+        await trio.testing.wait_all_tasks_blocked()
+    assert len(stored_turn_ends(tmp_path, agent.id)) == 1
+
+
+async def test_concurrent_dispose_callers_join_one_teardown(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Two dispose() callers both return after the one teardown completed."""
+    async with ag.open_runtime() as root:
+        handle = await root.agents.create()
+        disposed: list[object] = []
+        root.on(ag.AgentDisposed, disposed.append)
+        returned: list[bool] = []
+
+        async def dispose() -> None:
+            await handle.dispose()
+            returned.append(handle.agent.status is ag.AgentStatus.DISPOSED)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(dispose)
+            nursery.start_soon(dispose)
+        assert returned == [True, True]
+        assert len(disposed) == 1
+
+
+async def test_duplicate_live_id_is_refused() -> None:
+    """A second live agent with the same id is refused with AgentIdInUseError."""
+    async with ag.open_runtime() as root:
+        await root.agents.create(session_id="a1")
+        with pytest.raises(ag.AgentIdInUseError, match=r"^agent id 'a1' is in use"):
+            await root.agents.create(session_id="a1")
+
+
+async def test_concurrent_creations_with_one_id_have_one_winner() -> None:
+    """Two concurrent creations with one id: one wins, the loser rolls back completely."""
+    async with ag.open_runtime() as root:
+        created: list[str] = []
+        disposed: list[str] = []
+        root.on(ag.AgentCreated, lambda e: created.append(e.agent_id))
+        root.on(ag.AgentDisposed, lambda e: disposed.append(e.agent_id))
+        outcomes: list[object] = []
+
+        async def create() -> None:
+            try:
+                outcomes.append(await root.agents.create(session_id="same"))
+            except ag.AgentIdInUseError as exc:
+                outcomes.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(create)
+            nursery.start_soon(create)
+        handles = [o for o in outcomes if isinstance(o, ag.AgentHandle)]
+        assert len(handles) == 1
+        assert len([o for o in outcomes if isinstance(o, ag.AgentIdInUseError)]) == 1
+        assert [a.id for a in root.agents.list()] == ["same"]
+        await handles[0].dispose()
+        assert created == disposed == ["same"]
+
+
+async def test_id_is_reusable_right_after_dispose(autojump_clock: trio.testing.MockClock) -> None:
+    """Once the exact registry entry detached, the id can be used again."""
+    async with ag.open_runtime() as root:
+        first = await root.agents.create(session_id="again")
+        await first.dispose()
+        second = await root.agents.create(session_id="again")
+        assert second.agent is not first.agent
+        assert root.agents.get("again") is second.agent
+
+
+async def test_dispose_while_running_records_disposed_cause(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A user cancel racing disposal is classified as DisposedCancel."""
+    async with ag.open_runtime(model=ScriptedModel.echo(delay=10.0)) as root:
+        handle = await root.agents.create()
+        handle.agent.prompt("x")
+        await trio.testing.wait_all_tasks_blocked()
+        handle.agent.cancel()
+        await handle.dispose()
+        ends = [r for r in handle.agent.session.records if isinstance(r, TurnEnded)]
+        starts = [r for r in handle.agent.session.records if isinstance(r, TurnStarted)]
+        assert len(ends) == len(starts) == 1
+        assert ends[0].stop_reason is StopReason.CANCELLED
+        assert ends[0].cause == DisposedCancel()

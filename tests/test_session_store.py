@@ -1,0 +1,340 @@
+"""The sessions service, on both backends: lifecycle, duplicates, rollback, events, list."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from trio_agents.kernel import Context, open_root
+from trio_agents.session import (
+    InboxSpliced,
+    JsonlStore,
+    MemoryStore,
+    SessionAppended,
+    SessionClosedError,
+    SessionCreated,
+    SessionDisposed,
+    SessionFlushed,
+    SessionIdInUseError,
+    SessionInUseError,
+    SessionNotFoundError,
+    SessionStore,
+    SessionStoreClosedError,
+    StopReason,
+    TurnEnded,
+    TurnStarted,
+    UserMessage,
+)
+
+Factory = Callable[[], SessionStore]
+
+
+@pytest.fixture(params=["memory", "jsonl"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
+    """A factory of fresh stores of each backend (JSONL ones share tmp_path)."""
+    if request.param == "memory":
+        memory = MemoryStore()
+        return lambda: memory
+    return lambda: JsonlStore(tmp_path / "sessions")
+
+
+@asynccontextmanager
+async def running(
+    store: SessionStore, events: list[object] | None = None
+) -> AsyncIterator[tuple[Context, SessionStore]]:
+    async with open_root() as root:
+        if events is not None:
+            root.on(object, events.append)
+        await root.plugin(store)
+        service = root.get("sessions")
+        assert service is store
+        yield root, store
+
+
+def session_events(events: list[object]) -> list[tuple[str, str]]:
+    kinds = (SessionCreated, SessionAppended, SessionFlushed, SessionDisposed)
+    return [(type(e).__name__, e.session_id) for e in events if isinstance(e, kinds)]
+
+
+async def test_lifecycle_emits_created_appended_flushed_disposed(make_store: Factory) -> None:
+    """prepare → enter → announce → append → flush → detach emits each event once, in order."""
+    events: list[object] = []
+    async with running(make_store(), events) as (_, store):
+        session = store.prepare("a")
+        session.append(TurnStarted(turn_id="t0"))  # private: no event
+        store.enter(session)
+        store.announce(session)
+        store.announce(session)  # repeat ignored
+        record = session.append(TurnStarted(turn_id="t1"))
+        await store.flush(session)
+        await store.detach(session)
+    assert session_events(events) == [
+        ("SessionCreated", "a"),
+        ("SessionAppended", "a"),
+        ("SessionFlushed", "a"),
+        ("SessionFlushed", "a"),  # the final flush of detach
+        ("SessionDisposed", "a"),
+    ]
+    appended = next(e for e in events if isinstance(e, SessionAppended))
+    assert appended.record == record
+    flushed = next(e for e in events if isinstance(e, SessionFlushed))
+    assert flushed.seq == 1
+
+
+async def test_prepare_generates_ids_and_keeps_the_session_private(make_store: Factory) -> None:
+    """prepare() without an id makes a fresh s-… id; the session is not live until entered."""
+    async with running(make_store()) as (_, store):
+        session = store.prepare()
+        assert session.id.startswith("s-")
+        assert len(session.id) == 14
+        assert store.get(session.id) is None
+        assert not session.statistics().live
+        store.enter(session)
+        assert store.get(session.id) is session
+        assert store.live() == (session,)
+        assert session.statistics().live
+
+
+async def test_enter_refuses_a_duplicate_live_id(make_store: Factory) -> None:
+    """Of two prepared sessions with one id only the first enters; the loser rolls back."""
+    events: list[object] = []
+    async with running(make_store(), events) as (_, store):
+        winner = store.prepare("dup")
+        loser = store.prepare("dup")
+        store.enter(winner)
+        store.announce(winner)
+        with pytest.raises(SessionIdInUseError, match=r"^session id 'dup' is already live"):
+            store.enter(loser)
+        await store.abandon(loser)
+        assert store.get("dup") is winner
+        winner.append(TurnStarted(turn_id="t"))
+        await store.flush(winner)
+        reloaded_ids = [info.id for info in await store.list()]
+        assert reloaded_ids == ["dup"]
+    assert session_events(events).count(("SessionDisposed", "dup")) == 1
+
+
+async def test_enter_twice_is_refused(make_store: Factory) -> None:
+    """Entering the same session again is an error, not a silent no-op."""
+    async with running(make_store()) as (_, store):
+        session = store.prepare("x")
+        store.enter(session)
+        with pytest.raises(SessionIdInUseError, match=r"^session 'x' is already entered$"):
+            store.enter(session)
+
+
+async def test_id_is_reusable_after_detach_and_the_new_session_replaces_it(
+    make_store: Factory,
+) -> None:
+    """Once detached, an id can be entered again; the new session's records replace the old."""
+    async with running(make_store()) as (_, store):
+        first = store.prepare("again")
+        store.enter(first)
+        first.append(TurnStarted(turn_id="old"))
+        first.append(TurnStarted(turn_id="old2"))
+        await store.detach(first)
+        second = store.prepare("again")
+        store.enter(second)
+        second.append(TurnStarted(turn_id="new"))
+        await store.detach(second)
+        loaded = await store.load("again")
+        assert [r.turn_id for r in loaded.records if isinstance(r, TurnStarted)] == ["new"]
+
+
+async def test_abandon_rolls_back_an_entered_new_session(make_store: Factory) -> None:
+    """abandon() undoes enter and removes what was stored; no SessionCreated, no Disposed."""
+    events: list[object] = []
+    async with running(make_store(), events) as (_, store):
+        session = store.prepare("gone")
+        store.enter(session)
+        session.append(TurnStarted(turn_id="t"))
+        await store.flush(session)
+        await store.abandon(session)
+        await store.abandon(session)  # memoized
+        assert store.get("gone") is None
+        assert await store.list() == []
+        with pytest.raises(SessionNotFoundError):
+            await store.load("gone")
+        with pytest.raises(SessionClosedError, match=r"^session 'gone' is detached"):
+            session.append(TurnStarted(turn_id="u"))
+        store.enter(store.prepare("gone"))  # the id is free again
+    assert ("SessionCreated", "gone") not in session_events(events)
+    assert session_events(events).count(("SessionDisposed", "gone")) == 1  # the second one
+
+
+async def test_abandon_after_announce_emits_disposed(make_store: Factory) -> None:
+    """An announced session that is rolled back still pairs SessionCreated with Disposed."""
+    events: list[object] = []
+    async with running(make_store(), events) as (_, store):
+        session = store.prepare("ann")
+        store.enter(session)
+        store.announce(session)
+        await store.abandon(session)
+    assert session_events(events) == [("SessionCreated", "ann"), ("SessionDisposed", "ann")]
+
+
+async def test_abandon_of_a_loaded_session_keeps_its_stored_records(make_store: Factory) -> None:
+    """Rolling back a resume leaves the stored session as it was."""
+    async with running(make_store()) as (_, store):
+        session = store.prepare("old")
+        store.enter(session)
+        session.append(TurnStarted(turn_id="t"))
+        session.append(TurnEnded(turn_id="t", stop_reason=StopReason.COMPLETED))
+        await store.detach(session)
+        loaded = await store.load("old")
+        store.enter(loaded)
+        await store.abandon(loaded)
+        again = await store.load("old")
+        assert len(again.records) == 2
+
+
+async def test_detach_is_memoized_and_refuses_later_appends(make_store: Factory) -> None:
+    """Concurrent detaches join one; SessionDisposed is emitted once; appends then fail."""
+    events: list[object] = []
+    async with running(make_store(), events) as (_, store):
+        session = store.prepare("d")
+        store.enter(session)
+        session.append(TurnStarted(turn_id="t"))
+        async with trio.open_nursery() as nursery:
+            for _ in range(3):
+                nursery.start_soon(store.detach, session)
+        await store.detach(session)
+        assert session.statistics().flushed_seq == 0
+        assert not session.statistics().live
+        with pytest.raises(SessionClosedError):
+            session.append(TurnStarted(turn_id="u"))
+        await store.flush(session)  # a detached session's flush is already done
+    assert session_events(events).count(("SessionDisposed", "d")) == 1
+
+
+async def test_load_repairs_an_interrupted_turn(make_store: Factory) -> None:
+    """A turn without TurnEnded is closed with TurnEnded(interrupted) on load."""
+    async with running(make_store()) as (_, store):
+        session = store.prepare("crash")
+        store.enter(session)
+        session.append(TurnStarted(turn_id="t1"))
+        session.append(TurnEnded(turn_id="t1", stop_reason=StopReason.COMPLETED))
+        session.append(TurnStarted(turn_id="t2"))
+        await store.detach(session)
+        loaded = await store.load("crash")
+        assert loaded.records[-1] == TurnEnded(
+            turn_id="t2", stop_reason=StopReason.INTERRUPTED, seq=3
+        )
+        assert [r.seq for r in loaded.records] == [0, 1, 2, 3]
+        store.enter(loaded)
+        await store.detach(loaded)
+        assert len((await store.load("crash")).records) == 4  # the repair is durable
+
+
+async def test_load_refuses_live_and_unknown_ids(make_store: Factory) -> None:
+    """load() of a live id or an unknown one raises the matching error."""
+    async with running(make_store()) as (_, store):
+        session = store.prepare("live")
+        store.enter(session)
+        with pytest.raises(SessionIdInUseError, match=r"^session id 'live' is already live"):
+            await store.load("live")
+        with pytest.raises(SessionNotFoundError, match=r"^no stored session has the id 'nope'"):
+            await store.load("nope")
+        with pytest.raises(KeyError):
+            await store.load("nope")
+
+
+async def test_delete_is_refused_while_live(make_store: Factory) -> None:
+    """delete() refuses a live session, works once it is detached, then reports not found."""
+    async with running(make_store()) as (_, store):
+        session = store.prepare("del")
+        store.enter(session)
+        with pytest.raises(SessionInUseError, match=r"^session 'del' is live; dispose the agent"):
+            await store.delete("del")
+        await store.detach(session)
+        await store.delete("del")
+        with pytest.raises(SessionNotFoundError):
+            await store.delete("del")
+        assert await store.list() == []
+
+
+async def test_list_reports_stored_and_live_sessions(make_store: Factory) -> None:
+    """list() gives id, record count, live flag and a title from the first user message."""
+    async with running(make_store()) as (_, store):
+        old = store.prepare("old")
+        store.enter(old)
+        old.append(InboxSpliced(op="add", lane="next_turn", message_id="m0", content="queued"))
+        old.append(TurnStarted(turn_id="t"))
+        old.append(UserMessage(message_id="m0", content="x" * 100 + "\nmore", turn_id="t"))
+        await store.detach(old)
+        new = store.prepare("new")
+        store.enter(new)
+        new.append(InboxSpliced(op="add", lane="next_turn", message_id="m1", content="hello"))
+        infos = {info.id: info for info in await store.list()}
+    assert set(infos) == {"old", "new"}
+    assert (infos["old"].records, infos["old"].live) == (3, False)
+    assert infos["old"].title == "x" * 59 + "…"
+    assert (infos["new"].records, infos["new"].live, infos["new"].title) == (1, True, "hello")
+
+
+async def test_closing_the_store_detaches_live_sessions_and_refuses_work(
+    make_store: Factory,
+) -> None:
+    """Unloading the store flushes every live session and then refuses new work."""
+    store = make_store()
+    events: list[object] = []
+    async with running(store, events) as (_, store):
+        session = store.prepare("c")
+        store.enter(session)
+        store.announce(session)
+        session.append(TurnStarted(turn_id="t"))
+    assert session.statistics() == type(session.statistics())(records=1, flushed_seq=0, live=False)
+    assert ("SessionDisposed", "c") in session_events(events)
+    assert not store.statistics().running
+    with pytest.raises(SessionStoreClosedError, match=r"^the session store is not running"):
+        store.prepare()
+    async with running(store) as (_, again):  # a store object can be applied again
+        assert len((await again.load("c")).records) == 2  # with the repair
+
+
+async def test_store_must_be_applied_before_use() -> None:
+    """A store that was never applied says how to start it."""
+    with pytest.raises(SessionStoreClosedError, match=r"apply it first with 'await ctx.plugin"):
+        MemoryStore().prepare()
+
+
+async def test_sessions_of_another_store_are_refused(make_store: Factory) -> None:
+    """A store only manages the sessions it prepared or loaded."""
+    async with running(make_store()) as (_, store), running(MemoryStore()) as (_, other):
+        session = other.prepare("x")
+        with pytest.raises(ValueError, match=r"^session 'x' belongs to another store"):
+            store.enter(session)
+
+
+async def test_a_failing_listener_cannot_break_append(make_store: Factory) -> None:
+    """A SessionAppended listener that raises is contained; the record is kept."""
+    async with running(make_store()) as (root, store):
+
+        def boom(event: SessionAppended) -> None:
+            raise RuntimeError("listener bug")
+
+        root.on(SessionAppended, boom)
+        session = store.prepare("l")
+        store.enter(session)
+        session.append(TurnStarted(turn_id="t"))
+        assert len(session.records) == 1
+
+
+async def test_unserializable_record_is_refused_and_not_kept(make_store: Factory) -> None:
+    """A record the store cannot serialize is refused by append and leaves no trace."""
+    from trio_agents.session import ToolCall
+
+    async with running(make_store()) as (_, store):
+        session = store.prepare("bad")
+        store.enter(session)
+        call = ToolCall(turn_id="t", call_id="c", name="n", arguments={"x": {1, 2}})
+        with pytest.raises(ValueError, match=r"^ToolCall \(seq 0\) holds a value JSON"):
+            session.append(call)
+        assert len(session.records) == 0
+        assert session.append(TurnStarted(turn_id="t")).seq == 0
+        await trio.testing.wait_all_tasks_blocked()

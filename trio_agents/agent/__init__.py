@@ -1,0 +1,57 @@
+"""Agents: inbox, turns, tools, the registry and its handles (DESIGN.md §5)."""
+
+from ._agent import Agent as Agent
+from ._agent import AgentStatistics as AgentStatistics
+from ._errors import AgentClosedError as AgentClosedError
+from ._errors import AgentIdInUseError as AgentIdInUseError
+from ._events import AgentCancelRequested as AgentCancelRequested
+from ._events import AgentCreated as AgentCreated
+from ._events import AgentDisposed as AgentDisposed
+from ._events import AgentOutput as AgentOutput
+from ._events import AgentStatusChanged as AgentStatusChanged
+from ._handle import AgentHandle as AgentHandle
+from ._inbox import Lane as Lane
+from ._inbox import MessageId as MessageId
+from ._inbox import QueuedMessage as QueuedMessage
+from ._loop import AgentLoop as AgentLoop
+from ._loop import DeclaredAgent as DeclaredAgent
+from ._loop import agent_loop as agent_loop
+from ._models import ModelCatalog as ModelCatalog
+from ._models import ModelsPlugin as ModelsPlugin
+from ._registry import AgentRegistry as AgentRegistry
+from ._runtime import open_runtime as open_runtime
+from ._status import AgentStatus as AgentStatus
+from ._tools import Tool as Tool
+from ._tools import ToolContext as ToolContext
+from ._tools import ToolRegistry as ToolRegistry
+from ._tools import ToolResult as ToolResult
+from ._tools import tools_plugin as tools_plugin
+
+__all__ = [
+    "Agent",
+    "AgentCancelRequested",
+    "AgentClosedError",
+    "AgentCreated",
+    "AgentDisposed",
+    "AgentHandle",
+    "AgentIdInUseError",
+    "AgentLoop",
+    "AgentOutput",
+    "AgentRegistry",
+    "AgentStatistics",
+    "AgentStatus",
+    "AgentStatusChanged",
+    "DeclaredAgent",
+    "Lane",
+    "MessageId",
+    "ModelCatalog",
+    "ModelsPlugin",
+    "QueuedMessage",
+    "Tool",
+    "ToolContext",
+    "ToolRegistry",
+    "ToolResult",
+    "agent_loop",
+    "open_runtime",
+    "tools_plugin",
+]

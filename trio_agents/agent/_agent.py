@@ -1,0 +1,323 @@
+"""The agent: an inbox, a loop that runs turns, and the one public stop.
+
+Rules:
+- ``prompt``/``steer``/``inject`` enqueue synchronously and record an ``InboxSpliced``; they
+  never block. ``discard`` removes exactly one queued message.
+- ``cancel`` is the single public stop. When effective it emits ``AgentCancelRequested``
+  *before* clearing the inbox or aborting the turn. A message is claimed by a turn in the same
+  synchronous step that makes the turn visible, so a cancel either finds it queued (and removes
+  it: it never runs) or finds the turn (and aborts it): there is no gap between the two.
+- ``when_idle`` returns when the agent is idle with nothing wakeable queued (or is closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
+
+import attrs
+import trio
+
+from ..cancel import CancelCause, CauseScope, DisposedCancel, ParentCancel, UserCancel
+from ..cancel._causes import check_cause
+from ..model import Model
+from ..session import InboxSpliced, Session, SessionStore, UserMessage
+from ._errors import AgentClosedError
+from ._events import AgentCancelRequested, AgentStatusChanged
+from ._inbox import Inbox, Lane, MessageId, QueuedMessage
+from ._status import AgentStatus, check_status
+
+if TYPE_CHECKING:
+    from ._tools import ToolRegistry
+
+__all__ = ["Agent", "AgentStatistics"]
+
+
+@attrs.frozen
+class AgentStatistics:
+    """A snapshot of an agent, for tests and debugging."""
+
+    id: str
+    status: AgentStatus
+    queued: tuple[MessageId, ...]
+    turns: int
+    running_turn: str | None
+    children: tuple[str, ...]
+
+
+@final
+class _Turn:
+    __slots__ = ("id", "scope")
+
+    def __init__(self, turn_id: str) -> None:
+        self.id = turn_id
+        self.scope = CauseScope()
+
+
+@final
+class Agent:
+    """A long-lived agent. Made by ``ctx.agents.create``/``resume``, never directly."""
+
+    def __init__(
+        self,
+        *,
+        session: Session,
+        store: SessionStore,
+        tools: ToolRegistry,
+        model: Model,
+        emit: Callable[[object], None],
+        instructions: str | None = None,
+        tool_names: frozenset[str] | None = None,
+        parent: Agent | None = None,
+        max_steps: int = 50,
+    ) -> None:
+        self.session = session
+        self.model = model
+        self.instructions = instructions
+        self.parent = parent
+        self.max_steps = max_steps
+        self._store = store
+        self._tools = tools
+        self._tool_names = tool_names
+        self._emit = emit
+        self._status = AgentStatus.IDLE
+        self._closing = False
+        self._turn: _Turn | None = None
+        self._turns = 0
+        self._wake = trio.Event()
+        self._changed = trio.Event()
+        self._done = trio.Event()
+        self._children: dict[str, Agent] = {}
+        self._inbox, self._next_turn = _restore(session)
+
+    # -- identity and state -----------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The agent's id, which is its session's id."""
+        return self.session.id
+
+    @property
+    def status(self) -> AgentStatus:
+        """The current :class:`AgentStatus`."""
+        return self._status
+
+    @property
+    def children(self) -> tuple[Agent, ...]:
+        """Live child agents, oldest first."""
+        return tuple(self._children.values())
+
+    @property
+    def done(self) -> bool:
+        """Whether the agent's loop has exited for good."""
+        return self._done.is_set()
+
+    async def wait_done(self) -> None:
+        """Wait until the loop has exited (the agent is being or has been disposed)."""
+        await self._done.wait()
+
+    def queued(self) -> tuple[QueuedMessage, ...]:
+        """The messages waiting in the inbox, in arrival order."""
+        return self._inbox.queued()
+
+    def statistics(self) -> AgentStatistics:
+        """A frozen snapshot of this agent."""
+        return AgentStatistics(
+            id=self.id,
+            status=self._status,
+            queued=tuple(m.id for m in self._inbox.queued()),
+            turns=self._turns,
+            running_turn=self._turn.id if self._turn is not None else None,
+            children=tuple(self._children),
+        )
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.id} {self._status.value}>"
+
+    # -- the inbox ------------------------------------------------------------------------------
+
+    def prompt(self, content: str) -> MessageId:
+        """Queue ``content`` as the input of a turn of its own; wakes the agent."""
+        return self._enqueue("next_turn", content, wake=True)
+
+    def steer(self, content: str) -> MessageId:
+        """Queue ``content`` for the next step of the running turn; wakes an idle agent."""
+        return self._enqueue("next_step", content, wake=True)
+
+    def inject(self, content: str) -> MessageId:
+        """Queue ``content`` for the next step, without waking an idle agent."""
+        return self._enqueue("next_step", content, wake=False)
+
+    def discard(self, message_id: MessageId) -> bool:
+        """Remove one queued message; ``False`` if it was already claimed or is unknown."""
+        removed = self._inbox.discard(message_id)
+        if removed is None:
+            return False
+        self._record_removal(removed, "discarded")
+        self._notify()
+        return True
+
+    def _enqueue(self, lane: Lane, content: str, *, wake: bool) -> MessageId:
+        if not isinstance(content, str):
+            raise TypeError(f"messages are text (str); got {type(content).__name__}")
+        if self._closing:
+            raise AgentClosedError(
+                f"agent {self.id} is {self._status.value}; it takes no more messages "
+                f"(create or resume an agent to continue)"
+            )
+        message = self._inbox.add(lane, content, wake=wake)
+        self.session.append(
+            InboxSpliced(op="add", lane=lane, message_id=message.id, content=content, wake=wake)
+        )
+        if wake:
+            self._wake.set()
+        self._notify()
+        return message.id
+
+    def _record_removal(self, message: QueuedMessage, reason: str) -> None:
+        self.session.append(
+            InboxSpliced(op="remove", lane=message.lane, message_id=message.id, reason=reason)
+        )
+
+    # -- stopping -------------------------------------------------------------------------------
+
+    def cancel(self, cause: CancelCause | None = None, *, keep_inbox: bool = False) -> bool:
+        """Stop: clear both lanes (unless ``keep_inbox``) and abort the running turn.
+
+        Args:
+            cause: why; ``UserCancel()`` by default.
+            keep_inbox: keep queued messages; only the running turn is aborted.
+
+        Returns:
+            Whether anything was cleared or aborted. An idle cancel with nothing queued does
+            nothing and emits nothing.
+        """
+        cause = check_cause(cause if cause is not None else UserCancel())
+        clears = not keep_inbox and len(self._inbox) > 0
+        turn = self._turn
+        if not clears and turn is None:
+            return False
+        self._emit(AgentCancelRequested(agent_id=self.id, cause=cause))
+        if clears:
+            for message in self._inbox.clear():
+                self._record_removal(message, "cancelled")
+        if turn is not None:
+            turn.scope.cancel(cause)
+        for child in list(self._children.values()):
+            child.cancel(ParentCancel(parent_id=self.id))
+        self._notify()
+        return True
+
+    async def when_idle(self) -> None:
+        """Return when the agent is idle with nothing wakeable queued, or closed.
+
+        Follows a successor turn that starts before idleness could be observed; after a cancel
+        it returns once the cancelled turn has ended and been recorded.
+        """
+        while not self._quiescent():
+            await self._changed.wait()
+        await trio.lowlevel.checkpoint()
+
+    def _quiescent(self) -> bool:
+        if self._done.is_set():
+            return True
+        return self._status is AgentStatus.IDLE and self._turn is None and not self._inbox.wakeable
+
+    # -- the loop (driven by the registry's agent fiber) --------------------------------------
+
+    def _set_status(self, new: AgentStatus) -> None:
+        if new is self._status:
+            return
+        old, self._status = self._status, check_status(self._status, new)
+        self._emit(AgentStatusChanged(agent_id=self.id, old=old.value, new=new.value))
+        self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _claim(self, messages: list[QueuedMessage], turn_id: str) -> None:
+        for message in messages:
+            self.session.append(
+                UserMessage(message_id=message.id, content=message.content, turn_id=turn_id)
+            )
+
+    def _begin_turn(self) -> _Turn:
+        # Invariant: claiming and publishing the turn happen in one synchronous step.
+        turn = _Turn(f"t-{self._next_turn}")
+        self._next_turn += 1
+        self._turns += 1
+        self._turn = turn
+        return turn
+
+    async def _loop(self) -> None:
+        from ._turn import run_turn
+
+        try:
+            while not self._closing:
+                self._wake = trio.Event()
+                if not self._inbox.wakeable:
+                    self._set_status(AgentStatus.IDLE)
+                    await self._wake.wait()
+                    continue
+                self._set_status(AgentStatus.RUNNING)
+                turn = self._begin_turn()
+                try:
+                    await run_turn(self, turn.id, turn.scope, self._inbox.claim_turn())
+                finally:
+                    self._turn = None
+                    self._notify()
+        finally:
+            self._done.set()
+            self._notify()
+
+    async def _shutdown(self) -> None:
+        """Stop the loop and await its exit and its flushes (first step of teardown)."""
+        if not self._closing:
+            self._closing = True
+            self._set_status(AgentStatus.DISPOSING)
+        if self._turn is not None:
+            self._turn.scope.cancel(DisposedCancel())
+        self._wake.set()
+        await self._done.wait()
+        await self._store.flush(self.session)
+
+    def _finish(self) -> None:
+        if self._status is AgentStatus.DISPOSING:
+            self._set_status(AgentStatus.DISPOSED)
+
+    @property
+    def _tool_specs(self) -> Any:
+        specs = self._tools.specs()
+        if self._tool_names is None:
+            return specs
+        return tuple(s for s in specs if s.name in self._tool_names)
+
+
+def _restore(session: Session) -> tuple[Inbox, int]:
+    """Rebuild the pending inbox and the turn counter from the session's records."""
+    from ..session import TurnStarted
+
+    pending: dict[str, InboxSpliced] = {}
+    highest = 0
+    turns = 0
+    for record in session.records:
+        if isinstance(record, InboxSpliced):
+            highest = max(highest, _number(record.message_id))
+            if record.op == "add":
+                pending[record.message_id] = record
+            else:
+                pending.pop(record.message_id, None)
+        elif isinstance(record, UserMessage):
+            pending.pop(record.message_id, None)
+        elif isinstance(record, TurnStarted):
+            turns = max(turns, _number(record.turn_id))
+    inbox = Inbox(next_number=highest + 1)
+    for record in pending.values():
+        inbox.add(record.lane, record.content or "", wake=record.wake, id=MessageId(record.message_id))
+    return inbox, turns + 1
+
+
+def _number(ident: str) -> int:
+    _, _, digits = ident.partition("-")
+    return int(digits) if digits.isdigit() else 0

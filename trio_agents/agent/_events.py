@@ -1,0 +1,59 @@
+"""Live events of agents (DESIGN.md §5). Each carries the ids it concerns."""
+
+from __future__ import annotations
+
+import attrs
+
+from ..cancel import CancelCause
+
+__all__ = [
+    "AgentCancelRequested",
+    "AgentCreated",
+    "AgentDisposed",
+    "AgentOutput",
+    "AgentStatusChanged",
+]
+
+
+@attrs.frozen
+class AgentCreated:
+    """An agent was published in the registry."""
+
+    agent_id: str
+    session_id: str
+    parent_id: str | None = None
+
+
+@attrs.frozen
+class AgentStatusChanged:
+    """An agent went from one status to another (``idle``, ``running``, ``disposing`` ...)."""
+
+    agent_id: str
+    old: str
+    new: str
+
+
+@attrs.frozen
+class AgentCancelRequested:
+    """An effective ``agent.cancel(cause)``; emitted before the inbox is cleared or the turn
+    aborted."""
+
+    agent_id: str
+    cause: CancelCause
+
+
+@attrs.frozen
+class AgentOutput:
+    """A piece of streamed model text, as it arrives (the full text is also recorded)."""
+
+    agent_id: str
+    turn_id: str
+    text: str
+
+
+@attrs.frozen
+class AgentDisposed:
+    """An agent left the registry; its id may be used again."""
+
+    agent_id: str
+    session_id: str

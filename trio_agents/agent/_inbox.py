@@ -1,0 +1,119 @@
+"""The agent's inbox, sans-IO: two FIFO lanes and the rules for claiming from them.
+
+Rules:
+- ``next_turn`` holds prompts; each prompt starts one turn of its own (never batched).
+- ``next_step`` holds steers (wake an idle agent) and injections (do not wake); the next step of
+  the running turn claims all of them, oldest first, each as its own message.
+- A turn claims one prompt (if any) plus the whole ``next_step`` lane, in arrival order.
+- The inbox is *wakeable* when a prompt or a waking next-step message is queued.
+- Every message keeps the id it was given; ``discard`` removes exactly that one.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Literal, NewType, final
+
+import attrs
+
+__all__ = ["Inbox", "Lane", "MessageId", "QueuedMessage"]
+
+MessageId = NewType("MessageId", str)
+Lane = Literal["next_turn", "next_step"]
+
+
+@attrs.frozen
+class QueuedMessage:
+    """One message waiting in a lane."""
+
+    id: MessageId
+    lane: Lane
+    content: str
+    wake: bool
+    order: int
+
+
+@final
+class Inbox:
+    """Two FIFO lanes; pure bookkeeping, no I/O and no waiting."""
+
+    __slots__ = ("_lanes", "_next")
+
+    def __init__(self, *, next_number: int = 1) -> None:
+        self._lanes: dict[Lane, collections.OrderedDict[MessageId, QueuedMessage]] = {
+            "next_turn": collections.OrderedDict(),
+            "next_step": collections.OrderedDict(),
+        }
+        self._next = next_number
+
+    def new_id(self) -> MessageId:
+        """Allocate the next message id (``m-1``, ``m-2``, ...)."""
+        number = self._next
+        self._next += 1
+        return MessageId(f"m-{number}")
+
+    def add(self, lane: Lane, content: str, *, wake: bool, id: MessageId | None = None) -> QueuedMessage:
+        """Queue ``content`` at the tail of ``lane``."""
+        message = QueuedMessage(id or self.new_id(), lane, content, wake, self._next)
+        self._next = max(self._next, _number(message.id) + 1)
+        self._lanes[lane][message.id] = message
+        return message
+
+    def discard(self, message_id: MessageId) -> QueuedMessage | None:
+        """Remove one queued message; ``None`` if it is not queued (claimed, or unknown)."""
+        for lane in self._lanes.values():
+            found = lane.pop(message_id, None)
+            if found is not None:
+                return found
+        return None
+
+    def clear(self) -> list[QueuedMessage]:
+        """Remove everything, returning it in arrival order."""
+        removed = sorted(
+            (m for lane in self._lanes.values() for m in lane.values()), key=lambda m: m.order
+        )
+        for lane in self._lanes.values():
+            lane.clear()
+        return removed
+
+    def claim_turn(self) -> list[QueuedMessage]:
+        """Claim the input of a new turn: the oldest prompt and every next-step message."""
+        claimed = list(self._lanes["next_step"].values())
+        self._lanes["next_step"].clear()
+        turn_lane = self._lanes["next_turn"]
+        if turn_lane:
+            _, prompt = turn_lane.popitem(last=False)
+            claimed.append(prompt)
+        return sorted(claimed, key=lambda m: m.order)
+
+    def claim_step(self) -> list[QueuedMessage]:
+        """Claim the input of the next step of a running turn: every next-step message."""
+        claimed = list(self._lanes["next_step"].values())
+        self._lanes["next_step"].clear()
+        return claimed
+
+    @property
+    def wakeable(self) -> bool:
+        """Whether a queued message should start (or continue) a turn."""
+        return bool(self._lanes["next_turn"]) or any(
+            m.wake for m in self._lanes["next_step"].values()
+        )
+
+    @property
+    def has_step_input(self) -> bool:
+        """Whether the next step of a running turn has input waiting."""
+        return bool(self._lanes["next_step"])
+
+    def queued(self) -> tuple[QueuedMessage, ...]:
+        """Everything queued, in arrival order."""
+        return tuple(
+            sorted((m for lane in self._lanes.values() for m in lane.values()), key=lambda m: m.order)
+        )
+
+    def __len__(self) -> int:
+        return sum(len(lane) for lane in self._lanes.values())
+
+
+def _number(message_id: str) -> int:
+    prefix, _, digits = message_id.partition("-")
+    return int(digits) if prefix == "m" and digits.isdigit() else 0

@@ -1,0 +1,56 @@
+"""``AgentLoop``: the factory provider of the ``agents`` service.
+
+It is the co-owner of every agent it made (their fibers are its children) and the sole owner
+of the agents declared in its configuration.
+"""
+
+from __future__ import annotations
+
+from typing import final
+
+import attrs
+
+from ..kernel import Context
+from ._registry import AgentRegistry
+
+__all__ = ["AgentLoop", "DeclaredAgent"]
+
+
+@attrs.frozen
+class DeclaredAgent:
+    """An agent declared in configuration; owned by the ``AgentLoop`` fiber."""
+
+    id: str | None = None
+    model: str | None = None
+    instructions: str | None = None
+    tools: list[str] | None = None
+
+
+@final
+class AgentLoop:
+    """The plugin that provides ``agents``. Applied by ``open_runtime``."""
+
+    name = "agent-loop"
+    inject = ("sessions", "tools", "models")
+
+    @attrs.frozen
+    class Config:
+        """Agents to create when the loop starts."""
+
+        agents: list[DeclaredAgent] = attrs.Factory(list)
+
+    async def apply(self, ctx: Context, config: AgentLoop.Config) -> None:
+        registry = AgentRegistry(ctx, ctx.sessions, ctx.tools, ctx.models)
+        ctx.provide("agents", registry)
+        for declared in config.agents:
+            # Created from this fiber's task, so the loop is the only owner (the handle is
+            # not kept: the loop's unload disposes these agents).
+            await registry.create(
+                model=declared.model,
+                session_id=declared.id,
+                tools=declared.tools,
+                instructions=declared.instructions,
+            )
+
+
+agent_loop = AgentLoop()

@@ -1,0 +1,44 @@
+"""The ``models`` service: the runtime's default model and model-spec resolution."""
+
+from __future__ import annotations
+
+from typing import final
+
+from ..kernel import Context
+from ..model import Model, ScriptedModel, model_from_spec
+
+__all__ = ["ModelCatalog", "ModelsPlugin"]
+
+
+@final
+class ModelCatalog:
+    """Resolves what ``create(model=...)`` was given into a :class:`Model`."""
+
+    def __init__(self, default: Model) -> None:
+        self.default = default
+
+    def resolve(self, model: Model | str | None) -> Model:
+        """``None`` → the default; a spec string (``echo?delay=1``) → a new model."""
+        if model is None:
+            return self.default
+        if isinstance(model, str):
+            return model_from_spec(model)
+        return model
+
+
+@final
+class ModelsPlugin:
+    """Provides the ``models`` service with ``default`` (``ScriptedModel.echo()`` if None)."""
+
+    name = "models"
+
+    def __init__(self, default: Model | str | None = None) -> None:
+        self._default = default
+
+    async def apply(self, ctx: Context, config: None) -> None:
+        default = self._default
+        if default is None:
+            default = ScriptedModel.echo()
+        elif isinstance(default, str):
+            default = model_from_spec(default)
+        ctx.provide("models", ModelCatalog(default))

@@ -1,0 +1,45 @@
+"""The agent's status machine, sans-IO.
+
+Rules:
+- An agent is ``idle`` (nothing wakeable queued) or ``running`` (a turn, or successive turns
+  with no idle moment between them).
+- Disposal makes it ``disposing`` from either, then ``disposed``; both are one-way.
+- An illegal transition raises and leaves the status unchanged.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+from ..kernel import InvalidTransitionError
+
+__all__ = ["AgentStatus", "check_status"]
+
+
+class AgentStatus(enum.Enum):
+    """Where an agent is in its life."""
+
+    IDLE = "idle"
+    RUNNING = "running"
+    DISPOSING = "disposing"
+    DISPOSED = "disposed"
+
+
+_I, _R, _G, _D = AgentStatus.IDLE, AgentStatus.RUNNING, AgentStatus.DISPOSING, AgentStatus.DISPOSED
+
+TRANSITIONS: Final[dict[AgentStatus, frozenset[AgentStatus]]] = {
+    _I: frozenset({_R, _G}),
+    _R: frozenset({_I, _G}),
+    _G: frozenset({_D}),
+    _D: frozenset(),
+}
+
+
+def check_status(old: AgentStatus, new: AgentStatus) -> AgentStatus:
+    """Return ``new`` if ``old -> new`` is legal, else raise :exc:`InvalidTransitionError`."""
+    if new not in TRANSITIONS[old]:
+        raise InvalidTransitionError(
+            f"an agent cannot go from {old.value!r} to {new.value!r}"
+        )
+    return new

@@ -1,0 +1,564 @@
+"""Tools: what an agent can call, the registry that owns them, and the ``tools`` plugin.
+
+Rules:
+- A :class:`Tool` declares its arguments as an attrs class; the JSON schema the model sees and
+  the validation of what the model sends both come from that one class.
+- ``ToolRegistry.register`` is an effect of the *calling* fiber: the tool is unregistered when
+  that fiber unloads (or when the returned entry is closed). Names are unique while registered.
+- ``ToolRegistry.invoke`` never raises for anything the model or the tool did wrong: an unknown
+  tool, invalid arguments or a tool raising an :class:`Exception` become an error result the
+  model can read. Cancellation is not a failure: :class:`trio.Cancelled` propagates untouched.
+- Arguments are validated strictly, as JSON: no string-to-number or number-to-bool coercion.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import copy
+import enum
+import functools
+import inspect
+import logging
+import re
+import types
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal, TypeAlias, TypeVar, Union, final, get_args, get_origin, overload
+
+import attrs
+import cattrs
+import cattrs.cols
+import cattrs.v
+import trio
+
+from .._errors import TrioAgentsError
+from ..cancel import CauseScope
+from ..kernel import Context, Entry, current_context
+from ..model import ToolSpec
+
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolFn",
+    "ToolNameInUseError",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolsPlugin",
+    "tool",
+    "tools_converter",
+    "tools_plugin",
+]
+
+log = logging.getLogger("trio_agents")
+
+P = TypeVar("P")
+
+
+class ToolNameInUseError(TrioAgentsError, ValueError):
+    """A tool with this name is already registered."""
+
+
+@attrs.frozen
+class ToolResult:
+    """What a tool call produced.
+
+    Attributes:
+        content: the text the model reads.
+        is_error: whether the call failed (the model sees it as an error).
+        started: whether the tool's function had begun; for a cancelled call, ``True`` means
+            side effects are possible.
+    """
+
+    content: str
+    is_error: bool = False
+    started: bool = True
+
+
+@attrs.frozen
+class ToolContext:
+    """What a running tool can see about its call.
+
+    Attributes:
+        agent: the calling agent, or ``None`` (a test, a script).
+        call_id: the model's id of this call, if any.
+        scope: the turn's cancel scope, if any (cancelling it stops the whole turn).
+    """
+
+    agent: Any = None
+    call_id: str | None = None
+    scope: CauseScope | None = None
+
+
+#: A tool's function: ``async def fn(ctx: ToolContext, params) -> str | ToolResult``.
+ToolFn: TypeAlias = Callable[[ToolContext, Any], Awaitable["str | ToolResult"]]
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _check_name(_: object, __: object, name: Any) -> None:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"a tool name is 1-64 letters, digits, '_' or '-' (what model APIs accept); "
+            f"got {name!r}"
+        )
+
+
+def _check_params(_: object, __: object, params: Any) -> None:
+    if params is None:
+        return
+    if not (isinstance(params, type) and attrs.has(params)):
+        raise TypeError(f"a tool's params must be an attrs class or None; got {params!r}")
+    _describe(params)  # raises TypeError for a field type with no JSON schema
+
+
+def _check_fn(_: object, __: object, fn: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"a tool's fn must be an async function; got {fn!r}")
+
+
+@attrs.frozen
+class Tool:
+    """A tool a model can call.
+
+    Args:
+        name: unique among registered tools; 1-64 of ``[A-Za-z0-9_-]``.
+        description: what the tool does, for the model.
+        params: an attrs class describing the arguments, or ``None`` for a tool that takes no
+            arguments. A field's ``metadata={"description": ...}`` documents it for the model.
+        fn: ``async def fn(ctx: ToolContext, params) -> str | ToolResult``; it receives an
+            instance of ``params`` (or ``None``).
+
+    Raises:
+        ValueError: the name is not valid.
+        TypeError: ``params`` is not an attrs class, or has a field type with no JSON schema.
+    """
+
+    name: str = attrs.field(validator=_check_name)
+    description: str
+    params: type | None = attrs.field(validator=_check_params)
+    fn: ToolFn = attrs.field(validator=_check_fn)
+
+    def spec(self) -> ToolSpec:
+        """The tool as the model sees it, with the JSON schema of its arguments."""
+        if self.params is None:
+            schema: dict[str, Any] = {
+                "type": "object",
+                "properties": {},
+                "additionalProperties": False,
+            }
+        else:
+            schema = copy.deepcopy(_describe(self.params).schema)
+        return ToolSpec(self.name, self.description, schema)
+
+
+ToolDecorator: TypeAlias = Callable[
+    [Callable[[ToolContext, P], Awaitable["str | ToolResult"]]], Tool
+]
+
+
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, params: type[P]
+) -> ToolDecorator[P]: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, params: None = None
+) -> ToolDecorator[None]: ...
+
+
+def tool(
+    *, name: str | None = None, description: str | None = None, params: type[Any] | None = None
+) -> ToolDecorator[Any]:
+    """Make a :class:`Tool` of an async function.
+
+    ``name`` defaults to the function's name and ``description`` to its docstring::
+
+        @attrs.frozen
+        class Args:
+            path: str = attrs.field(metadata={"description": "the file to read"})
+
+        @tool(params=Args)
+        async def read_file(ctx: ToolContext, args: Args) -> str:
+            '''Read a text file.'''
+            ...
+    """
+
+    def decorate(fn: Callable[[ToolContext, Any], Awaitable[str | ToolResult]]) -> Tool:
+        return Tool(
+            name=name if name is not None else fn.__name__,
+            description=description if description is not None else inspect.getdoc(fn) or "",
+            params=params,
+            fn=fn,
+        )
+
+    return decorate
+
+
+# -- JSON schema ---------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class _Description:
+    schema: dict[str, Any]
+    # Fields typed ``X | None`` without a default: not required, so an absent one means None.
+    implicit_none: tuple[str, ...]
+
+
+_PRIMITIVES: dict[object, str] = {str: "string", bool: "boolean", int: "integer", float: "number"}
+_ARRAYS = (list, tuple, collections.abc.Sequence, collections.abc.MutableSequence)
+_MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+_JSON_SCALARS = (str, bool, int, float, type(None))
+
+
+@functools.cache
+def _describe(cls: type) -> _Description:
+    attrs.resolve_types(cls)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    implicit_none: list[str] = []
+    for field in attrs.fields(cls):
+        name = field.alias or field.name
+        where = f"{cls.__qualname__}.{field.name}"
+        if field.type is None:
+            raise TypeError(f"tool argument {where} has no type annotation")
+        schema, nullable = _schema(field.type, where)
+        description = field.metadata.get("description")
+        if description is not None:
+            schema = {"description": str(description), **schema}
+        default = field.default
+        if default is attrs.NOTHING:
+            if nullable:
+                implicit_none.append(name)
+            else:
+                required.append(name)
+        elif not isinstance(default, attrs.Factory) and isinstance(default, _JSON_SCALARS):  # type: ignore[arg-type]
+            schema["default"] = default
+        properties[name] = schema
+    result: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        result["required"] = required
+    result["additionalProperties"] = False
+    return _Description(result, tuple(implicit_none))
+
+
+def _schema(tp: Any, where: str) -> tuple[dict[str, Any], bool]:
+    """The JSON schema of ``tp`` and whether it admits ``None``."""
+    origin = get_origin(tp)
+    if origin is Union or origin is types.UnionType:
+        members = [a for a in get_args(tp) if a is not type(None)]
+        if len(members) != 1:
+            raise TypeError(
+                f"tool argument {where}: only 'X | None' unions are supported; got {tp!r}"
+            )
+        inner, _ = _schema(members[0], where)
+        if isinstance(inner.get("type"), str) and "enum" not in inner:
+            return {**inner, "type": [inner["type"], "null"]}, True
+        return {"anyOf": [inner, {"type": "null"}]}, True
+    return _plain_schema(tp, origin, where), False
+
+
+def _plain_schema(tp: Any, origin: Any, where: str) -> dict[str, Any]:
+    if tp is Any:
+        return {}
+    if tp in _PRIMITIVES:
+        return {"type": _PRIMITIVES[tp]}
+    if origin is Literal:
+        values = list(get_args(tp))
+        kinds = {_PRIMITIVES.get(type(v)) for v in values}
+        if None in kinds:
+            raise TypeError(f"tool argument {where}: Literal values must be str, int or bool")
+        return {"type": kinds.pop(), "enum": values} if len(kinds) == 1 else {"enum": values}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return {"enum": [m.value for m in tp]}
+    if isinstance(tp, type) and attrs.has(tp):
+        return copy.deepcopy(_describe(tp).schema)
+    args = get_args(tp)
+    if origin in _ARRAYS and (origin is not tuple or (len(args) == 2 and args[1] is ...)):
+        item = _schema(args[0], f"{where}[]")[0] if args else {}
+        return {"type": "array", "items": item}
+    if origin in _MAPPINGS and args and args[0] is str:
+        return {"type": "object", "additionalProperties": _schema(args[1], f"{where}{{}}")[0]}
+    raise TypeError(
+        f"tool argument {where} has type {tp!r}, which has no JSON schema; use str, int, "
+        f"float, bool, list[X], dict[str, X], X | None, Literal, an Enum or an attrs class"
+    )
+
+
+# -- validation ----------------------------------------------------------------------------------
+
+
+class _WrongJSONType(TypeError):
+    """A value of the wrong JSON type (its message is the problem)."""
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    for kind, label in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string")):
+        if isinstance(value, kind):
+            return label
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+def _mismatch(expected: str, value: object) -> _WrongJSONType:
+    return _WrongJSONType(f"expected {expected}, got {_json_type(value)} {value!r}")
+
+
+def _structure_str(value: object, _: type) -> str:
+    if isinstance(value, str):
+        return value
+    raise _mismatch("a string", value)
+
+
+def _structure_bool(value: object, _: type) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise _mismatch("a boolean", value)
+
+
+def _structure_int(value: object, _: type) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise _mismatch("an integer", value)
+
+
+def _structure_float(value: object, _: type) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise _mismatch("a number", value)
+
+
+def _is_array(tp: Any) -> bool:
+    return get_origin(tp) in _ARRAYS
+
+
+def _array_hook(tp: Any, converter: cattrs.Converter) -> Callable[[object, Any], object]:
+    if get_origin(tp) is tuple:
+        inner = cattrs.cols.homogenous_tuple_structure_factory(tp, converter)
+    else:
+        inner = cattrs.cols.list_structure_factory(tp, converter)
+
+    def structure(value: object, _: Any) -> object:
+        if not isinstance(value, list | tuple):
+            raise _mismatch("an array", value)
+        return inner(value, tp)
+
+    return structure
+
+
+def _is_literal(tp: Any) -> bool:
+    return get_origin(tp) is Literal
+
+
+def _literal_hook(tp: Any) -> Callable[[object, Any], object]:
+    allowed = get_args(tp)
+    listed = ", ".join(repr(v) for v in allowed)
+
+    def structure(value: object, _: Any) -> object:
+        # Compared with their types: 1 == True, but the model sent one or the other.
+        for candidate in allowed:
+            if type(candidate) is type(value) and candidate == value:
+                return candidate
+        raise _mismatch(f"one of {listed}", value)
+
+    return structure
+
+
+#: The tools layer's own converter (never the global one): extra keys are refused and
+#: primitives are checked as JSON types, without coercion.
+tools_converter = cattrs.Converter(forbid_extra_keys=True)
+tools_converter.register_structure_hook(str, _structure_str)
+tools_converter.register_structure_hook(bool, _structure_bool)
+tools_converter.register_structure_hook(int, _structure_int)
+tools_converter.register_structure_hook(float, _structure_float)
+tools_converter.register_structure_hook_factory(_is_array, _array_hook)
+tools_converter.register_structure_hook_factory(_is_literal, _literal_hook)
+
+
+def _format_problem(exc: BaseException, tp: type | None) -> str:
+    if isinstance(exc, _WrongJSONType):
+        return str(exc)
+    if isinstance(exc, KeyError):
+        return "required argument missing"
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        return f"unknown arguments: {', '.join(sorted(exc.extra_fields))}"
+    return cattrs.v.format_exception(exc, tp)
+
+
+def _problems(exc: Exception) -> list[str]:
+    return cattrs.transform_error(exc, path="arguments", format_exception=_format_problem)
+
+
+def _invalid(name: str, problems: list[str]) -> ToolResult:
+    listed = "".join(f"\n  - {p}" for p in problems)
+    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    return ToolResult(
+        f"invalid arguments for tool {name!r} ({count}):{listed}", is_error=True, started=False
+    )
+
+
+# -- the registry --------------------------------------------------------------------------------
+
+
+@final
+@attrs.define(eq=False)
+class _Registration:
+    tool: Tool
+    owner: str
+
+
+@final
+class ToolRegistry:
+    """The service ``tools``: the tools agents can call, each owned by the fiber that
+    registered it."""
+
+    __slots__ = ("_tools",)
+
+    def __init__(self) -> None:
+        # Invariant: dict order is registration order (specs() keeps it).
+        self._tools: dict[str, _Registration] = {}
+
+    def register(self, tool: Tool) -> Entry:
+        """Register ``tool`` for as long as the calling fiber is loaded.
+
+        Returns:
+            The calling fiber's entry; ``await entry.close()`` unregisters the tool early.
+
+        Raises:
+            ToolNameInUseError: a tool with the same name is registered.
+            FiberClosedError: the calling fiber is unloading.
+            RuntimeError: called outside every fiber.
+        """
+        if not isinstance(tool, Tool):
+            raise TypeError(f"register() takes a Tool; got {type(tool).__name__} {tool!r}")
+        existing = self._tools.get(tool.name)
+        if existing is not None:
+            raise ToolNameInUseError(
+                f"tool {tool.name!r} is already registered by fiber {existing.owner}; "
+                f"dispose that fiber (or close its registration entry) first"
+            )
+        ctx = current_context()
+        registration = _Registration(tool, ctx.fiber.id)
+        entry = ctx.defer(self._unregister, registration)
+        self._tools[tool.name] = registration
+        return entry
+
+    async def _unregister(self, registration: _Registration) -> None:
+        if self._tools.get(registration.tool.name) is registration:
+            del self._tools[registration.tool.name]
+        await trio.lowlevel.checkpoint()
+
+    def get(self, name: str) -> Tool | None:
+        """The registered tool ``name``, or ``None``."""
+        registration = self._tools.get(name)
+        return None if registration is None else registration.tool
+
+    def names(self) -> tuple[str, ...]:
+        """The names of the registered tools, in registration order."""
+        return tuple(self._tools)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """What the model is told about every registered tool, in registration order."""
+        return tuple(r.tool.spec() for r in self._tools.values())
+
+    async def invoke(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        agent: Any = None,
+        *,
+        call_id: str | None = None,
+        scope: CauseScope | None = None,
+        on_start: Callable[[], object] | None = None,
+    ) -> ToolResult:
+        """Call the tool ``name`` with the model's ``arguments``.
+
+        Always a checkpoint. Problems become error results (``is_error=True``), so the model can
+        read and correct them: an unknown tool, invalid arguments (every problem listed), a tool
+        that raised. Those that happen before the tool's function runs have ``started=False``.
+
+        Args:
+            name: the tool to call.
+            arguments: the JSON object the model sent.
+            agent: the calling agent, seen by the tool as ``ctx.agent``.
+            call_id: the model's id of the call.
+            scope: the turn's cancel scope, seen by the tool as ``ctx.scope``.
+            on_start: called (synchronously) just before the tool's function runs, so a caller
+                that sees :class:`trio.Cancelled` knows whether side effects were possible.
+
+        Raises:
+            trio.Cancelled: the call was cancelled; it propagates untouched.
+        """
+        await trio.lowlevel.checkpoint()
+        registration = self._tools.get(name)
+        if registration is None:
+            available = ", ".join(sorted(self._tools)) or "none"
+            return ToolResult(
+                f"unknown tool {name!r}; available: {available}", is_error=True, started=False
+            )
+        tool = registration.tool
+        params = self._structure(tool, arguments)
+        if isinstance(params, ToolResult):
+            return params
+        if on_start is not None:
+            on_start()
+        try:
+            result = await tool.fn(ToolContext(agent, call_id, scope), params)
+        except Exception as exc:
+            log.error("tool %r failed", name, exc_info=exc)
+            return ToolResult(f"tool {name!r} failed: {type(exc).__name__}: {exc}", is_error=True)
+        if isinstance(result, str):
+            return ToolResult(result)
+        if isinstance(result, ToolResult):
+            return result
+        return ToolResult(  # type: ignore[unreachable]
+            f"tool {name!r} returned {type(result).__name__}; tools return str or ToolResult",
+            is_error=True,
+        )
+
+    def _structure(self, tool: Tool, arguments: object) -> Any:
+        if not isinstance(arguments, Mapping):
+            return _invalid(
+                tool.name, [f"expected an object, got {_json_type(arguments)} @ arguments"]
+            )
+        if tool.params is None:
+            if arguments:
+                return _invalid(
+                    tool.name,
+                    [f"unknown arguments: {', '.join(sorted(map(str, arguments)))} @ arguments"],
+                )
+            return None
+        values = dict(arguments)
+        for absent in _describe(tool.params).implicit_none:
+            values.setdefault(absent, None)
+        try:
+            return tools_converter.structure(values, tool.params)
+        except Exception as exc:
+            return _invalid(tool.name, _problems(exc))
+
+    def __repr__(self) -> str:
+        return f"<ToolRegistry {list(self._tools)}>"
+
+
+# -- the plugin ----------------------------------------------------------------------------------
+
+
+@final
+class ToolsPlugin:
+    """The core plugin that provides the :class:`ToolRegistry` as the service ``tools``."""
+
+    name = "tools"
+
+    async def apply(self, ctx: Context, config: None) -> None:
+        """Provide a fresh registry for as long as the fiber is loaded."""
+        ctx.provide("tools", ToolRegistry())
+
+
+tools_plugin = ToolsPlugin()

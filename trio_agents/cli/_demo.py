@@ -1,0 +1,121 @@
+"""``trio-agents demo``: the lifecycle end to end on the embedded model.
+
+Queue, steer, cancel, a background job and its owner, a plugin reload, dispose: each step
+narrated, with the live events that show the ownership rules at work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+
+import trio
+from rich.console import Console
+
+from ..agent import (
+    Agent,
+    AgentCancelRequested,
+    AgentDisposed,
+    AgentHandle,
+    open_runtime,
+)
+from ..kernel import Context
+from ..session import SessionAppended, SessionDisposed, TurnEnded, UserMessage
+from ._options import make_store, resolve_model, store_root
+
+__all__ = ["demo"]
+
+
+async def demo(args: argparse.Namespace) -> int:
+    """Run the scenario; returns 0 when every step behaved as the contract says."""
+    out = Console(highlight=False)
+    spec = args.model if args.model != "echo" else "echo?delay=0.2"
+    model = resolve_model(spec)
+    root_dir = store_root(args.store)
+    out.rule("trio-agents demo")
+    out.print(f"model [bold]{model.name}[/], sessions in [bold]{root_dir or 'memory'}[/]")
+    async with open_runtime(store=make_store(args.store), model=model) as root:
+        _narrate(root, out)
+        handle = await root.agents.create(instructions="You are the demo agent.")
+        agent = handle.agent
+
+        out.rule("1. a prompt, streamed")
+        agent.prompt("hello from the demo")
+        await agent.when_idle()
+
+        out.rule("2. queue, steer and cancel")
+        agent.prompt("a long first prompt")
+        await _until_running(agent)
+        queued = agent.prompt("a queued prompt that will be cancelled")
+        agent.steer("a steer for the running turn")
+        out.print(f"queued: {[m.id for m in agent.queued()]}; cancelling…")
+        agent.cancel()
+        later = agent.prompt("a prompt sent after the cancel")
+        await agent.when_idle()
+        ran = [r.message_id for r in agent.session.records if isinstance(r, UserMessage)]
+        out.print(f"{queued} ran: {queued in ran};  {later} ran: {later in ran}")
+
+        await _shell_steps(root, agent, out)
+
+        out.rule("5. dispose")
+        await handle.dispose()
+        out.print(f"live agents after dispose: {len(root.agents.list())}")
+    if root_dir is not None:
+        out.print(f"session written to [bold]{root_dir / (agent.id + '.jsonl')}[/]")
+    out.rule("done")
+    return 0
+
+
+def _narrate(root: Context, out: Console) -> None:
+    def on_record(event: SessionAppended) -> None:
+        record = event.record
+        if isinstance(record, TurnEnded):
+            cause = f", cause {record.cause!r}" if record.cause is not None else ""
+            out.print(f"  [dim]turn {record.turn_id} ended: {record.stop_reason.value}{cause}[/]")
+        elif isinstance(record, UserMessage):
+            out.print(f"  [cyan]user[/] ({record.message_id}): {record.content}")
+
+    root.on(SessionAppended, on_record)
+    root.on(
+        AgentCancelRequested,
+        lambda e: out.print(f"  [magenta]cancel requested[/] {e.agent_id}: {e.cause!r}"),
+    )
+    root.on(AgentDisposed, lambda e: out.print(f"  [dim]agent {e.agent_id} left the registry[/]"))
+    root.on(SessionDisposed, lambda e: out.print(f"  [dim]session {e.session_id} detached[/]"))
+
+
+async def _until_running(agent: Agent) -> None:
+    while agent.statistics().running_turn is None:
+        await trio.sleep(0.01)
+
+
+async def _shell_steps(root: Context, agent: Agent, out: Console) -> None:
+    if importlib.util.find_spec("trio_agents.shell") is None:
+        out.print("[dim](the shell layer is not installed; skipping the job steps)[/]")
+        return
+    from .. import shell
+
+    await root.plugin(shell.LocalShell())
+    await root.plugin(shell.tool_bash)
+    tools = root.get("tools")
+    executor = root.get("shell")
+    other: AgentHandle = await root.agents.create()
+
+    out.rule("3. a background job and its owner")
+    started = await tools.invoke(
+        "bash", {"command": "sleep 0.5; echo job finished", "run_in_background": True}, agent
+    )
+    job_id = started.content.split()[-1].strip(".")
+    out.print(f"{started.content}  (owner_of({job_id}) = {executor.owner_of(job_id)!r})")
+    refused = await tools.invoke("bash_output", {"job_id": job_id}, other.agent)
+    out.print(f"another agent asks for its output: {refused.content}")
+
+    out.rule("4. reload tool_bash: ownership lives in the executor")
+    await root.reload(shell.tool_bash)
+    refused = await tools.invoke("bash_kill", {"job_id": job_id}, other.agent)
+    out.print(f"after the reload the other agent is still refused: {refused.content}")
+    with trio.fail_after(10):
+        while not agent.queued():
+            await trio.sleep(0.05)
+    out.print(f"completion notice injected into the owner: {agent.queued()[-1].content!r}")
+    await other.dispose()

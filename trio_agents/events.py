@@ -1,0 +1,29 @@
+"""Every live event of trio_agents in one place (DESIGN.md §5); also re-exported at ``ta``."""
+
+from .agent import AgentCancelRequested as AgentCancelRequested
+from .agent import AgentCreated as AgentCreated
+from .agent import AgentDisposed as AgentDisposed
+from .agent import AgentOutput as AgentOutput
+from .agent import AgentStatusChanged as AgentStatusChanged
+from .kernel import FiberFailed as FiberFailed
+from .kernel import ListenerFailed as ListenerFailed
+from .kernel import PluginReloaded as PluginReloaded
+from .session import SessionAppended as SessionAppended
+from .session import SessionCreated as SessionCreated
+from .session import SessionDisposed as SessionDisposed
+from .session import SessionFlushed as SessionFlushed
+
+__all__ = [
+    "AgentCancelRequested",
+    "AgentCreated",
+    "AgentDisposed",
+    "AgentOutput",
+    "AgentStatusChanged",
+    "FiberFailed",
+    "ListenerFailed",
+    "PluginReloaded",
+    "SessionAppended",
+    "SessionCreated",
+    "SessionDisposed",
+    "SessionFlushed",
+]

@@ -1,0 +1,64 @@
+"""Models: the ``Model`` protocol, the conversation it sees, and ``ScriptedModel``.
+
+The layer depends only on the kernel, the cancel layer and the package's error base.
+"""
+
+from ._errors import ModelError as ModelError
+from ._errors import ModelSpecError as ModelSpecError
+from ._messages import AssistantText as AssistantText
+from ._messages import ChatMessage as ChatMessage
+from ._messages import ModelRequest as ModelRequest
+from ._messages import SystemText as SystemText
+from ._messages import ToolCallPart as ToolCallPart
+from ._messages import ToolOutput as ToolOutput
+from ._messages import ToolSpec as ToolSpec
+from ._messages import UserText as UserText
+from ._protocol import Model as Model
+from ._scripted import CallTool as CallTool
+from ._scripted import Fail as Fail
+from ._scripted import Reply as Reply
+from ._scripted import Say as Say
+from ._scripted import ScriptedModel as ScriptedModel
+from ._scripted import Step as Step
+from ._scripted import Wait as Wait
+from ._scripted import split_words as split_words
+from ._spec import ModelFactory as ModelFactory
+from ._spec import model_from_spec as model_from_spec
+from ._spec import register_model_scheme as register_model_scheme
+from ._stream import Finished as Finished
+from ._stream import FinishReason as FinishReason
+from ._stream import ModelEvent as ModelEvent
+from ._stream import TextDelta as TextDelta
+from ._stream import ToolCallRequested as ToolCallRequested
+from ._stream import Usage as Usage
+
+__all__ = [
+    "AssistantText",
+    "CallTool",
+    "ChatMessage",
+    "Fail",
+    "FinishReason",
+    "Finished",
+    "Model",
+    "ModelError",
+    "ModelEvent",
+    "ModelFactory",
+    "ModelRequest",
+    "ModelSpecError",
+    "Reply",
+    "Say",
+    "ScriptedModel",
+    "Step",
+    "SystemText",
+    "TextDelta",
+    "ToolCallPart",
+    "ToolCallRequested",
+    "ToolOutput",
+    "ToolSpec",
+    "Usage",
+    "UserText",
+    "Wait",
+    "model_from_spec",
+    "register_model_scheme",
+    "split_words",
+]

@@ -1,0 +1,237 @@
+"""``ScriptedModel``: a deterministic model that plays a script, or echoes (the default).
+
+Rules:
+- Each ``stream()`` consumes the next reply when its iteration starts; a reply is a sequence of
+  steps played in order. Every event is preceded by a checkpoint, so a consumer can be
+  cancelled at each ``__anext__``; ``Wait`` and ``Say(delay=...)`` sleep in trio time.
+- The stream ends with ``Finished(tool_calls)`` if the reply called a tool, else
+  ``Finished(stop)``. ``Fail`` raises :class:`ModelError` instead.
+- Usage counts whitespace-separated words: of every message in, of the text said out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from typing import Any, TypeAlias, final
+
+import attrs
+import trio
+
+from ._errors import ModelError
+from ._messages import AssistantText, ChatMessage, ModelRequest, ToolOutput, UserText
+from ._stream import Finished, FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
+
+__all__ = ["CallTool", "Fail", "Reply", "Say", "ScriptedModel", "Step", "Wait", "split_words"]
+
+
+def _copy(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return dict(mapping)
+
+
+def _non_negative(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not value >= 0:  # also refuses NaN
+        raise ValueError(f"{attribute.name} must be a number of seconds >= 0; got {value!r}")
+
+
+@attrs.frozen
+class Say:
+    """Stream ``text`` word by word, waiting ``delay`` seconds of trio time before each word."""
+
+    text: str
+    delay: float = attrs.field(default=0.0, validator=_non_negative)
+
+
+@attrs.frozen
+class CallTool:
+    """Request the tool ``name``; ``call_id=None`` gets the model's next ``call-N``."""
+
+    name: str
+    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_copy, hash=False)
+    call_id: str | None = None
+
+
+@attrs.frozen
+class Wait:
+    """Sleep ``seconds`` of trio time (so a test can cancel mid-turn)."""
+
+    seconds: float = attrs.field(validator=_non_negative)
+
+
+@attrs.frozen
+class Fail:
+    """Raise :class:`ModelError` with ``message``."""
+
+    message: str
+
+
+Step: TypeAlias = Say | CallTool | Wait | Fail
+#: A reply: its steps, or a plain string as shorthand for ``(Say(text),)``.
+Reply: TypeAlias = str | Sequence[Step]
+
+_STEP_TYPES = (Say, CallTool, Wait, Fail)
+_WORDS = re.compile(r"\S+\s*|\s+")
+_BASH = re.compile(r"\s*!bash\s+(?P<command>\S.*?)\s*", re.DOTALL)
+
+
+def split_words(text: str) -> list[str]:
+    """Split ``text`` into chunks of one word with its trailing whitespace.
+
+    Leading whitespace is a chunk of its own, so ``"".join(split_words(t)) == t``.
+    """
+    return _WORDS.findall(text)
+
+
+def _count_words(text: str) -> int:
+    return len(text.split())
+
+
+def _message_words(message: ChatMessage) -> int:
+    return _count_words(message.content)
+
+
+def _normalize(reply: object, index: int) -> tuple[Step, ...]:
+    if isinstance(reply, str):
+        return (Say(reply),)
+    if isinstance(reply, _STEP_TYPES) or not isinstance(reply, Sequence):
+        raise TypeError(
+            f"reply {index} of a ScriptedModel must be a string or a sequence of steps "
+            f"(Say, CallTool, Wait, Fail); got {type(reply).__name__} {reply!r}"
+        )
+    for step in reply:
+        if not isinstance(step, _STEP_TYPES):
+            raise TypeError(
+                f"reply {index} of a ScriptedModel has a step that is not Say, CallTool, "
+                f"Wait or Fail: {type(step).__name__} {step!r}"
+            )
+    return tuple(reply)
+
+
+Responder: TypeAlias = Callable[[ModelRequest], Sequence[Step]]
+
+
+@final
+class ScriptedModel:
+    """A deterministic model: plays ``replies`` in order, one per ``stream()`` call.
+
+    Args:
+        replies: the script; each reply is a string or a sequence of steps.
+        name: the model's name (``model.name``).
+
+    Raises:
+        TypeError: a reply or a step has the wrong type.
+    """
+
+    __slots__ = ("_call_ids", "_replies", "_respond", "_served", "name")
+
+    def __init__(self, replies: Sequence[Reply], *, name: str = "scripted") -> None:
+        self.name = name
+        self._replies = tuple(_normalize(r, i) for i, r in enumerate(replies))
+        self._respond: Responder | None = None
+        self._served = 0
+        self._call_ids = itertools.count(1)
+
+    @classmethod
+    def echo(cls, delay: float = 0.0) -> ScriptedModel:
+        """The embedded default model.
+
+        After ``delay`` seconds of trio time it answers the request:
+
+        - if the latest messages are tool outputs, it reports them
+          (``bash `CMD` exited: OUTPUT``, the output verbatim);
+        - if the latest user message is ``!bash COMMAND``, it calls the ``bash`` tool with
+          ``{"command": COMMAND}`` and finishes with ``tool_calls``;
+        - otherwise it streams the latest user message back, word by word.
+
+        Raises:
+            ValueError: ``delay`` is negative or not a number.
+        """
+        wait = Wait(delay)
+        model = cls((), name="echo")
+        model._respond = lambda request: (wait, *_echo_steps(request.messages))
+        return model
+
+    @property
+    def replies_left(self) -> int | None:
+        """How many scripted replies are still to be played (``None`` for ``echo``)."""
+        if self._respond is not None:
+            return None
+        return len(self._replies) - self._served
+
+    def _next_steps(self, request: ModelRequest) -> Sequence[Step]:
+        if self._respond is not None:
+            return self._respond(request)
+        if self._served >= len(self._replies):
+            raise ModelError(
+                f"the script of ScriptedModel {self.name!r} has no reply left "
+                f"(it had {len(self._replies)})"
+            )
+        steps = self._replies[self._served]
+        self._served += 1
+        return steps
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        """Play the next reply as events. See the module rules."""
+        await trio.lowlevel.checkpoint()
+        steps = self._next_steps(request)
+        called = False
+        words_out = 0
+        for step in steps:
+            if isinstance(step, Say):
+                for chunk in split_words(step.text):
+                    if step.delay:
+                        await trio.sleep(step.delay)
+                    else:
+                        await trio.lowlevel.checkpoint()
+                    words_out += _count_words(chunk)
+                    yield TextDelta(chunk)
+            elif isinstance(step, CallTool):
+                await trio.lowlevel.checkpoint()
+                called = True
+                call_id = step.call_id or f"call-{next(self._call_ids)}"
+                yield ToolCallRequested(call_id, step.name, step.arguments)
+            elif isinstance(step, Wait):
+                await trio.sleep(step.seconds)
+            else:
+                raise ModelError(step.message)
+        await trio.lowlevel.checkpoint()
+        usage = Usage(
+            input_tokens=sum(_message_words(m) for m in request.messages),
+            output_tokens=words_out,
+        )
+        yield Finished(FinishReason.TOOL_CALLS if called else FinishReason.STOP, usage)
+
+    def __repr__(self) -> str:
+        return f"<ScriptedModel {self.name!r}>"
+
+
+def _echo_steps(messages: Sequence[ChatMessage]) -> tuple[Step, ...]:
+    outputs: list[ToolOutput] = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolOutput):
+            break
+        outputs.append(message)
+    if outputs:
+        outputs.reverse()
+        return (Say("\n".join(_report(o, messages) for o in outputs)),)
+    latest = next((m for m in reversed(messages) if isinstance(m, UserText)), None)
+    if latest is None:
+        return ()
+    match = _BASH.fullmatch(latest.content)
+    if match is not None:
+        return (CallTool("bash", {"command": match["command"]}),)
+    return (Say(latest.content),)
+
+
+def _report(output: ToolOutput, messages: Sequence[ChatMessage]) -> str:
+    arguments: Mapping[str, Any] = {}
+    for message in messages:
+        if isinstance(message, AssistantText):
+            for call in message.tool_calls:
+                if call.call_id == output.call_id:
+                    arguments = call.arguments
+    command = arguments.get("command")
+    what = f"bash `{command}`" if output.name == "bash" and command else f"tool {output.name}"
+    verb = "failed" if output.is_error else ("exited" if output.name == "bash" else "returned")
+    return f"{what} {verb}: {output.content}"

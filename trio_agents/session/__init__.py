@@ -1,0 +1,71 @@
+"""Sessions: records, the Session, the SessionStore service and its backends (DESIGN.md §6)."""
+
+from ._convert import dump_record as dump_record
+from ._convert import load_record as load_record
+from ._convert import register_cause as register_cause
+from ._errors import InvalidSessionIdError as InvalidSessionIdError
+from ._errors import SessionClosedError as SessionClosedError
+from ._errors import SessionFormatError as SessionFormatError
+from ._errors import SessionIdInUseError as SessionIdInUseError
+from ._errors import SessionInUseError as SessionInUseError
+from ._errors import SessionNotFoundError as SessionNotFoundError
+from ._errors import SessionStoreClosedError as SessionStoreClosedError
+from ._errors import SessionWriteError as SessionWriteError
+from ._events import SessionAppended as SessionAppended
+from ._events import SessionCreated as SessionCreated
+from ._events import SessionDisposed as SessionDisposed
+from ._events import SessionFlushed as SessionFlushed
+from ._ids import default_root as default_root
+from ._jsonl import JsonlStore as JsonlStore
+from ._memory import MemoryStore as MemoryStore
+from ._records import AssistantMessage as AssistantMessage
+from ._records import InboxSpliced as InboxSpliced
+from ._records import Record as Record
+from ._records import StopReason as StopReason
+from ._records import ToolCall as ToolCall
+from ._records import ToolResult as ToolResult
+from ._records import TurnEnded as TurnEnded
+from ._records import TurnStarted as TurnStarted
+from ._records import UserMessage as UserMessage
+from ._records import register_record as register_record
+from ._session import Session as Session
+from ._session import SessionStatistics as SessionStatistics
+from ._store import SessionInfo as SessionInfo
+from ._store import SessionStore as SessionStore
+from ._store import StoreStatistics as StoreStatistics
+
+__all__ = [
+    "AssistantMessage",
+    "InboxSpliced",
+    "InvalidSessionIdError",
+    "JsonlStore",
+    "MemoryStore",
+    "Record",
+    "Session",
+    "SessionAppended",
+    "SessionClosedError",
+    "SessionCreated",
+    "SessionDisposed",
+    "SessionFlushed",
+    "SessionFormatError",
+    "SessionIdInUseError",
+    "SessionInUseError",
+    "SessionInfo",
+    "SessionNotFoundError",
+    "SessionStatistics",
+    "SessionStore",
+    "SessionStoreClosedError",
+    "SessionWriteError",
+    "StopReason",
+    "StoreStatistics",
+    "ToolCall",
+    "ToolResult",
+    "TurnEnded",
+    "TurnStarted",
+    "UserMessage",
+    "default_root",
+    "dump_record",
+    "load_record",
+    "register_cause",
+    "register_record",
+]

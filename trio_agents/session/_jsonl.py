@@ -1,0 +1,317 @@
+"""The JSONL backend: one append-only file per session, written by one background task.
+
+Rules:
+- Appends are serialized at once (a record JSON cannot hold is refused by ``append``) and
+  queued; the writer task writes queued lines within ``flush_interval`` (write without fsync:
+  the OS keeps them across a process kill).
+- ``flush`` is group commit: it asks for the *next* sync batch and waits for it. A sync batch
+  writes every dirty session and fsyncs each file it touched (and, for new files, the
+  directory) once, all in one worker-thread round trip; flushes that arrive while a batch is
+  in flight share the next one.
+- Only the writer task touches the files of live sessions, so a file is never written by two
+  batches at once. A session whose write failed writes nothing more; its flushes raise.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import math
+import os
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast, final
+
+import attrs
+import trio
+
+from . import _jsonl_io as io
+from ._convert import dump_record
+from ._errors import SessionStoreClosedError, SessionWriteError
+from ._ids import default_root
+from ._records import Record
+from ._session import Session
+from ._store import SessionInfo, SessionStore, title_of
+
+if TYPE_CHECKING:
+    from ..kernel import Context
+
+__all__ = ["JsonlStore"]
+
+log = logging.getLogger("trio_agents")
+
+RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]
+
+
+@attrs.define(eq=False)
+class _File:
+    """The JSONL backend's state for one session."""
+
+    path: Path
+    # Invariant: `exists` means this session's file is on disk with its header; for a new
+    # session it becomes true only once the writer created the file (replacing any stored
+    # file of the same id, atomically).
+    exists: bool
+    pending: builtins.list[bytes] = attrs.field(factory=builtins.list)
+    written_seq: int = -1
+    synced_seq: int = -1
+    dir_synced: bool = True
+    in_flight: bool = False
+    abandoned: bool = False
+    error: SessionWriteError | None = None
+
+
+@attrs.define(eq=False)
+class _Batch:
+    done: trio.Event = attrs.field(factory=trio.Event)
+    error: BaseException | None = None
+
+
+@final
+class JsonlStore(SessionStore):
+    """A :class:`SessionStore` that keeps each session in ``<root>/<id>.jsonl``.
+
+    Args:
+        root: the directory; by default ``$TRIO_AGENTS_HOME/sessions``, else
+            ``$XDG_STATE_HOME/trio-agents/sessions``, else ``~/.local/state/trio-agents/sessions``.
+        flush_interval: the longest time, in seconds, an appended record waits before it is
+            written (without fsync) by the background writer.
+
+    Raises:
+        ValueError: ``flush_interval`` is negative or not finite.
+    """
+
+    def __init__(
+        self, root: str | os.PathLike[str] | None = None, *, flush_interval: float = 0.05
+    ) -> None:
+        super().__init__()
+        if not (math.isfinite(flush_interval) and flush_interval >= 0):
+            raise ValueError(f"flush_interval is a delay in seconds, >= 0; got {flush_interval!r}")
+        self._root = Path(root) if root is not None else default_root()
+        self._interval = flush_interval
+        # Invariant: both hold only entered sessions that are neither ended nor failed.
+        self._dirty: dict[Session, None] = {}
+        self._unsynced: dict[Session, None] = {}
+        self._next: _Batch | None = None
+        self._wake = trio.Event()
+        self._batch_ended = trio.Event()
+        self._writer_alive = False
+        # How batch I/O reaches a worker thread; tests may swap it to count or hold batches.
+        self._run_sync: RunSync = trio.to_thread.run_sync
+
+    @property
+    def root(self) -> Path:
+        """The directory holding the session files."""
+        return self._root
+
+    def path_of(self, session_id: str) -> Path:
+        """The file of session ``session_id`` (whether or not it exists)."""
+        return self._root / f"{session_id}{io.SUFFIX}"
+
+    def __repr__(self) -> str:
+        return f"<JsonlStore {str(self._root)!r}>"
+
+    # -- the writer task ---------------------------------------------------------------------
+
+    async def _open(self, ctx: Context) -> None:
+        await trio.to_thread.run_sync(io.prepare_root, self._root)
+        await ctx.start(self._writer)
+
+    def _poke(self) -> None:
+        self._wake.set()
+
+    async def _idle(self) -> None:
+        self._wake = trio.Event()
+        await self._wake.wait()
+
+    async def _writer(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        self._writer_alive = True
+        task_status.started()
+        try:
+            while True:
+                while self._next is None and not self._dirty:
+                    await self._idle()
+                if self._next is None:
+                    # Invariant: a dirty record waits at most `flush_interval` (plus the
+                    # batch in flight), unless a flush asks for a batch sooner.
+                    with trio.move_on_after(self._interval):
+                        while self._next is None:
+                            await self._idle()
+                batch, self._next = self._next, None
+                await self._run_batch(batch)
+        finally:
+            self._writer_alive = False
+            if self._next is not None:
+                self._next.error = SessionStoreClosedError(
+                    "the session store closed before this flush was written"
+                )
+                self._next.done.set()
+                self._next = None
+
+    async def _run_batch(self, batch: _Batch | None) -> None:
+        sync = batch is not None
+        sessions = builtins.list(self._dirty)
+        self._dirty.clear()
+        if sync:
+            sessions.extend(s for s in self._unsynced if s not in sessions)
+            self._unsynced.clear()
+        plan: builtins.list[tuple[Session, _File, int]] = []
+        jobs: builtins.list[io.WriteJob] = []
+        sync_root = False
+        for session in sessions:
+            state = _state(session)
+            lines, state.pending = state.pending, []
+            data = b"".join(lines)
+            if not state.exists:
+                data = io.header_line(session.id) + data
+            jobs.append(io.WriteJob(state.path, not state.exists, data, sync))
+            sync_root |= sync and (not state.exists or not state.dir_synced)
+            plan.append((session, state, state.written_seq + len(lines)))
+            state.in_flight = True
+        self._write_batches += 1
+        self._sync_batches += sync
+        results: builtins.list[OSError | None] | None = None
+        try:
+            # The thread cannot be cancelled anyway; shielding keeps the bookkeeping whole.
+            with trio.CancelScope(shield=True):
+                results = await self._run_sync(partial(io.write_batch, jobs, self._root, sync_root))
+        except BaseException as exc:
+            if batch is not None:
+                batch.error = exc
+            raise
+        finally:
+            for i, (session, state, upto) in enumerate(plan):
+                state.in_flight = False
+                error = (
+                    OSError("the write batch did not complete") if results is None else results[i]
+                )
+                self._settle(session, state, upto, error, sync)
+            ended, self._batch_ended = self._batch_ended, trio.Event()
+            ended.set()
+            if batch is not None:
+                batch.done.set()
+
+    def _settle(
+        self, session: Session, state: _File, upto: int, error: OSError | None, sync: bool
+    ) -> None:
+        if error is not None:
+            state.error = SessionWriteError(
+                f"writing session {session.id!r} to {state.path} failed ({error}); its "
+                f"records from seq {state.written_seq + 1} on are not durable — fix the "
+                f"cause, then load the session again"
+            )
+            log.error("%s", state.error)
+            self._dirty.pop(session, None)
+            self._unsynced.pop(session, None)
+            return
+        if not state.exists:
+            state.exists = True
+            state.dir_synced = sync
+        elif sync:
+            state.dir_synced = True
+        state.written_seq = upto
+        if sync:
+            state.synced_seq = upto
+            session._flushed_seq = max(session._flushed_seq, upto)
+        elif not state.abandoned:
+            self._unsynced[session] = None
+
+    # -- the backend hooks ---------------------------------------------------------------------
+
+    def _track(self, session: Session) -> None:
+        n = len(session._records)
+        session._backend = _File(
+            path=self.path_of(session.id),
+            exists=session._loaded,
+            written_seq=n - 1,
+            synced_seq=n - 1,
+        )
+
+    def _on_record(self, session: Session, record: Record) -> None:
+        state = _state(session)
+        state.pending.append((dump_record(record) + "\n").encode())
+        if session._entered and state.error is None:
+            self._dirty[session] = None
+            self._poke()
+
+    def _entered(self, session: Session) -> None:
+        state = _state(session)
+        if state.pending or not state.exists:
+            self._dirty[session] = None
+            self._poke()
+
+    async def _sync(self, session: Session) -> None:
+        state = _state(session)
+        if state.error is not None:
+            raise state.error
+        if (
+            not state.pending
+            and state.exists
+            and not state.in_flight
+            and state.synced_seq == state.written_seq
+        ):
+            session._flushed_seq = state.synced_seq
+            await trio.lowlevel.checkpoint()
+            return
+        if not self._writer_alive:
+            raise SessionStoreClosedError(
+                f"the session store's writer has stopped; session {session.id!r} cannot be flushed"
+            )
+        batch = self._next
+        if batch is None:
+            batch = self._next = _Batch()
+        self._poke()
+        await batch.done.wait()
+        if batch.error is not None:
+            raise batch.error
+        if state.error is not None:
+            raise state.error
+
+    async def _discard(self, session: Session) -> None:
+        state = _state(session)
+        state.abandoned = True
+        state.pending.clear()
+        self._dirty.pop(session, None)
+        self._unsynced.pop(session, None)
+        if session._loaded:
+            await trio.lowlevel.checkpoint()
+            return
+        while state.in_flight:
+            await self._batch_ended.wait()
+        if state.exists:
+            # Invariant: `exists` on a new session means this session created the file.
+            await trio.to_thread.run_sync(partial(state.path.unlink, missing_ok=True))
+            state.exists = False
+        else:
+            await trio.lowlevel.checkpoint()
+
+    def _forget(self, session: Session) -> None:
+        self._dirty.pop(session, None)
+        self._unsynced.pop(session, None)
+
+    async def _read(self, session_id: str) -> builtins.list[Record]:
+        return await trio.to_thread.run_sync(io.read_session, self.path_of(session_id), session_id)
+
+    async def _remove(self, session_id: str) -> None:
+        await trio.to_thread.run_sync(io.remove_session, self.path_of(session_id), session_id)
+
+    async def _list_stored(self) -> builtins.list[SessionInfo]:
+        found = await trio.to_thread.run_sync(io.scan_root, self._root)
+        return [
+            SessionInfo(
+                id=f.id,
+                records=f.records,
+                updated=datetime.fromtimestamp(f.mtime, UTC),
+                live=False,
+                title=title_of(f.contents) or title_of(f.queued),
+            )
+            for f in found
+        ]
+
+
+def _state(session: Session) -> _File:
+    return cast(_File, session._backend)

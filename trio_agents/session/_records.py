@@ -1,0 +1,222 @@
+"""Session records: the durable, model-visible history of a session.
+
+Rules:
+- Every record is a frozen attrs class, keyword-only, deriving from :class:`Record`.
+- ``seq`` is ``-1`` until :meth:`Session.append` stamps it with the record's index.
+- Each record class has one tag (``"type"`` in the serialized form); :func:`register_record`
+  adds a class to the union that the converter reads and writes.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Any, Literal, TypeVar
+
+import attrs
+
+from ..cancel import CancelCause
+
+__all__ = [
+    "AssistantMessage",
+    "InboxSpliced",
+    "Record",
+    "StopReason",
+    "ToolCall",
+    "ToolResult",
+    "TurnEnded",
+    "TurnStarted",
+    "UserMessage",
+    "record_class",
+    "record_tag",
+    "register_record",
+]
+
+R = TypeVar("R", bound="type[Record]")
+
+_TAG = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@attrs.frozen(kw_only=True)
+class Record:
+    """Base of every session record.
+
+    Attributes:
+        seq: the record's index in its session, assigned by ``Session.append``
+            (``-1`` before that).
+    """
+
+    seq: int = -1
+
+
+class StopReason(enum.StrEnum):
+    """Why a turn ended. ``interrupted`` only comes from crash repair on load."""
+
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+    MAX_STEPS = "max_steps"
+    BLOCKED = "blocked"
+    INTERRUPTED = "interrupted"
+
+
+@attrs.frozen(kw_only=True)
+class InboxSpliced(Record):
+    """A change to an agent's inbox: a message added to, or removed from, one lane.
+
+    An ``add`` carries ``content``; a ``remove`` carries ``reason`` (``"discarded"`` or
+    ``"cancelled"``). Replaying these records restores the pending work of a resumed agent.
+    """
+
+    op: Literal["add", "remove"]
+    lane: Literal["next_turn", "next_step"]
+    message_id: str
+    content: str | None = None
+    wake: bool = True
+    reason: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class UserMessage(Record):
+    """A queued message claimed into a turn; from here on the model sees it."""
+
+    message_id: str
+    content: str
+    turn_id: str
+
+
+@attrs.frozen(kw_only=True)
+class AssistantMessage(Record):
+    """The model's text output of one step."""
+
+    turn_id: str
+    content: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolCall(Record):
+    """The model asked for a tool call."""
+
+    turn_id: str
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class ToolResult(Record):
+    """The outcome of a tool call. ``started=False`` means it was cancelled before it ran."""
+
+    turn_id: str
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    started: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class TurnStarted(Record):
+    """A turn began."""
+
+    turn_id: str
+
+
+@attrs.frozen(kw_only=True)
+class TurnEnded(Record):
+    """A turn ended, on every path; it keeps the stop reason and the typed cancel cause."""
+
+    turn_id: str
+    stop_reason: StopReason
+    cause: CancelCause | None = None
+    error: str | None = None
+
+
+# Invariant: the two maps are inverse of each other.
+_CLASS_BY_TAG: dict[str, type[Record]] = {}
+_TAG_BY_CLASS: dict[type[Record], str] = {}
+
+
+def _is_attrs(cls: type) -> bool:
+    # A plain bool: attrs.has() is a TypeGuard that would narrow `cls` away from `R`.
+    return attrs.has(cls)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def register_record(cls: R, tag: str | None = None) -> R:
+    """Add a record class to the serialized union, under ``tag`` (its snake_case name by default).
+
+    Usable as a decorator. Registering the same class under the same tag again is a no-op.
+
+    Args:
+        cls: a frozen attrs subclass of :class:`Record`.
+        tag: the ``"type"`` value that names it in the serialized form.
+
+    Returns:
+        ``cls``.
+
+    Raises:
+        TypeError: ``cls`` is not an attrs subclass of :class:`Record`.
+        ValueError: the tag is malformed, or taken by another class (or the class has another).
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Record) and _is_attrs(cls)):
+        raise TypeError(
+            f"register_record() takes an attrs subclass of Record "
+            f"(@attrs.frozen(kw_only=True) class X(Record)); got {cls!r}"
+        )
+    tag = _snake(cls.__name__) if tag is None else tag
+    if not _TAG.fullmatch(tag):
+        raise ValueError(
+            f"record tags are snake_case identifiers such as 'turn_ended'; got {tag!r}"
+        )
+    owner = _CLASS_BY_TAG.get(tag)
+    if owner is not None and owner is not cls:
+        raise ValueError(
+            f"record tag {tag!r} is already used by {owner.__qualname__}; choose another tag"
+        )
+    current = _TAG_BY_CLASS.get(cls)
+    if current is not None and current != tag:
+        raise ValueError(f"{cls.__qualname__} is already registered as {current!r}")
+    _CLASS_BY_TAG[tag] = cls
+    _TAG_BY_CLASS[cls] = tag
+    return cls
+
+
+def record_tag(cls: type[Record]) -> str:
+    """The tag of a registered record class.
+
+    Raises:
+        TypeError: the class is not registered.
+    """
+    try:
+        return _TAG_BY_CLASS[cls]
+    except KeyError:
+        raise TypeError(
+            f"record class {cls.__qualname__} is not registered; call "
+            f"register_record({cls.__name__}, 'tag') before appending it"
+        ) from None
+
+
+def record_class(tag: str) -> type[Record] | None:
+    """The record class registered under ``tag``, or ``None``."""
+    return _CLASS_BY_TAG.get(tag)
+
+
+def record_tags() -> tuple[str, ...]:
+    """Every registered tag, sorted."""
+    return tuple(sorted(_CLASS_BY_TAG))
+
+
+for _cls in (
+    InboxSpliced,
+    UserMessage,
+    AssistantMessage,
+    ToolCall,
+    ToolResult,
+    TurnStarted,
+    TurnEnded,
+):
+    register_record(_cls)

@@ -1,0 +1,137 @@
+"""A session: the append-only record history of one agent.
+
+Rules:
+- ``append`` stamps each record with ``seq`` equal to its index, so ``seq`` is contiguous from 0.
+- ``records`` is an immutable snapshot (a tuple), cached until the next append.
+- A session belongs to the store that prepared or loaded it; the store is told of each append
+  (before the record counts, so a record the store cannot serialize is refused, not half-kept)
+  and publishes it as ``SessionAppended`` once the session is entered.
+- Once detached or abandoned, a session refuses appends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, final
+
+import attrs
+import trio
+
+from ._errors import SessionClosedError
+from ._ids import check_session_id
+from ._records import Record
+
+if TYPE_CHECKING:
+    from ._store import SessionStore
+
+__all__ = ["Session", "SessionStatistics"]
+
+R = TypeVar("R", bound=Record)
+
+
+@attrs.frozen(kw_only=True)
+class SessionStatistics:
+    """A snapshot of a session.
+
+    Attributes:
+        records: how many records it holds.
+        flushed_seq: the last ``seq`` known durable (``-1``: none yet).
+        live: whether it is entered in its store and not yet detached.
+    """
+
+    records: int
+    flushed_seq: int
+    live: bool
+
+
+@final
+class Session:
+    """The record history of one agent; ``session.id`` is the agent's id.
+
+    Sessions are made by a :class:`SessionStore` (``prepare`` or ``load``). A session built
+    directly, ``Session("s-1")``, belongs to no store: appends work, nothing is persisted.
+
+    Args:
+        session_id: a filename-safe id (``[A-Za-z0-9._-]{1,128}``, not starting with ``.``).
+        records: initial records; they are re-stamped with contiguous ``seq``.
+
+    Raises:
+        InvalidSessionIdError: the id is not valid.
+    """
+
+    def __init__(self, session_id: str, records: Iterable[Record] = ()) -> None:
+        self._id = check_session_id(session_id)
+        self._records: list[Record] = [
+            r if r.seq == i else attrs.evolve(r, seq=i) for i, r in enumerate(records)
+        ]
+        self._snapshot: tuple[Record, ...] | None = None
+        self._updated = time.time()
+        # Owned by the store (see SessionStore): the lifecycle flags of this session.
+        self._store: SessionStore | None = None
+        self._backend: Any = None
+        self._loaded = False
+        self._entered = False
+        self._announced = False
+        self._closed = False
+        self._flushed_seq = -1
+        self._ending: trio.Event | None = None
+        self._end_error: BaseException | None = None
+
+    @property
+    def id(self) -> str:
+        """The session id (also the id of the agent it belongs to)."""
+        return self._id
+
+    @property
+    def records(self) -> tuple[Record, ...]:
+        """An immutable snapshot of every record so far, in ``seq`` order."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            snapshot = self._snapshot = tuple(self._records)
+        return snapshot
+
+    def append(self, record: R) -> R:
+        """Append ``record`` and return it stamped with its ``seq`` (its index).
+
+        Raises:
+            TypeError: ``record`` is not a :class:`Record`, or its class is not registered.
+            ValueError: the record holds a value that cannot be serialized.
+            SessionClosedError: the session was detached or abandoned.
+        """
+        if not isinstance(record, Record):
+            raise TypeError(
+                f"session.append() takes a Record (e.g. UserMessage(...)); "
+                f"got {type(record).__name__}"
+            )
+        if self._closed:
+            raise SessionClosedError(
+                f"session {self._id!r} is detached; it takes no more records "
+                f"(load it again from the store to continue it)"
+            )
+        stamped = attrs.evolve(record, seq=len(self._records))
+        self._records.append(stamped)
+        self._snapshot = None
+        self._updated = time.time()
+        if self._store is not None:
+            try:
+                self._store._appended(self, stamped)
+            except BaseException:
+                # Invariant: a record the store refused is not part of the session.
+                self._records.pop()
+                raise
+        return stamped
+
+    def statistics(self) -> SessionStatistics:
+        """A frozen snapshot of this session."""
+        return SessionStatistics(
+            records=len(self._records),
+            flushed_seq=self._flushed_seq,
+            live=self._entered and not self._closed,
+        )
+
+    def __repr__(self) -> str:
+        state = "live" if self._entered and not self._closed else "private"
+        if self._closed:
+            state = "detached"
+        return f"<Session {self._id} {state} records={len(self._records)}>"

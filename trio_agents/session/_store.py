@@ -1,0 +1,466 @@
+"""The ``sessions`` service: the Service Definition every backend implements.
+
+Rules (one session's life in a store):
+- ``prepare`` (new) or ``load`` (stored) builds a *private* session: unpublished, no events.
+  Records appended to it are kept, and are written only once it is entered.
+- ``enter`` publishes it; it is the authoritative duplicate check (one live session per id).
+  An id is reusable as soon as its session detaches: a *new* session entered under the id of
+  a stored one replaces it when its file is first written. ``announce`` emits
+  ``SessionCreated``.
+- ``flush`` is the durability checkpoint. ``detach`` is the final flush and the end of the
+  session (memoized). ``abandon`` rolls back a failed creation: it undoes ``enter`` and removes
+  what a *new* session persisted; ``SessionDisposed`` only follows an ``announce``.
+- The store is a plugin. Its teardown unwinds LIFO: the service is withdrawn first (so the
+  fibers that inject it flush and detach their sessions while it still works), then the close
+  detaches every session still live and refuses further work, then backend tasks stop.
+"""
+
+from __future__ import annotations
+
+import abc
+import builtins
+import logging
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, ClassVar
+
+import attrs
+import trio
+
+from ._errors import (
+    SessionClosedError,
+    SessionIdInUseError,
+    SessionInUseError,
+    SessionStoreClosedError,
+)
+from ._events import SessionAppended, SessionCreated, SessionDisposed, SessionFlushed
+from ._ids import check_session_id, new_session_id
+from ._records import InboxSpliced, Record, StopReason, TurnEnded, TurnStarted, UserMessage
+from ._session import Session
+
+if TYPE_CHECKING:
+    from ..kernel import Context
+
+__all__ = ["SessionInfo", "SessionStore", "StoreStatistics", "open_turns", "title_of"]
+
+log = logging.getLogger("trio_agents")
+
+_TITLE_LENGTH = 60
+
+
+@attrs.frozen(kw_only=True)
+class SessionInfo:
+    """What ``SessionStore.list()`` says about one stored (or live) session.
+
+    Attributes:
+        id: the session id.
+        records: how many records it holds.
+        updated: when it last changed (UTC), if known.
+        live: whether it is entered in the store right now.
+        title: the first user message, shortened, or ``None``.
+    """
+
+    id: str
+    records: int
+    updated: datetime | None
+    live: bool
+    title: str | None
+
+
+@attrs.frozen(kw_only=True)
+class StoreStatistics:
+    """A snapshot of a store.
+
+    Attributes:
+        running: whether the store is applied and not closed.
+        live: how many sessions are live.
+        write_batches: worker round trips that wrote session data (JSONL; 0 in memory).
+        sync_batches: the subset of those that were flush (fsync) batches.
+    """
+
+    running: bool
+    live: int
+    write_batches: int
+    sync_batches: int
+
+
+def title_of(contents: Sequence[str]) -> str | None:
+    """A one-line title from the first non-empty content, at most 60 characters."""
+    for content in contents:
+        line = content.strip().splitlines()[0] if content.strip() else ""
+        if line:
+            return line if len(line) <= _TITLE_LENGTH else line[: _TITLE_LENGTH - 1] + "…"
+    return None
+
+
+def _title_of_records(records: Sequence[Record]) -> str | None:
+    claimed = [r.content for r in records if isinstance(r, UserMessage)]
+    queued = [
+        r.content
+        for r in records
+        if isinstance(r, InboxSpliced) and r.op == "add" and r.content is not None
+    ]
+    return title_of(claimed) or title_of(queued)
+
+
+def open_turns(records: Sequence[Record]) -> list[str]:
+    """The ids of turns that started and never ended, in the order they started."""
+    started: dict[str, None] = {}
+    for record in records:
+        if isinstance(record, TurnStarted):
+            started[record.turn_id] = None
+        elif isinstance(record, TurnEnded):
+            started.pop(record.turn_id, None)
+    return list(started)
+
+
+class SessionStore(abc.ABC):
+    """The Service Definition of the ``sessions`` service; backends subclass it.
+
+    A store object is a plugin: ``await ctx.plugin(store)`` starts it and provides it as
+    ``sessions``. Its public methods are the contract; the ``_``-prefixed abstract methods are
+    what a backend implements.
+    """
+
+    name: ClassVar[str] = "sessions"
+
+    def __init__(self) -> None:
+        self._emit: Callable[[object], None] = _drop
+        self._running = False
+        self._closing = False
+        self._live: dict[str, Session] = {}
+        self._write_batches = 0
+        self._sync_batches = 0
+
+    # -- the plugin ------------------------------------------------------------------------
+
+    async def apply(self, ctx: Context, config: None) -> None:
+        """Start the store in ``ctx``'s fiber and provide it as the ``sessions`` service."""
+        if self._running:
+            raise RuntimeError(
+                f"this {type(self).__name__} is already applied; a store object serves one "
+                f"fiber at a time (make another store, or dispose the first fiber)"
+            )
+        self._closing = False
+        await self._open(ctx)
+        self._emit = ctx.emit
+        self._running = True
+        # Invariant: pushed after the backend's tasks and before the service entry, so the
+        # service leaves first, then the close runs while the backend still works.
+        ctx.defer(self._close)
+        ctx.provide(self.name, self)
+
+    async def _close(self) -> None:
+        self._closing = True
+        try:
+            async with trio.open_nursery() as nursery:
+                for session in builtins.list(self._live.values()):
+                    nursery.start_soon(self.detach, session)
+        finally:
+            self._running = False
+
+    # -- the session lifecycle -------------------------------------------------------------
+
+    def prepare(self, session_id: str | None = None) -> Session:
+        """Build a new private session (unpublished, no events).
+
+        Args:
+            session_id: the id to use; a fresh one (``s-<12 hex>``) if ``None``.
+
+        Raises:
+            InvalidSessionIdError: the id is not filename-safe.
+            SessionStoreClosedError: the store is not running.
+        """
+        self._check_open("prepare a session")
+        session = Session(new_session_id() if session_id is None else check_session_id(session_id))
+        session._store = self
+        self._track(session)
+        return session
+
+    async def load(self, session_id: str) -> Session:
+        """Build a private session holding the stored records of ``session_id``, repaired.
+
+        A turn that started and never ended (the process died) is closed with an appended
+        ``TurnEnded(stop_reason=interrupted)``.
+
+        Raises:
+            SessionNotFoundError: no stored session has this id.
+            SessionIdInUseError: the session is live; use ``get()``, or detach it first.
+            SessionFormatError: the stored data cannot be read.
+            SessionStoreClosedError: the store is not running.
+        """
+        self._check_open("load a session")
+        check_session_id(session_id)
+        self._check_not_live(session_id)
+        records = await self._read(session_id)
+        session = Session(session_id, records)
+        session._store = self
+        session._loaded = True
+        session._flushed_seq = len(records) - 1
+        self._track(session)
+        for turn_id in open_turns(records):
+            session.append(TurnEnded(turn_id=turn_id, stop_reason=StopReason.INTERRUPTED))
+        return session
+
+    def enter(self, session: Session) -> None:
+        """Publish ``session``: it becomes live, its records are written from now on.
+
+        This is the authoritative duplicate check: of two sessions with one id, exactly one
+        enters. A new session entered under the id of a stored (not live) session replaces the
+        stored one; resume it with :meth:`load` instead to continue it.
+
+        Raises:
+            SessionIdInUseError: a live session has this id.
+            SessionClosedError: the session was already abandoned or detached.
+            SessionStoreClosedError: the store is not running.
+        """
+        self._check_own(session)
+        self._check_open("enter a session")
+        if session._closed:
+            raise SessionClosedError(
+                f"session {session.id!r} was abandoned or detached; prepare a new one"
+            )
+        if self._live.get(session.id) is session:
+            raise SessionIdInUseError(f"session {session.id!r} is already entered")
+        self._check_not_live(session.id)
+        self._entered(session)
+        self._live[session.id] = session
+        session._entered = True
+
+    def announce(self, session: Session) -> None:
+        """Emit ``SessionCreated`` for an entered session (once; repeats are ignored).
+
+        Raises:
+            RuntimeError: the session is not live in this store.
+        """
+        self._check_own(session)
+        if self._live.get(session.id) is not session:
+            raise RuntimeError(f"session {session.id!r} is not live; enter() it before announce()")
+        if not session._announced:
+            session._announced = True
+            self._emit(SessionCreated(session_id=session.id))
+
+    async def flush(self, session: Session) -> None:
+        """Make every record appended so far durable, then emit ``SessionFlushed``.
+
+        Concurrent flushes share the backend's write batches (group commit). Flushing a private
+        session does nothing; flushing a detached one waits for its final flush.
+
+        Raises:
+            SessionWriteError: the backend could not write the session.
+            SessionStoreClosedError: the store is not running.
+        """
+        self._check_own(session)
+        if session._ending is not None:
+            await self._join_end(session)
+            return
+        if not session._entered:
+            await trio.lowlevel.checkpoint()
+            return
+        if not self._running:
+            raise SessionStoreClosedError(
+                f"the session store is closed; session {session.id!r} cannot be flushed"
+            )
+        await self._sync(session)
+        self._emit(SessionFlushed(session_id=session.id, seq=session._flushed_seq))
+
+    async def detach(self, session: Session) -> None:
+        """Flush ``session`` a final time (``SessionFlushed``), take it out of the store, emit
+        ``SessionDisposed``.
+
+        Memoized: concurrent and repeated callers join the one detach. The final flush is
+        shielded from cancellation. A session that was never entered is simply closed.
+
+        Raises:
+            SessionWriteError: the final flush failed (the session is detached anyway).
+        """
+        self._check_own(session)
+        if session._ending is not None:
+            await self._join_end(session)
+            return
+        ending = session._ending = trio.Event()
+        session._closed = True
+        try:
+            if session._entered:
+                with trio.CancelScope(shield=True):
+                    await self._sync(session)
+                self._emit(SessionFlushed(session_id=session.id, seq=session._flushed_seq))
+        except BaseException as exc:
+            session._end_error = exc
+            raise
+        finally:
+            if self._live.get(session.id) is session:
+                del self._live[session.id]
+            self._forget(session)
+            if session._entered:
+                self._emit(SessionDisposed(session_id=session.id))
+            ending.set()
+
+    async def abandon(self, session: Session) -> None:
+        """Roll back a failed creation of ``session``.
+
+        Undoes ``enter`` if it happened and, for a new (not loaded) session, removes whatever
+        was persisted for it; no ``SessionCreated`` is emitted, and ``SessionDisposed`` only
+        if the session had been announced. Memoized like :meth:`detach`.
+        """
+        self._check_own(session)
+        if session._ending is not None:
+            await self._join_end(session)
+            return
+        ending = session._ending = trio.Event()
+        session._closed = True
+        try:
+            if self._live.get(session.id) is session:
+                del self._live[session.id]
+            with trio.CancelScope(shield=True):
+                await self._discard(session)
+        except BaseException as exc:
+            session._end_error = exc
+            raise
+        finally:
+            self._forget(session)
+            if session._announced:
+                self._emit(SessionDisposed(session_id=session.id))
+            ending.set()
+
+    # -- lookups ----------------------------------------------------------------------------
+
+    def get(self, session_id: str) -> Session | None:
+        """The live session ``session_id``, or ``None``."""
+        return self._live.get(session_id)
+
+    def live(self) -> tuple[Session, ...]:
+        """Every live session, in the order they were entered."""
+        return tuple(self._live.values())
+
+    async def list(self) -> builtins.list[SessionInfo]:
+        """Every stored or live session, most recently updated first.
+
+        Raises:
+            SessionStoreClosedError: the store is not running.
+        """
+        self._check_open("list sessions")
+        infos = {info.id: info for info in await self._list_stored()}
+        for session in self._live.values():
+            stored = infos.get(session.id)
+            infos[session.id] = SessionInfo(
+                id=session.id,
+                records=len(session._records),
+                updated=datetime.fromtimestamp(session._updated, UTC),
+                live=True,
+                title=_title_of_records(session._records)
+                or (stored.title if stored is not None else None),
+            )
+        epoch = datetime.fromtimestamp(0, UTC)
+        return sorted(infos.values(), key=lambda i: (i.updated or epoch, i.id), reverse=True)
+
+    async def delete(self, session_id: str) -> None:
+        """Delete the stored session ``session_id``.
+
+        Raises:
+            SessionInUseError: the session is live; dispose its agent first.
+            SessionNotFoundError: no stored session has this id.
+            SessionStoreClosedError: the store is not running.
+        """
+        self._check_open("delete a session")
+        check_session_id(session_id)
+        if session_id in self._live:
+            raise SessionInUseError(
+                f"session {session_id!r} is live; dispose the agent that uses it, then delete it"
+            )
+        await self._remove(session_id)
+
+    def statistics(self) -> StoreStatistics:
+        """A frozen snapshot of this store."""
+        return StoreStatistics(
+            running=self._running and not self._closing,
+            live=len(self._live),
+            write_batches=self._write_batches,
+            sync_batches=self._sync_batches,
+        )
+
+    # -- shared internals ----------------------------------------------------------------------
+
+    def _appended(self, session: Session, record: Record) -> None:
+        """Called by ``Session.append``; raising refuses the record."""
+        self._on_record(session, record)
+        if session._entered and not session._closed:
+            self._emit(SessionAppended(session_id=session.id, record=record))
+
+    def _check_open(self, what: str) -> None:
+        if not self._running or self._closing:
+            state = "closing" if self._running else "not running"
+            raise SessionStoreClosedError(
+                f"the session store is {state}, so it cannot {what}; apply it first with "
+                f"'await ctx.plugin(store)' (or use the runtime's 'sessions' service)"
+            )
+
+    def _check_own(self, session: Session) -> None:
+        if not isinstance(session, Session):
+            raise TypeError(f"expected a Session; got {type(session).__name__}")
+        if session._store is not self:
+            raise ValueError(
+                f"session {session.id!r} belongs to another store; use the store that "
+                f"prepared or loaded it"
+            )
+
+    def _check_not_live(self, session_id: str) -> None:
+        if session_id in self._live:
+            raise SessionIdInUseError(
+                f"session id {session_id!r} is already live; choose another id, or detach "
+                f"the live session first"
+            )
+
+    async def _join_end(self, session: Session) -> None:
+        assert session._ending is not None
+        if session._ending.is_set():
+            await trio.lowlevel.checkpoint()
+        else:
+            await session._ending.wait()
+        if session._end_error is not None:
+            raise session._end_error
+
+    # -- the backend ---------------------------------------------------------------------------
+
+    async def _open(self, ctx: Context) -> None:  # noqa: B027 - optional hook
+        """Start the backend (its background tasks go on ``ctx``'s fiber)."""
+
+    @abc.abstractmethod
+    def _track(self, session: Session) -> None:
+        """A session was prepared or loaded (``session._loaded`` says which)."""
+
+    @abc.abstractmethod
+    def _on_record(self, session: Session, record: Record) -> None:
+        """A record was appended to ``session`` (entered or not); raise to refuse it."""
+
+    @abc.abstractmethod
+    def _entered(self, session: Session) -> None:
+        """``session`` is being published; from now on its records are written."""
+
+    @abc.abstractmethod
+    async def _sync(self, session: Session) -> None:
+        """Make every record of ``session`` durable and update ``session._flushed_seq``."""
+
+    @abc.abstractmethod
+    async def _discard(self, session: Session) -> None:
+        """Drop unwritten records; for a new session, remove what was persisted for it."""
+
+    @abc.abstractmethod
+    def _forget(self, session: Session) -> None:
+        """``session`` ended (detached or abandoned): release what the backend holds for it."""
+
+    @abc.abstractmethod
+    async def _read(self, session_id: str) -> builtins.list[Record]:
+        """The stored records of ``session_id`` (raises ``SessionNotFoundError``)."""
+
+    @abc.abstractmethod
+    async def _remove(self, session_id: str) -> None:
+        """Delete the stored session (raises ``SessionNotFoundError``)."""
+
+    @abc.abstractmethod
+    async def _list_stored(self) -> builtins.list[SessionInfo]:
+        """Every stored session (the live flag is filled in by the caller)."""
+
+
+def _drop(event: object) -> None:
+    """The emitter of a store that was never applied: nobody listens."""

@@ -1,0 +1,46 @@
+"""The shell: ``ShellExecutor`` (definition), ``LocalShell`` (provider), ``tool_bash``
+(consumer) (DESIGN.md §7)."""
+
+from ._errors import JobNotFoundError as JobNotFoundError
+from ._errors import ShellError as ShellError
+from ._errors import ShellRequestError as ShellRequestError
+from ._executor import JobListener as JobListener
+from ._executor import ShellExecutor as ShellExecutor
+from ._local import LocalShell as LocalShell
+from ._local import LocalShellExecutor as LocalShellExecutor
+from ._local import ShellStatistics as ShellStatistics
+from ._output import OutputBuffer as OutputBuffer
+from ._tool_bash import BashArgs as BashArgs
+from ._tool_bash import JobArgs as JobArgs
+from ._tool_bash import ToolBash as ToolBash
+from ._tool_bash import tool_bash as tool_bash
+from ._types import BashTask as BashTask
+from ._types import JobDone as JobDone
+from ._types import JobOutput as JobOutput
+from ._types import JobStatus as JobStatus
+from ._types import ShellExecRequest as ShellExecRequest
+from ._types import ShellExecSpec as ShellExecSpec
+from ._types import ShellResult as ShellResult
+
+__all__ = [
+    "BashArgs",
+    "BashTask",
+    "JobArgs",
+    "JobDone",
+    "JobListener",
+    "JobNotFoundError",
+    "JobOutput",
+    "JobStatus",
+    "LocalShell",
+    "LocalShellExecutor",
+    "OutputBuffer",
+    "ShellError",
+    "ShellExecRequest",
+    "ShellExecSpec",
+    "ShellExecutor",
+    "ShellRequestError",
+    "ShellResult",
+    "ShellStatistics",
+    "ToolBash",
+    "tool_bash",
+]

@@ -1,0 +1,234 @@
+"""``tool_bash``: the Consumer plugin that gives agents the tools ``bash``, ``bash_output``
+and ``bash_kill`` on the service ``shell``.
+
+Rules:
+- The owner token of a job is the calling agent's id (``None`` without an agent). The access
+  policy lives here, the token on the executor: a caller may reach a job unless
+  ``owner is not None and owner != caller`` (an empty string is a real owner; a caller without
+  an agent cannot reach an owned job; unowned jobs are open). This plugin keeps no map of
+  jobs, so a reload of it changes nothing about who may reach what.
+- A background job started for an agent is tied to the agent's scope (an entry that kills
+  it), so disposing the agent kills and awaits its jobs whether or not this plugin is loaded.
+- The completion notice is injected into the owning live agent, found by scanning
+  ``ctx.get("agents").list()``: the listener runs in the executor's task, a foreign fiber.
+  A completion that lands while this plugin is reloading drops its one notice.
+- A foreground ``bash`` cancelled with its turn kills its command (the executor's ``run``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, final
+
+import attrs
+import trio
+
+from ..agent import AgentClosedError, Tool, ToolContext, ToolResult
+from ..kernel import Context, FiberClosedError
+from ._errors import JobNotFoundError, ShellRequestError
+from ._executor import ShellExecutor
+from ._types import JobDone, JobOutput, JobStatus, ShellExecRequest, ShellResult
+
+__all__ = ["BashArgs", "JobArgs", "ToolBash", "tool_bash"]
+
+
+@attrs.frozen
+class BashArgs:
+    """The arguments of the ``bash`` tool."""
+
+    command: str = attrs.field(metadata={"description": "the shell command line to run"})
+    timeout: float | None = attrs.field(
+        default=None,
+        metadata={
+            "description": "seconds before the command is killed (foreground default 120, "
+            "at most 600; background jobs have none unless given)"
+        },
+    )
+    run_in_background: bool = attrs.field(
+        default=False,
+        metadata={
+            "description": "start it as a background job and answer at once with its id "
+            "(bash-N); you are told when it ends"
+        },
+    )
+
+
+@attrs.frozen
+class JobArgs:
+    """The arguments of ``bash_output`` and ``bash_kill``."""
+
+    job_id: str = attrs.field(metadata={"description": "the job id, e.g. bash-1"})
+
+
+def _token(call: ToolContext) -> str | None:
+    agent = call.agent
+    return None if agent is None else str(agent.id)
+
+
+def _status_line(
+    status: JobStatus, exit_code: int | None, timed_out: bool, timeout: float | None = None
+) -> str:
+    if status is JobStatus.RUNNING:
+        return "[running]"
+    if timed_out:
+        after = f" after {timeout:g} s" if timeout is not None else ""
+        return f"[timed out{after}; killed (exit code {exit_code})]"
+    if status is JobStatus.KILLED:
+        return f"[killed (exit code {exit_code})]"
+    return f"[exited with code {exit_code}]"
+
+
+def truncation_marker(dropped: int) -> str:
+    """The line that stands for output the cap dropped."""
+    return f"[... {dropped} bytes of earlier output dropped (over the output cap) ...]"
+
+
+def _text(output: str, dropped: int, status_line: str) -> str:
+    parts = []
+    if dropped:
+        parts.append(truncation_marker(dropped))
+    if output:
+        parts.append(output if output.endswith("\n") else output + "\n")
+    return "\n".join(p.rstrip("\n") for p in parts) + ("\n" if parts else "") + status_line
+
+
+def format_result(result: ShellResult, timeout: float | None) -> str:
+    """The ``bash`` tool's text for a foreground run."""
+    line = _status_line(result.status, result.exit_code, result.timed_out, timeout)
+    return _text(result.output, result.dropped, line)
+
+
+def format_output(output: JobOutput) -> str:
+    """The ``bash_output`` tool's text for one read of a job."""
+    line = _status_line(output.status, output.exit_code, output.timed_out)
+    return _text(output.output, output.dropped, line)
+
+
+def notice(event: JobDone) -> str:
+    """The message injected into the owning agent when its job ends."""
+    line = _status_line(event.status, event.exit_code, False).strip("[]")
+    return (
+        f"background job {event.job_id} ended: {line}; read its output with "
+        f'bash_output(job_id="{event.job_id}")'
+    )
+
+
+@final
+class _BashTools:
+    """The tools of one application of the plugin (nothing here survives a reload)."""
+
+    def __init__(self, ctx: Context, executor: ShellExecutor) -> None:
+        self._ctx = ctx
+        self._executor = executor
+
+    def tools(self) -> tuple[Tool, ...]:
+        return (
+            Tool(
+                "bash",
+                "Run a shell command (/bin/sh -c, no stdin). Foreground: returns its merged "
+                "output and exit code. With run_in_background: returns the job id at once.",
+                BashArgs,
+                self.bash,
+            ),
+            Tool(
+                "bash_output",
+                "Read a background job's output since the last read, and its status.",
+                JobArgs,
+                self.bash_output,
+            ),
+            Tool("bash_kill", "Kill a background job and wait for it to end.", JobArgs, self.kill),
+        )
+
+    async def bash(self, call: ToolContext, args: BashArgs) -> ToolResult:
+        executor = self._executor
+        request = ShellExecRequest(
+            args.command,
+            timeout=args.timeout,
+            owner=_token(call),
+            background=args.run_in_background,
+        )
+        try:
+            spec = executor.resolve(request)
+        except ShellRequestError as exc:
+            return ToolResult(str(exc), is_error=True, started=False)
+        if not spec.background:
+            result = await executor.run(spec)
+            failed = result.status is not JobStatus.EXITED or result.exit_code != 0
+            return ToolResult(format_result(result, spec.timeout), is_error=failed)
+        # Shielded: once the job exists it must be tied to its agent before anything can
+        # interrupt us; both steps return at once.
+        with trio.CancelScope(shield=True):
+            task = await executor.start(spec)
+            if call.agent is not None and not await self._tie(call.agent, task.id):
+                return ToolResult(
+                    f"agent {call.agent.id} is closing; {task.id} was killed", is_error=True
+                )
+        return ToolResult(task.id)
+
+    async def _tie(self, agent: Any, job_id: str) -> bool:
+        """Make the agent's scope own the job: its teardown kills and awaits it."""
+        agents = self._ctx.get("agents")
+        if agents is None:
+            return True
+        try:
+            agents.scope_of(agent).defer(self._executor.kill, job_id)
+        except (ValueError, FiberClosedError):
+            await self._executor.kill(job_id)
+            return False
+        return True
+
+    def _refusal(self, call: ToolContext, job_id: str) -> ToolResult | None:
+        try:
+            owner = self._executor.owner_of(job_id)
+        except JobNotFoundError:
+            return ToolResult(f"no job {job_id!r}; job ids look like bash-1", is_error=True)
+        if owner is not None and owner != _token(call):
+            return ToolResult(f"job {job_id} belongs to another session", is_error=True)
+        return None
+
+    async def bash_output(self, call: ToolContext, args: JobArgs) -> ToolResult:
+        await trio.lowlevel.checkpoint()
+        refused = self._refusal(call, args.job_id)
+        if refused is not None:
+            return refused
+        return ToolResult(format_output(self._executor.read_output(args.job_id)))
+
+    async def kill(self, call: ToolContext, args: JobArgs) -> ToolResult:
+        refused = self._refusal(call, args.job_id)
+        if refused is not None:
+            await trio.lowlevel.checkpoint()
+            return refused
+        if await self._executor.kill(args.job_id):
+            return ToolResult(f"{args.job_id} killed")
+        return ToolResult(f"{args.job_id} had already ended")
+
+    def notify(self, event: JobDone) -> None:
+        """Inject the completion notice into the owning live agent, if any."""
+        if event.owner is None:
+            return
+        agents = self._ctx.get("agents")
+        if agents is None:
+            return
+        for agent in agents.list():
+            if agent.id == event.owner:
+                # An owner being disposed has nobody left to tell.
+                with contextlib.suppress(AgentClosedError):
+                    agent.inject(notice(event))
+
+
+@final
+class ToolBash:
+    """The plugin ``tool-bash``; apply it with ``await ctx.plugin(tool_bash)``."""
+
+    name = "tool-bash"
+    inject = ("shell", "tools")
+
+    async def apply(self, ctx: Context, config: None) -> None:
+        """Register the three tools and the completion listener, all owned by this fiber."""
+        tools = _BashTools(ctx, ctx.shell)
+        ctx.shell.on_job_done(tools.notify)
+        for tool in tools.tools():
+            ctx.tools.register(tool)
+
+
+tool_bash = ToolBash()
