@@ -147,7 +147,7 @@ async def test_cancel_rejects_a_free_string_cause(root: Context) -> None:
     """Causes are CancelCause values, never strings."""
     agent = (await root.agents.create()).agent
     with pytest.raises(TypeError, match=r"^cancel causes are CancelCause instances"):
-        agent.cancel("stop")  # type: ignore[arg-type]
+        agent.cancel("stop")
 
 
 async def test_parent_cancel_reaches_child_as_parent_cancel(

@@ -87,8 +87,8 @@ CHILD = textwrap.dedent(
 )
 
 
-async def test_sigkill_mid_turn_leaves_a_session_that_resumes_interrupted(tmp_path: Path) -> None:
-    """A process SIGKILLed mid-turn (torn last line too) resumes with the turn interrupted."""
+def crash_child(tmp_path: Path) -> None:
+    """Run CHILD until it reports a turn in flight, then SIGKILL it."""
     with subprocess.Popen(
         [sys.executable, "-c", CHILD, str(tmp_path)], stdout=subprocess.PIPE, text=True
     ) as proc:
@@ -98,6 +98,11 @@ async def test_sigkill_mid_turn_leaves_a_session_that_resumes_interrupted(tmp_pa
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+async def test_sigkill_mid_turn_leaves_a_session_that_resumes_interrupted(tmp_path: Path) -> None:
+    """A process SIGKILLed mid-turn (torn last line too) resumes with the turn interrupted."""
+    await trio.to_thread.run_sync(crash_child, tmp_path)
     path = tmp_path / "crash.jsonl"
     flushed = path.read_text().splitlines()
     with path.open("a") as f:

@@ -24,8 +24,18 @@ from trio_agents.session import Record, TurnEnded, TurnStarted, UserMessage
 
 SLOTS = 3
 
-Op = Literal["create", "create_owned", "prompt", "steer", "cancel", "discard", "dispose",
-             "unload_owner", "advance", "settle"]
+Op = Literal[
+    "create",
+    "create_owned",
+    "prompt",
+    "steer",
+    "cancel",
+    "discard",
+    "dispose",
+    "unload_owner",
+    "advance",
+    "settle",
+]
 
 
 @attrs.frozen
@@ -39,8 +49,18 @@ steps = st.lists(
     st.builds(
         Step,
         st.sampled_from(
-            ["create", "create_owned", "prompt", "steer", "cancel", "discard", "dispose",
-             "unload_owner", "advance", "settle"]
+            [
+                "create",
+                "create_owned",
+                "prompt",
+                "steer",
+                "cancel",
+                "discard",
+                "dispose",
+                "unload_owner",
+                "advance",
+                "settle",
+            ]
         ),
         st.integers(0, SLOTS - 1),
         st.integers(0, 3),

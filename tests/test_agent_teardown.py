@@ -30,7 +30,7 @@ def stored_turn_ends(root_dir: Path, session_id: str) -> list[str]:
 async def test_teardown_order_loop_then_scope_then_registry_then_session(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    """dispose(): loop stopped and done → scope unwound → AgentDisposed → flush → SessionDisposed."""
+    """dispose(): loop stopped → scope unwound → AgentDisposed → flush → SessionDisposed."""
     log: list[str] = []
     async with ag.open_runtime(
         store=JsonlStore(tmp_path), model=ScriptedModel.echo(delay=10.0)
@@ -92,7 +92,8 @@ async def test_closing_turn_is_durable_after_factory_unload(
         await loop_fiber.dispose()
         assert agent.done
     [ended] = stored_turn_ends(tmp_path, agent.id)
-    assert '"cancelled"' in ended and "disposed_cancel" in ended
+    assert '"cancelled"' in ended
+    assert "disposed_cancel" in ended
 
 
 async def test_runtime_exit_closes_running_turn_durably(

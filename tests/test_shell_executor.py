@@ -523,23 +523,6 @@ async def test_disposal_kills_a_foreground_run_in_another_fiber(tmp_path: Path) 
     assert processes_with(tag) == []
 
 
-async def test_disposal_runs_the_grace_periods_of_all_jobs_at_once() -> None:
-    """Every group gets SIGTERM together, so jobs ignoring it cost one grace, not one each.
-
-    The bound is generous (4 graces in sequence would take 8 s; the net is 6 s).
-    """
-    async with open_root() as root:
-        fiber = await root.plugin(LocalShell(), {"kill_grace": 2.0})
-        shell = shell_of(root)
-        with trio.fail_after(10):
-            jobs = [await start(shell, "trap '' TERM; echo ready; sleep 1000") for _ in range(4)]
-            for job in jobs:
-                await wait_for_output(shell, job.id, "ready")
-        with trio.fail_after(6):
-            await fiber.dispose()
-    assert [shell.read_output(job.id).exit_code for job in jobs] == [-9] * 4
-
-
 def test_config_rejects_a_default_timeout_above_the_maximum() -> None:
     """The plugin's configuration is validated."""
     with pytest.raises(ValueError, match=r"^default_timeout \(700 s\) exceeds max_timeout"):

@@ -11,6 +11,7 @@ from . import events as events
 from . import kernel as kernel
 from . import model as model
 from . import session as session
+from . import shell as shell
 from ._errors import TrioAgentsError as TrioAgentsError
 from .agent import Agent as Agent
 from .agent import AgentClosedError as AgentClosedError
@@ -34,6 +35,7 @@ from .events import AgentDisposed as AgentDisposed
 from .events import AgentOutput as AgentOutput
 from .events import AgentStatusChanged as AgentStatusChanged
 from .events import FiberFailed as FiberFailed
+from .events import JobDone as JobDone
 from .events import ListenerFailed as ListenerFailed
 from .events import PluginReloaded as PluginReloaded
 from .events import SessionAppended as SessionAppended
@@ -70,6 +72,7 @@ __all__ = [
     "FiberFailed",
     "FiberState",
     "HookCancel",
+    "JobDone",
     "JsonlStore",
     "ListenerFailed",
     "MemoryStore",
@@ -97,4 +100,5 @@ __all__ = [
     "open_root",
     "open_runtime",
     "session",
+    "shell",
 ]

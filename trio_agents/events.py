@@ -12,6 +12,7 @@ from .session import SessionAppended as SessionAppended
 from .session import SessionCreated as SessionCreated
 from .session import SessionDisposed as SessionDisposed
 from .session import SessionFlushed as SessionFlushed
+from .shell import JobDone as JobDone
 
 __all__ = [
     "AgentCancelRequested",
@@ -20,6 +21,7 @@ __all__ = [
     "AgentOutput",
     "AgentStatusChanged",
     "FiberFailed",
+    "JobDone",
     "ListenerFailed",
     "PluginReloaded",
     "SessionAppended",

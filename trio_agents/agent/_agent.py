@@ -314,7 +314,9 @@ def _restore(session: Session) -> tuple[Inbox, int]:
             turns = max(turns, _number(record.turn_id))
     inbox = Inbox(next_number=highest + 1)
     for record in pending.values():
-        inbox.add(record.lane, record.content or "", wake=record.wake, id=MessageId(record.message_id))
+        inbox.add(
+            record.lane, record.content or "", wake=record.wake, id=MessageId(record.message_id)
+        )
     return inbox, turns + 1
 
 

@@ -54,7 +54,9 @@ def conversation(records: Iterable[Record], instructions: str | None = None) -> 
         elif isinstance(record, ToolResult):
             close_assistant()
             answered.add(record.call_id)
-            messages.append(ToolOutput(record.call_id, record.name, record.content, record.is_error))
+            messages.append(
+                ToolOutput(record.call_id, record.name, record.content, record.is_error)
+            )
         elif isinstance(record, UserMessage):
             close_assistant()
             answer_missing()

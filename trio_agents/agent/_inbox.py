@@ -52,7 +52,9 @@ class Inbox:
         self._next += 1
         return MessageId(f"m-{number}")
 
-    def add(self, lane: Lane, content: str, *, wake: bool, id: MessageId | None = None) -> QueuedMessage:
+    def add(
+        self, lane: Lane, content: str, *, wake: bool, id: MessageId | None = None
+    ) -> QueuedMessage:
         """Queue ``content`` at the tail of ``lane``."""
         message = QueuedMessage(id or self.new_id(), lane, content, wake, self._next)
         self._next = max(self._next, _number(message.id) + 1)
@@ -107,7 +109,9 @@ class Inbox:
     def queued(self) -> tuple[QueuedMessage, ...]:
         """Everything queued, in arrival order."""
         return tuple(
-            sorted((m for lane in self._lanes.values() for m in lane.values()), key=lambda m: m.order)
+            sorted(
+                (m for lane in self._lanes.values() for m in lane.values()), key=lambda m: m.order
+            )
         )
 
     def __len__(self) -> int:

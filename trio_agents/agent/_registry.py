@@ -17,6 +17,7 @@ Rules (teardown order, which falls out of the agent fiber's LIFO stack):
 
 from __future__ import annotations
 
+import builtins
 from typing import TYPE_CHECKING, final
 
 from ..kernel import Context, Entry, Fiber, current_context
@@ -115,7 +116,7 @@ class AgentRegistry:
         self,
         model: Model | str | None = None,
         session_id: str | None = None,
-        tools: frozenset[str] | set[str] | list[str] | None = None,
+        tools: frozenset[str] | set[str] | builtins.list[str] | None = None,
         instructions: str | None = None,
         parent: Agent | None = None,
         *,
@@ -160,7 +161,7 @@ class AgentRegistry:
         session: Session,
         new: bool,
         model: Model | str | None,
-        tools: frozenset[str] | set[str] | list[str] | None,
+        tools: frozenset[str] | set[str] | builtins.list[str] | None,
         instructions: str | None,
         parent: Agent | None,
         max_steps: int,
@@ -238,7 +239,4 @@ def _caller() -> Context | None:
 
 
 def _in_use(agent_id: str) -> str:
-    return (
-        f"agent id {agent_id!r} is in use by a live agent; dispose it first, or pick "
-        f"another id"
-    )
+    return f"agent id {agent_id!r} is in use by a live agent; dispose it first, or pick another id"

@@ -43,4 +43,3 @@ async def open_runtime(
             await root.plugin(tools_plugin)
             await root.plugin(agent_loop, AgentLoop.Config(agents=list(agents or ())))
         yield root
-

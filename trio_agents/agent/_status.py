@@ -39,7 +39,5 @@ TRANSITIONS: Final[dict[AgentStatus, frozenset[AgentStatus]]] = {
 def check_status(old: AgentStatus, new: AgentStatus) -> AgentStatus:
     """Return ``new`` if ``old -> new`` is legal, else raise :exc:`InvalidTransitionError`."""
     if new not in TRANSITIONS[old]:
-        raise InvalidTransitionError(
-            f"an agent cannot go from {old.value!r} to {new.value!r}"
-        )
+        raise InvalidTransitionError(f"an agent cannot go from {old.value!r} to {new.value!r}")
     return new

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+from collections.abc import Callable
+from typing import TypeVar
 
 import trio
 from rich.console import Console
@@ -17,13 +19,23 @@ from ..agent import (
     AgentCancelRequested,
     AgentDisposed,
     AgentHandle,
+    AgentStatusChanged,
     open_runtime,
 )
 from ..kernel import Context
-from ..session import SessionAppended, SessionDisposed, TurnEnded, UserMessage
+from ..session import (
+    AssistantMessage,
+    InboxSpliced,
+    SessionAppended,
+    SessionDisposed,
+    TurnEnded,
+    UserMessage,
+)
 from ._options import make_store, resolve_model, store_root
 
 __all__ = ["demo"]
+
+T = TypeVar("T")
 
 
 async def demo(args: argparse.Namespace) -> int:
@@ -45,7 +57,9 @@ async def demo(args: argparse.Namespace) -> int:
 
         out.rule("2. queue, steer and cancel")
         agent.prompt("a long first prompt")
-        await _until_running(agent)
+        await _wait_for(
+            root, AgentStatusChanged, lambda e: e.agent_id == agent.id and e.new == "running"
+        )
         queued = agent.prompt("a queued prompt that will be cancelled")
         agent.steer("a steer for the running turn")
         out.print(f"queued: {[m.id for m in agent.queued()]}; cancelling…")
@@ -74,6 +88,8 @@ def _narrate(root: Context, out: Console) -> None:
             out.print(f"  [dim]turn {record.turn_id} ended: {record.stop_reason.value}{cause}[/]")
         elif isinstance(record, UserMessage):
             out.print(f"  [cyan]user[/] ({record.message_id}): {record.content}")
+        elif isinstance(record, AssistantMessage):
+            out.print(f"  [green]agent[/]: {record.content}")
 
     root.on(SessionAppended, on_record)
     root.on(
@@ -84,9 +100,23 @@ def _narrate(root: Context, out: Console) -> None:
     root.on(SessionDisposed, lambda e: out.print(f"  [dim]session {e.session_id} detached[/]"))
 
 
-async def _until_running(agent: Agent) -> None:
-    while agent.statistics().running_turn is None:
-        await trio.sleep(0.01)
+async def _wait_for(root: Context, event_type: type[T], match: Callable[[T], bool]) -> T:
+    """Wait for the next ``event_type`` that ``match`` accepts."""
+    seen: list[T] = []
+    arrived = trio.Event()
+
+    def on_event(event: T) -> None:
+        if not seen and match(event):
+            seen.append(event)
+            arrived.set()
+
+    entry = root.on(event_type, on_event)
+    try:
+        with trio.fail_after(30):
+            await arrived.wait()
+    finally:
+        await entry.close()
+    return seen[0]
 
 
 async def _shell_steps(root: Context, agent: Agent, out: Console) -> None:
@@ -114,8 +144,10 @@ async def _shell_steps(root: Context, agent: Agent, out: Console) -> None:
     await root.reload(shell.tool_bash)
     refused = await tools.invoke("bash_kill", {"job_id": job_id}, other.agent)
     out.print(f"after the reload the other agent is still refused: {refused.content}")
-    with trio.fail_after(10):
-        while not agent.queued():
-            await trio.sleep(0.05)
+    await _wait_for(
+        root,
+        SessionAppended,
+        lambda e: e.session_id == agent.id and isinstance(e.record, InboxSpliced),
+    )
     out.print(f"completion notice injected into the owner: {agent.queued()[-1].content!r}")
     await other.dispose()
