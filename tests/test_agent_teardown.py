@@ -172,11 +172,35 @@ async def test_id_is_reusable_right_after_dispose(autojump_clock: trio.testing.M
         assert root.agents.get("again") is second.agent
 
 
-async def test_dispose_while_running_records_disposed_cause(
+async def test_dispose_during_a_cancelled_turns_unwinding_records_disposed_cause(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """A user cancel racing disposal is classified as DisposedCancel."""
-    async with ag.open_runtime(model=ScriptedModel.echo(delay=10.0)) as root:
+    """A user cancel still unwinding when disposal starts is classified as DisposedCancel."""
+    import attrs
+
+    from trio_agents.model import CallTool
+
+    @attrs.frozen
+    class NoParams:
+        pass
+
+    async def slow_cleanup(call: ag.ToolContext, params: NoParams) -> str:
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(1)
+        return "unreachable"  # pragma: no cover
+
+    class Tools:
+        name = "slow-tools"
+        inject = ("tools",)
+
+        async def apply(self, ctx: Context, config: None) -> None:
+            ctx.tools.register(ag.Tool("slow", "Cleans up slowly.", NoParams, slow_cleanup))
+
+    async with ag.open_runtime(model=ScriptedModel([[CallTool("slow")]])) as root:
+        await root.plugin(Tools())
         handle = await root.agents.create()
         handle.agent.prompt("x")
         await trio.testing.wait_all_tasks_blocked()

@@ -25,6 +25,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    acp = commands.add_parser("acp", help="serve agents over the Agent Client Protocol on stdio")
+    acp.add_argument(
+        "--allow-bash",
+        action="store_true",
+        help="run shell commands without asking the client for permission",
+    )
+    add_common(acp)
+
+    chat = commands.add_parser("chat", help="a conversation with one agent in the terminal")
+    chat.add_argument("--session", default=None, help="resume (or create) this session id")
+    add_common(chat)
+
     demo = commands.add_parser("demo", help="show the agent lifecycle end to end")
     add_common(demo)
 
@@ -49,6 +61,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
+        if args.command == "acp":
+            from ._acp import acp
+
+            return trio.run(acp, args)
+        if args.command == "chat":
+            from ._chat import chat
+
+            return trio.run(chat, args)
         if args.command == "demo":
             from ._demo import demo
 
