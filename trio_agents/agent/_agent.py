@@ -13,15 +13,15 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, final
 
 import attrs
 import trio
 
 from ..cancel import CancelCause, CauseScope, DisposedCancel, ParentCancel, UserCancel
 from ..cancel._causes import check_cause
-from ..model import Model
-from ..session import InboxSpliced, Session, SessionStore, UserMessage
+from ..model import Model, ToolSpec
+from ..session import InboxSpliced, Session, SessionStore, TurnStarted, UserMessage
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
 from ._inbox import Inbox, Lane, MessageId, QueuedMessage
@@ -287,7 +287,7 @@ class Agent:
             self._set_status(AgentStatus.DISPOSED)
 
     @property
-    def _tool_specs(self) -> Any:
+    def _tool_specs(self) -> tuple[ToolSpec, ...]:
         specs = self._tools.specs()
         if self._tool_names is None:
             return specs
@@ -296,8 +296,6 @@ class Agent:
 
 def _restore(session: Session) -> tuple[Inbox, int]:
     """Rebuild the pending inbox and the turn counter from the session's records."""
-    from ..session import TurnStarted
-
     pending: dict[str, InboxSpliced] = {}
     highest = 0
     turns = 0

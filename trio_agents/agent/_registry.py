@@ -70,8 +70,6 @@ class _Hosted:
 
     async def apply(self, ctx: Context, config: None) -> None:
         registry, store, session = self.registry, self.registry.store, self.session
-        if registry._live.get(session.id) is not None:
-            raise AgentIdInUseError(_in_use(session.id))
         try:
             store.enter(session)
         except SessionIdInUseError:
