@@ -194,3 +194,30 @@ async def test_resumed_history_is_what_the_model_saw() -> None:
     assert isinstance(history[3], ToolOutput)
     assert history[3].is_error
     assert history[4] == AssistantText("done")
+
+
+async def test_a_process_level_exception_still_closes_the_turn_durably() -> None:
+    """A KeyboardInterrupt raised inside a turn propagates, after TurnEnded was written."""
+    import pytest
+
+    from trio_agents.session import MemoryStore
+
+    @attrs.frozen
+    class NoParams:
+        pass
+
+    async def interrupt(call: ag.ToolContext, params: NoParams) -> str:
+        raise KeyboardInterrupt
+
+    store = MemoryStore()
+    agent: ag.Agent | None = None
+    with pytest.RaisesGroup(KeyboardInterrupt, flatten_subgroups=True):
+        async with ag.open_runtime(store=store, model=ScriptedModel([[CallTool("ki")]])) as root:
+            await root.plugin(Tools(ag.Tool("ki", "Interrupts.", NoParams, interrupt)))
+            agent = (await root.agents.create()).agent
+            agent.prompt("x")
+            await trio.sleep_forever()
+    assert agent is not None
+    [ended] = records(agent, TurnEnded)
+    assert ended.stop_reason is StopReason.ERROR
+    assert ended.error == "interrupted by KeyboardInterrupt"

@@ -59,17 +59,29 @@ async def run_turn(
     except Exception as exc:
         log.exception("turn %s of agent %s failed", turn_id, agent.id)
         stop, error = StopReason.ERROR, f"{type(exc).__name__}: {exc}"
-    except BaseException:
-        # An outer cancellation (the agent's own task being stopped): record, then re-raise.
-        cause = current_cause() or DisposedCancel()
+    except BaseException as exc:
+        # Not the turn's own failure but the process's (an outer cancellation, a
+        # KeyboardInterrupt): close the turn durably, then let it propagate.
+        leaf = _first_leaf(exc)
+        if isinstance(leaf, trio.Cancelled):
+            cause = DisposedCancel() if agent._closing else current_cause()
+            stop = _classify(agent, cause)
+        else:
+            stop, error = StopReason.ERROR, f"interrupted by {type(leaf).__name__}"
         with trio.CancelScope(shield=True):
-            await _close(agent, turn_id, _classify(agent, cause), None, cause, open_calls, started)
+            await _close(agent, turn_id, stop, error, cause, open_calls, started)
         raise
     if cause is not None or scope.cancelled_caught:
         cause = DisposedCancel() if agent._closing else cause
         stop = _classify(agent, cause)
     with trio.CancelScope(shield=True):
         await _close(agent, turn_id, stop, error, cause, open_calls, started)
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _classify(agent: Agent, cause: CancelCause | None) -> StopReason:
