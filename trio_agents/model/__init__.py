@@ -1,4 +1,5 @@
-"""Models: the ``Model`` protocol, the conversation it sees, and ``ScriptedModel``.
+"""Models: the ``Model`` protocol, the conversation it sees, ``ScriptedModel``, and
+``OpenAIChatModel`` (any OpenAI-compatible endpoint).
 
 The layer depends only on the kernel, the cancel layer and the package's error base.
 """
@@ -13,6 +14,7 @@ from ._messages import ToolCallPart as ToolCallPart
 from ._messages import ToolOutput as ToolOutput
 from ._messages import ToolSpec as ToolSpec
 from ._messages import UserText as UserText
+from ._openai import OpenAIChatModel as OpenAIChatModel
 from ._protocol import Model as Model
 from ._scripted import CallTool as CallTool
 from ._scripted import Fail as Fail
@@ -45,6 +47,7 @@ __all__ = [
     "ModelFactory",
     "ModelRequest",
     "ModelSpecError",
+    "OpenAIChatModel",
     "Reply",
     "Say",
     "ScriptedModel",

@@ -4,6 +4,7 @@ Rules:
 - ``echo`` and ``echo?delay=SECONDS`` are built in; ``delay`` is the only parameter.
 - ``SCHEME:REST`` goes to the factory registered for ``SCHEME`` (``openai:MODEL``), which gets
   ``REST``. An unregistered scheme is an error that lists the known forms.
+- ``openai`` is registered here: ``openai:MODEL?base_url=URL&timeout=SECONDS&max_retries=N``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TypeAlias
 from urllib.parse import parse_qsl
 
 from ._errors import ModelSpecError
+from ._openai import openai_from_spec
 from ._protocol import Model
 from ._scripted import ScriptedModel
 
@@ -95,3 +97,6 @@ def _echo_delay(spec: str, query: str) -> float:
             f"got {raw!r}; valid forms: {', '.join(_ECHO_FORMS)}"
         )
     return delay
+
+
+register_model_scheme("openai", openai_from_spec)

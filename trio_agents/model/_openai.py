@@ -1,0 +1,296 @@
+"""``OpenAIChatModel``: any OpenAI-compatible chat-completions endpoint, streamed, on httpx.
+
+Rules:
+- One ``stream()`` is one ``POST {base_url}/chat/completions`` answered as server-sent
+  events; httpx runs on trio natively (httpcore's trio backend), no asyncio involved.
+- Attempts: a connection failure, a 408/409/429 or a 5xx is tried again, at most
+  ``max_retries`` times, after ``Retry-After`` (seconds, at most 60) or an exponential
+  backoff with jitter, slept with ``trio.sleep``. Invariant: only while nothing has been
+  yielded, so a retry never repeats text the consumer has seen.
+- Everything the stream opens (the client it made, the response) is closed when the stream
+  ends, raises, is cancelled, or is closed by the consumer's ``aclosing``: no request outlives
+  the turn that made it.
+- Every failure is a :class:`ModelError` with one short message saying what to do.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import ssl
+import time
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, final
+from urllib.parse import parse_qsl
+
+import httpx
+import trio
+
+from ._errors import ModelError, ModelSpecError
+from ._messages import ModelRequest
+from ._openai_wire import ChunkAssembler, describe_failure, request_body, retry_after
+from ._sse import SSEDecoder
+from ._stream import ModelEvent
+
+__all__ = ["DEFAULT_BASE_URL", "OpenAIChatModel", "openai_from_spec"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_BACKOFF_BASE = 0.5
+_BACKOFF_CAP = 8.0
+_USER_AGENT = "trio-agents"
+
+
+@final
+class OpenAIChatModel:
+    """A model served by an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    Args:
+        model: the model name the endpoint knows (``gpt-4o-mini``, ``llama3.2``, ...).
+        base_url: the API root, ending in ``/v1`` for most servers; default
+            ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``.
+        api_key: sent as a bearer token; default ``$OPENAI_API_KEY``. Only the OpenAI
+            endpoint requires one: local servers (llama.cpp, vLLM, Ollama) usually need none.
+        timeout: seconds allowed to connect, and between two pieces of the streamed answer;
+            ``None`` waits forever.
+        max_retries: how many times a failed request is tried again before any output.
+        http_client: an ``httpx.AsyncClient`` to send through (its connection pool is then
+            shared, and it stays open: its owner closes it). By default each stream uses a
+            client of its own, closed with the stream.
+
+    Raises:
+        ValueError: ``timeout`` is not positive, or ``max_retries`` is negative.
+    """
+
+    __slots__ = (
+        "_api_key",
+        "_base_url",
+        "_http_client",
+        "_max_retries",
+        "_random",
+        "_ssl_context",
+        "_timeout",
+        "name",
+    )
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = 60.0,
+        max_retries: int = 3,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("OpenAIChatModel needs a model name, such as 'gpt-4o-mini'")
+        if timeout is not None and not (timeout > 0 and not math.isnan(timeout)):
+            raise ValueError(f"timeout must be a number of seconds > 0 or None; got {timeout!r}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0; got {max_retries!r}")
+        self.name = model
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        self._base_url = url.rstrip("/")
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._http_client = http_client
+        self._ssl_context: ssl.SSLContext | None = None
+        self._random = random.Random()
+
+    @property
+    def base_url(self) -> str:
+        """The API root requests go to (without a trailing slash)."""
+        return self._base_url
+
+    @property
+    def url(self) -> str:
+        """The endpoint every request is posted to."""
+        return f"{self._base_url}/chat/completions"
+
+    def __repr__(self) -> str:
+        return f"<OpenAIChatModel {self.name!r} at {self._base_url}>"
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        """Stream the answer to ``request``. See the module rules.
+
+        Raises:
+            ModelError: no key for the OpenAI endpoint, the endpoint is unreachable or
+                refuses the request, or the stream breaks off.
+        """
+        await trio.lowlevel.checkpoint()
+        if not self._api_key and self._base_url == DEFAULT_BASE_URL.rstrip("/"):
+            raise ModelError("OPENAI_API_KEY is not set; export it or pass api_key=")
+        body = request_body(self.name, request)
+        headers = {"accept": "text/event-stream", "user-agent": _USER_AGENT}
+        if self._api_key:
+            headers["authorization"] = f"Bearer {self._api_key}"
+        timeout = httpx.Timeout(self._timeout)
+        yielded = False
+        attempt = 0
+        final: list[ModelEvent] = []
+        # The Model protocol has its consumer close the stream with aclosing(), so the
+        # contexts below unwind in the consumer's task even when it stops early.
+        async with self._client() as client:
+            while True:
+                wait: float | None = None
+                try:
+                    async with client.stream(
+                        "POST", self.url, json=body, headers=headers, timeout=timeout
+                    ) as response:
+                        if response.status_code >= 400:
+                            content = await response.aread()
+                            failure = describe_failure(
+                                response.status_code, content, url=self.url, model=self.name
+                            )
+                            if not failure.retryable or attempt >= self._max_retries:
+                                raise ModelError(_attempts(failure.message, attempt))
+                            wait = retry_after(response.headers, time.time())
+                        else:
+                            decoder = SSEDecoder()
+                            assembler = ChunkAssembler(self.url)
+                            chunks = response.aiter_bytes()
+                            try:
+                                async for data in chunks:
+                                    for sse in decoder.feed(data):
+                                        for event in assembler.feed(sse.data):
+                                            yielded = True
+                                            yield event
+                                    if assembler.done:
+                                        break
+                            finally:
+                                await _finish(chunks)
+                            final = assembler.end()
+                            break
+                except httpx.RequestError as exc:
+                    retryable = isinstance(exc, httpx.TransportError) and not isinstance(
+                        exc, httpx.UnsupportedProtocol
+                    )
+                    if yielded or not retryable or attempt >= self._max_retries:
+                        raise ModelError(self._request_message(exc, yielded, attempt)) from exc
+                if wait is None:
+                    wait = self._backoff(attempt)
+                attempt += 1
+                await trio.sleep(wait)
+        for event in final:
+            yield event
+
+    @asynccontextmanager
+    async def _client(self) -> AsyncIterator[httpx.AsyncClient]:
+        if self._http_client is not None:
+            yield self._http_client
+            return
+        verify: ssl.SSLContext | bool = True
+        if self._base_url.startswith("https:"):
+            if self._ssl_context is None:
+                # Loading the CA bundle blocks for a while: once per model, off the loop.
+                self._ssl_context = await trio.to_thread.run_sync(httpx.create_ssl_context)
+            verify = self._ssl_context
+        async with httpx.AsyncClient(verify=verify) as client:
+            yield client
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter: up to a quarter less than the doubling step."""
+        step = min(_BACKOFF_CAP, _BACKOFF_BASE * 2.0**attempt)
+        return step * (1.0 - 0.25 * self._random.random())
+
+    def _request_message(self, exc: httpx.RequestError, yielded: bool, attempt: int) -> str:
+        detail = str(exc) or type(exc).__name__
+        if isinstance(exc, httpx.UnsupportedProtocol):
+            return f"cannot send to {self.url}: base_url must start with http:// or https://"
+        if isinstance(exc, httpx.DecodingError):
+            return f"cannot decode the answer of {self.url}: {detail}"
+        if isinstance(exc, httpx.TimeoutException):
+            within = f" within {self._timeout:g} s" if self._timeout is not None else ""
+            if yielded:
+                return f"{self.url} stopped sending mid-answer (nothing{within}); try again"
+            return _attempts(f"{self.url} did not answer{within} ({type(exc).__name__})", attempt)
+        if yielded:
+            return f"the connection to {self.url} was lost mid-stream ({detail}); try again"
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+            return _attempts(f"the connection to {self.url} failed: {detail}", attempt)
+        return _attempts(
+            f"cannot reach {self.url}: {detail}; is the server running? "
+            "(set OPENAI_BASE_URL or base_url= to change the endpoint)",
+            attempt,
+        )
+
+
+async def _finish(chunks: AsyncIterator[bytes]) -> None:
+    """Finish a body iterator that was left early, so no generator of httpx stays suspended.
+
+    httpx's byte iterators wrap generators of httpcore that ``aclose()`` does not reach; a
+    cancellation at their next checkpoint unwinds the whole chain (the response itself is
+    closed by its context right after).
+    """
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        async for _ in chunks:
+            pass
+
+
+def _attempts(message: str, retries: int) -> str:
+    if not retries:
+        return message
+    return f"{message} (gave up after {retries + 1} attempts)"
+
+
+_SPEC_KEYS = {"base_url", "timeout", "max_retries"}
+
+
+def openai_from_spec(rest: str) -> OpenAIChatModel:
+    """Build the model of ``openai:MODEL[?base_url=URL&timeout=SECONDS&max_retries=N]``.
+
+    ``rest`` is what follows ``openai:``.
+
+    Raises:
+        ModelSpecError: an unknown or repeated parameter, or a bad value.
+    """
+    model, sep, query = rest.partition("?")
+    spec = f"openai:{rest}"
+    if not model:
+        raise ModelSpecError(f"model spec {spec!r} names no model; write openai:MODEL")
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True) if sep else []
+    except ValueError:
+        pairs = []
+    if sep and not pairs:
+        pairs = [("", "")]
+    params: dict[str, str] = {}
+    for key, value in pairs:
+        if key not in _SPEC_KEYS or key in params:
+            what = f"a repeated {key!r}" if key in params else f"{key!r}"
+            raise ModelSpecError(
+                f"invalid model spec {spec!r}: openai takes base_url, timeout and "
+                f"max_retries (got {what})"
+            )
+        params[key] = value
+    kwargs: dict[str, Any] = {}
+    if "base_url" in params:
+        if not params["base_url"].startswith(("http://", "https://")):
+            raise ModelSpecError(
+                f"invalid model spec {spec!r}: base_url must be an http:// or https:// URL, "
+                f"got {params['base_url']!r}"
+            )
+        kwargs["base_url"] = params["base_url"]
+    if "timeout" in params:
+        kwargs["timeout"] = _spec_number(spec, "timeout", params["timeout"], float)
+    if "max_retries" in params:
+        kwargs["max_retries"] = _spec_number(spec, "max_retries", params["max_retries"], int)
+    try:
+        return OpenAIChatModel(model, **kwargs)
+    except ValueError as exc:
+        raise ModelSpecError(f"invalid model spec {spec!r}: {exc}") from None
+
+
+def _spec_number(spec: str, key: str, raw: str, kind: type[float] | type[int]) -> float | int:
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0 and (kind is int or value > 0)):
+        unit = "a number of seconds > 0" if kind is float else "a whole number >= 0"
+        raise ModelSpecError(f"invalid model spec {spec!r}: {key} must be {unit}, got {raw!r}")
+    return value

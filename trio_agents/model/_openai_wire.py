@@ -1,0 +1,340 @@
+"""The OpenAI chat-completions wire format, sans-IO: request bodies, stream chunks, errors.
+
+Rules:
+- ``request_body`` maps provider-neutral messages and tools to the JSON the endpoint takes,
+  always streaming with usage (``stream_options.include_usage``).
+- ``ChunkAssembler`` takes the ``data`` of each server-sent event in order. Text deltas come
+  out at once; tool-call deltas are assembled by ``index`` (the first delta of an index has
+  the id and name, later ones append to the arguments JSON) and come out, parsed, when the
+  stream is finished, followed by one ``Finished``.
+- The stream is finished by ``[DONE]``, or by the end of the body after a ``finish_reason``
+  (some servers omit ``[DONE]``). Any other end is a lost connection: :class:`ModelError`.
+- Tool arguments that are not a JSON object are a :class:`ModelError` (the turn records it):
+  a tool cannot run on arguments nobody can read, and guessing would hide a model fault.
+  Empty arguments mean ``{}``.
+- ``describe_failure`` turns an HTTP error response into one short message a user can act
+  on, and says whether trying again may help.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, final
+
+import attrs
+
+from ._errors import ModelError
+from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
+from ._stream import Finished, FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
+
+__all__ = [
+    "ChunkAssembler",
+    "Failure",
+    "describe_failure",
+    "message_json",
+    "request_body",
+    "retry_after",
+]
+
+_FINISH = {
+    "stop": FinishReason.STOP,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "length": FinishReason.LENGTH,
+    "content_filter": FinishReason.ERROR,
+}
+#: Status codes worth another attempt (the same set as the official OpenAI clients).
+_RETRY_STATUS = frozenset({408, 409, 429})
+_MAX_RETRY_AFTER = 60.0
+_SHOWN = 300  # characters of a server's error text kept in a message
+
+
+def message_json(message: ChatMessage) -> dict[str, Any]:
+    """One message as the chat-completions API takes it."""
+    if isinstance(message, SystemText):
+        return {"role": "system", "content": message.content}
+    if isinstance(message, UserText):
+        return {"role": "user", "content": message.content}
+    if isinstance(message, AssistantText):
+        out: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            out["content"] = message.content or None
+            out["tool_calls"] = [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(dict(call.arguments), ensure_ascii=False),
+                    },
+                }
+                for call in message.tool_calls
+            ]
+        return out
+    if isinstance(message, ToolOutput):
+        # The API has no error flag on a tool message: the model reads it in the text.
+        content = f"error: {message.content}" if message.is_error else message.content
+        return {"role": "tool", "tool_call_id": message.call_id, "content": content}
+    raise TypeError(f"not a chat message: {type(message).__name__} {message!r}")
+
+
+def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
+    """The JSON body of a streaming ``POST /chat/completions`` for ``request``."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [message_json(m) for m in request.messages],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": dict(spec.parameters),
+                },
+            }
+            for spec in request.tools
+        ]
+    return body
+
+
+@attrs.define
+class _PartialCall:
+    call_id: str | None = None
+    name: str = ""
+    arguments: list[str] = attrs.Factory(list)
+
+
+@final
+class ChunkAssembler:
+    """Turn the ``data`` of a chat-completions event stream into model events.
+
+    Args:
+        where: the endpoint, named in error messages.
+    """
+
+    __slots__ = ("_calls", "_done", "_finish", "_usage", "_where")
+
+    def __init__(self, where: str) -> None:
+        self._where = where
+        self._calls: dict[int, _PartialCall] = {}
+        self._finish: str | None = None
+        self._usage = Usage()
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        """Whether ``[DONE]`` arrived (nothing after it matters)."""
+        return self._done
+
+    def feed(self, data: str) -> list[ModelEvent]:
+        """Take one event's data; return the text deltas it carries."""
+        if self._done:
+            return []
+        if data.strip() == "[DONE]":
+            self._done = True
+            return []
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise ModelError(
+                f"{self._where} sent a stream event that is not JSON: {_clip(data)!r}"
+            ) from None
+        if not isinstance(chunk, dict):
+            raise ModelError(f"{self._where} sent a stream event that is not an object")
+        if "error" in chunk:
+            raise ModelError(f"{self._where} reported an error mid-stream: {_error_text(chunk)}")
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = Usage(
+                input_tokens=_count(usage.get("prompt_tokens")),
+                output_tokens=_count(usage.get("completion_tokens")),
+            )
+        events: list[ModelEvent] = []
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue  # only one completion is asked for (n=1)
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                events.append(TextDelta(content))
+            for part in delta.get("tool_calls") or ():
+                self._add_call_delta(part)
+            if choice.get("finish_reason"):
+                self._finish = str(choice["finish_reason"])
+        return events
+
+    def _add_call_delta(self, part: Any) -> None:
+        if not isinstance(part, dict):
+            return
+        index = part.get("index", len(self._calls))
+        call = self._calls.setdefault(index if isinstance(index, int) else -1, _PartialCall())
+        if part.get("id"):
+            call.call_id = str(part["id"])
+        function = part.get("function") or {}
+        if function.get("name"):
+            # Invariant: a name arrives whole in one delta; a repeat is the same name.
+            call.name = str(function["name"])
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            call.arguments.append(arguments)
+        elif isinstance(arguments, dict):  # some local servers send the object itself
+            call.arguments.append(json.dumps(arguments))
+
+    def end(self) -> list[ModelEvent]:
+        """The body ended: the assembled tool calls, then ``Finished``.
+
+        Raises:
+            ModelError: the stream stopped before the model finished, or a tool call is
+                unusable (no name, arguments that are not a JSON object).
+        """
+        if not self._done and self._finish is None:
+            raise ModelError(
+                f"the connection to {self._where} was lost mid-stream "
+                "(the answer ended before the model finished); try again"
+            )
+        events: list[ModelEvent] = [
+            self._requested(n, self._calls[i]) for n, i in enumerate(sorted(self._calls), 1)
+        ]
+        reason = _FINISH.get(self._finish or "stop", FinishReason.STOP)
+        if self._calls and reason is FinishReason.STOP:
+            reason = FinishReason.TOOL_CALLS  # some servers say "stop" after tool calls
+        events.append(Finished(reason, self._usage))
+        return events
+
+    def _requested(self, number: int, call: _PartialCall) -> ToolCallRequested:
+        if not call.name:
+            raise ModelError(f"{self._where} sent a tool call without a tool name")
+        raw = "".join(call.arguments)
+        try:
+            arguments = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            raise ModelError(
+                f"the model called tool {call.name!r} with arguments that are not a JSON "
+                f"object: {_clip(raw)!r}"
+            )
+        return ToolCallRequested(call.call_id or f"call-{number}", call.name, arguments)
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+
+
+def _error_fields(body: object) -> tuple[str, str]:
+    """(message, code) of an error body in any of the shapes servers use."""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            message = error.get("message") or error.get("detail") or ""
+            code = error.get("code") or error.get("type") or ""
+            return str(message), str(code)
+        if isinstance(error, str):
+            return error, ""
+        detail = body.get("detail")
+        if detail:
+            return str(detail), ""
+    return "", ""
+
+
+def _error_text(body: object) -> str:
+    message, code = _error_fields(body)
+    return _clip(message or code or json.dumps(body))
+
+
+@attrs.frozen
+class Failure:
+    """What an HTTP error response means for the caller."""
+
+    message: str
+    retryable: bool
+
+
+def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Failure:
+    """Classify the error response ``status`` with body ``content`` from ``url``."""
+    text = content.decode("utf-8", errors="replace")
+    try:
+        body: object = json.loads(text)
+    except ValueError:
+        body = None
+    message, code = _error_fields(body)
+    if not isinstance(body, dict):
+        message = " ".join(text.split())
+    said = f": {_clip(message)}" if message else ""
+    if status == 401:
+        return Failure(
+            f"{url} refused the API key (401 Unauthorized){said}; check OPENAI_API_KEY", False
+        )
+    if status == 403:
+        return Failure(f"{url} denied access (403 Forbidden){said}", False)
+    if status == 404:
+        if code == "model_not_found" or "model" in message.lower():
+            return Failure(f"model {model!r} was not found at {url} (404){said}", False)
+        return Failure(
+            f"{url} was not found (404){said}; check the base URL (OPENAI_BASE_URL, "
+            f"usually ending in /v1) and the model name {model!r}",
+            False,
+        )
+    lowered = message.lower()
+    if (
+        code == "context_length_exceeded"
+        or "context length" in lowered
+        or ("context_length" in lowered)
+    ):
+        return Failure(
+            f"the conversation is too long for model {model!r} "
+            f"(context_length_exceeded){said}; start a new session or shorten the input",
+            False,
+        )
+    if status == 429 and code == "insufficient_quota":
+        return Failure(f"{url} says the account is out of quota (429){said}", False)
+    if status == 429:
+        return Failure(f"{url} kept rate-limiting the request (429){said}", True)
+    if status >= 500 or status in _RETRY_STATUS:
+        return Failure(f"{url} failed with HTTP {status}{said}", True)
+    return Failure(f"{url} refused the request (HTTP {status}){said}", False)
+
+
+def retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """The wait a response asks for before the next attempt, in seconds, or ``None``.
+
+    Honours ``retry-after-ms``, then ``Retry-After`` as seconds or as an HTTP date (``now``:
+    the current POSIX time). Values that are negative or above 60 s are ignored, as the
+    official clients do, so the caller falls back to its own backoff.
+    """
+    seconds: float | None = None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        seconds = _number(millis, 1000.0)
+    value = headers.get("retry-after")
+    if seconds is None and value is not None:
+        seconds = _number(value, 1.0)
+        if seconds is None and now is not None:
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                when = None
+            if when is not None and when.tzinfo is not None:
+                seconds = max(0.0, when.timestamp() - now)
+    if seconds is None or not 0 <= seconds <= _MAX_RETRY_AFTER:
+        return None
+    return seconds
+
+
+def _number(text: str, per_second: float) -> float | None:
+    try:
+        value = float(text.strip()) / per_second
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
