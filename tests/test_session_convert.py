@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_agents.cancel import DisposedCancel, HookCancel, ParentCancel, UserCancel
+from trio_agents.cancel import CancelCause, DisposedCancel, HookCancel, ParentCancel, UserCancel
 from trio_agents.session import (
     AssistantMessage,
     InboxSpliced,
@@ -23,6 +24,8 @@ from trio_agents.session import (
     UserMessage,
     dump_record,
     load_record,
+    register_cause,
+    register_record,
 )
 
 text = st.text(max_size=20)
@@ -160,3 +163,104 @@ def test_unserializable_arguments_are_refused_with_the_record_named() -> None:
     record = ToolCall(turn_id="t", call_id="c", name="n", arguments={"x": object()})
     with pytest.raises(ValueError, match=r"^ToolCall \(seq -1\) holds a value JSON cannot"):
         dump_record(record)
+
+
+def test_wrong_json_types_are_reported_not_coerced() -> None:
+    """A boolean for a string, a list for the arguments object, a string for a cause: refused."""
+    line = json.dumps(
+        {
+            "type": "tool_call",
+            "turn_id": True,
+            "call_id": "c",
+            "name": "n",
+            "arguments": ["not", "an", "object"],
+        }
+    )
+    with pytest.raises(SessionFormatError) as info:
+        load_record(line, where="l")
+    message = str(info.value)
+    assert "expected a string, got a boolean @ l.turn_id" in message
+    assert "expected a JSON object, got list @ l.arguments" in message
+    cause = '{"type":"turn_ended","turn_id":"t","stop_reason":"cancelled","cause":"user_cancel"}'
+    with pytest.raises(
+        SessionFormatError, match=r"expected a JSON object, got str @ record\.cause"
+    ):
+        load_record(cause)
+
+
+def test_a_cause_without_its_type_tag_is_reported() -> None:
+    """A nested cause object must name its kind."""
+    line = '{"type":"turn_ended","turn_id":"t","stop_reason":"cancelled","cause":{}}'
+    with pytest.raises(
+        SessionFormatError,
+        match=r"missing the 'type' field that names the CancelCause kind @ record\.cause",
+    ):
+        load_record(line)
+
+
+def test_a_record_that_is_not_an_object_is_reported() -> None:
+    """A JSON line holding a list is not a record."""
+    with pytest.raises(SessionFormatError, match=r"expected a JSON object, got list @ record$"):
+        load_record("[1, 2]")
+
+
+@attrs.frozen
+class ZapCancel(CancelCause):
+    """A cause of this test module, made serializable by ``register_cause``."""
+
+    volts: int = 0
+
+
+@attrs.frozen
+class UnregisteredCancel(CancelCause):
+    """A cause nobody registered."""
+
+
+def test_register_cause_makes_a_new_cause_round_trip() -> None:
+    """A registered cause is written under its snake_case tag and read back."""
+    assert register_cause(ZapCancel) is ZapCancel
+    record = TurnEnded(turn_id="t", stop_reason=StopReason.CANCELLED, cause=ZapCancel(3))
+    line = dump_record(record)
+    assert json.loads(line)["cause"] == {"type": "zap_cancel", "volts": 3}
+    assert load_record(line) == record
+
+
+def test_register_cause_refuses_non_causes_and_taken_tags() -> None:
+    """Only attrs CancelCause subclasses; a tag names one class."""
+    with pytest.raises(TypeError, match=r"^register_cause\(\) takes an attrs subclass"):
+        register_cause(int)  # type: ignore[type-var]
+    with pytest.raises(
+        ValueError, match=r"^cause tag 'user_cancel' is already used by UserCancel; choose"
+    ):
+        register_cause(UnregisteredCancel, "user_cancel")
+
+
+def test_an_unregistered_cause_cannot_be_written() -> None:
+    """Dumping a record whose cause is not registered names the fix."""
+    record = TurnEnded(turn_id="t", stop_reason=StopReason.CANCELLED, cause=UnregisteredCancel())
+    with pytest.raises(
+        TypeError,
+        match=r"^cancel cause UnregisteredCancel is not serializable; call "
+        r"register_cause\(UnregisteredCancel\) first$",
+    ):
+        dump_record(record)
+
+
+@attrs.frozen(kw_only=True)
+class Measured(Record):
+    """A record of this test module with a float field."""
+
+    value: float
+
+
+register_record(Measured)
+
+
+def test_an_integer_is_accepted_for_a_float_field() -> None:
+    """JSON has one number type: 2 reads back as 2.0, a string does not."""
+    record = load_record('{"type":"measured","value":2,"seq":0}')
+    assert record == Measured(value=2.0, seq=0)
+    assert isinstance(record, Measured)
+    assert type(record.value) is float
+    with pytest.raises(SessionFormatError, match=r"expected a number, got str '2'"):
+        load_record('{"type":"measured","value":"2"}')

@@ -17,11 +17,16 @@ import pytest
 import trio
 import trio.testing
 
-from trio_agents.kernel import open_root
+from trio_agents.kernel import FiberFailed, open_root
 from trio_agents.session import (
     AssistantMessage,
     JsonlStore,
+    Session,
+    SessionDisposed,
+    SessionFlushed,
     SessionFormatError,
+    SessionStoreClosedError,
+    SessionWriteError,
     StopReason,
     TurnEnded,
     TurnStarted,
@@ -56,6 +61,14 @@ def write_file(path: Path, *parts: str) -> None:
 
 
 HEADER = '{"format":"trio-agents-session","version":1,"session_id":"%s"}\n'
+
+
+def leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """Every non-group exception in ``group``, depth first."""
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found.extend(leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return found
 
 
 def test_default_root_follows_the_environment(
@@ -364,3 +377,335 @@ async def test_sigkill_mid_stream_keeps_every_flushed_record(tmp_path: Path) -> 
     for record in records[: flushed + 1]:
         assert isinstance(record, AssistantMessage)
         assert set(record.content) <= {"x", "y"}
+
+
+# -- the store object ----------------------------------------------------------------------------
+
+
+def test_the_store_names_its_root_and_files(tmp_path: Path) -> None:
+    """repr shows the root; path_of is <root>/<id>.jsonl whether or not it exists."""
+    store = JsonlStore(tmp_path)
+    assert repr(store) == f"<JsonlStore {str(tmp_path)!r}>"
+    assert store.path_of("s-1") == tmp_path / "s-1.jsonl"
+
+
+# -- write failures ------------------------------------------------------------------------------
+
+
+async def test_a_failed_write_is_reported_by_every_later_flush_and_by_detach(
+    tmp_path: Path,
+) -> None:
+    """A session whose file cannot be written raises SessionWriteError from then on; it still
+    detaches, and the store keeps serving other sessions."""
+    events: list[object] = []
+    (tmp_path / "wf.jsonl.new").mkdir()  # where the new file would be created
+    store = JsonlStore(tmp_path)
+    async with open_root() as root:
+        root.on(object, events.append)
+        await root.plugin(store)
+        session = store.prepare("wf")
+        store.enter(session)
+        session.append(TurnStarted(turn_id="t"))
+        failed = (
+            r"^writing session 'wf' to .*wf\.jsonl failed \(.*\); its records from seq 0 on "
+            r"are not durable — fix the cause, then load the session again$"
+        )
+        with pytest.raises(SessionWriteError, match=failed) as first:
+            await store.flush(session)
+        session.append(TurnEnded(turn_id="t", stop_reason=StopReason.COMPLETED))
+        assert len(session.records) == 2  # kept in memory, never written
+        with pytest.raises(SessionWriteError) as again:
+            await store.flush(session)
+        assert again.value is first.value
+        with pytest.raises(SessionWriteError):
+            await store.detach(session)
+        with pytest.raises(SessionWriteError):
+            await store.detach(session)  # memoized: the same outcome
+        assert store.get("wf") is None
+        other = store.prepare("ok")
+        store.enter(other)
+        other.append(TurnStarted(turn_id="t"))
+        await store.flush(other)
+        assert lines(tmp_path / "ok.jsonl")[1]["turn_id"] == "t"
+    assert not (tmp_path / "wf.jsonl").exists()
+    ended = [
+        type(e).__name__
+        for e in events
+        if isinstance(e, SessionFlushed | SessionDisposed) and e.session_id == "wf"
+    ]
+    assert ended == ["SessionDisposed"]  # never reported flushed
+
+
+async def test_an_append_to_an_existing_file_that_fails_is_reported(tmp_path: Path) -> None:
+    """The error names the first record that is not durable."""
+    async with running(JsonlStore(tmp_path)) as store:
+        session = store.prepare("gone")
+        store.enter(session)
+        session.append(TurnStarted(turn_id="t"))
+        await store.flush(session)
+        (tmp_path / "gone.jsonl").unlink()
+        (tmp_path / "gone.jsonl").mkdir()  # the file can no longer be opened for appending
+        session.append(TurnEnded(turn_id="t", stop_reason=StopReason.COMPLETED))
+        with pytest.raises(SessionWriteError, match=r"its records from seq 1 on are not durable"):
+            await store.flush(session)
+        assert session.statistics().flushed_seq == 0
+        with pytest.raises(SessionWriteError):
+            await store.detach(session)
+
+
+async def test_a_writer_that_dies_fails_every_waiting_flush(tmp_path: Path) -> None:
+    """If the batch machinery itself fails, the flush in flight gets that error and a flush
+    queued behind it is told the store closed; nobody waits forever."""
+    gate = trio.Event()
+    started = trio.Event()
+
+    async def broken(fn: Callable[[], Any]) -> Any:
+        started.set()
+        await gate.wait()
+        raise RuntimeError("the worker thread pool is gone")
+
+    failures: list[FiberFailed] = []
+    store = JsonlStore(tmp_path)
+    store._run_sync = broken
+    outcomes: dict[str, BaseException] = {}
+
+    async def scenario() -> None:
+        async with open_root() as root:
+            root.on(FiberFailed, failures.append)
+            await root.plugin(store)
+            first, second = store.prepare("a"), store.prepare("b")
+            store.enter(first)
+
+            async def flush(session: Session) -> None:
+                try:
+                    await store.flush(session)
+                except Exception as exc:
+                    outcomes[session.id] = exc
+
+            with trio.fail_after(10):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(flush, first)
+                    await started.wait()  # the batch of 'a' is in flight
+                    store.enter(second)
+                    nursery.start_soon(flush, second)
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert outcomes == {}
+                    gate.set()
+
+    with pytest.raises(BaseExceptionGroup) as teardown:
+        await scenario()
+    # The store's close could not make either session durable, and says so.
+    errors = leaves(teardown.value)
+    assert {type(e) for e in errors} == {SessionWriteError, SessionStoreClosedError}
+    assert any("session 'b' cannot be flushed" in str(e) for e in errors)
+    assert isinstance(outcomes["a"], RuntimeError)
+    assert isinstance(outcomes["b"], SessionStoreClosedError)
+    assert str(outcomes["b"]) == "the session store closed before this flush was written"
+    assert [f.plugin for f in failures] == ["sessions"]
+    assert not store.statistics().running
+
+
+async def test_abandon_waits_for_the_batch_creating_the_file_then_removes_it(
+    tmp_path: Path,
+) -> None:
+    """A creation rolled back while the writer is creating its file leaves no file."""
+    gate = trio.Event()
+    started = trio.Event()
+
+    async def held(fn: Callable[[], Any]) -> Any:
+        started.set()
+        await gate.wait()
+        return fn()
+
+    store = JsonlStore(tmp_path, flush_interval=0)
+    store._run_sync = held
+    async with running(store) as store:
+        session = store.prepare("late")
+        store.enter(session)
+        session.append(TurnStarted(turn_id="t"))
+        abandoned = trio.Event()
+
+        async def abandon() -> None:
+            await store.abandon(session)
+            abandoned.set()
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                await started.wait()  # a background (unsynced) write is in flight
+                nursery.start_soon(abandon)
+                await trio.testing.wait_all_tasks_blocked()
+                assert not abandoned.is_set()
+                gate.set()
+        assert not (tmp_path / "late.jsonl").exists()
+        assert not (tmp_path / "late.jsonl.new").exists()
+        assert store.statistics().sync_batches == 0
+
+
+async def test_abandon_that_cannot_remove_the_file_raises_and_still_ends(tmp_path: Path) -> None:
+    """The rollback's failure is raised (to joiners too); the session is out of the store."""
+    async with running(JsonlStore(tmp_path)) as store:
+        session = store.prepare("stuck")
+        store.enter(session)
+        await store.flush(session)
+        (tmp_path / "stuck.jsonl").unlink()
+        (tmp_path / "stuck.jsonl").mkdir()  # unlink() of a directory fails
+        with pytest.raises(OSError, match=r"stuck\.jsonl") as info:
+            await store.abandon(session)
+        with pytest.raises(OSError, match=r"stuck\.jsonl") as again:
+            await store.abandon(session)
+        assert again.value is info.value
+        assert store.get("stuck") is None
+        store.enter(store.prepare("stuck-2"))
+
+
+# -- reading and repairing -----------------------------------------------------------------------
+
+
+async def test_a_torn_header_is_reset_to_a_bare_header(tmp_path: Path) -> None:
+    """A crash while the header was written leaves a session with no records."""
+    path = tmp_path / "th.jsonl"
+    write_file(path, '{"format":"trio-ag')
+    async with running(JsonlStore(tmp_path)) as store:
+        session = await store.load("th")
+        assert session.records == ()
+    assert path.read_text() == HEADER % "th"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('{"hello": 1}', r"is not a trio-agents session file"),
+        (
+            '{"format":"trio-agents-session","version":7,"session_id":"one"}',
+            r"has format version 7, newer than version 1",
+        ),
+    ],
+)
+async def test_a_one_line_file_that_is_no_torn_header_is_refused_not_reset(
+    tmp_path: Path, content: str, problem: str
+) -> None:
+    """Only a prefix of our own header counts as a torn header; anything else without a
+    newline is refused, and the file keeps its content."""
+    write_file(tmp_path / "one.jsonl", content)
+    async with running(JsonlStore(tmp_path)) as store:
+        with pytest.raises(SessionFormatError, match=problem):
+            await store.load("one")
+    assert (tmp_path / "one.jsonl").read_text() == content
+
+
+async def test_an_empty_file_loads_as_an_empty_session(tmp_path: Path) -> None:
+    """A file created but never written (a crash at once) is repaired to a bare header."""
+    write_file(tmp_path / "empty.jsonl")
+    async with running(JsonlStore(tmp_path)) as store:
+        assert (await store.load("empty")).records == ()
+    assert (tmp_path / "empty.jsonl").read_text() == HEADER % "empty"
+
+
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [
+        ("garbage\n", r"is not a trio-agents session file \(its first line is not a"),
+        (
+            '{"format":"trio-agents-session","version":"1","session_id":"h"}\n',
+            r"h\.jsonl: the header has no valid format version: '1'$",
+        ),
+        (
+            '{"format":"trio-agents-session","version":true,"session_id":"h"}\n',
+            r"the header has no valid format version: True$",
+        ),
+        (
+            '{"format":"trio-agents-session","version":0,"session_id":"h"}\n',
+            r"the header has no valid format version: 0$",
+        ),
+        (
+            '{"format":"trio-agents-session","version":1,"session_id":"other"}\n',
+            r"h\.jsonl: the header names session 'other', not 'h'; rename the file to match "
+            r"its header$",
+        ),
+    ],
+)
+async def test_a_bad_header_is_refused(tmp_path: Path, header: str, problem: str) -> None:
+    """Each header problem is refused with what is wrong, and the file is left alone."""
+    write_file(tmp_path / "h.jsonl", header)
+    async with running(JsonlStore(tmp_path)) as store:
+        with pytest.raises(SessionFormatError, match=problem):
+            await store.load("h")
+    assert (tmp_path / "h.jsonl").read_text() == header
+
+
+async def test_a_gap_in_seq_is_corruption(tmp_path: Path) -> None:
+    """Records must be numbered 0, 1, 2, ... in file order."""
+    write_file(
+        tmp_path / "gap.jsonl",
+        HEADER % "gap",
+        dump_record(TurnStarted(turn_id="t", seq=0)) + "\n",
+        dump_record(TurnStarted(turn_id="u", seq=5)) + "\n",
+    )
+    async with running(JsonlStore(tmp_path)) as store:
+        with pytest.raises(
+            SessionFormatError,
+            match=r"gap\.jsonl:3: expected the record with seq 1, found seq 5; the file is "
+            r"corrupt$",
+        ):
+            await store.load("gap")
+
+
+async def test_a_bad_record_line_names_its_place(tmp_path: Path) -> None:
+    """A complete line that is JSON but not a valid record is refused with path:line."""
+    write_file(tmp_path / "rec.jsonl", HEADER % "rec", '{"type":"turn_started"}\n', "\n")
+    async with running(JsonlStore(tmp_path)) as store:
+        with pytest.raises(SessionFormatError, match=r"required field missing @ .*rec\.jsonl:2"):
+            await store.load("rec")
+
+
+# -- listing -------------------------------------------------------------------------------------
+
+
+async def test_list_summarizes_files_without_validating_them(tmp_path: Path) -> None:
+    """Counts every complete line after the header; the title is the first user message with
+    text, else the first queued message; junk lines are skipped, not fatal."""
+    user = UserMessage(message_id="m", content="claimed", turn_id="t", seq=5)
+    write_file(
+        tmp_path / "mixed.jsonl",
+        HEADER % "mixed",
+        "not json\n",
+        "[1, 2]\n",
+        dump_record(TurnStarted(turn_id="t", seq=2)) + "\n",
+        '{"type":"inbox_spliced","op":"add","content":"queued first"}\n',
+        '{"type":"inbox_spliced","op":"add","content":"queued second"}\n',
+        dump_record(user) + "\n",
+        dump_record(UserMessage(message_id="n", content="later", turn_id="t", seq=6)) + "\n",
+        '{"type":"user_mess',
+    )
+    write_file(
+        tmp_path / "queued.jsonl",
+        HEADER % "queued",
+        '{"type":"inbox_spliced","op":"remove","content":"not an add"}\n',
+        '{"type":"inbox_spliced","op":"add","content":"queued only"}\n',
+    )
+    write_file(tmp_path / ".hidden.jsonl", HEADER % ".hidden")
+    write_file(tmp_path / "a b.jsonl", HEADER % "a b")
+    (tmp_path / "dir.jsonl").mkdir()
+    async with running(JsonlStore(tmp_path)) as store:
+        infos = {info.id: info for info in await store.list()}
+    assert set(infos) == {"mixed", "queued"}
+    assert (infos["mixed"].records, infos["mixed"].title) == (7, "claimed")
+    assert (infos["queued"].records, infos["queued"].title) == (2, "queued only")
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").is_file(), reason="needs /proc/self/mem")
+async def test_list_skips_a_session_file_it_cannot_read(tmp_path: Path) -> None:
+    """An unreadable file is left out of the listing instead of failing it."""
+    write_file(tmp_path / "fine.jsonl", HEADER % "fine")
+    (tmp_path / "unreadable.jsonl").symlink_to("/proc/self/mem")  # reading it is EIO
+    async with running(JsonlStore(tmp_path)) as store:
+        assert [info.id for info in await store.list()] == ["fine"]
+
+
+async def test_list_of_a_removed_root_is_empty(tmp_path: Path) -> None:
+    """If the directory disappears, there is simply nothing stored."""
+    root = tmp_path / "sessions"
+    async with running(JsonlStore(root)) as store:
+        assert root.is_dir()
+        root.rmdir()
+        assert await store.list() == []

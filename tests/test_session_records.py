@@ -136,3 +136,39 @@ def test_public_names_are_exported_once_and_sorted() -> None:
     assert sessions.__all__ == sorted(set(sessions.__all__))
     for name in sessions.__all__:
         assert hasattr(sessions, name)
+
+
+def test_register_record_refuses_a_malformed_tag() -> None:
+    """A tag is a snake_case identifier."""
+
+    @attrs.frozen(kw_only=True)
+    class Odd(Record):
+        pass
+
+    with pytest.raises(ValueError, match=r"^record tags are snake_case identifiers .*'Odd-1'$"):
+        register_record(Odd, "Odd-1")
+
+
+def test_register_record_is_idempotent_but_a_class_has_one_tag() -> None:
+    """The same class under the same tag again is a no-op; under another tag, an error."""
+
+    @attrs.frozen(kw_only=True)
+    class Twice(Record):
+        pass
+
+    assert register_record(Twice, "twice_registered") is Twice
+    assert register_record(Twice, "twice_registered") is Twice
+    with pytest.raises(ValueError, match=r"Twice is already registered as 'twice_registered'$"):
+        register_record(Twice, "twice_again")
+    assert sessions.load_record('{"type":"twice_registered"}') == Twice()
+
+
+def test_an_unregistered_record_cannot_be_serialized() -> None:
+    """Writing a record class nobody registered names the fix."""
+
+    @attrs.frozen(kw_only=True)
+    class Stray(Record):
+        pass
+
+    with pytest.raises(TypeError, match=r"^record class .*Stray is not registered; call "):
+        sessions.dump_record(Stray())

@@ -19,6 +19,7 @@ from trio_agents.session import (
     SessionClosedError,
     SessionCreated,
     SessionDisposed,
+    SessionExistsError,
     SessionFlushed,
     SessionIdInUseError,
     SessionInUseError,
@@ -128,22 +129,21 @@ async def test_enter_twice_is_refused(make_store: Factory) -> None:
             store.enter(session)
 
 
-async def test_id_is_reusable_after_detach_and_the_new_session_replaces_it(
-    make_store: Factory,
-) -> None:
-    """Once detached, an id can be entered again; the new session's records replace the old."""
+async def test_a_new_session_never_replaces_a_stored_one(make_store: Factory) -> None:
+    """After detach the id is free for load(); a new session under it is refused."""
     async with running(make_store()) as (_, store):
         first = store.prepare("again")
         store.enter(first)
         first.append(TurnStarted(turn_id="old"))
-        first.append(TurnStarted(turn_id="old2"))
         await store.detach(first)
+        assert store.is_stored("again")
         second = store.prepare("again")
-        store.enter(second)
-        second.append(TurnStarted(turn_id="new"))
-        await store.detach(second)
+        with pytest.raises(SessionExistsError, match=r"^session 'again' is already stored"):
+            store.enter(second)
         loaded = await store.load("again")
-        assert [r.turn_id for r in loaded.records if isinstance(r, TurnStarted)] == ["new"]
+        store.enter(loaded)
+        assert [r.turn_id for r in loaded.records if isinstance(r, TurnStarted)] == ["old"]
+        await store.detach(loaded)
 
 
 async def test_abandon_rolls_back_an_entered_new_session(make_store: Factory) -> None:
@@ -338,3 +338,89 @@ async def test_unserializable_record_is_refused_and_not_kept(make_store: Factory
         assert len(session.records) == 0
         assert session.append(TurnStarted(turn_id="t")).seq == 0
         await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_session_repr_follows_its_lifecycle(make_store: Factory) -> None:
+    """A session reads private, then live, then detached, with its record count."""
+    async with running(make_store()) as (_, store):
+        session = store.prepare("r")
+        session.append(TurnStarted(turn_id="t"))
+        assert repr(session) == "<Session r private records=1>"
+        store.enter(session)
+        assert repr(session) == "<Session r live records=1>"
+        await store.detach(session)
+        assert repr(session) == "<Session r detached records=1>"
+
+
+async def test_a_store_object_serves_one_fiber_at_a_time(make_store: Factory) -> None:
+    """Applying a running store again is refused with the fix; the first keeps working."""
+    store = make_store()
+    async with running(store) as (root, store):
+        with pytest.raises(RuntimeError, match=r"^this \w+Store is already applied; a store"):
+            await root.plugin(store)
+        assert store.statistics().running
+        store.enter(store.prepare("still"))
+
+
+async def test_an_ended_session_cannot_be_entered(make_store: Factory) -> None:
+    """A session rolled back (or detached) stays out: enter() says to prepare a new one."""
+    async with running(make_store()) as (_, store):
+        session = store.prepare("ended")
+        await store.abandon(session)
+        with pytest.raises(
+            SessionClosedError, match=r"^session 'ended' was abandoned or detached; prepare a new"
+        ):
+            store.enter(session)
+        assert store.get("ended") is None
+
+
+async def test_announce_requires_an_entered_session(make_store: Factory) -> None:
+    """A private session cannot be announced, and no SessionCreated is emitted."""
+    events: list[object] = []
+    async with running(make_store(), events) as (_, store):
+        session = store.prepare("quiet")
+        with pytest.raises(RuntimeError, match=r"^session 'quiet' is not live; enter\(\) it"):
+            store.announce(session)
+    assert session_events(events) == []
+
+
+async def test_a_private_session_is_not_written_and_detaches_silently(
+    make_store: Factory,
+) -> None:
+    """Flushing a private session does nothing; detaching it just closes it, with no events."""
+    events: list[object] = []
+    async with running(make_store(), events) as (_, store):
+        session = store.prepare("private")
+        session.append(TurnStarted(turn_id="t"))
+        await store.flush(session)
+        assert session.statistics().flushed_seq == -1
+        await store.detach(session)
+        assert session.statistics() == type(session.statistics())(
+            records=1, flushed_seq=-1, live=False
+        )
+        with pytest.raises(SessionClosedError):
+            session.append(TurnStarted(turn_id="u"))
+        with pytest.raises(SessionNotFoundError):
+            await store.load("private")
+    assert session_events(events) == []
+
+
+async def test_the_store_checks_what_it_is_given(make_store: Factory) -> None:
+    """Anything but a Session is a TypeError."""
+    async with running(make_store()) as (_, store):
+        with pytest.raises(TypeError, match=r"^expected a Session; got str$"):
+            await store.flush("s-1")  # type: ignore[arg-type]
+
+
+async def test_titles_skip_blank_messages(make_store: Factory) -> None:
+    """The title is the first user message with visible text."""
+    async with running(make_store()) as (_, store):
+        session = store.prepare("blank")
+        store.enter(session)
+        session.append(TurnStarted(turn_id="t"))
+        session.append(UserMessage(message_id="m0", content="  \n ", turn_id="t"))
+        session.append(UserMessage(message_id="m1", content="\n  second\nthird", turn_id="t"))
+        [live] = await store.list()
+        await store.detach(session)
+        [stored] = await store.list()
+    assert live.title == stored.title == "second"

@@ -7,14 +7,14 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import pytest
 import trio
 import trio.testing
 
-from trio_agents.kernel import Context, open_root
+from trio_agents.kernel import Context, ListenerFailed, open_root
 from trio_agents.shell import (
     BashTask,
     JobDone,
@@ -25,6 +25,8 @@ from trio_agents.shell import (
     ShellExecRequest,
     ShellExecSpec,
     ShellRequestError,
+    ShellResult,
+    ShellStatistics,
 )
 
 T = TypeVar("T")
@@ -527,3 +529,203 @@ def test_config_rejects_a_default_timeout_above_the_maximum() -> None:
     """The plugin's configuration is validated."""
     with pytest.raises(ValueError, match=r"^default_timeout \(700 s\) exceeds max_timeout"):
         LocalShell.Config(default_timeout=700)
+
+
+# -- configuration and arguments -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["default_timeout", "max_timeout", "output_cap", "kill_grace"])
+@pytest.mark.parametrize("value", [0, -1, float("inf")])
+def test_config_limits_are_positive_and_finite(field: str, value: float) -> None:
+    """Every limit is validated, and the error names the field."""
+    with pytest.raises(ValueError, match=rf"^{field} must be a positive finite number; got "):
+        LocalShell.Config(**{field: value})  # type: ignore[arg-type]
+
+
+async def test_the_executor_exposes_its_configuration(root: Context) -> None:
+    """``config`` is the plugin configuration it was applied with."""
+    assert shell_of(root).config == LocalShell.Config(kill_grace=0.5)
+
+
+@pytest.mark.parametrize("env", [{"": "x"}, {"A=B": "x"}, {"A": 1}, {1: "x"}])
+async def test_bad_environment_entries_are_errors(root: Context, env: dict[object, object]) -> None:
+    """Names are non-empty, without '=', and both sides are strings."""
+    with pytest.raises(ShellRequestError, match=r"^environment entries are non-empty names"):
+        shell_of(root).resolve(ShellExecRequest("true", env=env))  # type: ignore[arg-type]
+
+
+async def test_on_job_done_takes_a_callable(root: Context) -> None:
+    """A listener that cannot be called is refused at once."""
+    with pytest.raises(TypeError, match=r"^on_job_done\(\) takes a callable; got 'nope'$"):
+        shell_of(root).on_job_done("nope")  # type: ignore[arg-type]
+
+
+async def test_an_async_listener_is_reported_and_the_others_still_run(root: Context) -> None:
+    """Listeners are synchronous: an async one fails as ListenerFailed (its coroutine closed,
+    never left unawaited), and the next listener and the bus still get the JobDone."""
+    shell = shell_of(root)
+    failures: list[ListenerFailed] = []
+    on_bus: list[JobDone] = []
+    root.on(ListenerFailed, failures.append)
+    root.on(JobDone, on_bus.append)
+
+    async def wrong(event: JobDone) -> None:
+        raise AssertionError("never runs")
+
+    done = trio.Event()
+    shell.on_job_done(wrong)
+    shell.on_job_done(lambda event: done.set())
+    with trio.fail_after(10):
+        job = await start(shell, "true")
+        await done.wait()
+    [failure] = failures
+    assert failure.event == on_bus[0]
+    assert on_bus[0].job_id == job.id
+    assert failure.listener.endswith("wrong")
+    assert isinstance(failure.error, TypeError)
+    assert str(failure.error) == "on_job_done listeners are synchronous functions"
+
+
+# -- the sweep: the shell exited, what is left of its group has not ------------------------------
+
+
+def unreaped(pid: int) -> list[int]:
+    """``[pid]`` while the process has a /proc entry (running, or a zombie not yet reaped)."""
+    return [pid] if os.path.exists(f"/proc/{pid}") else []
+
+
+async def reaped(pid: int) -> None:
+    """Wait until the process ``pid`` has been reaped by its driver."""
+    # Reaping is the driver's own step; no event announces it to a test.
+    await gone(unreaped, pid)
+
+
+def lingering(fifo: Path, tag: str) -> str:
+    """A job whose shell exits at once, leaving a child that ignores SIGTERM, holds the
+    output pipe, and ends when a line arrives on ``fifo``."""
+    return f"trap '' TERM; (read line < {fifo}) & exit 0 # {tag}"
+
+
+@pytest.fixture
+async def patient_root() -> AsyncIterator[Context]:
+    """A shell whose grace period is far longer than any of these tests."""
+    async with open_root() as root:
+        await root.plugin(LocalShell(), LocalShell.Config(kill_grace=60))
+        yield root
+
+
+async def test_a_job_runs_until_its_whole_group_has_ended(
+    patient_root: Context, tmp_path: Path
+) -> None:
+    """After its shell exited, a job is still running while a child holds its output; kill()
+    then reports it was not running any more, and returns only once the child is gone."""
+    shell = shell_of(patient_root)
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    tag = marker()
+    killed: list[bool] = []
+
+    async def kill(job_id: str) -> None:
+        killed.append(await shell.kill(job_id))
+
+    with trio.fail_after(10):
+        job = await start(shell, lingering(fifo, tag))
+        await reaped(job.pid)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(kill, job.id)
+            await trio.testing.wait_all_tasks_blocked()
+            assert killed == []
+            assert shell.read_output(job.id).status is JobStatus.RUNNING
+            await write_fifo(fifo, "go\n")
+    assert killed == [False]
+    output = shell.read_output(job.id)
+    assert (output.status, output.exit_code) == (JobStatus.EXITED, 0)
+    assert processes_with(tag) == []
+
+
+async def test_closing_waits_for_a_job_being_swept_and_reports_nothing(
+    patient_root: Context, tmp_path: Path
+) -> None:
+    """aclose() awaits the leftover child of a job whose shell already exited; no JobDone is
+    reported for it, since the executor is closing."""
+    shell = shell_of(patient_root)
+    heard: list[JobDone] = []
+    patient_root.on(JobDone, heard.append)
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    tag = marker()
+    closed = trio.Event()
+
+    async def close() -> None:
+        await shell.aclose()
+        closed.set()
+
+    with trio.fail_after(10):
+        job = await start(shell, lingering(fifo, tag))
+        await reaped(job.pid)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(close)
+            await trio.testing.wait_all_tasks_blocked()
+            assert not closed.is_set()
+            assert shell.statistics() == ShellStatistics(running=1, jobs=1, closed=True)
+            await write_fifo(fifo, "go\n")
+    assert shell.statistics() == ShellStatistics(running=0, jobs=1, closed=True)
+    assert shell.read_output(job.id).status is JobStatus.EXITED
+    assert heard == []
+    assert processes_with(tag) == []
+
+
+async def test_a_leftover_child_ignoring_sigterm_is_killed_after_the_grace() -> None:
+    """The sweep's SIGTERM, the grace period, then SIGKILL: no process outlives its job."""
+    tag = marker()
+    async with open_root() as root:
+        await root.plugin(LocalShell(), {"kill_grace": 0.2})
+        shell = shell_of(root)
+        done: list[JobDone] = []
+        finished = trio.Event()
+
+        def heard(event: JobDone) -> None:
+            done.append(event)
+            finished.set()
+
+        shell.on_job_done(heard)
+        with trio.fail_after(10):
+            job = await start(shell, f"trap '' TERM; sleep 1000 & echo started; exit 0 # {tag}")
+            await finished.wait()
+        assert done == [JobDone(job_id=job.id, owner=None, exit_code=0, status=JobStatus.EXITED)]
+        assert shell.read_output(job.id).output == "started\n"
+        assert processes_with(tag) == []
+
+
+async def test_a_run_spawned_while_the_executor_closes_is_killed_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process that comes into existence after the close began is killed straight away."""
+    real_open_process = trio.lowlevel.open_process
+    spawning, release = trio.Event(), trio.Event()
+
+    async def held_open_process(*args: Any, **kwargs: Any) -> trio.Process:
+        spawning.set()
+        await release.wait()
+        return await real_open_process(*args, **kwargs)
+
+    tag = marker()
+    results: list[ShellResult] = []
+    async with open_root() as root:
+        await root.plugin(LocalShell(), {"kill_grace": 0.5})
+        shell = shell_of(root)
+        spec = shell.resolve(ShellExecRequest(f"sleep 1000 # {tag}"))
+
+        async def run() -> None:
+            results.append(await shell.run(spec))
+
+        monkeypatch.setattr(trio.lowlevel, "open_process", held_open_process)
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run)
+                await spawning.wait()
+                await shell.aclose()  # nothing runs yet, so this returns at once
+                release.set()
+    [result] = results
+    assert (result.status, result.timed_out, result.exit_code) == (JobStatus.KILLED, False, -15)
+    assert processes_with(tag) == []

@@ -54,6 +54,21 @@ def test_cap_must_be_positive() -> None:
         OutputBuffer(0)
 
 
+def test_cap_is_what_it_was_made_with() -> None:
+    """``cap`` reports the limit."""
+    assert OutputBuffer(7).cap == 7
+
+
+def test_a_drop_restarts_the_decoder() -> None:
+    """Bytes held for an unfinished character are cut off by a drop, not glued to what
+    follows (which would decode as a replacement character)."""
+    buffer = OutputBuffer(2)
+    buffer.feed("é".encode()[:1])
+    assert buffer.take() == ("", 0)
+    buffer.feed(b"xyz")
+    assert buffer.take() == ("yz", 1)
+
+
 _ASCII = st.text(alphabet=string.ascii_letters + "\n", max_size=50).map(str.encode)
 
 

@@ -373,3 +373,49 @@ async def test_cancelling_the_turn_kills_the_foreground_command(
     assert processes_with(tag) == []
     [result] = [r for r in agent.session.records if isinstance(r, ToolResultRecord)]
     assert (result.is_error, result.started) == (True, True)
+
+
+async def test_a_background_job_of_a_disposed_agent_is_killed_at_once(root: Context) -> None:
+    """A job cannot be tied to an agent that is gone, so it is not left running."""
+    handle = await root.agents.create()
+    agent = handle.agent
+    with trio.fail_after(10):
+        await handle.dispose()
+    tag = marker()
+    result = await invoke(
+        root, "bash", agent, command=f"sleep 1000 # {tag}", run_in_background=True
+    )
+    assert result.is_error
+    assert result.content == f"agent {agent.id} is closing; bash-1 was killed"
+    assert shell_of(root).read_output("bash-1").status is JobStatus.KILLED
+    assert processes_with(tag) == []
+
+
+async def test_an_unowned_job_notifies_nobody(root: Context) -> None:
+    """Without an owner there is no agent to tell: no inbox changes."""
+    agents = [await new_agent(root), await new_agent(root)]
+    done = first_completion(root)
+    await background(root, None, "exit 1")
+    with trio.fail_after(10):
+        await done.wait()
+    await trio.testing.wait_all_tasks_blocked()
+    assert [agent.queued() for agent in agents] == [(), ()]
+
+
+async def test_a_completion_without_an_agents_service_is_dropped_quietly() -> None:
+    """The notice looks agents up with ctx.get (it runs on the shell's fiber): with no agents
+    service it is simply not delivered, and no listener fails."""
+    async with ag.open_runtime(core=False) as root:
+        await root.plugin(ag.tools_plugin)
+        await root.plugin(LocalShell())
+        await root.plugin(tool_bash)
+        failures: list[ListenerFailed] = []
+        root.on(ListenerFailed, failures.append)
+        done = first_completion(root)
+        shell = shell_of(root)
+        with trio.fail_after(10):
+            await shell.start(shell.resolve(ShellExecRequest("true", owner="a", background=True)))
+            await done.wait()
+        assert failures == []
+        read = await invoke(root, "bash_output", None, job_id="bash-1")
+        assert re.fullmatch(REFUSED, read.content)

@@ -5,6 +5,7 @@ from ._convert import load_record as load_record
 from ._convert import register_cause as register_cause
 from ._errors import InvalidSessionIdError as InvalidSessionIdError
 from ._errors import SessionClosedError as SessionClosedError
+from ._errors import SessionExistsError as SessionExistsError
 from ._errors import SessionFormatError as SessionFormatError
 from ._errors import SessionIdInUseError as SessionIdInUseError
 from ._errors import SessionInUseError as SessionInUseError
@@ -46,6 +47,7 @@ __all__ = [
     "SessionClosedError",
     "SessionCreated",
     "SessionDisposed",
+    "SessionExistsError",
     "SessionFlushed",
     "SessionFormatError",
     "SessionIdInUseError",

@@ -9,6 +9,7 @@ from .._errors import TrioAgentsError
 __all__ = [
     "InvalidSessionIdError",
     "SessionClosedError",
+    "SessionExistsError",
     "SessionFormatError",
     "SessionIdInUseError",
     "SessionInUseError",
@@ -32,6 +33,10 @@ class SessionNotFoundError(TrioAgentsError, KeyError):
 
 class SessionIdInUseError(TrioAgentsError, ValueError):
     """A live (or, for a new session, a stored) session already has this id."""
+
+
+class SessionExistsError(TrioAgentsError, FileExistsError):
+    """A new session was given the id of a stored one (resume it, or delete it first)."""
 
 
 class SessionInUseError(TrioAgentsError, trio.BusyResourceError):

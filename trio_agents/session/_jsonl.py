@@ -293,6 +293,11 @@ class JsonlStore(SessionStore):
         self._dirty.pop(session, None)
         self._unsynced.pop(session, None)
 
+    def is_stored(self, session_id: str) -> bool:
+        # One stat of a local file: cheap enough to stay synchronous, which keeps enter()
+        # atomic (no checkpoint between the check and the publication).
+        return self.path_of(session_id).exists()
+
     async def _read(self, session_id: str) -> builtins.list[Record]:
         return await trio.to_thread.run_sync(io.read_session, self.path_of(session_id), session_id)
 

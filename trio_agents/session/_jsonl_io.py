@@ -92,7 +92,7 @@ def read_session(path: Path, session_id: str) -> list[Record]:
     """Read and repair a session file; return its records.
 
     A torn last line is truncated off the file (and the truncation fsynced); a file whose
-    header itself is torn is reset to a bare header.
+    header itself is torn (a prefix of the header line) is reset to a bare header.
 
     Raises:
         SessionNotFoundError: there is no such file.
@@ -108,10 +108,14 @@ def read_session(path: Path, session_id: str) -> list[Record]:
         data = f.read()
         end = data.find(b"\n")
         if end < 0:
+            header = header_line(session_id)
+            if not header.startswith(data):
+                # Not a torn header of ours (say, a foreign one-line file): never reset it.
+                _check_header(data, path, session_id)
             # The header itself is torn: nothing after it was ever complete.
             f.seek(0)
             f.truncate()
-            f.write(header_line(session_id))
+            f.write(header)
             _sync(f)
             return []
         _check_header(data[:end], path, session_id)
@@ -252,7 +256,8 @@ def scan_root(root: Path) -> list[StoredFile]:
             if not isinstance(item, dict):
                 continue
             content = item.get("content")
-            if not isinstance(content, str):
+            # Blank contents give no title (as in title_of), so look further.
+            if not isinstance(content, str) or not content.strip():
                 continue
             if item.get("type") == "user_message":
                 contents.append(content)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import time
 from datetime import UTC, datetime
-from typing import final
+from typing import cast, final
 
 import attrs
 import trio
@@ -44,10 +44,11 @@ class MemoryStore(SessionStore):
         # Invariant: what one backend refuses, every backend refuses.
         dump_record(record)
         if session._entered:
-            stored = self._data.get(session.id)
-            if stored is not None and session._backend is stored:
-                stored.records.append(record)
-                stored.updated = time.time()
+            # Invariant: an entered session takes records only until it ends, and until then
+            # its backend is the entry `_entered` stored for it.
+            stored = cast(_Stored, session._backend)
+            stored.records.append(record)
+            stored.updated = time.time()
 
     def _entered(self, session: Session) -> None:
         stored = self._data[session.id] = _Stored(builtins.list(session._records))
@@ -65,6 +66,9 @@ class MemoryStore(SessionStore):
 
     def _forget(self, session: Session) -> None:
         session._backend = None
+
+    def is_stored(self, session_id: str) -> bool:
+        return session_id in self._data
 
     async def _read(self, session_id: str) -> builtins.list[Record]:
         await trio.lowlevel.checkpoint()

@@ -29,6 +29,7 @@ import trio
 
 from ._errors import (
     SessionClosedError,
+    SessionExistsError,
     SessionIdInUseError,
     SessionInUseError,
     SessionStoreClosedError,
@@ -206,11 +207,11 @@ class SessionStore(abc.ABC):
         """Publish ``session``: it becomes live, its records are written from now on.
 
         This is the authoritative duplicate check: of two sessions with one id, exactly one
-        enters. A new session entered under the id of a stored (not live) session replaces the
-        stored one; resume it with :meth:`load` instead to continue it.
+        enters. A new session never replaces a stored one: continue that with :meth:`load`.
 
         Raises:
             SessionIdInUseError: a live session has this id.
+            SessionExistsError: the session is new and a stored session has its id.
             SessionClosedError: the session was already abandoned or detached.
             SessionStoreClosedError: the store is not running.
         """
@@ -223,6 +224,11 @@ class SessionStore(abc.ABC):
         if self._live.get(session.id) is session:
             raise SessionIdInUseError(f"session {session.id!r} is already entered")
         self._check_not_live(session.id)
+        if not session._loaded and self.is_stored(session.id):
+            raise SessionExistsError(
+                f"session {session.id!r} is already stored; resume it "
+                f"(ctx.agents.resume({session.id!r})), or delete it first"
+            )
         self._entered(session)
         self._live[session.id] = session
         session._entered = True
@@ -248,7 +254,8 @@ class SessionStore(abc.ABC):
 
         Raises:
             SessionWriteError: the backend could not write the session.
-            SessionStoreClosedError: the store is not running.
+            SessionStoreClosedError: the backend stopped before it could write it (JSONL:
+                its writer task ended).
         """
         self._check_own(session)
         if session._ending is not None:
@@ -257,10 +264,8 @@ class SessionStore(abc.ABC):
         if not session._entered:
             await trio.lowlevel.checkpoint()
             return
-        if not self._running:
-            raise SessionStoreClosedError(
-                f"the session store is closed; session {session.id!r} cannot be flushed"
-            )
+        # Invariant: an entered session that is not ending is live, so the store is running
+        # (the store's close detaches every live session before it stops running).
         await self._sync(session)
         self._emit(SessionFlushed(session_id=session.id, seq=session._flushed_seq))
 
@@ -448,6 +453,10 @@ class SessionStore(abc.ABC):
     @abc.abstractmethod
     def _forget(self, session: Session) -> None:
         """``session`` ended (detached or abandoned): release what the backend holds for it."""
+
+    @abc.abstractmethod
+    def is_stored(self, session_id: str) -> bool:
+        """Whether a session with this id is stored (live or not)."""
 
     @abc.abstractmethod
     async def _read(self, session_id: str) -> builtins.list[Record]:

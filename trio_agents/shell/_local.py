@@ -81,6 +81,14 @@ class _Process:
     term_at: float | None = None
 
     @property
+    def stdout(self) -> trio.abc.ReceiveStream:
+        """The merged stdout and stderr pipe."""
+        # Invariant: _spawn always asks for stdout=PIPE.
+        stdout = self.process.stdout
+        assert stdout is not None
+        return stdout
+
+    @property
     def status(self) -> JobStatus:
         if not self.done.is_set():
             return JobStatus.RUNNING
@@ -329,11 +337,11 @@ class LocalShellExecutor(ShellExecutor):
                         nursery.cancel_scope.cancel()
                 except BaseExceptionGroup as group:
                     _, rest = group.split(trio.Cancelled)
-                    if rest is not None:
-                        raise
-                    # Only cancellations: raise a plain Cancelled (callers catch
-                    # trio.Cancelled, not a group); we are still in the cancelled scope.
-                    await trio.lowlevel.checkpoint()
+                    if rest is None:
+                        # Only cancellations, so an enclosing scope is cancelled: this
+                        # checkpoint raises a plain Cancelled (callers catch trio.Cancelled,
+                        # not a group).
+                        await trio.lowlevel.checkpoint()
                     raise
             if proc.process.returncode is None and not proc.killed:
                 proc.timed_out = True
@@ -379,18 +387,14 @@ class LocalShellExecutor(ShellExecutor):
         if not eof:
             with trio.move_on_after(grace):
                 await self._drain(proc)
-        stdout = proc.process.stdout
-        if stdout is not None:
-            await stdout.aclose()
+        await proc.stdout.aclose()
 
     async def _pump(self, proc: _Process) -> None:
         await self._drain(proc)
 
     async def _drain(self, proc: _Process) -> bool:
         """Read until EOF; ``True`` once it came."""
-        stdout = proc.process.stdout
-        if stdout is None:
-            return True
+        stdout = proc.stdout
         while True:
             try:
                 data = await stdout.receive_some(_READ_SIZE)
@@ -409,13 +413,11 @@ class LocalShellExecutor(ShellExecutor):
 
     def _signal_group(self, proc: _Process, signum: signal.Signals) -> bool:
         """Signal the process group; ``False`` when it has no member left."""
-        if proc.done.is_set():
-            return False
+        # Invariant: only called while the driver owns the process (before `done`).
         try:
             os.killpg(proc.process.pid, signum)
-        except ProcessLookupError:
-            return False
-        except PermissionError:  # the group id was reused by another user's process
+        except (ProcessLookupError, PermissionError):
+            # PermissionError: the group id was reused by another user's process.
             return False
         return True
 
