@@ -163,13 +163,49 @@ async def test_concurrent_creations_with_one_id_have_one_winner() -> None:
 
 
 async def test_id_is_reusable_right_after_dispose(autojump_clock: trio.testing.MockClock) -> None:
-    """Once the exact registry entry detached, the id can be used again."""
+    """Once the exact registry entry detached, the id can be live again (by resuming it)."""
     async with ag.open_runtime() as root:
         first = await root.agents.create(session_id="again")
         await first.dispose()
-        second = await root.agents.create(session_id="again")
+        second = await root.agents.resume("again")
         assert second.agent is not first.agent
         assert root.agents.get("again") is second.agent
+
+
+async def test_create_never_replaces_a_stored_session(tmp_path: Path) -> None:
+    """create() with the id of a stored session is refused, and the stored history stays."""
+    from trio_agents.session import SessionExistsError, UserMessage
+
+    async with ag.open_runtime(store=JsonlStore(tmp_path)) as root:
+        first = await root.agents.create(session_id="kept")
+        first.agent.prompt("remember me")
+        await first.agent.when_idle()
+        await first.dispose()
+        with pytest.raises(SessionExistsError, match=r"^session 'kept' is already stored; resume"):
+            await root.agents.create(session_id="kept")
+        assert root.agents.list() == ()
+        resumed = (await root.agents.resume("kept")).agent
+        assert [r.content for r in resumed.session.records if isinstance(r, UserMessage)] == [
+            "remember me"
+        ]
+
+
+async def test_declared_agent_with_a_stored_id_is_resumed(tmp_path: Path) -> None:
+    """A declared agent whose session is stored comes back with its history on restart."""
+    from trio_agents.session import UserMessage
+
+    declared = [ag.DeclaredAgent(id="cfg")]
+    async with ag.open_runtime(store=JsonlStore(tmp_path), agents=declared) as root:
+        agent = root.agents.get("cfg")
+        assert agent is not None
+        agent.prompt("first run")
+        await agent.when_idle()
+    async with ag.open_runtime(store=JsonlStore(tmp_path), agents=declared) as root:
+        agent = root.agents.get("cfg")
+        assert agent is not None
+        assert [r.content for r in agent.session.records if isinstance(r, UserMessage)] == [
+            "first run"
+        ]
 
 
 async def test_dispose_during_a_cancelled_turns_unwinding_records_disposed_cause(
@@ -190,7 +226,6 @@ async def test_dispose_during_a_cancelled_turns_unwinding_records_disposed_cause
         finally:
             with trio.CancelScope(shield=True):
                 await trio.sleep(1)
-        return "unreachable"  # pragma: no cover
 
     class Tools:
         name = "slow-tools"

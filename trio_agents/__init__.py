@@ -5,6 +5,7 @@ The names most programs need are re-exported here; each layer's package
 :mod:`~trio_agents.model`, :mod:`~trio_agents.agent`) has the rest.
 """
 
+from . import acp as acp
 from . import agent as agent
 from . import cancel as cancel
 from . import events as events
@@ -90,6 +91,7 @@ __all__ = [
     "ToolResult",
     "TrioAgentsError",
     "UserCancel",
+    "acp",
     "agent",
     "cancel",
     "current_cause",

@@ -23,6 +23,7 @@ from ._runtime import open_runtime as open_runtime
 from ._status import AgentStatus as AgentStatus
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
+from ._tools import ToolGuard as ToolGuard
 from ._tools import ToolRegistry as ToolRegistry
 from ._tools import ToolResult as ToolResult
 from ._tools import tools_plugin as tools_plugin
@@ -49,6 +50,7 @@ __all__ = [
     "QueuedMessage",
     "Tool",
     "ToolContext",
+    "ToolGuard",
     "ToolRegistry",
     "ToolResult",
     "agent_loop",

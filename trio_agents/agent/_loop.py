@@ -44,7 +44,11 @@ class AgentLoop:
         ctx.provide("agents", registry)
         for declared in config.agents:
             # Created from this fiber's task, so the loop is the only owner (the handle is
-            # not kept: the loop's unload disposes these agents).
+            # not kept: the loop's unload disposes these agents). A declared id that is
+            # stored already is resumed: a restart never loses its history.
+            if declared.id is not None and ctx.sessions.is_stored(declared.id):
+                await registry.resume(declared.id, model=declared.model)
+                continue
             await registry.create(
                 model=declared.model,
                 session_id=declared.id,

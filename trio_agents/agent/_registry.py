@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, final
 
 from ..kernel import Context, Entry, Fiber, current_context
 from ..model import Model
-from ..session import Session, SessionIdInUseError, SessionStore
+from ..session import Session, SessionExistsError, SessionIdInUseError, SessionStore
 from ._agent import Agent
 from ._errors import AgentIdInUseError
 from ._events import AgentCreated, AgentDisposed
@@ -133,10 +133,17 @@ class AgentRegistry:
 
         Raises:
             AgentIdInUseError: a live agent already has ``session_id``.
+            SessionExistsError: a stored session has ``session_id`` (resume it instead).
         """
         if session_id is not None and session_id in self._live:
             raise AgentIdInUseError(_in_use(session_id))
         session = self.store.prepare(session_id)
+        if self.store.is_stored(session.id):
+            await self.store.abandon(session)
+            raise SessionExistsError(
+                f"session {session.id!r} is already stored; resume it "
+                f"(ctx.agents.resume({session.id!r})), or delete it first"
+            )
         return await self._host(session, True, model, tools, instructions, parent, max_steps)
 
     async def resume(self, session_id: str, model: Model | str | None = None) -> AgentHandle:

@@ -9,6 +9,9 @@ Rules:
   tool, invalid arguments or a tool raising an :class:`Exception` become an error result the
   model can read. Cancellation is not a failure: :class:`trio.Cancelled` propagates untouched.
 - Arguments are validated strictly, as JSON: no string-to-number or number-to-bool coercion.
+- Guards (``add_guard``) run in order after the arguments validated and before the tool's
+  function; the first that answers with a result stops the call (``started=False``). A guard,
+  like a tool, is an entry of the fiber that added it.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolFn",
+    "ToolGuard",
     "ToolNameInUseError",
     "ToolRegistry",
     "ToolResult",
@@ -90,6 +94,12 @@ class ToolContext:
 
 #: A tool's function: ``async def fn(ctx: ToolContext, params) -> str | ToolResult``.
 ToolFn: TypeAlias = Callable[[ToolContext, Any], Awaitable["str | ToolResult"]]
+
+#: A guard: ``async def guard(name, arguments, ctx) -> ToolResult | None``; a result is the
+#: answer of the call instead of running the tool, ``None`` lets it run.
+ToolGuard: TypeAlias = Callable[
+    [str, Mapping[str, Any], ToolContext], Awaitable["ToolResult | None"]
+]
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -415,15 +425,24 @@ class _Registration:
 
 
 @final
+@attrs.define(eq=False)
+class _Guard:
+    guard: ToolGuard
+    owner: str
+
+
+@final
 class ToolRegistry:
     """The service ``tools``: the tools agents can call, each owned by the fiber that
     registered it."""
 
-    __slots__ = ("_tools",)
+    __slots__ = ("_guards", "_tools")
 
     def __init__(self) -> None:
         # Invariant: dict order is registration order (specs() keeps it).
         self._tools: dict[str, _Registration] = {}
+        # Invariant: guards run in the order they were added.
+        self._guards: list[_Guard] = []
 
     def register(self, tool: Tool) -> Entry:
         """Register ``tool`` for as long as the calling fiber is loaded.
@@ -454,6 +473,51 @@ class ToolRegistry:
         if self._tools.get(registration.tool.name) is registration:
             del self._tools[registration.tool.name]
         await trio.lowlevel.checkpoint()
+
+    def add_guard(self, guard: ToolGuard) -> Entry:
+        """Run ``guard`` before every tool call, for as long as the calling fiber is loaded.
+
+        ``await guard(name, arguments, ctx)`` runs after the arguments validated and before the
+        tool's function; when it returns a :class:`ToolResult`, that is the call's answer
+        (with ``started=False``) and the tool does not run. A guard that raises is reported as
+        an error result, like a failing tool.
+
+        Returns:
+            The calling fiber's entry; ``await entry.close()`` removes the guard early.
+
+        Raises:
+            FiberClosedError: the calling fiber is unloading.
+            RuntimeError: called outside every fiber.
+        """
+        if not callable(guard):
+            raise TypeError(f"add_guard() takes an async function; got {guard!r}")
+        ctx = current_context()
+        registration = _Guard(guard, ctx.fiber.id)
+        entry = ctx.defer(self._remove_guard, registration)
+        self._guards.append(registration)
+        return entry
+
+    async def _remove_guard(self, registration: _Guard) -> None:
+        if registration in self._guards:
+            self._guards.remove(registration)
+        await trio.lowlevel.checkpoint()
+
+    async def _guarded(
+        self, name: str, arguments: Mapping[str, Any], call: ToolContext
+    ) -> ToolResult | None:
+        for registration in tuple(self._guards):
+            try:
+                answer = await registration.guard(name, arguments, call)
+            except Exception as exc:
+                log.error("a guard of tool %r failed", name, exc_info=exc)
+                return ToolResult(
+                    f"tool {name!r} was refused: its guard failed: {type(exc).__name__}: {exc}",
+                    is_error=True,
+                    started=False,
+                )
+            if answer is not None:
+                return attrs.evolve(answer, started=False)
+        return None
 
     def get(self, name: str) -> Tool | None:
         """The registered tool ``name``, or ``None``."""
@@ -507,10 +571,15 @@ class ToolRegistry:
         params = self._structure(tool, arguments)
         if isinstance(params, ToolResult):
             return params
+        call = ToolContext(agent, call_id, scope)
+        if self._guards:
+            refused = await self._guarded(name, arguments, call)
+            if refused is not None:
+                return refused
         if on_start is not None:
             on_start()
         try:
-            result = await tool.fn(ToolContext(agent, call_id, scope), params)
+            result = await tool.fn(call, params)
         except Exception as exc:
             log.error("tool %r failed", name, exc_info=exc)
             return ToolResult(f"tool {name!r} failed: {type(exc).__name__}: {exc}", is_error=True)

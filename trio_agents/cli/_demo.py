@@ -41,7 +41,7 @@ T = TypeVar("T")
 async def demo(args: argparse.Namespace) -> int:
     """Run the scenario; returns 0 when every step behaved as the contract says."""
     out = Console(highlight=False)
-    spec = args.model if args.model != "echo" else "echo?delay=0.2"
+    spec = args.model if args.model not in (None, "echo") else "echo?delay=0.2"
     model = resolve_model(spec)
     root_dir = store_root(args.store)
     out.rule("trio-agents demo")

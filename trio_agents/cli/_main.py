@@ -1,27 +1,32 @@
 """Entry point of the ``trio-agents`` command.
 
-User mistakes (a bad option, an unknown session, an invalid model spec) end with one readable
-line on stderr and a non-zero exit status, never a traceback.
+Exit statuses: 0 success; 1 an error (one readable line on stderr, never a traceback, for
+anything the user got wrong: a bad option, an unknown session, an invalid model spec or config
+file); 2 a usage error (from argparse); 130 interrupted or cancelled with Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
 from .._errors import TrioAgentsError
-from ._options import add_common
+from ._logs import CliLog
+from ._options import add_common, settings_from
 
 __all__ = ["main"]
+
+_RUNTIME_COMMANDS = ("acp", "chat", "run")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trio-agents",
         description="Long-lived LLM agents on trio, with one owner for every piece of work.",
+        epilog="Common options go after the subcommand: trio-agents chat --store memory",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -33,12 +38,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_common(acp)
 
-    chat = commands.add_parser("chat", help="a conversation with one agent in the terminal")
+    chat = commands.add_parser(
+        "chat",
+        help="a conversation with one agent in the terminal",
+        description="Talk to one agent. Ctrl-C cancels a running turn; at the prompt it exits. "
+        "Commands: /steer TEXT, /jobs, /cancel, /help, /quit.",
+    )
     chat.add_argument("--session", default=None, help="resume (or create) this session id")
     add_common(chat)
 
     demo = commands.add_parser("demo", help="show the agent lifecycle end to end")
-    add_common(demo)
+    demo.add_argument("--model", default=None, metavar="SPEC", help="model spec (default: echo)")
+    add_common(demo, runtime=False)
 
     run = commands.add_parser("run", help="run one prompt and print the answer")
     run.add_argument("prompt", help="the prompt text")
@@ -47,42 +58,72 @@ def _parser() -> argparse.ArgumentParser:
 
     sessions = commands.add_parser("sessions", help="manage stored sessions")
     sessions_commands = sessions.add_subparsers(dest="action", required=True, metavar="ACTION")
-    add_common(sessions_commands.add_parser("list", help="list stored sessions"))
+    add_common(sessions_commands.add_parser("list", help="list stored sessions"), runtime=False)
     show = sessions_commands.add_parser("show", help="print a session's conversation")
     show.add_argument("id")
-    add_common(show)
+    add_common(show, runtime=False)
     delete = sessions_commands.add_parser("delete", help="delete a stored session")
     delete.add_argument("id")
-    add_common(delete)
+    add_common(delete, runtime=False)
     return parser
+
+
+def _command(name: str) -> Callable[[argparse.Namespace], Awaitable[int]]:
+    if name == "acp":
+        from ._acp import acp
+
+        return acp
+    if name == "chat":
+        from ._chat import chat
+
+        return chat
+    if name == "demo":
+        from ._demo import demo
+
+        return demo
+    if name == "run":
+        from ._run import run
+
+        return run
+    from ._sessions import sessions
+
+    return sessions
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and not isinstance(exc, TrioAgentsError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
+    log = CliLog().install()
+    args.log = log
+    reported: BaseException | None = None
     try:
-        if args.command == "acp":
-            from ._acp import acp
-
-            return trio.run(acp, args)
-        if args.command == "chat":
-            from ._chat import chat
-
-            return trio.run(chat, args)
-        if args.command == "demo":
-            from ._demo import demo
-
-            return trio.run(demo, args)
-        if args.command == "run":
-            from ._run import run
-
-            return trio.run(run, args)
-        from ._sessions import sessions
-
-        return trio.run(sessions, args)
-    except KeyboardInterrupt:
-        print("trio-agents: interrupted", file=sys.stderr)
-        return 130
-    except (TrioAgentsError, OSError) as exc:
-        print(f"trio-agents: error: {exc}", file=sys.stderr)
+        if args.command in _RUNTIME_COMMANDS:
+            args.settings = settings_from(args)
+        return trio.run(_command(args.command), args)
+    except BaseException as exc:
+        leaves = _leaves(exc)
+        if all(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+            reported = exc
+            print("trio-agents: interrupted", file=sys.stderr)
+            return 130
+        if not all(isinstance(leaf, TrioAgentsError | OSError) for leaf in leaves):
+            raise
+        reported = exc
+        for leaf in leaves:
+            print(f"trio-agents: error: {_describe(leaf)}", file=sys.stderr)
         return 1
+    finally:
+        log.publish(reported)
+        log.uninstall()

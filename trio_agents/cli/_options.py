@@ -1,25 +1,68 @@
-"""Options shared by every subcommand: ``--model``, ``--store``."""
+"""The common options (``--model``, ``--store``, ``--config``, ``--watch``) and the runtime they
+describe.
+
+Rules:
+- Everything the user can get wrong in the options is checked by :func:`settings_from`, before
+  trio starts: the model spec, the config file (every problem at once), ``--watch`` without
+  ``watchfiles``. What fails later (a store directory that cannot be created, a plugin whose
+  ``apply`` raises) surfaces as a :class:`TrioAgentsError` or :class:`OSError`, which the entry
+  point prints as one line.
+- ``--model`` beats the config file's ``model``, which beats ``echo``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import attrs
+
+from .._errors import TrioAgentsError
+from ..agent import Agent, AgentHandle, open_runtime
+from ..kernel import Context, watch_plugins
 from ..model import Model, model_from_spec
-from ..session import JsonlStore, MemoryStore, SessionStore, default_root
+from ..session import JsonlStore, MemoryStore, SessionNotFoundError, SessionStore, default_root
+from ..shell import LocalShell, tool_bash
+from ._config import Config, load_config
 
-__all__ = ["add_common", "make_store", "resolve_model"]
+__all__ = [
+    "CliError",
+    "Settings",
+    "add_common",
+    "attach",
+    "make_store",
+    "open_cli_runtime",
+    "resolve_model",
+    "session_path",
+    "settings_from",
+    "store_root",
+]
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
-    """Add the common options (given after the subcommand)."""
-    parser.add_argument(
-        "--model",
-        default="echo",
-        metavar="SPEC",
-        help="model spec: echo, echo?delay=SECONDS, openai:MODEL (default: echo)",
-    )
+class CliError(TrioAgentsError, ValueError):
+    """A mistake in how the command was called; the message says what to do."""
+
+
+def add_common(parser: argparse.ArgumentParser, *, runtime: bool = True) -> None:
+    """Add the common options (given after the subcommand).
+
+    Args:
+        parser: the subcommand's parser.
+        runtime: whether the subcommand runs agents (``--model``, ``--config``, ``--watch``);
+            otherwise only ``--store`` is added.
+    """
+    if runtime:
+        parser.add_argument(
+            "--model",
+            default=None,
+            metavar="SPEC",
+            help="model spec: echo, echo?delay=SECONDS, openai:MODEL "
+            "(default: the config file's model, else echo)",
+        )
     parser.add_argument(
         "--store",
         default=None,
@@ -27,6 +70,45 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         help="session directory, or 'memory' (default: $TRIO_AGENTS_HOME/sessions, "
         "else $XDG_STATE_HOME/trio-agents/sessions)",
     )
+    if runtime:
+        parser.add_argument(
+            "--config",
+            default=None,
+            metavar="FILE",
+            help="a TOML file: model, [[plugins]] and [[agents]] (see docs/cli.rst)",
+        )
+        parser.add_argument(
+            "--watch",
+            action="store_true",
+            help="reload the config file's plugin modules when their source changes",
+        )
+
+
+@attrs.frozen
+class Settings:
+    """What the common options resolved to."""
+
+    model: Model
+    store: str | None = None
+    config: Config = attrs.Factory(Config)
+    watch: bool = False
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Resolve and check the common options (synchronous: it runs before trio starts).
+
+    Raises:
+        ConfigFileError: the config file is missing or has problems (all listed).
+        ModelSpecError: the model spec is not valid.
+        CliError: ``--watch`` without the ``watchfiles`` package.
+    """
+    path = getattr(args, "config", None)
+    config = load_config(path) if path is not None else Config()
+    model = resolve_model(getattr(args, "model", None) or config.model)
+    watch = bool(getattr(args, "watch", False))
+    if watch and importlib.util.find_spec("watchfiles") is None:
+        raise CliError("--watch needs the watchfiles package: pip install 'trio-agents[watch]'")
+    return Settings(model=model, store=args.store, config=config, watch=watch)
 
 
 def make_store(store: str | None) -> SessionStore:
@@ -43,6 +125,76 @@ def store_root(store: str | None) -> Path | None:
     return Path(os.path.expanduser(store)) if store else default_root()
 
 
-def resolve_model(spec: str) -> Model:
-    """The model named by ``--model`` (raises ModelSpecError with the valid forms)."""
-    return model_from_spec(spec)
+def session_path(root: Context, session_id: str) -> Path | None:
+    """The file ``session_id`` is written to, or ``None`` when the store keeps no files."""
+    store = root.get("sessions")
+    return store.path_of(session_id) if isinstance(store, JsonlStore) else None
+
+
+def resolve_model(spec: str | None) -> Model:
+    """The model named by ``--model`` (``None``: echo).
+
+    Raises:
+        ModelSpecError: the spec is not valid; the message lists the valid forms.
+    """
+    return model_from_spec(spec if spec is not None else "echo")
+
+
+@asynccontextmanager
+async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIterator[Context]:
+    """Open the runtime the options describe and yield its root.
+
+    Applies, in order: the core plugins (with the declared agents, owned by the AgentLoop),
+    ``LocalShell`` and ``tool_bash`` (when ``shell``), the config file's plugins with their
+    configs, and with ``--watch`` a background task that reloads their modules on change.
+
+    Raises:
+        CliError: a plugin of the config file failed to start.
+    """
+    config = settings.config
+    async with open_runtime(
+        store=make_store(settings.store), model=settings.model, agents=list(config.agents)
+    ) as root:
+        if shell:
+            await root.plugin(LocalShell())
+            await root.plugin(tool_bash)
+        for loaded in config.plugins:
+            try:
+                await root.plugin(loaded.plugin, loaded.config)
+            except TrioAgentsError:
+                raise
+            except Exception as exc:
+                raise CliError(
+                    f"plugin {loaded.label} failed to start: {type(exc).__name__}: {exc}"
+                ) from exc
+        if settings.watch:
+            files = sorted({p.file for p in config.plugins if p.file is not None})
+            if files:
+                directories = sorted({os.path.dirname(f) for f in files})
+                root.start_soon(watch_plugins, root, directories, name="watch plugins")
+        yield root
+
+
+async def attach(root: Context, session_id: str | None) -> tuple[Agent, AgentHandle | None]:
+    """The agent a ``chat`` or ``run`` talks to, and its handle when this command owns it.
+
+    - ``session_id`` of a live agent (one declared in the config file): that agent, which
+      the AgentLoop owns (no handle).
+    - ``session_id`` of a stored session: resumed; otherwise a new agent with that id.
+    - no ``session_id``: the first declared agent if there is one, else a new agent.
+    """
+    agents = root.agents
+    if session_id is not None:
+        live = agents.get(session_id)
+        if live is not None:
+            return live, None
+        try:
+            handle = await agents.resume(session_id)
+        except SessionNotFoundError:
+            handle = await agents.create(session_id=session_id)
+        return handle.agent, handle
+    declared = agents.list()
+    if declared:
+        return declared[0], None
+    handle = await agents.create()
+    return handle.agent, handle

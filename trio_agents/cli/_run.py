@@ -1,59 +1,92 @@
-"""``trio-agents run PROMPT``: one prompt, the answer streamed to stdout."""
+"""``trio-agents run PROMPT``: one prompt, the answer streamed to stdout.
+
+Rules:
+- stdout carries the answer only; the spinner (a terminal only) and notes go to stderr.
+- The exit status says how the turn ended: 0 completed; 1 error, max steps or blocked (one
+  line on stderr); 130 cancelled by Ctrl-C, which cancels the turn with ``UserCancel`` so the
+  session records it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 import trio
 from rich.console import Console
 
-from ..agent import AgentOutput, open_runtime
-from ..session import SessionNotFoundError, StopReason, TurnEnded
-from ._options import make_store, resolve_model
+from ..agent import AgentOutput
+from ..cancel import UserCancel
+from ..session import Record, StopReason, TurnEnded, UserMessage
+from ._options import Settings, attach, open_cli_runtime, session_path
 
 __all__ = ["run"]
 
 
 async def run(args: argparse.Namespace) -> int:
     """Run ``args.prompt`` on one agent; the exit status says how the turn ended."""
-    err = Console(stderr=True)
-    model = resolve_model(args.model)
-    async with open_runtime(store=make_store(args.store), model=model) as root:
-        handle = None
-        if args.session is not None:
-            try:
-                handle = await root.agents.resume(args.session)
-            except SessionNotFoundError:
-                handle = None
-        if handle is None:
-            handle = await root.agents.create(session_id=args.session)
-        agent = handle.agent
-        first = trio.Event()
+    settings: Settings = args.settings
+    err = Console(stderr=True, highlight=False)
+    wrote = False
+    async with open_cli_runtime(settings) as root:
+        agent, handle = await attach(root, args.session)
+        status = err.status("thinking…", spinner="dots")
 
         def show(event: AgentOutput) -> None:
+            nonlocal wrote
             if event.agent_id == agent.id:
-                first.set()
+                status.stop()
+                wrote = True
                 sys.stdout.write(event.text)
                 sys.stdout.flush()
 
         root.on(AgentOutput, show)
-        agent.prompt(args.prompt)
-        with err.status("thinking…", spinner="dots") as status:
-            async with trio.open_nursery() as nursery:
+        message_id = agent.prompt(args.prompt)
+        status.start()
+        try:
+            with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+                async with trio.open_nursery() as nursery:
 
-                async def stop_spinner() -> None:
-                    await first.wait()
-                    status.stop()
+                    async def cancel_on_interrupt() -> None:
+                        async for _ in interrupts:
+                            agent.cancel(UserCancel())
 
-                nursery.start_soon(stop_spinner)
-                await agent.when_idle()
-                nursery.cancel_scope.cancel()
+                    nursery.start_soon(cancel_on_interrupt)
+                    await agent.when_idle()
+                    nursery.cancel_scope.cancel()
+        finally:
+            status.stop()
+        ended = _turn_of(agent.session.records, message_id)
+        path = session_path(root, agent.id)
+        if handle is not None:
+            await handle.dispose()
+    if wrote:
         sys.stdout.write("\n")
-        ended = [r for r in agent.session.records if isinstance(r, TurnEnded)][-1]
-        await handle.dispose()
-    err.print(f"[dim]session {agent.id}: {ended.stop_reason.value}[/dim]")
-    if ended.stop_reason is StopReason.ERROR:
-        err.print(f"[red]error:[/red] {ended.error}")
-        return 1
-    return 0 if ended.stop_reason is StopReason.COMPLETED else 1
+        sys.stdout.flush()
+    where = f" ({path})" if path is not None else ""
+    if ended is None or ended.stop_reason is StopReason.CANCELLED:
+        print(f"trio-agents: cancelled; session {agent.id}{where}", file=sys.stderr)
+        return 130
+    if ended.stop_reason is StopReason.COMPLETED:
+        err.print(f"[dim]session {agent.id}{where}[/dim]")
+        return 0
+    detail = f": {ended.error}" if ended.error else ""
+    print(
+        f"trio-agents: error: turn {ended.turn_id} ended with {ended.stop_reason.value}{detail}",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _turn_of(records: tuple[Record, ...], message_id: str) -> TurnEnded | None:
+    """How the turn that claimed ``message_id`` ended (``None``: it never ran)."""
+    turn_id = next(
+        (r.turn_id for r in records if isinstance(r, UserMessage) and r.message_id == message_id),
+        None,
+    )
+    if turn_id is None:
+        return None
+    return next(
+        (r for r in reversed(records) if isinstance(r, TurnEnded) and r.turn_id == turn_id), None
+    )

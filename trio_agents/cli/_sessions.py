@@ -1,54 +1,90 @@
-"""``trio-agents sessions list|show ID|delete ID``."""
+"""``trio-agents sessions list|show ID|delete ID``.
+
+Only the session store is started (no models, tools or agents). An unknown id, an invalid id
+or an unreadable session file is one line on stderr and exit status 1.
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..kernel import open_root
 from ..session import (
     AssistantMessage,
+    InboxSpliced,
+    SessionNotFoundError,
+    SessionStore,
     ToolCall,
     ToolResult,
     TurnEnded,
     UserMessage,
 )
-from ._options import make_store
+from ._options import CliError, make_store, store_root
 
 __all__ = ["sessions"]
 
 
 async def sessions(args: argparse.Namespace) -> int:
     """Dispatch on ``args.action``."""
-    out = Console()
+    out = Console(highlight=False)
     async with open_root() as root:
         await root.plugin(make_store(args.store))
-        store = root.get("sessions")
-        if args.action == "list":
-            infos = await store.list()
-            table = Table("id", "records", "updated", "title")
-            for info in infos:
-                table.add_row(
-                    info.id, str(info.records), f"{info.updated:%Y-%m-%d %H:%M}", info.title or ""
-                )
-            out.print(table if infos else "no stored sessions")
-        elif args.action == "show":
-            session = await store.load(args.id)
-            for record in session.records:
-                if isinstance(record, UserMessage):
-                    out.print(f"[bold cyan]user[/]: {record.content}")
-                elif isinstance(record, AssistantMessage):
-                    out.print(f"[bold green]agent[/]: {record.content}")
-                elif isinstance(record, ToolCall):
-                    out.print(f"[yellow]tool call[/] {record.name} {record.arguments}")
-                elif isinstance(record, ToolResult):
-                    out.print(f"[yellow]tool result[/] {record.content}")
-                elif isinstance(record, TurnEnded):
-                    cause = f" ({record.cause!r})" if record.cause else ""
-                    out.print(f"[dim]turn {record.turn_id}: {record.stop_reason.value}{cause}[/]")
-        else:
-            await store.delete(args.id)
-            out.print(f"deleted {args.id}")
+        store: SessionStore = root.get("sessions")
+        try:
+            if args.action == "list":
+                await _list(store, out)
+            elif args.action == "show":
+                await _show(store, args.id, out)
+            else:
+                await store.delete(args.id)
+                out.print(f"deleted {args.id}")
+        except SessionNotFoundError:
+            where = store_root(args.store)
+            place = f" in {where}" if where is not None else ""
+            raise CliError(
+                f"no stored session {args.id!r}{place}; 'trio-agents sessions list' shows the ids"
+            ) from None
     return 0
+
+
+async def _list(store: SessionStore, out: Console) -> None:
+    infos = await store.list()
+    if not infos:
+        out.print("no stored sessions")
+        return
+    table = Table("id", "records", "updated", "title")
+    for info in infos:
+        updated = f"{info.updated:%Y-%m-%d %H:%M}" if info.updated is not None else ""
+        table.add_row(info.id, str(info.records), updated, escape(info.title or ""))
+    out.print(table)
+
+
+async def _show(store: SessionStore, session_id: str, out: Console) -> None:
+    session = await store.load(session_id)
+    pending: dict[str, str] = {}
+    for record in session.records:
+        if isinstance(record, UserMessage):
+            pending.pop(record.message_id, None)
+            out.print(f"[bold cyan]user[/]: {escape(record.content)}")
+        elif isinstance(record, AssistantMessage):
+            out.print(f"[bold green]agent[/]: {escape(record.content)}")
+        elif isinstance(record, ToolCall):
+            out.print(f"[yellow]tool call[/] {record.name} {escape(repr(record.arguments))}")
+        elif isinstance(record, ToolResult):
+            style = "red" if record.is_error else "yellow"
+            out.print(f"[{style}]tool result[/] {escape(record.content)}")
+        elif isinstance(record, TurnEnded):
+            cause = f" ({type(record.cause).__name__})" if record.cause is not None else ""
+            error = f": {escape(record.error)}" if record.error else ""
+            out.print(f"[dim]turn {record.turn_id}: {record.stop_reason.value}{cause}{error}[/]")
+        elif isinstance(record, InboxSpliced):
+            if record.op == "add" and record.wake:
+                pending[record.message_id] = record.content or ""
+            else:
+                pending.pop(record.message_id, None)
+    for message_id, content in pending.items():
+        out.print(f"[dim]queued ({message_id}): {escape(content)}[/]")

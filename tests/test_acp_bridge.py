@@ -1,0 +1,573 @@
+"""The ACP bridge in process, over a memory stream pair: sessions, prompts, cancel, load,
+permission and ownership."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+import trio_agents.agent as ag
+from trio_agents.acp import AcpBridge, LineFramer, Oversized, encode_frame
+from trio_agents.cancel import UserCancel
+from trio_agents.kernel import Context
+from trio_agents.model import Model, Say, ScriptedModel
+from trio_agents.session import MemoryStore, SessionStore, StopReason, TurnEnded
+
+CWD = "/tmp"
+Message = dict[str, Any]
+PermissionPolicy = Callable[[Message], Message]
+
+
+class Client:
+    """A minimal ACP client speaking raw frames over one end of a stream pair."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self._framer = LineFramer()
+        self._frames: list[Message] = []
+        self._ids = itertools.count(100)
+        self.permission: PermissionPolicy = allow("allow-once")
+        self.permission_requests: list[Message] = []
+
+    async def send(self, *messages: object) -> None:
+        await self.stream.send_all(b"".join(encode_frame(m) for m in messages))
+
+    def request_frame(self, method: str, params: object) -> tuple[int, Message]:
+        request_id = next(self._ids)
+        return request_id, {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+    async def request(self, method: str, params: object) -> int:
+        request_id, message = self.request_frame(method, params)
+        await self.send(message)
+        return request_id
+
+    async def notify(self, method: str, params: object) -> None:
+        await self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def next(self) -> Message:
+        """The next frame from the agent (``EOFError`` at the end of its output)."""
+        while not self._frames:
+            data = await self.stream.receive_some(65536)
+            if not data:
+                raise EOFError
+            for frame in self._framer.feed(data):
+                assert not isinstance(frame, Oversized)
+                self._frames.append(json.loads(frame))
+        return self._frames.pop(0)
+
+    async def until(self, request_id: int) -> tuple[list[Message], Message]:
+        """Every notification before the response to ``request_id``, and that response.
+
+        Permission requests on the way are answered with :attr:`permission`.
+        """
+        seen: list[Message] = []
+        while True:
+            message = await self.next()
+            if message.get("method") == "session/request_permission":
+                self.permission_requests.append(message)
+                seen.append(message)
+                result = self.permission(message)
+                await self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            elif "method" in message:
+                seen.append(message)
+            else:
+                assert message["id"] == request_id, f"unexpected response {message}"
+                return seen, message
+
+    async def call(self, method: str, params: object) -> Any:
+        _, response = await self.until(await self.request(method, params))
+        assert "result" in response, response
+        return response["result"]
+
+    async def initialize(self) -> Any:
+        return await self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+
+    async def new_session(self) -> str:
+        result = await self.call("session/new", {"cwd": CWD, "mcpServers": []})
+        session_id: str = result["sessionId"]
+        return session_id
+
+    async def prompt(self, session_id: str, text: str) -> int:
+        return await self.request(
+            "session/prompt",
+            {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
+        )
+
+
+def allow(option_id: str) -> PermissionPolicy:
+    return lambda _: {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+
+def cancelled(_: Message) -> Message:
+    return {"outcome": {"outcome": "cancelled"}}
+
+
+def chunks(messages: list[Message], kind: str = "agent_message_chunk") -> str:
+    return "".join(
+        m["params"]["update"]["content"]["text"]
+        for m in messages
+        if m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == kind
+    )
+
+
+def kinds(messages: list[Message]) -> list[str]:
+    return [
+        m["params"]["update"]["sessionUpdate"] if m["method"] == "session/update" else m["method"]
+        for m in messages
+    ]
+
+
+@attrs.frozen
+class FakeBashArgs:
+    command: str
+
+
+@attrs.define
+class FakeBash:
+    """A ``bash`` tool that only records the commands it was asked to run."""
+
+    ran: list[str] = attrs.Factory(list)
+
+    async def run(self, call: ag.ToolContext, args: FakeBashArgs) -> str:
+        await trio.lowlevel.checkpoint()
+        self.ran.append(args.command)
+        return f"ran {args.command}"
+
+    def tool(self) -> ag.Tool:
+        return ag.Tool("bash", "a fake shell", FakeBashArgs, self.run)
+
+
+@attrs.define
+class Served:
+    root: Context
+    bridge: AcpBridge
+    client: Client
+    bash: FakeBash
+    store: SessionStore
+
+    @property
+    def agents(self) -> ag.AgentRegistry:
+        registry: ag.AgentRegistry = self.root.get("agents")
+        return registry
+
+    def agent(self, session_id: str) -> ag.Agent:
+        agent = self.agents.get(session_id)
+        assert agent is not None
+        return agent
+
+
+@asynccontextmanager
+async def serve(
+    model: Model | str = "echo", *, allow_bash: bool = False, store: SessionStore | None = None
+) -> AsyncIterator[Served]:
+    store = store if store is not None else MemoryStore()
+    async with ag.open_runtime(store=store, model=model) as root:
+        bash = FakeBash()
+        root.get("tools").register(bash.tool())
+        ours, theirs = trio.testing.memory_stream_pair()
+        bridge = AcpBridge(ours, allow_bash=allow_bash)
+        fiber = await root.plugin(bridge)
+        yield Served(root, bridge, Client(theirs), bash, store)
+        await fiber.dispose()
+
+
+async def test_initialize_answers_version_1_and_the_capabilities() -> None:
+    """Any asked version gets protocolVersion 1; loadSession and session/list are announced."""
+    async with serve() as s:
+        result = await s.client.call(
+            "initialize", {"protocolVersion": 7, "clientCapabilities": {"terminal": True}}
+        )
+        assert result["protocolVersion"] == 1
+        capabilities = result["agentCapabilities"]
+        assert capabilities["loadSession"] is True
+        assert capabilities["sessionCapabilities"] == {"list": {}}
+        assert capabilities["promptCapabilities"] == {
+            "image": False,
+            "audio": False,
+            "embeddedContext": False,
+        }
+        assert s.bridge.client_capabilities == {"terminal": True}
+
+
+async def test_session_methods_before_initialize_are_refused() -> None:
+    """session/new before initialize is -32600 and creates nothing."""
+    async with serve() as s:
+        _, response = await s.client.until(
+            await s.client.request("session/new", {"cwd": CWD, "mcpServers": []})
+        )
+        assert response["error"]["code"] == -32600
+        assert s.agents.list() == ()
+
+
+async def test_new_session_creates_an_agent_the_bridge_owns() -> None:
+    """session/new answers the id of a live agent recorded in the bridge."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        assert [a.id for a in s.agents.list()] == [session_id]
+        assert s.bridge.statistics().sessions == (session_id,)
+
+
+async def test_new_session_needs_an_absolute_cwd() -> None:
+    """A relative cwd is -32602 invalid params."""
+    async with serve() as s:
+        await s.client.initialize()
+        request_id = await s.client.request("session/new", {"cwd": "rel", "mcpServers": []})
+        _, response = await s.client.until(request_id)
+        assert response["error"]["code"] == -32602
+
+
+async def test_prompt_streams_chunks_then_answers_end_turn() -> None:
+    """The echo streams the prompt back as agent_message_chunk updates, then end_turn."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        seen, response = await s.client.until(await s.client.prompt(session_id, "hello big world"))
+        assert response["result"] == {"stopReason": "end_turn"}
+        assert chunks(seen) == "hello big world"
+        assert len(seen) == 3
+        assert all(m["params"]["sessionId"] == session_id for m in seen)
+
+
+async def test_second_prompt_while_one_runs_is_refused(autojump_clock: trio.abc.Clock) -> None:
+    """One prompt at a time per session: a concurrent one is -32600, the first goes on."""
+    async with serve("echo?delay=1") as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        first = await s.client.prompt(session_id, "one")
+        second = await s.client.prompt(session_id, "two")
+        _, refused = await s.client.until(second)
+        assert refused["error"]["code"] == -32600
+        _, response = await s.client.until(first)
+        assert response["result"] == {"stopReason": "end_turn"}
+
+
+async def test_cancel_mid_turn_answers_cancelled_after_every_update(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """A cancel after the first chunk ends the turn cancelled; nothing of it follows."""
+    model = ScriptedModel([[Say("one two three four", delay=1.0)]])
+    async with serve(model) as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        request_id = await s.client.prompt(session_id, "go")
+        first = await s.client.next()
+        assert first["params"]["update"]["content"]["text"] == "one "
+        await s.client.notify("session/cancel", {"sessionId": session_id})
+        seen, response = await s.client.until(request_id)
+        assert response["result"] == {"stopReason": "cancelled"}
+        assert "four" not in chunks(seen)
+        with trio.move_on_after(30) as waited:
+            await s.client.next()
+        assert waited.cancelled_caught, "a frame followed the cancelled response"
+        ended = [r for r in s.agent(session_id).session.records if isinstance(r, TurnEnded)]
+        assert ended[-1].stop_reason is StopReason.CANCELLED
+        assert ended[-1].cause == UserCancel()
+
+
+async def test_cancel_before_the_first_chunk(autojump_clock: trio.abc.Clock) -> None:
+    """A cancel while the model still waits answers cancelled with no chunk at all."""
+    async with serve("echo?delay=5") as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        request_id = await s.client.prompt(session_id, "never said")
+        await trio.testing.wait_all_tasks_blocked()
+        assert s.agent(session_id).statistics().running_turn is not None
+        await s.client.notify("session/cancel", {"sessionId": session_id})
+        seen, response = await s.client.until(request_id)
+        assert response["result"] == {"stopReason": "cancelled"}
+        assert seen == []
+
+
+async def test_cancel_before_the_prompt_is_claimed_never_runs_it() -> None:
+    """A prompt and a cancel in one write: the prompt is removed unclaimed, answered cancelled."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        request_id, prompt = s.client.request_frame(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "x"}]}
+        )
+        cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+        await s.client.send(prompt, cancel)
+        seen, response = await s.client.until(request_id)
+        assert response["result"] == {"stopReason": "cancelled"}
+        assert seen == []
+        assert s.agent(session_id).statistics().turns == 0
+
+
+async def test_idle_cancel_changes_nothing_and_the_next_prompt_runs() -> None:
+    """session/cancel at idle is a no-op; a prompt after it ends end_turn."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        await s.client.notify("session/cancel", {"sessionId": session_id})
+        await s.client.notify("session/cancel", {"sessionId": "s-unknown"})
+        seen, response = await s.client.until(await s.client.prompt(session_id, "after"))
+        assert response["result"] == {"stopReason": "end_turn"}
+        assert chunks(seen) == "after"
+
+
+async def test_cancelling_one_session_leaves_the_other_alone(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Two sessions prompt at once; cancelling one does not touch the other's turn."""
+    async with serve("echo?delay=1") as s:
+        await s.client.initialize()
+        a = await s.client.new_session()
+        b = await s.client.new_session()
+        prompt_a = await s.client.prompt(a, "alpha")
+        prompt_b = await s.client.prompt(b, "beta gamma")
+        await trio.testing.wait_all_tasks_blocked()
+        await s.client.notify("session/cancel", {"sessionId": a})
+        responses: dict[int, Message] = {}
+        updates: list[Message] = []
+        while len(responses) < 2:
+            message = await s.client.next()
+            if "method" in message:
+                updates.append(message)
+            else:
+                responses[message["id"]] = message
+        assert responses[prompt_a]["result"] == {"stopReason": "cancelled"}
+        assert responses[prompt_b]["result"] == {"stopReason": "end_turn"}
+        assert {m["params"]["sessionId"] for m in updates} == {b}
+        assert chunks(updates) == "beta gamma"
+
+
+async def test_load_replays_the_history_before_answering() -> None:
+    """session/load of a stored session sends its conversation as updates, then {}."""
+    store = MemoryStore()
+    async with serve(store=store, allow_bash=True) as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        await s.client.until(await s.client.prompt(session_id, "first words"))
+        await s.client.until(await s.client.prompt(session_id, "!bash ls"))
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        request_id = await s.client.request(
+            "session/load", {"sessionId": session_id, "cwd": CWD, "mcpServers": []}
+        )
+        seen, response = await s.client.until(request_id)
+        assert response["result"] == {}
+        assert kinds(seen) == [
+            "user_message_chunk",
+            "agent_message_chunk",
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk",
+        ]
+        assert chunks(seen, "user_message_chunk") == "first words!bash ls"
+        assert seen[3]["params"]["update"]["kind"] == "execute"
+        assert seen[4]["params"]["update"]["status"] == "completed"
+        # The loaded session is live and owned by the bridge: it takes prompts.
+        _, answer = await s.client.until(await s.client.prompt(session_id, "again"))
+        assert answer["result"] == {"stopReason": "end_turn"}
+
+
+async def test_list_shows_stored_sessions() -> None:
+    """session/list lists the store's sessions with their cwd and title."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        await s.client.until(await s.client.prompt(session_id, "a title"))
+        result = await s.client.call("session/list", {})
+        assert [(e["sessionId"], e["cwd"], e["title"]) for e in result["sessions"]] == [
+            (session_id, CWD, "a title")
+        ]
+        assert (await s.client.call("session/list", {"cwd": "/elsewhere"}))["sessions"] == []
+
+
+async def test_unknown_session_is_resource_not_found() -> None:
+    """prompt and load of an unknown session answer -32002."""
+    async with serve() as s:
+        await s.client.initialize()
+        _, prompted = await s.client.until(await s.client.prompt("s-nope", "x"))
+        assert prompted["error"]["code"] == -32002
+        request_id = await s.client.request(
+            "session/load", {"sessionId": "s-nope", "cwd": CWD, "mcpServers": []}
+        )
+        _, loaded = await s.client.until(request_id)
+        assert loaded["error"]["code"] == -32002
+
+
+async def test_unknown_method_and_malformed_frames_keep_the_bridge_serving() -> None:
+    """-32601 for an unknown method, -32700 for garbage, and the next request still works."""
+    async with serve() as s:
+        await s.client.initialize()
+        await s.client.stream.send_all(b"{oops\n")
+        garbage = await s.client.next()
+        assert garbage["error"]["code"] == -32700
+        assert garbage["id"] is None
+        _, unknown = await s.client.until(await s.client.request("session/set_mode", {}))
+        assert unknown["error"]["code"] == -32601
+        await s.client.notify("$/cancel_request", {"id": 1})
+        await s.client.notify("something/else", None)
+        assert await s.client.new_session()
+
+
+async def test_bash_asks_permission_and_runs_when_allowed() -> None:
+    """allow_once: the request names the command, then the tool runs and the turn ends."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        seen, response = await s.client.until(await s.client.prompt(session_id, "!bash echo hi"))
+        assert response["result"] == {"stopReason": "end_turn"}
+        assert s.bash.ran == ["echo hi"]
+        assert kinds(seen)[:3] == ["tool_call", "session/request_permission", "tool_call_update"]
+        request = s.client.permission_requests[0]["params"]
+        assert request["sessionId"] == session_id
+        assert request["toolCall"]["toolCallId"] == seen[0]["params"]["update"]["toolCallId"]
+        assert {o["kind"] for o in request["options"]} == {
+            "allow_once",
+            "allow_always",
+            "reject_once",
+            "reject_always",
+        }
+
+
+async def test_rejected_bash_does_not_run_and_the_turn_goes_on() -> None:
+    """reject_once: the model gets an error result and the turn still ends end_turn."""
+    async with serve() as s:
+        await s.client.initialize()
+        s.client.permission = allow("reject-once")
+        session_id = await s.client.new_session()
+        seen, response = await s.client.until(await s.client.prompt(session_id, "!bash rm x"))
+        assert response["result"] == {"stopReason": "end_turn"}
+        assert s.bash.ran == []
+        update = next(m for m in seen if kinds([m]) == ["tool_call_update"])
+        assert update["params"]["update"]["status"] == "failed"
+        assert "rejected" in chunks(seen)
+
+
+async def test_cancelled_permission_does_not_run_and_ends_the_turn_cancelled() -> None:
+    """outcome cancelled: the command never runs and the prompt answers cancelled."""
+    async with serve() as s:
+        await s.client.initialize()
+        s.client.permission = cancelled
+        session_id = await s.client.new_session()
+        _, response = await s.client.until(await s.client.prompt(session_id, "!bash touch m"))
+        assert response["result"] == {"stopReason": "cancelled"}
+        assert s.bash.ran == []
+        _, after = await s.client.until(await s.client.prompt(session_id, "still here"))
+        assert after["result"] == {"stopReason": "end_turn"}
+
+
+async def test_session_cancel_while_permission_is_pending() -> None:
+    """A session/cancel during the permission question ends the turn cancelled, unrun."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        request_id = await s.client.prompt(session_id, "!bash touch m")
+        assert kinds([await s.client.next()]) == ["tool_call"]
+        question = await s.client.next()
+        assert question["method"] == "session/request_permission"
+        await s.client.notify("session/cancel", {"sessionId": session_id})
+        # The client answers late, as the spec asks it to; the answer is dropped.
+        await s.client.send({"jsonrpc": "2.0", "id": question["id"], "result": cancelled({})})
+        _, response = await s.client.until(request_id)
+        assert response["result"] == {"stopReason": "cancelled"}
+        assert s.bash.ran == []
+        assert s.bridge.statistics().permission_requests == 0
+
+
+async def test_allow_always_stops_asking_in_that_session() -> None:
+    """After allow_always the next bash in the session runs without a question."""
+    async with serve() as s:
+        await s.client.initialize()
+        s.client.permission = allow("allow-always")
+        session_id = await s.client.new_session()
+        await s.client.until(await s.client.prompt(session_id, "!bash one"))
+        await s.client.until(await s.client.prompt(session_id, "!bash two"))
+        assert s.bash.ran == ["one", "two"]
+        assert len(s.client.permission_requests) == 1
+
+
+async def test_reject_always_refuses_without_asking_again() -> None:
+    """After reject_always the next bash is refused without a question."""
+    async with serve() as s:
+        await s.client.initialize()
+        s.client.permission = allow("reject-always")
+        session_id = await s.client.new_session()
+        await s.client.until(await s.client.prompt(session_id, "!bash one"))
+        await s.client.until(await s.client.prompt(session_id, "!bash two"))
+        assert s.bash.ran == []
+        assert len(s.client.permission_requests) == 1
+
+
+async def test_allow_bash_runs_without_asking() -> None:
+    """With allow_bash no permission is requested."""
+    async with serve(allow_bash=True) as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        seen, _ = await s.client.until(await s.client.prompt(session_id, "!bash ok"))
+        assert s.bash.ran == ["ok"]
+        assert "session/request_permission" not in kinds(seen)
+
+
+async def test_eof_disposes_every_session(autojump_clock: trio.abc.Clock) -> None:
+    """Client EOF, one session mid-turn: no agent left, no live session in the store."""
+    async with serve("echo?delay=100") as s:
+        await s.client.initialize()
+        a = await s.client.new_session()
+        await s.client.new_session()
+        await s.client.prompt(a, "pending forever")
+        await trio.testing.wait_all_tasks_blocked()
+        await s.client.stream.aclose()
+        with trio.fail_after(5):
+            await s.bridge.wait_closed()
+        assert s.agents.list() == ()
+        assert s.store.live() == ()
+        assert s.bridge.statistics().sessions == ()
+        ended = [r for r in (await s.store.load(a)).records if isinstance(r, TurnEnded)]
+        assert [e.stop_reason for e in ended] == [StopReason.CANCELLED]
+
+
+async def test_plugin_teardown_disposes_sessions_and_closes_the_stream() -> None:
+    """Disposing the bridge's fiber disposes its sessions; the client then reads EOF."""
+    store = MemoryStore()
+    async with ag.open_runtime(store=store) as root:
+        ours, theirs = trio.testing.memory_stream_pair()
+        bridge = AcpBridge(ours)
+        fiber = await root.plugin(bridge)
+        client = Client(theirs)
+        await client.initialize()
+        await client.new_session()
+        await client.new_session()
+        await fiber.dispose()
+        assert root.get("agents").list() == ()
+        assert store.live() == ()
+        with pytest.raises(EOFError):
+            await client.next()
+
+
+async def test_new_session_racing_the_close_is_disposed() -> None:
+    """session/new then EOF at once: the created handle is disposed, nothing is left."""
+    async with serve() as s:
+        await s.client.initialize()
+        await s.client.request("session/new", {"cwd": CWD, "mcpServers": []})
+        await s.client.stream.aclose()
+        with trio.fail_after(5):
+            await s.bridge.wait_closed()
+        assert s.agents.list() == ()
+        assert s.store.live() == ()
+
+
+async def test_prompt_of_an_agent_disposed_elsewhere_is_answered() -> None:
+    """An agent torn down by another owner: its session leaves the bridge."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        agent = s.agent(session_id)
+        fiber = s.agents._fibers[agent]
+        await fiber.dispose()
+        assert s.bridge.statistics().sessions == ()
+        _, response = await s.client.until(await s.client.prompt(session_id, "x"))
+        assert response["error"]["code"] == -32002

@@ -1,0 +1,342 @@
+"""End to end: the real ACP client (the ``agent-client-protocol`` package, on asyncio)
+drives the installed ``trio-agents acp`` command as a subprocess.
+
+Each test is a sync function running its own ``asyncio.run``: the client is not trio code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+acp = pytest.importorskip("acp")
+
+from acp import RequestError, text_block  # noqa: E402
+from acp.connection import StreamEvent  # noqa: E402
+from acp.schema import (  # noqa: E402
+    AllowedOutcome,
+    DeniedOutcome,
+    PermissionOption,
+    RequestPermissionResponse,
+)
+
+EXE = Path(sys.executable).parent / "trio-agents"
+T = TypeVar("T")
+# Safety net only: every wait below ends on an event, this bounds a broken run.
+LIMIT = 30.0
+
+
+class Recorder:
+    """The client side: records every update, answers permission requests by policy."""
+
+    def __init__(self, permission: str | None = "allow_once") -> None:
+        self.permission = permission
+        self.updates: list[tuple[str, Any]] = []
+        self.permission_requests: list[Any] = []
+        self.changed = asyncio.Event()
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[PermissionOption], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.permission_requests.append(tool_call)
+        if self.permission is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        chosen = next(o for o in options if o.kind == self.permission)
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=chosen.option_id)
+        )
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+        self.changed.set()
+
+    def texts(self, session_id: str, kind: str = "agent_message_chunk") -> str:
+        return "".join(
+            u.content.text for s, u in self.updates if s == session_id and u.session_update == kind
+        )
+
+    async def wait_for(self, predicate: Callable[[], bool]) -> None:
+        while not predicate():
+            self.changed.clear()
+            await self.changed.wait()
+
+
+class Wire:
+    """The frames each way, in the order they passed (an observer of the connection)."""
+
+    def __init__(self) -> None:
+        self.incoming: list[dict[str, Any]] = []
+        self.outgoing: list[dict[str, Any]] = []
+        self._changed = asyncio.Event()
+
+    def __call__(self, event: StreamEvent) -> None:
+        side = self.incoming if event.direction.value == "incoming" else self.outgoing
+        side.append(event.message)
+        self._changed.set()
+
+    async def wait_sent(self, method: str, count: int = 1) -> None:
+        """Wait until ``count`` frames of ``method`` were written to the agent."""
+        while sum(m.get("method") == method for m in self.outgoing) < count:
+            self._changed.clear()
+            await self._changed.wait()
+
+
+@asynccontextmanager
+async def agent_process(
+    recorder: Recorder, *args: str, wire: Wire | None = None
+) -> AsyncIterator[tuple[Any, asyncio.subprocess.Process]]:
+    async with acp.spawn_agent_process(
+        recorder,
+        str(EXE),
+        "acp",
+        *args,
+        transport_kwargs={"stderr": None},
+        observers=[wire] if wire is not None else None,
+    ) as (conn, process):
+        await conn.initialize(protocol_version=1)
+        yield conn, process
+
+
+def run(main: Callable[[], Awaitable[T]]) -> T:
+    async def bounded() -> T:
+        return await asyncio.wait_for(main(), LIMIT)
+
+    return asyncio.run(bounded())
+
+
+def processes_with(text: str) -> list[int]:
+    """Live (non-zombie) processes whose command line contains ``text``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state not in ("Z", "X"):
+            found.append(int(entry))
+    return found
+
+
+def test_initialize_new_session_and_streaming_prompt() -> None:
+    """initialize, session/new, then a prompt streams its chunks and ends end_turn."""
+
+    async def main() -> None:
+        recorder = Recorder()
+        async with agent_process(recorder, "--store", "memory") as (conn, _):
+            session = await conn.new_session(cwd=os.getcwd(), mcp_servers=[])
+            response = await conn.prompt(
+                session_id=session.session_id, prompt=[text_block("hello from the client")]
+            )
+            assert response.stop_reason == "end_turn"
+            await recorder.wait_for(
+                lambda: recorder.texts(session.session_id) == "hello from the client"
+            )
+
+    run(main)
+
+
+def test_initialize_announces_version_1_and_load_session() -> None:
+    """The real client reads protocol version 1 and loadSession from the answer."""
+
+    async def main() -> None:
+        async with acp.spawn_agent_process(
+            Recorder(), str(EXE), "acp", "--store", "memory", transport_kwargs={"stderr": None}
+        ) as (conn, _):
+            answer = await conn.initialize(protocol_version=1)
+            assert answer.protocol_version == 1
+            assert answer.agent_capabilities.load_session is True
+
+    run(main)
+
+
+def test_cancel_mid_stream_answers_cancelled_quickly() -> None:
+    """With a 5 s model delay, session/cancel answers cancelled long before the delay."""
+
+    async def main() -> float:
+        recorder = Recorder()
+        wire = Wire()
+        async with agent_process(
+            recorder, "--store", "memory", "--model", "echo?delay=5", wire=wire
+        ) as (conn, _):
+            session = await conn.new_session(cwd=os.getcwd(), mcp_servers=[])
+            prompt = asyncio.ensure_future(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("slow")])
+            )
+            await wire.wait_sent("session/prompt")
+            started = time.monotonic()
+            await conn.cancel(session_id=session.session_id)
+            response = await prompt
+            assert response.stop_reason == "cancelled"
+            assert recorder.texts(session.session_id) == ""
+            return time.monotonic() - started
+
+    elapsed = run(main)
+    assert elapsed < 5, "the cancel waited for the model"
+
+
+def test_two_sessions_one_cancelled_the_other_unaffected() -> None:
+    """Cancelling session A leaves session B's prompt to end end_turn with its text."""
+
+    async def main() -> None:
+        recorder = Recorder()
+        wire = Wire()
+        async with agent_process(
+            recorder, "--store", "memory", "--model", "echo?delay=0.5", wire=wire
+        ) as (conn, _):
+            a = (await conn.new_session(cwd=os.getcwd(), mcp_servers=[])).session_id
+            b = (await conn.new_session(cwd=os.getcwd(), mcp_servers=[])).session_id
+            prompt_a = asyncio.ensure_future(conn.prompt(session_id=a, prompt=[text_block("A")]))
+            prompt_b = asyncio.ensure_future(conn.prompt(session_id=b, prompt=[text_block("bee")]))
+            await wire.wait_sent("session/prompt", 2)
+            await conn.cancel(session_id=a)
+            assert (await prompt_a).stop_reason == "cancelled"
+            assert (await prompt_b).stop_reason == "end_turn"
+            await recorder.wait_for(lambda: recorder.texts(b) == "bee")
+            assert recorder.texts(a) == ""
+
+    run(main)
+
+
+def test_load_replays_history_before_the_response(tmp_path: Path) -> None:
+    """A session stored by one process is loaded by another; its history arrives first."""
+
+    async def first() -> str:
+        async with agent_process(Recorder(), "--store", str(tmp_path)) as (conn, _):
+            session_id: str = (await conn.new_session(cwd=os.getcwd(), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session_id, prompt=[text_block("remember me")])
+            return session_id
+
+    session_id = run(first)
+
+    async def second() -> None:
+        wire = Wire()
+        recorder = Recorder()
+        async with agent_process(recorder, "--store", str(tmp_path), wire=wire) as (conn, _):
+            await conn.load_session(cwd=os.getcwd(), session_id=session_id, mcp_servers=[])
+            # The responses received: initialize's, then session/load's.
+            answers = [i for i, m in enumerate(wire.incoming) if "method" not in m]
+            assert len(answers) == 2
+            answer = answers[1]
+            replayed = [
+                m["params"]["update"]["sessionUpdate"]
+                for m in wire.incoming[:answer]
+                if m.get("method") == "session/update"
+            ]
+            assert replayed == ["user_message_chunk", "agent_message_chunk"]
+            await recorder.wait_for(lambda: len(recorder.updates) == 2)
+            assert recorder.texts(session_id, "user_message_chunk") == "remember me"
+            assert recorder.texts(session_id) == "remember me"
+            listed = await conn.list_sessions()
+            assert session_id in [s.session_id for s in listed.sessions]
+
+    run(second)
+
+
+def test_unknown_session_is_an_error() -> None:
+    """Prompting or loading a session nobody has is a -32002 error."""
+
+    async def main() -> None:
+        async with agent_process(Recorder(), "--store", "memory") as (conn, _):
+            with pytest.raises(RequestError) as prompted:
+                await conn.prompt(session_id="s-000000000000", prompt=[text_block("x")])
+            assert prompted.value.code == -32002
+            with pytest.raises(RequestError) as loaded:
+                await conn.load_session(
+                    cwd=os.getcwd(), session_id="s-000000000000", mcp_servers=[]
+                )
+            assert loaded.value.code == -32002
+
+    run(main)
+
+
+def test_cancelled_permission_does_not_run_the_command(tmp_path: Path) -> None:
+    """The client answers the permission request cancelled: no marker file, turn ends."""
+    marker = tmp_path / "marker"
+
+    async def main() -> None:
+        recorder = Recorder(permission=None)
+        async with agent_process(recorder, "--store", "memory") as (conn, _):
+            session = await conn.new_session(cwd=os.getcwd(), mcp_servers=[])
+            response = await conn.prompt(
+                session_id=session.session_id, prompt=[text_block(f"!bash touch {marker}")]
+            )
+            assert response.stop_reason == "cancelled"
+            assert len(recorder.permission_requests) == 1
+            assert recorder.permission_requests[0].kind == "execute"
+
+    run(main)
+    assert not marker.exists()
+
+
+def test_allowed_permission_runs_the_command(tmp_path: Path) -> None:
+    """allow_once: the real shell runs the command, and the turn ends end_turn."""
+    marker = tmp_path / "marker"
+
+    async def main() -> None:
+        recorder = Recorder(permission="allow_once")
+        async with agent_process(recorder, "--store", "memory") as (conn, _):
+            session = await conn.new_session(cwd=os.getcwd(), mcp_servers=[])
+            response = await conn.prompt(
+                session_id=session.session_id, prompt=[text_block(f"!bash touch {marker}")]
+            )
+            assert response.stop_reason == "end_turn"
+
+    run(main)
+    assert marker.exists()
+
+
+def test_client_disconnect_mid_turn_exits_fast_without_children(tmp_path: Path) -> None:
+    """Closing stdin while a shell command runs: the agent exits well under 2 s, no child."""
+    tag = f"trio-agents-acp-{uuid.uuid4().hex}"
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+
+    def wait_started() -> str:
+        with open(fifo) as f:
+            return f.readline()
+
+    # A sleep whose command line is unique too: it is the grandchild that must not survive.
+    sleeper = f"sleep 59.{uuid.uuid4().int % 10**6:06d}"
+
+    async def main() -> float:
+        recorder = Recorder()
+        async with agent_process(recorder, "--store", "memory", "--allow-bash") as (
+            conn,
+            process,
+        ):
+            session = await conn.new_session(cwd=os.getcwd(), mcp_servers=[])
+            prompt = asyncio.ensure_future(
+                conn.prompt(
+                    session_id=session.session_id,
+                    prompt=[text_block(f"!bash echo {tag} > {fifo} && {sleeper}")],
+                )
+            )
+            # The shell tells the test it runs (a FIFO blocks until both ends are open).
+            assert (await asyncio.to_thread(wait_started)).strip() == tag
+            started = time.monotonic()
+            assert process.stdin is not None
+            process.stdin.close()
+            returncode = await asyncio.wait_for(process.wait(), 2.0)
+            elapsed = time.monotonic() - started
+            assert returncode == 0
+            prompt.cancel()
+            return elapsed
+
+    elapsed = run(main)
+    assert elapsed < 2.0
+    assert processes_with(tag) == []
+    assert processes_with(sleeper) == []

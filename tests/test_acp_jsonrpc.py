@@ -1,0 +1,289 @@
+"""The sans-IO core of the ACP bridge: framing, JSON-RPC meaning, request bookkeeping."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trio_agents.acp import (
+    Connection,
+    ErrorCode,
+    Invalid,
+    LineFramer,
+    Notification,
+    Oversized,
+    ProtocolStateError,
+    Request,
+    Response,
+    encode_frame,
+)
+from trio_agents.acp._framing import MAX_FRAME
+
+
+def reply_of(event: object) -> dict[str, Any]:
+    assert isinstance(event, Invalid)
+    assert event.reply is not None
+    assert event.reply.endswith(b"\n")
+    decoded: dict[str, Any] = json.loads(event.reply)
+    return decoded
+
+
+def frame(message: object) -> bytes:
+    return json.dumps(message).encode()
+
+
+# -- framing -------------------------------------------------------------------------------------
+
+
+def test_framer_splits_lines_and_keeps_partial_input() -> None:
+    """Complete lines come out in order; the unterminated rest waits for more bytes."""
+    framer = LineFramer()
+    assert framer.feed(b'{"a":1}\n{"b"') == [b'{"a":1}']
+    assert framer.feed(b":2}\r\n\n  \n") == [b'{"b":2}']
+    assert framer.buffered == 0
+
+
+def test_framer_close_returns_the_unterminated_last_frame() -> None:
+    """At the end of input, a last line without a newline is still a frame."""
+    framer = LineFramer()
+    assert framer.feed(b"abc") == []
+    assert framer.close() == [b"abc"]
+    assert framer.close() == []
+    with pytest.raises(RuntimeError, match=r"^the framer is closed"):
+        framer.feed(b"x")
+
+
+def test_oversized_frame_is_reported_once_and_framing_recovers() -> None:
+    """A line over the limit yields one Oversized, is dropped, and the next line is intact."""
+    framer = LineFramer(max_frame=8)
+    assert framer.feed(b"0123") == []
+    assert framer.feed(b"45678") == [Oversized(8)]
+    assert framer.feed(b"9" * 100) == []
+    assert framer.buffered == 0
+    assert framer.feed(b"tail\nok\n") == [b"ok"]
+
+
+def test_frame_of_exactly_the_limit_is_accepted() -> None:
+    """The limit is inclusive."""
+    assert LineFramer(max_frame=4).feed(b"abcd\n") == [b"abcd"]
+    with pytest.raises(ValueError, match=r"^max_frame must be at least 1"):
+        LineFramer(max_frame=0)
+
+
+def test_five_megabyte_frame_in_small_chunks() -> None:
+    """A 5 MB frame fed in 64 KiB chunks comes out whole under the default 16 MiB bound."""
+    payload = encode_frame({"jsonrpc": "2.0", "method": "m", "params": {"x": "y" * 5_000_000}})
+    framer = LineFramer()
+    out: list[bytes | Oversized] = []
+    for start in range(0, len(payload), 65536):
+        out += framer.feed(payload[start : start + 65536])
+    assert out == [payload[:-1]]
+    assert MAX_FRAME == 16 * 1024 * 1024
+
+
+@given(st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=8), st.data())
+def test_framing_is_independent_of_chunking(lines: list[bytes], data: st.DataObject) -> None:
+    """However the bytes are cut, the same frames come out."""
+    stream = b"".join(line + b"\n" for line in lines)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=6)))
+    framer = LineFramer()
+    out: list[bytes | Oversized] = []
+    for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+        out += framer.feed(stream[start:end])
+    out += framer.close()
+    expected = [line.removesuffix(b"\r") for line in lines]
+    assert out == [line for line in expected if line.strip()]
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda c: st.lists(c) | st.dictionaries(st.text(), c),
+        max_leaves=10,
+    )
+)
+def test_encoded_frames_are_one_line_and_round_trip(value: Any) -> None:
+    """An encoded message has exactly one newline, at its end, and decodes to itself."""
+    encoded = encode_frame(value)
+    assert encoded.count(b"\n") == 1
+    assert encoded.endswith(b"\n")
+    assert json.loads(encoded) == value
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def test_malformed_json_is_a_parse_error_with_null_id() -> None:
+    """Bytes that are not JSON get -32700 and id null."""
+    reply = reply_of(Connection().receive(b"{not json"))
+    assert reply["id"] is None
+    assert reply["error"]["code"] == ErrorCode.PARSE_ERROR
+    assert ErrorCode.PARSE_ERROR.value == -32700
+
+
+def test_invalid_utf8_is_a_parse_error() -> None:
+    """Bytes that are not UTF-8 are a parse error too."""
+    assert reply_of(Connection().receive(b'{"a":"\xff"}'))["error"]["code"] == -32700
+
+
+def test_oversized_frame_is_a_parse_error() -> None:
+    """The framer's Oversized marker is answered -32700 naming the limit."""
+    reply = reply_of(Connection().receive(Oversized(10)))
+    assert reply["error"]["code"] == -32700
+    assert "larger than 10 bytes" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("message", "echoed"),
+    [
+        ({"jsonrpc": "2.0", "id": 7}, 7),
+        ({"jsonrpc": "2.0", "id": "x", "params": {}}, "x"),
+        ({"jsonrpc": "1.0", "id": 3, "method": "m"}, 3),
+        ({"jsonrpc": "2.0", "id": 4, "method": 5}, 4),
+        ({"jsonrpc": "2.0", "id": 5, "method": "m", "params": 3}, 5),
+        ({"jsonrpc": "2.0", "id": True, "method": "m"}, None),
+        ({"jsonrpc": "2.0", "id": 1.5, "method": "m"}, None),
+        ([{"jsonrpc": "2.0", "id": 1, "method": "m"}], None),
+        ([], None),
+        (42, None),
+    ],
+)
+def test_invalid_requests_get_minus_32600(message: object, echoed: object) -> None:
+    """JSON that is not a request is -32600, with the id echoed when it could be read."""
+    reply = reply_of(Connection().receive(frame(message)))
+    assert reply["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert ErrorCode.INVALID_REQUEST.value == -32600
+    assert reply["id"] == echoed
+    assert type(reply["id"]) is type(echoed)
+
+
+@pytest.mark.parametrize("request_id", [0, "x", None, "0", -1, 2**40])
+def test_request_ids_are_echoed_exactly(request_id: object) -> None:
+    """0, "x", null and friends come back with the same JSON type and value."""
+    connection = Connection()
+    event = connection.receive(frame({"jsonrpc": "2.0", "id": request_id, "method": "m"}))
+    assert event == Request(request_id, "m", None)  # type: ignore[arg-type]
+    assert isinstance(event, Request)
+    answer = json.loads(connection.respond(event.id, {"ok": 1}))
+    assert answer == {"jsonrpc": "2.0", "id": request_id, "result": {"ok": 1}}
+    assert type(answer["id"]) is type(request_id)
+
+
+def test_ids_zero_and_string_zero_are_different_requests() -> None:
+    """0 and "0" can be open at once; each is answered separately."""
+    connection = Connection()
+    connection.receive(frame({"jsonrpc": "2.0", "id": 0, "method": "a"}))
+    event = connection.receive(frame({"jsonrpc": "2.0", "id": "0", "method": "b"}))
+    assert isinstance(event, Request)
+    assert connection.statistics().incoming_open == 2
+    connection.respond("0", None)
+    assert connection.is_open(0)
+    assert not connection.is_open("0")
+
+
+def test_a_notification_has_no_id_member() -> None:
+    """Without an id member it is a notification; with "id": null it is a request."""
+    connection = Connection()
+    note = connection.receive(frame({"jsonrpc": "2.0", "method": "n", "params": {"a": 1}}))
+    assert note == Notification("n", {"a": 1})
+    assert isinstance(
+        connection.receive(frame({"jsonrpc": "2.0", "id": None, "method": "n"})), Request
+    )
+
+
+def test_duplicate_open_id_is_refused_without_touching_the_open_one() -> None:
+    """A second request reusing an open id is -32600 (id null) and the first stays open."""
+    connection = Connection()
+    connection.receive(frame({"jsonrpc": "2.0", "id": 1, "method": "m"}))
+    reply = reply_of(connection.receive(frame({"jsonrpc": "2.0", "id": 1, "method": "m"})))
+    assert reply["id"] is None
+    assert connection.is_open(1)
+
+
+def test_answering_twice_or_an_unknown_id_raises_and_changes_nothing() -> None:
+    """respond on a request that is not open raises ProtocolStateError."""
+    connection = Connection()
+    connection.receive(frame({"jsonrpc": "2.0", "id": 1, "method": "m"}))
+    connection.respond_error(1, ErrorCode.METHOD_NOT_FOUND, "no")
+    with pytest.raises(ProtocolStateError, match=r"^cannot answer incoming request"):
+        connection.respond(1, None)
+    with pytest.raises(ProtocolStateError):
+        connection.respond("never", None)
+    assert connection.statistics().incoming_open == 0
+
+
+def test_error_answer_carries_code_message_and_data() -> None:
+    """respond_error serializes the error object, with data only when given."""
+    connection = Connection()
+    connection.receive(frame({"jsonrpc": "2.0", "id": "q", "method": "m"}))
+    answer = json.loads(connection.respond_error("q", -32002, "unknown", {"sessionId": "s"}))
+    assert answer["error"] == {"code": -32002, "message": "unknown", "data": {"sessionId": "s"}}
+
+
+# -- outgoing requests ---------------------------------------------------------------------------
+
+
+def test_outgoing_request_is_correlated_with_its_response() -> None:
+    """A response with our id resolves it once, with its method; ids start at 0."""
+    connection = Connection()
+    first, wire = connection.request("session/request_permission", {"x": 1})
+    assert first == 0
+    assert json.loads(wire)["method"] == "session/request_permission"
+    second, _ = connection.request("other", None)
+    response = connection.receive(frame({"jsonrpc": "2.0", "id": second, "result": {"r": 2}}))
+    assert response == Response(second, "other", {"r": 2}, None)
+    error = connection.receive(frame({"jsonrpc": "2.0", "id": first, "error": {"code": 1}}))
+    assert isinstance(error, Response)
+    assert error.error == {"code": 1}
+    assert connection.statistics().outgoing_open == 0
+
+
+def test_unsolicited_or_late_response_is_dropped_without_reply() -> None:
+    """A response to an id not sent (or abandoned) is Invalid with nothing to send."""
+    connection = Connection()
+    request_id, _ = connection.request("m", None)
+    connection.abandon(request_id)
+    late = connection.receive(frame({"jsonrpc": "2.0", "id": request_id, "result": None}))
+    assert isinstance(late, Invalid)
+    assert late.reply is None
+    with pytest.raises(ProtocolStateError, match=r"^cannot abandon"):
+        connection.abandon(request_id)
+
+
+# -- hypothesis: any input, and the answer discipline --------------------------------------------
+
+
+@given(st.binary(max_size=200))
+def test_any_bytes_give_an_event_and_never_raise(data: bytes) -> None:
+    """Whatever a frame holds, receive() returns an event; invalid ones carry valid JSON."""
+    event = Connection().receive(data)
+    if isinstance(event, Invalid) and event.reply is not None:
+        assert json.loads(event.reply)["error"]["code"] in (-32700, -32600)
+
+
+json_ids = st.integers(-(2**53), 2**53) | st.text(max_size=5) | st.none()
+
+
+@given(st.lists(st.tuples(json_ids, st.booleans()), max_size=20))
+def test_every_request_is_answered_exactly_once(steps: list[tuple[object, bool]]) -> None:
+    """Requests received are open until answered; an id is reusable after its answer."""
+    connection = Connection()
+    open_ids: list[object] = []
+    for request_id, answer_now in steps:
+        event = connection.receive(frame({"jsonrpc": "2.0", "id": request_id, "method": "m"}))
+        if any(type(i) is type(request_id) and i == request_id for i in open_ids):
+            assert isinstance(event, Invalid)
+        else:
+            assert isinstance(event, Request)
+            assert event.id == request_id
+            open_ids.append(request_id)
+        if answer_now and open_ids:
+            answered = open_ids.pop(0)
+            reply = json.loads(connection.respond(answered, "ok"))  # type: ignore[arg-type]
+            assert reply["id"] == answered
+            assert type(reply["id"]) is type(answered)
+    assert connection.statistics().incoming_open == len(open_ids)

@@ -1,0 +1,204 @@
+"""Raw frames against the installed ``trio-agents acp --store memory``: errors are answered,
+ids are echoed exactly, big frames pass, and the command keeps serving."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from trio_agents.acp import LineFramer, Oversized
+
+EXE = Path(sys.executable).parent / "trio-agents"
+# Safety net only: every wait ends on a frame or on EOF.
+LIMIT = 30
+
+
+class Raw:
+    """Bytes to the command's stdin, frames from its stdout."""
+
+    def __init__(self, process: trio.Process) -> None:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        self.process = process
+        self.stdin = process.stdin
+        self.stdout = process.stdout
+        self._framer = LineFramer(64 * 1024 * 1024)
+        self._frames: list[bytes] = []
+
+    async def write(self, data: bytes) -> None:
+        await self.stdin.send_all(data)
+
+    async def send(self, message: object) -> None:
+        await self.write(json.dumps(message).encode() + b"\n")
+
+    async def next(self) -> dict[str, Any]:
+        while not self._frames:
+            data = await self.stdout.receive_some(1 << 20)
+            if not data:
+                raise EOFError
+            for frame in self._framer.feed(data):
+                assert not isinstance(frame, Oversized)
+                self._frames.append(frame)
+        frame = self._frames.pop(0)
+        message: dict[str, Any] = json.loads(frame)  # stdout holds nothing but frames
+        assert message["jsonrpc"] == "2.0"
+        return message
+
+    async def answer_to(self, request_id: object) -> dict[str, Any]:
+        while True:
+            message = await self.next()
+            if "method" not in message:
+                assert message["id"] == request_id
+                assert type(message["id"]) is type(request_id)
+                return message
+
+    async def initialize(self, request_id: object = 1) -> dict[str, Any]:
+        await self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "initialize",
+                "params": {"protocolVersion": 1},
+            }
+        )
+        return await self.answer_to(request_id)
+
+
+@asynccontextmanager
+async def command(*args: str) -> AsyncIterator[Raw]:
+    with trio.fail_after(LIMIT):
+        process = await trio.lowlevel.open_process(
+            [str(EXE), "acp", "--store", "memory", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        try:
+            raw = Raw(process)
+            yield raw
+            await raw.stdin.aclose()
+            assert await process.wait() == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await raw.stdin.aclose()
+            await raw.stdout.aclose()
+
+
+async def test_malformed_json_is_answered_and_serving_goes_on() -> None:
+    """Garbage is -32700 with id null; the next request is answered normally."""
+    async with command() as raw:
+        await raw.write(b"{this is not json\n")
+        error = await raw.next()
+        assert error["id"] is None
+        assert error["error"]["code"] == -32700
+        assert (await raw.initialize())["result"]["protocolVersion"] == 1
+
+
+async def test_request_without_method_is_invalid_request() -> None:
+    """An id with neither method nor result is -32600, the id echoed."""
+    async with command() as raw:
+        await raw.send({"jsonrpc": "2.0", "id": 9})
+        error = await raw.answer_to(9)
+        assert error["error"]["code"] == -32600
+        assert (await raw.initialize())["result"]["protocolVersion"] == 1
+
+
+async def test_unknown_method_is_method_not_found() -> None:
+    """An unknown method is -32601; unknown notifications get nothing."""
+    async with command() as raw:
+        await raw.initialize()
+        await raw.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"id": 1}})
+        await raw.send({"jsonrpc": "2.0", "method": "x/unknown"})
+        await raw.send({"jsonrpc": "2.0", "id": "m", "method": "x/unknown", "params": {}})
+        error = await raw.answer_to("m")
+        assert error["error"]["code"] == -32601
+
+
+async def test_ids_zero_x_and_null_are_echoed_exactly() -> None:
+    """initialize with ids 0, "x" and null: each answer carries the same id and type."""
+    async with command() as raw:
+        for request_id in (0, "x", None):
+            answer = await raw.initialize(request_id)
+            assert answer["result"]["protocolVersion"] == 1
+
+
+async def test_five_megabyte_frames_pass_both_ways() -> None:
+    """A 5 MB prompt is accepted, and the 5 MB echo comes back in one chunk frame."""
+    word = "w" * (5 * 1024 * 1024)
+    async with command() as raw:
+        await raw.initialize()
+        await raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/new",
+                "params": {"cwd": "/tmp", "mcpServers": []},
+            }
+        )
+        session_id = (await raw.answer_to(2))["result"]["sessionId"]
+        await raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "session/prompt",
+                "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": word}]},
+            }
+        )
+        update = await raw.next()
+        assert update["method"] == "session/update"
+        assert update["params"]["update"]["content"]["text"] == word
+        assert (await raw.answer_to(3))["result"] == {"stopReason": "end_turn"}
+
+
+async def test_frame_over_the_limit_is_refused_and_serving_goes_on() -> None:
+    """A 17 MiB line is one -32700 error; the command answers the next request."""
+    async with command() as raw:
+        await raw.initialize()
+        chunk = b"x" * (1024 * 1024)
+        for _ in range(17):
+            await raw.write(chunk)
+        await raw.write(b"\n")
+        error = await raw.next()
+        assert error["error"]["code"] == -32700
+        assert "larger than" in error["error"]["message"]
+        assert (await raw.initialize(5))["result"]["protocolVersion"] == 1
+
+
+async def test_eof_ends_the_command_with_status_zero() -> None:
+    """Closing stdin with a session open ends the command cleanly (checked on exit)."""
+    async with command() as raw:
+        await raw.initialize()
+        await raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/new",
+                "params": {"cwd": "/tmp", "mcpServers": []},
+            }
+        )
+        assert "sessionId" in (await raw.answer_to(2))["result"]
+
+
+def test_a_request_followed_by_eof_is_still_answered() -> None:
+    """A client that sends initialize and closes its half still gets the answer, then exit 0."""
+    request = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {"protocolVersion": 1}}
+    done = subprocess.run(
+        [str(EXE), "acp", "--store", "memory"],
+        input=json.dumps(request).encode() + b"\n",
+        capture_output=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    assert done.returncode == 0
+    [line] = done.stdout.splitlines()
+    answer = json.loads(line)
+    assert answer["id"] == 7
+    assert answer["result"]["protocolVersion"] == 1

@@ -1,0 +1,308 @@
+"""``--config FILE``: the TOML file that names the model, plugins and declared agents.
+
+The format::
+
+    model = "echo?delay=0.5"          # the default model (``--model`` wins over it)
+
+    [[plugins]]
+    module = "my_plugins.greeter"     # imported with the file's directory first on sys.path
+    attr = "plugin"                   # optional: the plugin object in the module
+    config = { greeting = "hi" }      # optional: structured into the plugin's Config
+
+    [[agents]]                        # owned by the AgentLoop
+    id = "helper"
+    model = "echo"
+    instructions = "You are terse."
+    tools = ["bash"]
+
+Rules:
+- Validation collects every problem (types, unknown keys, model specs, imports, plugin shapes
+  and plugin configs) and raises one :class:`ConfigFileError` listing them all, each with the
+  place it is at (``agents[0].tools``).
+- Values are not coerced: a number where a string belongs, or a string where a list belongs,
+  is a problem, never ``"3"`` or ``["b", "a", "s", "h"]``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, final, get_origin
+
+import attrs
+import cattrs
+from cattrs.cols import list_structure_factory
+from cattrs.errors import ForbiddenExtraKeysError
+from cattrs.v import format_exception
+
+from ..agent import DeclaredAgent
+from ..kernel import ConfigError, config_converter
+from ..model import ModelSpecError, model_from_spec
+
+__all__ = ["Config", "ConfigFileError", "LoadedPlugin", "PluginEntry", "load_config", "parse"]
+
+
+class ConfigFileError(ConfigError):
+    """The ``--config`` file cannot be used; ``problems`` lists every reason, each with where."""
+
+
+@attrs.frozen
+class PluginEntry:
+    """One ``[[plugins]]`` table."""
+
+    module: str
+    attr: str | None = None
+    config: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class _File:
+    """The whole file, as written."""
+
+    model: str | None = None
+    plugins: list[PluginEntry] = attrs.Factory(list)
+    agents: list[DeclaredAgent] = attrs.Factory(list)
+
+
+@final
+@attrs.frozen
+class LoadedPlugin:
+    """A plugin entry resolved to its object, ready for ``ctx.plugin(plugin, config)``."""
+
+    entry: PluginEntry
+    plugin: object = attrs.field(eq=False)
+    #: The source file of the plugin's module (what ``--watch`` watches), if it has one.
+    file: str | None
+
+    @property
+    def config(self) -> dict[str, Any] | None:
+        """The raw configuration table (the kernel structures it)."""
+        return self.entry.config
+
+    @property
+    def label(self) -> str:
+        """``module`` or ``module:attr``, for messages."""
+        entry = self.entry
+        return entry.module if entry.attr is None else f"{entry.module}:{entry.attr}"
+
+
+@final
+@attrs.frozen
+class Config:
+    """A validated configuration (empty when no ``--config`` is given)."""
+
+    path: Path | None = None
+    model: str | None = None
+    plugins: tuple[LoadedPlugin, ...] = ()
+    agents: tuple[DeclaredAgent, ...] = ()
+
+
+class _StrictTypeError(TypeError):
+    """A value of the wrong type; its message is the whole problem."""
+
+
+def _strict(kind: type) -> Callable[[object, type], object]:
+    def hook(value: object, _: type) -> object:
+        # bool is an int to Python, never to a config file.
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            got = f"{type(value).__name__} {value!r}"
+            raise _StrictTypeError(f"expected {kind.__name__}, got {got}")
+        return value
+
+    return hook
+
+
+def _strict_list(type_: Any, converter: cattrs.Converter) -> Callable[[object, Any], object]:
+    structure = list_structure_factory(type_, converter)
+
+    def hook(value: object, _: Any) -> object:
+        if not isinstance(value, list):
+            raise _StrictTypeError(f"expected a list, got {type(value).__name__} {value!r}")
+        return structure(value, type_)
+
+    return hook
+
+
+def _origin(type_: Any) -> object:
+    return get_origin(type_)
+
+
+def _converter() -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    for kind in (str, int, float, bool):
+        converter.register_structure_hook(kind, _strict(kind))
+    converter.register_structure_hook(dict, _strict(dict))
+    converter.register_structure_hook_func(
+        lambda t: _origin(t) is dict, lambda value, _: _strict(dict)(value, dict)
+    )
+    converter.register_structure_hook_factory(
+        lambda t: _origin(t) is list, lambda t: _strict_list(t, converter)
+    )
+    return converter
+
+
+#: The converter of the config file (the package's own, never cattrs' global one).
+_CONVERTER = _converter()
+
+
+def _describe(exc: BaseException, type_: type | None) -> str:
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return f"unknown keys: {', '.join(sorted(exc.extra_fields))}"
+    detail = str(exc)
+    if isinstance(exc, _StrictTypeError):
+        return detail
+    text = format_exception(exc, type_)
+    if isinstance(exc, TypeError | ValueError) and detail and detail not in text:
+        return f"{text}: {detail}" if text != "invalid value" else detail
+    return text
+
+
+def _problems(exc: Exception, path: str) -> list[str]:
+    found = []
+    for line in cattrs.transform_error(exc, path=path, format_exception=_describe):
+        # "message @ $.agents[0].id" → "agents[0].id: message"
+        message, _, where = line.rpartition(" @ ")
+        where = where.removeprefix("$.").removeprefix("$")
+        found.append(f"{where or 'top level'}: {message}" if message else line)
+    return found
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate the TOML file at ``path``.
+
+    Plugin modules are imported with the file's directory first on ``sys.path``.
+
+    Raises:
+        ConfigFileError: the file is missing, not TOML, or has problems (all listed).
+    """
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigFileError(f"config file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigFileError(f"cannot read config file {str(path)!r}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"config file {str(path)!r} is not valid TOML: {exc}") from None
+    directory = str(path.resolve().parent)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    return parse(data, path=path)
+
+
+def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
+    """Validate an already parsed configuration table (see the module docstring).
+
+    Raises:
+        ConfigFileError: listing every problem, each with where it is.
+    """
+    problems: list[str] = []
+    raw: _File | None = None
+    try:
+        raw = _CONVERTER.structure(dict(data), _File)
+    except Exception as exc:
+        problems.extend(_problems(exc, "$"))
+    # The checks beyond types read the well-typed parts of the raw tables, so a file with
+    # type errors still gets them (every problem at once).
+    problems.extend(_check_model("model", _text(data, "model")))
+    seen: dict[str, int] = {}
+    for index, agent in enumerate(_tables(data, "agents")):
+        problems.extend(_check_model(f"agents[{index}].model", _text(agent, "model")))
+        agent_id = _text(agent, "id")
+        if agent_id is not None:
+            if agent_id in seen:
+                problems.append(
+                    f"agents[{index}].id: {agent_id!r} is declared already "
+                    f"(agents[{seen[agent_id]}]); ids are unique"
+                )
+            seen.setdefault(agent_id, index)
+    plugins = []
+    for index, table in enumerate(_tables(data, "plugins")):
+        entry = _entry(table)
+        loaded = _load_plugin(f"plugins[{index}]", entry, problems) if entry else None
+        if loaded is not None:
+            plugins.append(loaded)
+    if problems or raw is None:
+        where = f"config file {str(path)!r}" if path is not None else "the configuration"
+        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        listed = "".join(f"\n  - {p}" for p in problems)
+        raise ConfigFileError(f"{where} has {count}:{listed}", tuple(problems))
+    return Config(path, raw.model, tuple(plugins), tuple(raw.agents))
+
+
+def _text(table: Mapping[str, Any], key: str) -> str | None:
+    value = table.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _tables(data: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    items = data.get(key)
+    if not isinstance(items, list):
+        return []
+    return [item if isinstance(item, Mapping) else {} for item in items]
+
+
+def _entry(table: Mapping[str, Any]) -> PluginEntry | None:
+    """The entry, if its keys have the right types (else structuring reported it)."""
+    try:
+        entry: PluginEntry = _CONVERTER.structure(dict(table), PluginEntry)
+    except Exception:
+        return None
+    return entry
+
+
+def _check_model(where: str, spec: str | None) -> list[str]:
+    if spec is None:
+        return []
+    try:
+        model_from_spec(spec)
+    except ModelSpecError as exc:
+        return [f"{where}: {exc}"]
+    return []
+
+
+def _load_plugin(where: str, entry: PluginEntry, problems: list[str]) -> LoadedPlugin | None:
+    try:
+        module = importlib.import_module(entry.module)
+    except Exception as exc:
+        problems.append(
+            f"{where}.module: cannot import {entry.module!r}: {type(exc).__name__}: {exc}"
+        )
+        return None
+    plugin: object = module
+    if entry.attr is not None:
+        if not hasattr(module, entry.attr):
+            problems.append(f"{where}.attr: module {entry.module!r} has no {entry.attr!r}")
+            return None
+        plugin = getattr(module, entry.attr)
+    name, apply = getattr(plugin, "name", None), getattr(plugin, "apply", None)
+    if not isinstance(name, str) or not name or not inspect.iscoroutinefunction(apply):
+        what = entry.module if entry.attr is None else f"{entry.module}:{entry.attr}"
+        hint = "" if entry.attr is not None else " (or name the plugin object with 'attr')"
+        problems.append(
+            f"{where}: {what} is not a plugin: it needs 'name: str' and "
+            f"'async def apply(ctx, config)'{hint}"
+        )
+        return None
+    problems.extend(_check_plugin_config(where, name, plugin, entry.config))
+    return LoadedPlugin(entry, plugin, getattr(module, "__file__", None))
+
+
+def _check_plugin_config(
+    where: str, name: str, plugin: object, config: dict[str, Any] | None
+) -> list[str]:
+    config_type = getattr(plugin, "Config", None)
+    if not (isinstance(config_type, type) and attrs.has(config_type)):
+        if config is not None:
+            return [f"{where}.config: plugin {name!r} takes no configuration"]
+        return []
+    try:
+        # The kernel's converter: exactly what ctx.plugin() will do with this table.
+        config_converter.structure(dict(config or {}), config_type)
+    except Exception as exc:
+        return _problems(exc, f"{where}.config")
+    return []
