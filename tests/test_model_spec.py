@@ -62,8 +62,9 @@ def test_bad_echo_parameters_list_the_valid_forms(spec: str, problem: str) -> No
 def test_unknown_spec_lists_the_known_forms(spec: str) -> None:
     """An unregistered scheme or unknown name is refused with the known forms."""
     with pytest.raises(
-        ModelSpecError, match=rf"^unknown model spec {spec!r}; known: echo, echo\?delay=SECONDS, "
-        r"openai:MODEL$"
+        ModelSpecError,
+        match=rf"^unknown model spec {spec!r}; known: echo, echo\?delay=SECONDS, "
+        r"openai:MODEL$",
     ):
         model_from_spec(spec)
 
@@ -80,7 +81,9 @@ def test_registered_scheme_builds_through_its_factory() -> None:
     try:
         assert model_from_spec("fake:big-model?temp=1").name == "big-model?temp=1"
         assert seen == ["big-model?temp=1"]
-        with pytest.raises(ModelSpecError, match=r"known: echo, echo\?delay=SECONDS, fake:MODEL, openai:MODEL$"):
+        with pytest.raises(
+            ModelSpecError, match=r"known: echo, echo\?delay=SECONDS, fake:MODEL, openai:MODEL$"
+        ):
             model_from_spec("other:x")
         with pytest.raises(ModelSpecError, match=r"^model spec 'fake:' names no model"):
             model_from_spec("fake:")
