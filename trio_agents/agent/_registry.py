@@ -18,6 +18,7 @@ Rules (teardown order, which falls out of the agent fiber's LIFO stack):
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
 from ..kernel import Context, Entry, Fiber, current_context
@@ -56,13 +57,11 @@ class _Hosted:
         self,
         registry: AgentRegistry,
         session: Session,
-        new: bool,
-        make: dict[str, object],
+        make: Callable[[], Agent],
     ) -> None:
         self.name = f"agent:{session.id}"
         self.registry = registry
         self.session = session
-        self.new = new
         self.make = make
         self.agent: Agent | None = None
         self.scope: _Scope | None = None
@@ -77,7 +76,7 @@ class _Hosted:
         self.entered = True
         ctx.defer(store.detach, session)
         store.announce(session)
-        agent = Agent(session=session, store=store, tools=registry.tools, **self.make)  # type: ignore[arg-type]
+        agent = self.make()
         self.agent = agent
         registry._attach(agent)
         ctx.defer(registry._detach, agent)
@@ -172,15 +171,23 @@ class AgentRegistry:
         max_steps: int,
     ) -> AgentHandle:
         caller = _caller()
-        make: dict[str, object] = {
-            "model": self.models.resolve(model),
-            "emit": self._ctx.emit,
-            "instructions": instructions,
-            "tool_names": frozenset(tools) if tools is not None else None,
-            "parent": parent,
-            "max_steps": max_steps,
-        }
-        hosted = _Hosted(self, session, new, make)
+        resolved = self.models.resolve(model)
+        tool_names = frozenset(tools) if tools is not None else None
+
+        def make() -> Agent:
+            return Agent(
+                session=session,
+                store=self.store,
+                tools=self.tools,
+                model=resolved,
+                emit=self._ctx.emit,
+                instructions=instructions,
+                tool_names=tool_names,
+                parent=parent,
+                max_steps=max_steps,
+            )
+
+        hosted = _Hosted(self, session, make)
         owner = self._scope_of(parent) if parent is not None else self._ctx
         try:
             fiber = await owner.plugin(hosted)
