@@ -24,6 +24,7 @@ from ..model import Model, ToolSpec
 from ..session import InboxSpliced, Session, SessionStore, TurnStarted, UserMessage
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
+from ._history import History
 from ._inbox import Inbox, Lane, MessageId, QueuedMessage
 from ._status import AgentStatus, check_status
 
@@ -89,6 +90,7 @@ class Agent:
         self._done = trio.Event()
         self._children: dict[str, Agent] = {}
         self._inbox, self._next_turn = _restore(session)
+        self._history = History(instructions)
 
     # -- identity and state -----------------------------------------------------------------
 

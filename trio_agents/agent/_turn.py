@@ -24,7 +24,6 @@ from ..cancel import CancelCause, CauseScope, DisposedCancel, HookCancel, curren
 from ..model import Finished, ModelError, ModelRequest, TextDelta, ToolCallRequested
 from ..session import AssistantMessage, StopReason, ToolCall, ToolResult, TurnEnded, TurnStarted
 from ._events import AgentOutput
-from ._history import conversation
 from ._inbox import QueuedMessage
 from ._tools import ToolResult as ToolResult_
 
@@ -131,7 +130,7 @@ async def _steps(
         if step > 0:
             agent._claim(agent._inbox.claim_step(), turn_id)
         request = ModelRequest(
-            messages=tuple(conversation(agent.session.records, agent.instructions)),
+            messages=agent._history.update(agent.session.records).messages(),
             tools=agent._tool_specs,
         )
         text: list[str] = []
