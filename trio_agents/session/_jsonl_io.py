@@ -154,7 +154,11 @@ def _is_json(line: bytes) -> bool:
 
 def _sync(f: object) -> None:
     f.flush()  # type: ignore[attr-defined]
-    os.fsync(f.fileno())  # type: ignore[attr-defined]
+    _sync_fd(f.fileno())  # type: ignore[attr-defined]
+
+
+def _sync_fd(fd: int) -> None:
+    os.fsync(fd)
 
 
 @attrs.frozen
@@ -178,24 +182,43 @@ class WriteJob:
 def write_batch(jobs: Sequence[WriteJob], root: Path, sync_root: bool) -> list[OSError | None]:
     """Run every job, fsync each synced file once, and ``root`` once if asked.
 
+    Every file is written before any is synced, so the first sync's journal commit can carry
+    the others' pending metadata and the syncs that follow find little left to do.
+
     Returns:
         For each job, ``None`` or the error that stopped it (one failure does not stop others).
     """
-    results: list[OSError | None] = []
-    for job in jobs:
-        try:
-            target = job.path.with_name(job.path.name + ".new") if job.create else job.path
-            with open(target, "wb" if job.create else "ab") as f:
-                if job.data:
-                    f.write(job.data)
-                if job.sync:
-                    _sync(f)
-            if job.create:
-                os.replace(target, job.path)
-        except OSError as exc:
-            results.append(exc)
-        else:
-            results.append(None)
+    results: list[OSError | None] = [None] * len(jobs)
+    opened: list[tuple[int, int]] = []  # (job index, fd) of files written, still open
+    try:
+        for i, job in enumerate(jobs):
+            target = _target(job)
+            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if job.create else os.O_APPEND)
+            try:
+                fd = os.open(target, flags, 0o644)
+            except OSError as exc:
+                results[i] = exc
+                continue
+            opened.append((i, fd))
+            try:
+                _write_all(fd, job.data)
+            except OSError as exc:
+                results[i] = exc
+        for i, fd in opened:
+            if jobs[i].sync and results[i] is None:
+                try:
+                    _sync_fd(fd)
+                except OSError as exc:
+                    results[i] = exc
+    finally:
+        for _, fd in opened:
+            os.close(fd)
+    for i, job in enumerate(jobs):
+        if job.create and results[i] is None:
+            try:
+                os.replace(_target(job), job.path)
+            except OSError as exc:
+                results[i] = exc
     if sync_root:
         fd = os.open(root, os.O_RDONLY)
         try:
@@ -203,6 +226,16 @@ def write_batch(jobs: Sequence[WriteJob], root: Path, sync_root: bool) -> list[O
         finally:
             os.close(fd)
     return results
+
+
+def _target(job: WriteJob) -> Path:
+    return job.path.with_name(job.path.name + ".new") if job.create else job.path
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def remove_session(path: Path, session_id: str) -> None:
