@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from . import bench_fibers
+from . import bench_agents, bench_fibers, bench_memory, bench_sessions
 
 
 def main() -> None:
     """Run the benchmarks in turn; each prints its own figures."""
     bench_fibers.main()
+    bench_agents.main()
+    bench_memory.main()
+    bench_sessions.main()
 
 
 if __name__ == "__main__":

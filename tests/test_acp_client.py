@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from support import TRIO_AGENTS, processes_with
 
 acp = pytest.importorskip("acp")
 
@@ -29,7 +29,6 @@ from acp.schema import (  # noqa: E402
     RequestPermissionResponse,
 )
 
-EXE = Path(sys.executable).parent / "trio-agents"
 T = TypeVar("T")
 # Safety net only: every wait below ends on an event, this bounds a broken run.
 LIMIT = 30.0
@@ -96,7 +95,7 @@ async def agent_process(
 ) -> AsyncIterator[tuple[Any, asyncio.subprocess.Process]]:
     async with acp.spawn_agent_process(
         recorder,
-        str(EXE),
+        str(TRIO_AGENTS),
         "acp",
         *args,
         transport_kwargs={"stderr": None},
@@ -111,24 +110,6 @@ def run(main: Callable[[], Awaitable[T]]) -> T:
         return await asyncio.wait_for(main(), LIMIT)
 
     return asyncio.run(bounded())
-
-
-def processes_with(text: str) -> list[int]:
-    """Live (non-zombie) processes whose command line contains ``text``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{entry}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmdline and state not in ("Z", "X"):
-            found.append(int(entry))
-    return found
 
 
 def test_initialize_new_session_and_streaming_prompt() -> None:
@@ -154,7 +135,12 @@ def test_initialize_announces_version_1_and_load_session() -> None:
 
     async def main() -> None:
         async with acp.spawn_agent_process(
-            Recorder(), str(EXE), "acp", "--store", "memory", transport_kwargs={"stderr": None}
+            Recorder(),
+            str(TRIO_AGENTS),
+            "acp",
+            "--store",
+            "memory",
+            transport_kwargs={"stderr": None},
         ) as (conn, _):
             answer = await conn.initialize(protocol_version=1)
             assert answer.protocol_version == 1

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import trio
+from support import TRIO_AGENTS
 
 from trio_agents.acp import LineFramer, Oversized
 
-EXE = Path(sys.executable).parent / "trio-agents"
 # Safety net only: every wait ends on a frame or on EOF.
 LIMIT = 30
 
@@ -70,12 +68,24 @@ class Raw:
         )
         return await self.answer_to(request_id)
 
+    async def new_session(self, request_id: object) -> dict[str, Any]:
+        """session/new in /tmp; the answer to it."""
+        await self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "session/new",
+                "params": {"cwd": "/tmp", "mcpServers": []},
+            }
+        )
+        return await self.answer_to(request_id)
+
 
 @asynccontextmanager
 async def command(*args: str) -> AsyncIterator[Raw]:
     with trio.fail_after(LIMIT):
         process = await trio.lowlevel.open_process(
-            [str(EXE), "acp", "--store", "memory", *args],
+            [str(TRIO_AGENTS), "acp", "--store", "memory", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -135,15 +145,7 @@ async def test_five_megabyte_frames_pass_both_ways() -> None:
     word = "w" * (5 * 1024 * 1024)
     async with command() as raw:
         await raw.initialize()
-        await raw.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "session/new",
-                "params": {"cwd": "/tmp", "mcpServers": []},
-            }
-        )
-        session_id = (await raw.answer_to(2))["result"]["sessionId"]
+        session_id = (await raw.new_session(2))["result"]["sessionId"]
         await raw.send(
             {
                 "jsonrpc": "2.0",
@@ -176,22 +178,14 @@ async def test_eof_ends_the_command_with_status_zero() -> None:
     """Closing stdin with a session open ends the command cleanly (checked on exit)."""
     async with command() as raw:
         await raw.initialize()
-        await raw.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "session/new",
-                "params": {"cwd": "/tmp", "mcpServers": []},
-            }
-        )
-        assert "sessionId" in (await raw.answer_to(2))["result"]
+        assert "sessionId" in (await raw.new_session(2))["result"]
 
 
 def test_a_request_followed_by_eof_is_still_answered() -> None:
     """A client that sends initialize and closes its half still gets the answer, then exit 0."""
     request = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {"protocolVersion": 1}}
     done = subprocess.run(
-        [str(EXE), "acp", "--store", "memory"],
+        [str(TRIO_AGENTS), "acp", "--store", "memory"],
         input=json.dumps(request).encode() + b"\n",
         capture_output=True,
         timeout=LIMIT,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 import trio
 import trio.testing
@@ -11,14 +9,7 @@ import trio.testing
 import trio_agents.agent as ag
 from trio_agents.cancel import UserCancel
 from trio_agents.kernel import Context
-from trio_agents.model import ScriptedModel
 from trio_agents.session import InboxSpliced, StopReason, TurnEnded, TurnStarted, UserMessage
-
-
-@pytest.fixture
-async def root() -> AsyncIterator[Context]:
-    async with ag.open_runtime(model=ScriptedModel.echo(delay=1.0)) as root:
-        yield root
 
 
 def turn_ends(agent: ag.Agent) -> list[TurnEnded]:
@@ -30,10 +21,10 @@ def claimed(agent: ag.Agent) -> list[str]:
 
 
 async def test_cancel_running_turn_records_cancelled_with_user_cause(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """A cancel mid-turn ends the turn as cancelled, with the typed UserCancel cause."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     agent.prompt("hello")
     await trio.testing.wait_all_tasks_blocked()
     assert agent.status is ag.AgentStatus.RUNNING
@@ -45,10 +36,10 @@ async def test_cancel_running_turn_records_cancelled_with_user_cause(
 
 
 async def test_cancel_before_claim_never_runs_and_later_prompt_runs(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """Prompts queued before a cancel never run; a prompt sent after it is independent."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     agent.prompt("first")
     await trio.testing.wait_all_tasks_blocked()
     agent.prompt("queued-1")
@@ -66,10 +57,10 @@ async def test_cancel_before_claim_never_runs_and_later_prompt_runs(
 
 
 async def test_cancel_of_prompt_not_yet_started_never_runs(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """A prompt cancelled in the same tick it was sent never becomes a turn."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     agent.prompt("never")
     assert agent.cancel() is True
     await agent.when_idle()
@@ -77,16 +68,16 @@ async def test_cancel_of_prompt_not_yet_started_never_runs(
 
 
 async def test_cancel_requested_event_is_emitted_once_before_clearing(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """AgentCancelRequested comes once, while the inbox and the turn are still intact."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     seen: list[tuple[ag.AgentCancelRequested, int, bool]] = []
 
     def on_cancel(event: ag.AgentCancelRequested) -> None:
         seen.append((event, len(agent.queued()), agent.statistics().running_turn is not None))
 
-    root.on(ag.AgentCancelRequested, on_cancel)
+    echo_runtime.on(ag.AgentCancelRequested, on_cancel)
     agent.prompt("one")
     await trio.testing.wait_all_tasks_blocked()
     agent.prompt("two")
@@ -96,12 +87,12 @@ async def test_cancel_requested_event_is_emitted_once_before_clearing(
 
 
 async def test_idle_cancel_emits_nothing_and_next_prompt_runs(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """An idle cancel with nothing queued returns False, emits nothing, strands nothing."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     seen: list[object] = []
-    root.on(ag.AgentCancelRequested, seen.append)
+    echo_runtime.on(ag.AgentCancelRequested, seen.append)
     assert agent.cancel() is False
     agent.prompt("runs")
     await agent.when_idle()
@@ -111,10 +102,10 @@ async def test_idle_cancel_emits_nothing_and_next_prompt_runs(
 
 
 async def test_keep_inbox_aborts_turn_but_keeps_queue(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """cancel(keep_inbox=True) aborts the running turn; the queued prompt then runs."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     agent.prompt("first")
     await trio.testing.wait_all_tasks_blocked()
     agent.prompt("kept")
@@ -128,10 +119,10 @@ async def test_keep_inbox_aborts_turn_but_keeps_queue(
 
 
 async def test_discard_removes_exactly_one(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """discard() removes the one message named, and says False for a claimed one."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     first = agent.prompt("first")
     await trio.testing.wait_all_tasks_blocked()
     a = agent.prompt("a")
@@ -143,21 +134,21 @@ async def test_discard_removes_exactly_one(
     assert claimed(agent) == ["first", "b"]
 
 
-async def test_cancel_rejects_a_free_string_cause(root: Context) -> None:
+async def test_cancel_rejects_a_free_string_cause(echo_runtime: Context) -> None:
     """Causes are CancelCause values, never strings."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     with pytest.raises(TypeError, match=r"^cancel causes are CancelCause instances"):
         agent.cancel("stop")
 
 
 async def test_parent_cancel_reaches_child_as_parent_cancel(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """A parent's effective cancel cancels its children with ParentCancel(parent_id)."""
     from trio_agents.cancel import ParentCancel
 
-    parent = (await root.agents.create()).agent
-    child = (await root.agents.create(parent=parent)).agent
+    parent = (await echo_runtime.agents.create()).agent
+    child = (await echo_runtime.agents.create(parent=parent)).agent
     assert child in parent.children
     parent.prompt("p")
     child.prompt("c")

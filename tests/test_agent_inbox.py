@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 import trio
 import trio.testing
@@ -15,21 +13,15 @@ from trio_agents.model import ScriptedModel
 from trio_agents.session import TurnEnded, UserMessage
 
 
-@pytest.fixture
-async def root() -> AsyncIterator[Context]:
-    async with ag.open_runtime(model=ScriptedModel.echo(delay=1.0)) as root:
-        yield root
-
-
 def user_messages(agent: ag.Agent) -> list[UserMessage]:
     return [r for r in agent.session.records if isinstance(r, UserMessage)]
 
 
 async def test_steer_is_consumed_by_the_next_step_of_the_running_turn(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """A steer sent during a turn becomes input of that turn's next step."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     agent.prompt("go")
     await trio.testing.wait_all_tasks_blocked()
     agent.steer("turn left")
@@ -41,10 +33,10 @@ async def test_steer_is_consumed_by_the_next_step_of_the_running_turn(
 
 
 async def test_inject_does_not_wake_an_idle_agent(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """An injected message waits for the next turn; it does not start one."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     agent.inject("context")
     await agent.when_idle()
     assert agent.status is ag.AgentStatus.IDLE
@@ -55,10 +47,10 @@ async def test_inject_does_not_wake_an_idle_agent(
 
 
 async def test_each_prompt_is_its_own_turn(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """Three prompts queued at once run as three turns, in order, none dropped."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     ids = [agent.prompt(text) for text in ("a", "b", "c")]
     assert len(set(ids)) == 3
     await agent.when_idle()
@@ -68,10 +60,10 @@ async def test_each_prompt_is_its_own_turn(
 
 
 async def test_when_idle_follows_a_successor_turn(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """when_idle does not return between a turn and the successor queued behind it."""
-    agent = (await root.agents.create()).agent
+    agent = (await echo_runtime.agents.create()).agent
     agent.prompt("a")
     agent.prompt("b")
     await agent.when_idle()
@@ -80,10 +72,10 @@ async def test_when_idle_follows_a_successor_turn(
 
 
 async def test_when_idle_returns_when_disposed_while_waiting(
-    root: Context, autojump_clock: trio.testing.MockClock
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
     """A waiter on when_idle is released by disposal instead of hanging."""
-    handle = await root.agents.create(model=ScriptedModel.echo(delay=1000.0))
+    handle = await echo_runtime.agents.create(model=ScriptedModel.echo(delay=1000.0))
     handle.agent.prompt("long")
     released = trio.Event()
 
@@ -99,9 +91,9 @@ async def test_when_idle_returns_when_disposed_while_waiting(
     assert released.is_set()
 
 
-async def test_prompt_after_dispose_is_refused(root: Context) -> None:
+async def test_prompt_after_dispose_is_refused(echo_runtime: Context) -> None:
     """A disposed agent takes no more messages and says why."""
-    handle = await root.agents.create()
+    handle = await echo_runtime.agents.create()
     await handle.dispose()
     with pytest.raises(ag.AgentClosedError, match=r"^agent .* takes no more messages"):
         handle.agent.prompt("late")

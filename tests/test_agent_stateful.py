@@ -9,7 +9,7 @@ after every operation. Running each example inside one trio run keeps the concur
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import attrs
 import trio
@@ -48,20 +48,7 @@ class Step:
 steps = st.lists(
     st.builds(
         Step,
-        st.sampled_from(
-            [
-                "create",
-                "create_owned",
-                "prompt",
-                "steer",
-                "cancel",
-                "discard",
-                "dispose",
-                "unload_owner",
-                "advance",
-                "settle",
-            ]
-        ),
+        st.sampled_from(get_args(Op)),
         st.integers(0, SLOTS - 1),
         st.integers(0, 3),
     ),

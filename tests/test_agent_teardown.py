@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
+from support import Tools
 
 import trio_agents.agent as ag
 from trio_agents.cancel import DisposedCancel
@@ -25,6 +26,14 @@ from trio_agents.session import (
 def stored_turn_ends(root_dir: Path, session_id: str) -> list[str]:
     lines = (root_dir / f"{session_id}.jsonl").read_text().splitlines()
     return [line for line in lines if '"turn_ended"' in line]
+
+
+async def agent_mid_turn(root: Context) -> ag.Agent:
+    """A new agent whose turn on the prompt "work" waits for a 10 s model."""
+    agent: ag.Agent = (await root.agents.create(model=ScriptedModel.echo(delay=10.0))).agent
+    agent.prompt("work")
+    await trio.testing.wait_all_tasks_blocked()
+    return agent
 
 
 async def test_teardown_order_loop_then_scope_then_registry_then_session(
@@ -85,9 +94,7 @@ async def test_closing_turn_is_durable_after_factory_unload(
 ) -> None:
     """Unloading the AgentLoop (the factory provider) disposes every agent it made."""
     async with ag.open_runtime(store=JsonlStore(tmp_path)) as root:
-        agent = (await root.agents.create(model=ScriptedModel.echo(delay=10.0))).agent
-        agent.prompt("work")
-        await trio.testing.wait_all_tasks_blocked()
+        agent = await agent_mid_turn(root)
         [loop_fiber] = [f for f in root.fiber.children if f.name == "agent-loop"]
         await loop_fiber.dispose()
         assert agent.done
@@ -101,9 +108,7 @@ async def test_runtime_exit_closes_running_turn_durably(
 ) -> None:
     """Leaving open_runtime mid-turn still writes the closing TurnEnded."""
     async with ag.open_runtime(store=JsonlStore(tmp_path)) as root:
-        agent = (await root.agents.create(model=ScriptedModel.echo(delay=10.0))).agent
-        agent.prompt("work")
-        await trio.testing.wait_all_tasks_blocked()
+        agent = await agent_mid_turn(root)
     assert len(stored_turn_ends(tmp_path, agent.id)) == 1
 
 
@@ -227,15 +232,8 @@ async def test_dispose_during_a_cancelled_turns_unwinding_records_disposed_cause
             with trio.CancelScope(shield=True):
                 await trio.sleep(1)
 
-    class Tools:
-        name = "slow-tools"
-        inject = ("tools",)
-
-        async def apply(self, ctx: Context, config: None) -> None:
-            ctx.tools.register(ag.Tool("slow", "Cleans up slowly.", NoParams, slow_cleanup))
-
     async with ag.open_runtime(model=ScriptedModel([[CallTool("slow")]])) as root:
-        await root.plugin(Tools())
+        await root.plugin(Tools(ag.Tool("slow", "Cleans up slowly.", NoParams, slow_cleanup)))
         handle = await root.agents.create()
         handle.agent.prompt("x")
         await trio.testing.wait_all_tasks_blocked()

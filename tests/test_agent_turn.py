@@ -5,10 +5,10 @@ from __future__ import annotations
 import attrs
 import trio
 import trio.testing
+from support import Tools
 
 import trio_agents.agent as ag
 from trio_agents.cancel import HookCancel
-from trio_agents.kernel import Context
 from trio_agents.model import CallTool, Fail, Say, ScriptedModel, Wait
 from trio_agents.session import (
     AssistantMessage,
@@ -32,20 +32,6 @@ def sleeper(log: list[str]) -> ag.Tool:
         return f"slept {params.seconds}"
 
     return ag.Tool("sleep", "Sleep for a while.", SleepParams, run)
-
-
-class Tools:
-    """Registers the given tools on its own fiber."""
-
-    name = "test-tools"
-    inject = ("tools",)
-
-    def __init__(self, *tools: ag.Tool) -> None:
-        self._tools = tools
-
-    async def apply(self, ctx: Context, config: None) -> None:
-        for tool in self._tools:
-            ctx.tools.register(tool)
 
 
 def records(agent: ag.Agent, kind: type) -> list:  # type: ignore[type-arg]

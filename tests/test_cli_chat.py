@@ -12,7 +12,6 @@ import os
 import re
 import select
 import subprocess
-import sys
 import termios
 import time
 from collections.abc import Iterator
@@ -21,13 +20,13 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
+from support import TRIO_AGENTS
 
 from trio_agents.cli._chat import _jobs
 from trio_agents.cli._options import Settings, open_cli_runtime, resolve_model
 from trio_agents.model import CallTool, ScriptedModel
 from trio_agents.shell import JobDone
 
-COMMAND = Path(sys.executable).parent / "trio-agents"
 DEADLINE = 30.0
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
@@ -45,7 +44,7 @@ class Terminal:
         env = {**os.environ, "TRIO_AGENTS_HOME": str(home), "TERM": "xterm", "COLUMNS": "120"}
         env.pop("NO_COLOR", None)
         self.process = subprocess.Popen(
-            [str(COMMAND), *args],
+            [str(TRIO_AGENTS), *args],
             stdin=slave,
             stdout=slave,
             stderr=slave,
@@ -96,14 +95,6 @@ class Terminal:
             self.process.kill()
             self.process.wait()
         os.close(self.fd)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    """An empty session directory."""
-    path = tmp_path / "sessions"
-    path.mkdir()
-    return path
 
 
 @pytest.fixture

@@ -11,15 +11,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-COMMAND = Path(sys.executable).parent / "trio-agents"
+from support import TRIO_AGENTS
 
 
 def _run(*args: str, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TRIO_AGENTS_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("TRIO_AGENTS_DEBUG", None)
     return subprocess.run(
-        [str(COMMAND), *args],
+        [str(TRIO_AGENTS), *args],
         input=stdin if stdin is not None else "",
         capture_output=True,
         text=True,
@@ -37,14 +36,6 @@ def _one_line_error(result: subprocess.CompletedProcess[str], pattern: str) -> N
 
 def _stored_ids(store: Path) -> list[str]:
     return sorted(p.stem for p in store.glob("*.jsonl"))
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    """An empty session directory."""
-    path = tmp_path / "sessions"
-    path.mkdir()
-    return path
 
 
 def test_demo_exits_zero_and_prints_where_the_session_is(store: Path, tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 import types
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import pytest
@@ -65,11 +66,115 @@ async def test_all_config_problems_are_reported_at_once() -> None:
         ) as info:
             await root.plugin(Configured(), {"retries": "many", "colour": 1, "size": 2})
     assert info.value.problems == (
-        "invalid value for type, expected int @ config.retries",
-        "extra fields found (colour, size) @ config",
+        "expected int, got str 'many' @ config.retries",
+        "unknown keys: colour, size @ config",
     )
     assert isinstance(info.value, ValueError)
     assert root.fiber.children == ()
+
+
+@attrs.frozen
+class ShellConfig:
+    """A plugin configuration with one field of each JSON kind."""
+
+    label: str = "default"
+    tools: list[str] = attrs.Factory(list)
+    retries: int = 0
+    verbose: bool = False
+    timeout: float = 1.0
+
+
+class Shell(Configured):
+    """A plugin whose Config has str, list[str], int, bool and float fields."""
+
+    name = "shell-like"
+    Config = ShellConfig  # type: ignore[assignment]
+
+
+async def test_values_of_the_wrong_type_are_refused_not_coerced() -> None:
+    """3 is not "3", "bash" is not a list of letters, "5" not 5, "false" not False: all listed."""
+    config = {"label": 3, "tools": "bash", "retries": "5", "verbose": "false"}
+    async with open_root() as root:
+        with pytest.raises(
+            ConfigError, match=r"^invalid config for plugin 'shell-like' \(4 problems\):\n"
+        ) as info:
+            await root.plugin(Shell(), config)
+    assert info.value.problems == (
+        "expected str, got int 3 @ config.label",
+        "expected a list, got str 'bash' @ config.tools",
+        "expected int, got str '5' @ config.retries",
+        "expected bool, got str 'false' @ config.verbose",
+    )
+    assert root.fiber.children == ()
+
+
+@pytest.mark.parametrize(
+    ("config", "problem"),
+    [
+        ({"label": 3}, "expected str, got int 3 @ config.label"),
+        ({"tools": "bash"}, "expected a list, got str 'bash' @ config.tools"),
+        ({"tools": ["ls", 2]}, "expected str, got int 2 @ config.tools[1]"),
+        ({"retries": "5"}, "expected int, got str '5' @ config.retries"),
+        ({"retries": 1.5}, "expected int, got float 1.5 @ config.retries"),
+        ({"retries": True}, "expected int, got bool True @ config.retries"),
+        ({"verbose": "false"}, "expected bool, got str 'false' @ config.verbose"),
+        ({"verbose": 0}, "expected bool, got int 0 @ config.verbose"),
+        ({"timeout": "2"}, "expected float, got str '2' @ config.timeout"),
+    ],
+)
+async def test_each_wrong_type_is_one_problem(config: dict[str, Any], problem: str) -> None:
+    """Each strictness rule, alone, is one problem with its path (no coercion)."""
+    async with open_root() as root:
+        with pytest.raises(ConfigError) as info:
+            await root.plugin(Shell(), config)
+    assert info.value.problems == (problem,)
+
+
+async def test_json_numbers_and_arrays_are_structured() -> None:
+    """2.0 is an integer, 2 a float, a tuple an array (the JSON view, not Python's)."""
+    plugin = Shell()
+    async with open_root() as root:
+        await root.plugin(plugin, {"retries": 2.0, "timeout": 2, "tools": ("ls",)})
+    assert plugin.received == [ShellConfig(retries=2, timeout=2.0, tools=["ls"])]
+    assert type(plugin.received[0].retries) is int
+    assert type(plugin.received[0].timeout) is float
+
+
+class Mode(enum.StrEnum):
+    """A string enum in a configuration."""
+
+    FAST = "fast"
+    SLOW = "slow"
+
+
+@attrs.frozen
+class ModeConfig:
+    """A configuration with an enum and a Literal."""
+
+    mode: Mode = Mode.FAST
+    level: Literal[1, 2] = 1
+
+
+class Moded(Configured):
+    """A plugin whose Config has a StrEnum and a Literal field."""
+
+    name = "moded"
+    Config = ModeConfig  # type: ignore[assignment]
+
+
+async def test_enums_and_literals_are_matched_with_their_type() -> None:
+    """A StrEnum field gets its member; True is not the Literal 1, nor "2" the Literal 2."""
+    plugin = Moded()
+    async with open_root() as root:
+        await root.plugin(plugin, {"mode": "slow", "level": 2})
+        with pytest.raises(ConfigError) as info:
+            await root.plugin(plugin, {"mode": "medium", "level": True})
+    assert plugin.received == [ModeConfig(Mode.SLOW, 2)]
+    assert type(plugin.received[0].mode) is Mode
+    assert info.value.problems == (
+        "invalid value for type, expected Mode: 'medium' is not a valid Mode @ config.mode",
+        "expected one of 1, 2, got bool True @ config.level",
+    )
 
 
 async def test_missing_required_field_is_one_problem() -> None:

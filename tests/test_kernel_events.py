@@ -3,29 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import attrs
 import pytest
 import trio
 import trio.testing
+from support import P
 
 from trio_agents.kernel import Context, Entry, ListenerFailed, open_root
 from trio_agents.kernel._bus import EventBus, Listener
-
-Apply = Callable[[Context, Any], Awaitable[None]]
-
-
-@attrs.define
-class P:
-    """A plugin built from a function."""
-
-    name: str
-    fn: Apply
-    inject: tuple[str, ...] = ()
-
-    async def apply(self, ctx: Context, config: Any) -> None:
-        await self.fn(ctx, config)
 
 
 @attrs.frozen

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import attrs
 import pytest
 import trio
 import trio.testing
+from support import P, rec, state_of
 
 from trio_agents.cancel import CancelCause, DisposedCancel, current_cause
 from trio_agents.kernel import (
@@ -24,34 +24,6 @@ from trio_agents.kernel import (
     open_root,
 )
 from trio_agents.kernel._states import TRANSITIONS, check_transition
-
-Apply = Callable[[Context, Any], Awaitable[None]]
-
-
-def state_of(fiber: Fiber) -> FiberState:
-    """The fiber's state, read afresh (mypy would otherwise narrow it across awaits)."""
-    return fiber.state
-
-
-@attrs.define
-class P:
-    """A plugin built from a function."""
-
-    name: str
-    fn: Apply
-    inject: tuple[str, ...] = ()
-
-    async def apply(self, ctx: Context, config: Any) -> None:
-        await self.fn(ctx, config)
-
-
-@asynccontextmanager
-async def rec(log: list[str], name: str) -> AsyncIterator[str]:
-    log.append(f"enter {name}")
-    try:
-        yield name
-    finally:
-        log.append(f"exit {name}")
 
 
 async def test_fiber_goes_loading_active_unloading_disposed() -> None:

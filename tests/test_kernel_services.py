@@ -3,43 +3,23 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import attrs
 import pytest
 import trio
 import trio.testing
+from support import P, state_of
 
 from trio_agents.kernel import (
     Context,
-    Fiber,
     FiberState,
     ListenerFailed,
     ServiceAccessError,
     ServiceConflictError,
     open_root,
 )
-
-Apply = Callable[[Context, Any], Awaitable[None]]
-
-
-def state_of(fiber: Fiber) -> FiberState:
-    """The fiber's state, read afresh (mypy would otherwise narrow it across awaits)."""
-    return fiber.state
-
-
-@attrs.define
-class P:
-    """A plugin built from a function."""
-
-    name: str
-    fn: Apply
-    inject: tuple[str, ...] = ()
-
-    async def apply(self, ctx: Context, config: Any) -> None:
-        await self.fn(ctx, config)
 
 
 @attrs.frozen

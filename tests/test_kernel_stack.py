@@ -5,39 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
-import attrs
 import pytest
 import trio
 import trio.testing
+from support import P, rec
 
 from trio_agents.cancel import DisposedCancel, current_cause
 from trio_agents.kernel import Context, Entry, Fiber, FiberClosedError, FiberState, open_root
 from trio_agents.kernel._stack import OwnedStack
-
-Apply = Callable[[Context, Any], Awaitable[None]]
-
-
-@attrs.define
-class P:
-    """A plugin built from a function."""
-
-    name: str
-    fn: Apply
-    inject: tuple[str, ...] = ()
-
-    async def apply(self, ctx: Context, config: Any) -> None:
-        await self.fn(ctx, config)
-
-
-@asynccontextmanager
-async def rec(log: list[str], name: str) -> AsyncIterator[str]:
-    log.append(f"enter {name}")
-    try:
-        yield name
-    finally:
-        log.append(f"exit {name}")
 
 
 async def forever(log: list[str], name: str) -> None:

@@ -25,9 +25,9 @@ import httpx
 import pytest
 import trio
 import trio.testing
+from support import Tools
 
 import trio_agents.agent as ag
-from trio_agents.kernel import Context
 from trio_agents.model import (
     Finished,
     FinishReason,
@@ -517,17 +517,11 @@ class LookupParams:
     key: str
 
 
-class Tools:
-    """Registers the lookup tool on its own fiber."""
+async def lookup(call: ag.ToolContext, params: LookupParams) -> str:
+    return f"{params.key} = 42"
 
-    name = "test-lookup"
-    inject = ("tools",)
 
-    async def apply(self, ctx: Context, config: None) -> None:
-        async def lookup(call: ag.ToolContext, params: LookupParams) -> str:
-            return f"{params.key} = 42"
-
-        ctx.tools.register(ag.Tool("lookup", "Look a key up.", LookupParams, lookup))
+LOOKUP = ag.Tool("lookup", "Look a key up.", LookupParams, lookup)
 
 
 async def test_an_agent_round_trips_a_tool_call_and_resumes_the_history(
@@ -548,7 +542,7 @@ async def test_an_agent_round_trips_a_tool_call_and_resumes_the_history(
     )
     model = local(server, timeout=None)
     async with ag.open_runtime(store=JsonlStore(tmp_path), model=model) as root:
-        await root.plugin(Tools())
+        await root.plugin(Tools(LOOKUP))
         handle = await root.agents.create(session_id="e2e")
         handle.agent.prompt("what is x?")
         await handle.agent.when_idle()
@@ -556,7 +550,7 @@ async def test_an_agent_round_trips_a_tool_call_and_resumes_the_history(
         assert (result.content, result.is_error) == ("x = 42", False)
         await handle.dispose()
     async with ag.open_runtime(store=JsonlStore(tmp_path), model=model) as root:
-        await root.plugin(Tools())
+        await root.plugin(Tools(LOOKUP))
         agent = (await root.agents.resume("e2e")).agent
         agent.prompt("and now?")
         await agent.when_idle()

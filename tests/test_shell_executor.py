@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import pytest
 import trio
 import trio.testing
+from support import gone, group_members, marker, processes_with, read_fifo, shell_of, write_fifo
 
 from trio_agents.kernel import Context, ListenerFailed, open_root
 from trio_agents.shell import (
@@ -29,58 +29,6 @@ from trio_agents.shell import (
     ShellStatistics,
 )
 
-T = TypeVar("T")
-
-
-def marker() -> str:
-    return f"marker-{uuid.uuid4().hex}"
-
-
-def processes_with(text: str) -> list[int]:
-    """Live (non-zombie) processes whose command line contains ``text``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{entry}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmdline and state not in ("Z", "X"):
-            found.append(int(entry))
-    return found
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes in process group ``pgid``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            found.append(int(entry))
-    return found
-
-
-async def gone(find: Callable[[T], list[int]], what: T) -> None:
-    """Wait until ``find(what)`` finds nothing.
-
-    A process killed with its group is dead for every purpose once kill() returned, but the
-    kernel may take a moment to turn a grandchild (not ours to reap) into a zombie.
-    """
-    with trio.fail_after(10):
-        # No event exists for "the kernel finished an exit we do not reap": poll.
-        while find(what):  # noqa: ASYNC110
-            await trio.sleep(0.01)
-
 
 async def wait_for_output(shell: LocalShellExecutor, job_id: str, text: str) -> str:
     """Read the job until ``text`` has appeared; return everything read."""
@@ -92,22 +40,6 @@ async def wait_for_output(shell: LocalShellExecutor, job_id: str, text: str) -> 
     return seen
 
 
-async def read_fifo(path: Path) -> str:
-    def read() -> str:
-        with open(path) as f:
-            return f.readline()
-
-    return await trio.to_thread.run_sync(read, abandon_on_cancel=True)
-
-
-async def write_fifo(path: Path, text: str) -> None:
-    def write() -> None:
-        with open(path, "w") as f:
-            f.write(text)
-
-    await trio.to_thread.run_sync(write, abandon_on_cancel=True)
-
-
 def relative_to_cwd(path: Path) -> str:
     return os.path.relpath(path)
 
@@ -117,12 +49,6 @@ async def root() -> AsyncIterator[Context]:
     async with open_root() as root:
         await root.plugin(LocalShell(), LocalShell.Config(kill_grace=0.5))
         yield root
-
-
-def shell_of(root: Context) -> LocalShellExecutor:
-    shell = root.get("shell")
-    assert isinstance(shell, LocalShellExecutor)
-    return shell
 
 
 async def start(shell: LocalShellExecutor, command: str, owner: str | None = None) -> BashTask:

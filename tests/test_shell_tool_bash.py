@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from support import marker, processes_with, read_fifo, shell_of
 
 import trio_agents.agent as ag
 import trio_agents.shell._tool_bash as tool_bash_module
@@ -22,40 +22,9 @@ from trio_agents.shell import (
     JobDone,
     JobStatus,
     LocalShell,
-    LocalShellExecutor,
     ShellExecRequest,
     tool_bash,
 )
-
-
-def marker() -> str:
-    return f"marker-{uuid.uuid4().hex}"
-
-
-def processes_with(text: str) -> list[int]:
-    """Live (non-zombie) processes whose command line contains ``text``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{entry}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmdline and state not in ("Z", "X"):
-            found.append(int(entry))
-    return found
-
-
-async def read_fifo(path: Path) -> str:
-    def read() -> str:
-        with open(path) as f:
-            return f.readline()
-
-    return await trio.to_thread.run_sync(read, abandon_on_cancel=True)
 
 
 @pytest.fixture
@@ -64,12 +33,6 @@ async def root() -> AsyncIterator[Context]:
         await root.plugin(LocalShell())
         await root.plugin(tool_bash)
         yield root
-
-
-def shell_of(root: Context) -> LocalShellExecutor:
-    shell = root.get("shell")
-    assert isinstance(shell, LocalShellExecutor)
-    return shell
 
 
 async def invoke(

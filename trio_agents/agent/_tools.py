@@ -2,7 +2,7 @@
 
 Rules:
 - A :class:`Tool` declares its arguments as an attrs class; the JSON schema the model sees and
-  the validation of what the model sends both come from that one class.
+  the validation of what the model sends both come from that one class (:mod:`._tool_schema`).
 - ``ToolRegistry.register`` is an effect of the *calling* fiber: the tool is unregistered when
   that fiber unloads (or when the returned entry is closed). Names are unique while registered.
 - ``ToolRegistry.invoke`` never raises for anything the model or the tool did wrong: an unknown
@@ -16,27 +16,21 @@ Rules:
 
 from __future__ import annotations
 
-import collections.abc
-import copy
-import enum
-import functools
 import inspect
 import logging
 import re
-import types
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, TypeAlias, TypeVar, Union, final, get_args, get_origin, overload
+from typing import Any, TypeAlias, TypeVar, final, overload
 
 import attrs
-import cattrs
-import cattrs.cols
-import cattrs.v
 import trio
 
 from .._errors import TrioAgentsError
 from ..cancel import CauseScope
-from ..kernel import Context, Entry, current_context
+from ..kernel import Context, Entry, count_problems, current_context, list_problems
 from ..model import ToolSpec
+from ._tool_schema import ArgumentsError, describe_params, params_schema, structure_arguments
+from ._tool_schema import tools_converter as tools_converter
 
 __all__ = [
     "Tool",
@@ -117,7 +111,7 @@ def _check_params(_: object, __: object, params: Any) -> None:
         return
     if not (isinstance(params, type) and attrs.has(params)):
         raise TypeError(f"a tool's params must be an attrs class or None; got {params!r}")
-    _describe(params)  # raises TypeError for a field type with no JSON schema
+    describe_params(params)  # raises TypeError for a field type with no JSON schema
 
 
 def _check_fn(_: object, __: object, fn: Any) -> None:
@@ -149,15 +143,7 @@ class Tool:
 
     def spec(self) -> ToolSpec:
         """The tool as the model sees it, with the JSON schema of its arguments."""
-        if self.params is None:
-            schema: dict[str, Any] = {
-                "type": "object",
-                "properties": {},
-                "additionalProperties": False,
-            }
-        else:
-            schema = copy.deepcopy(_describe(self.params).schema)
-        return ToolSpec(self.name, self.description, schema)
+        return ToolSpec(self.name, self.description, params_schema(self.params))
 
 
 ToolDecorator: TypeAlias = Callable[
@@ -205,212 +191,12 @@ def tool(
     return decorate
 
 
-# -- JSON schema ---------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class _Description:
-    schema: dict[str, Any]
-    # Fields typed ``X | None`` without a default: not required, so an absent one means None.
-    implicit_none: tuple[str, ...]
-
-
-_PRIMITIVES: dict[object, str] = {str: "string", bool: "boolean", int: "integer", float: "number"}
-_ARRAYS = (list, tuple, collections.abc.Sequence, collections.abc.MutableSequence)
-_MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
-_JSON_SCALARS = (str, bool, int, float, type(None))
-
-
-@functools.cache
-def _describe(cls: type) -> _Description:
-    attrs.resolve_types(cls)
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    implicit_none: list[str] = []
-    for field in attrs.fields(cls):
-        name = field.alias or field.name
-        where = f"{cls.__qualname__}.{field.name}"
-        if field.type is None:
-            raise TypeError(f"tool argument {where} has no type annotation")
-        schema, nullable = _schema(field.type, where)
-        description = field.metadata.get("description")
-        if description is not None:
-            schema = {"description": str(description), **schema}
-        default = field.default
-        if default is attrs.NOTHING:
-            if nullable:
-                implicit_none.append(name)
-            else:
-                required.append(name)
-        elif not isinstance(default, attrs.Factory) and isinstance(default, _JSON_SCALARS):  # type: ignore[arg-type]
-            schema["default"] = default
-        properties[name] = schema
-    result: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        result["required"] = required
-    result["additionalProperties"] = False
-    return _Description(result, tuple(implicit_none))
-
-
-def _schema(tp: Any, where: str) -> tuple[dict[str, Any], bool]:
-    """The JSON schema of ``tp`` and whether it admits ``None``."""
-    origin = get_origin(tp)
-    if origin is Union or origin is types.UnionType:
-        members = [a for a in get_args(tp) if a is not type(None)]
-        if len(members) != 1:
-            raise TypeError(
-                f"tool argument {where}: only 'X | None' unions are supported; got {tp!r}"
-            )
-        inner, _ = _schema(members[0], where)
-        if isinstance(inner.get("type"), str) and "enum" not in inner:
-            return {**inner, "type": [inner["type"], "null"]}, True
-        return {"anyOf": [inner, {"type": "null"}]}, True
-    return _plain_schema(tp, origin, where), False
-
-
-def _plain_schema(tp: Any, origin: Any, where: str) -> dict[str, Any]:
-    if tp is Any:
-        return {}
-    if tp in _PRIMITIVES:
-        return {"type": _PRIMITIVES[tp]}
-    if origin is Literal:
-        values = list(get_args(tp))
-        kinds = {_PRIMITIVES.get(type(v)) for v in values}
-        if None in kinds:
-            raise TypeError(f"tool argument {where}: Literal values must be str, int or bool")
-        return {"type": kinds.pop(), "enum": values} if len(kinds) == 1 else {"enum": values}
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return {"enum": [m.value for m in tp]}
-    if isinstance(tp, type) and attrs.has(tp):
-        return copy.deepcopy(_describe(tp).schema)
-    args = get_args(tp)
-    if origin in _ARRAYS and (origin is not tuple or (len(args) == 2 and args[1] is ...)):
-        item = _schema(args[0], f"{where}[]")[0] if args else {}
-        return {"type": "array", "items": item}
-    if origin in _MAPPINGS and args and args[0] is str:
-        return {"type": "object", "additionalProperties": _schema(args[1], f"{where}{{}}")[0]}
-    raise TypeError(
-        f"tool argument {where} has type {tp!r}, which has no JSON schema; use str, int, "
-        f"float, bool, list[X], dict[str, X], X | None, Literal, an Enum or an attrs class"
-    )
-
-
-# -- validation ----------------------------------------------------------------------------------
-
-
-class _WrongJSONType(TypeError):
-    """A value of the wrong JSON type (its message is the problem)."""
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    for kind, label in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string")):
-        if isinstance(value, kind):
-            return label
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
-
-
-def _mismatch(expected: str, value: object) -> _WrongJSONType:
-    return _WrongJSONType(f"expected {expected}, got {_json_type(value)} {value!r}")
-
-
-def _structure_str(value: object, _: type) -> str:
-    if isinstance(value, str):
-        return value
-    raise _mismatch("a string", value)
-
-
-def _structure_bool(value: object, _: type) -> bool:
-    if isinstance(value, bool):
-        return value
-    raise _mismatch("a boolean", value)
-
-
-def _structure_int(value: object, _: type) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise _mismatch("an integer", value)
-
-
-def _structure_float(value: object, _: type) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    raise _mismatch("a number", value)
-
-
-def _is_array(tp: Any) -> bool:
-    return get_origin(tp) in _ARRAYS
-
-
-def _array_hook(tp: Any, converter: cattrs.Converter) -> Callable[[object, Any], object]:
-    if get_origin(tp) is tuple:
-        inner = cattrs.cols.homogenous_tuple_structure_factory(tp, converter)
-    else:
-        inner = cattrs.cols.list_structure_factory(tp, converter)
-
-    def structure(value: object, _: Any) -> object:
-        if not isinstance(value, list | tuple):
-            raise _mismatch("an array", value)
-        return inner(value, tp)
-
-    return structure
-
-
-def _is_literal(tp: Any) -> bool:
-    return get_origin(tp) is Literal
-
-
-def _literal_hook(tp: Any) -> Callable[[object, Any], object]:
-    allowed = get_args(tp)
-    listed = ", ".join(repr(v) for v in allowed)
-
-    def structure(value: object, _: Any) -> object:
-        # Compared with their types: 1 == True, but the model sent one or the other.
-        for candidate in allowed:
-            if type(candidate) is type(value) and candidate == value:
-                return candidate
-        raise _mismatch(f"one of {listed}", value)
-
-    return structure
-
-
-#: The tools layer's own converter (never the global one): extra keys are refused and
-#: primitives are checked as JSON types, without coercion.
-tools_converter = cattrs.Converter(forbid_extra_keys=True)
-tools_converter.register_structure_hook(str, _structure_str)
-tools_converter.register_structure_hook(bool, _structure_bool)
-tools_converter.register_structure_hook(int, _structure_int)
-tools_converter.register_structure_hook(float, _structure_float)
-tools_converter.register_structure_hook_factory(_is_array, _array_hook)
-tools_converter.register_structure_hook_factory(_is_literal, _literal_hook)
-
-
-def _format_problem(exc: BaseException, tp: type | None) -> str:
-    if isinstance(exc, _WrongJSONType):
-        return str(exc)
-    if isinstance(exc, KeyError):
-        return "required argument missing"
-    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
-        return f"unknown arguments: {', '.join(sorted(exc.extra_fields))}"
-    return cattrs.v.format_exception(exc, tp)
-
-
-def _problems(exc: Exception) -> list[str]:
-    return cattrs.transform_error(exc, path="arguments", format_exception=_format_problem)
-
-
 def _invalid(name: str, problems: list[str]) -> ToolResult:
-    listed = "".join(f"\n  - {p}" for p in problems)
-    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
     return ToolResult(
-        f"invalid arguments for tool {name!r} ({count}):{listed}", is_error=True, started=False
+        f"invalid arguments for tool {name!r} ({count_problems(problems)}):"
+        f"{list_problems(problems)}",
+        is_error=True,
+        started=False,
     )
 
 
@@ -593,24 +379,10 @@ class ToolRegistry:
         )
 
     def _structure(self, tool: Tool, arguments: object) -> Any:
-        if not isinstance(arguments, Mapping):
-            return _invalid(
-                tool.name, [f"expected an object, got {_json_type(arguments)} @ arguments"]
-            )
-        if tool.params is None:
-            if arguments:
-                return _invalid(
-                    tool.name,
-                    [f"unknown arguments: {', '.join(sorted(map(str, arguments)))} @ arguments"],
-                )
-            return None
-        values = dict(arguments)
-        for absent in _describe(tool.params).implicit_none:
-            values.setdefault(absent, None)
         try:
-            return tools_converter.structure(values, tool.params)
-        except Exception as exc:
-            return _invalid(tool.name, _problems(exc))
+            return structure_arguments(tool.params, arguments)
+        except ArgumentsError as exc:
+            return _invalid(tool.name, exc.problems)
 
     def __repr__(self) -> str:
         return f"<ToolRegistry {list(self._tools)}>"

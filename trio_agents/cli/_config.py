@@ -20,7 +20,8 @@ Rules:
   and plugin configs) and raises one :class:`ConfigFileError` listing them all, each with the
   place it is at (``agents[0].tools``).
 - Values are not coerced: a number where a string belongs, or a string where a list belongs,
-  is a problem, never ``"3"`` or ``["b", "a", "s", "h"]``.
+  is a problem, never ``"3"`` or ``["b", "a", "s", "h"]`` (the kernel's strict policy, the
+  same that structures each plugin's ``config`` table).
 """
 
 from __future__ import annotations
@@ -29,18 +30,20 @@ import importlib
 import inspect
 import sys
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, final, get_origin
+from typing import Any, final
 
 import attrs
-import cattrs
-from cattrs.cols import list_structure_factory
-from cattrs.errors import ForbiddenExtraKeysError
-from cattrs.v import format_exception
 
 from ..agent import DeclaredAgent
-from ..kernel import ConfigError, config_converter
+from ..kernel import (
+    ConfigError,
+    config_converter,
+    count_problems,
+    list_problems,
+    strict_converter,
+)
 from ..model import ModelSpecError, model_from_spec
 
 __all__ = ["Config", "ConfigFileError", "LoadedPlugin", "PluginEntry", "load_config", "parse"]
@@ -101,69 +104,13 @@ class Config:
     agents: tuple[DeclaredAgent, ...] = ()
 
 
-class _StrictTypeError(TypeError):
-    """A value of the wrong type; its message is the whole problem."""
-
-
-def _strict(kind: type) -> Callable[[object, type], object]:
-    def hook(value: object, _: type) -> object:
-        # bool is an int to Python, never to a config file.
-        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-            got = f"{type(value).__name__} {value!r}"
-            raise _StrictTypeError(f"expected {kind.__name__}, got {got}")
-        return value
-
-    return hook
-
-
-def _strict_list(type_: Any, converter: cattrs.Converter) -> Callable[[object, Any], object]:
-    structure = list_structure_factory(type_, converter)
-
-    def hook(value: object, _: Any) -> object:
-        if not isinstance(value, list):
-            raise _StrictTypeError(f"expected a list, got {type(value).__name__} {value!r}")
-        return structure(value, type_)
-
-    return hook
-
-
-def _origin(type_: Any) -> object:
-    return get_origin(type_)
-
-
-def _converter() -> cattrs.Converter:
-    converter = cattrs.Converter(forbid_extra_keys=True)
-    for kind in (str, int, float, bool):
-        converter.register_structure_hook(kind, _strict(kind))
-    converter.register_structure_hook(dict, _strict(dict))
-    converter.register_structure_hook_func(
-        lambda t: _origin(t) is dict, lambda value, _: _strict(dict)(value, dict)
-    )
-    converter.register_structure_hook_factory(
-        lambda t: _origin(t) is list, lambda t: _strict_list(t, converter)
-    )
-    return converter
-
-
-#: The converter of the config file (the package's own, never cattrs' global one).
-_CONVERTER = _converter()
-
-
-def _describe(exc: BaseException, type_: type | None) -> str:
-    if isinstance(exc, ForbiddenExtraKeysError):
-        return f"unknown keys: {', '.join(sorted(exc.extra_fields))}"
-    detail = str(exc)
-    if isinstance(exc, _StrictTypeError):
-        return detail
-    text = format_exception(exc, type_)
-    if isinstance(exc, TypeError | ValueError) and detail and detail not in text:
-        return f"{text}: {detail}" if text != "invalid value" else detail
-    return text
+#: The converter of the config file: the kernel's strict policy, in its config wording.
+_CONVERTER = strict_converter()
 
 
 def _problems(exc: Exception, path: str) -> list[str]:
     found = []
-    for line in cattrs.transform_error(exc, path=path, format_exception=_describe):
+    for line in _CONVERTER.problems(exc, path=path):
         # "message @ $.agents[0].id" → "agents[0].id: message"
         message, _, where = line.rpartition(" @ ")
         where = where.removeprefix("$.").removeprefix("$")
@@ -228,9 +175,9 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
             plugins.append(loaded)
     if problems or raw is None:
         where = f"config file {str(path)!r}" if path is not None else "the configuration"
-        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
-        listed = "".join(f"\n  - {p}" for p in problems)
-        raise ConfigFileError(f"{where} has {count}:{listed}", tuple(problems))
+        raise ConfigFileError(
+            f"{where} has {count_problems(problems)}:{list_problems(problems)}", tuple(problems)
+        )
     return Config(path, raw.model, tuple(plugins), tuple(raw.agents))
 
 

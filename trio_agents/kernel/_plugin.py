@@ -4,8 +4,8 @@ A plugin is a module or any object with:
 
 - ``name: str``;
 - optional ``inject``: the names of the services it requires;
-- optional ``Config``: an attrs class; a dict config is structured into it with cattrs (extra
-  keys rejected, every problem reported at once);
+- optional ``Config``: an attrs class; a dict config is structured into it with the strict
+  policy of :mod:`._strict` (no coercion, extra keys rejected, every problem reported at once);
 - ``async def apply(ctx, config)``.
 """
 
@@ -16,14 +16,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, final
 
 import attrs
-import cattrs
 
 from ._errors import ConfigError, PluginError
+from ._strict import count_problems, list_problems, strict_converter
 
 __all__ = ["Plugin", "PluginSpec", "config_converter", "describe_plugin"]
 
-#: The kernel's converter for plugin configuration; never the global one.
-config_converter = cattrs.Converter(forbid_extra_keys=True)
+#: The kernel's converter for plugin configuration; never the global one. Strict: a config
+#: file's ``3`` is not the string ``"3"``, its ``"bash"`` is not a list of characters.
+config_converter = strict_converter()
 
 
 class Plugin(Protocol):
@@ -113,10 +114,9 @@ class PluginSpec:
         try:
             return config_converter.structure(dict(config), self.config_type)
         except Exception as exc:
-            problems = tuple(cattrs.transform_error(exc, path="config"))
-            listed = "".join(f"\n  - {p}" for p in problems)
+            problems = tuple(config_converter.problems(exc, path="config"))
             raise ConfigError(
-                f"invalid config for plugin {self.name!r} ({len(problems)} problem"
-                f"{'s' if len(problems) != 1 else ''}):{listed}",
+                f"invalid config for plugin {self.name!r} "
+                f"({count_problems(problems)}):{list_problems(problems)}",
                 problems,
             ) from exc

@@ -1,0 +1,156 @@
+"""Agent turns per second and agent create + dispose per second, against raw-trio floors.
+
+A turn is ``agent.prompt(text)`` then ``await agent.when_idle()`` on ``ScriptedModel.echo()``
+with a :class:`MemoryStore`, so no I/O and no model latency: what is left is the runtime's own
+cost of a turn (inbox, phase machine, cause scope, model stream, the five session records and
+their events). The floor does the least a trio program needs for the same observable effect:
+a long-lived task receives the message from a memory channel, builds the echo reply, appends
+five records to a list and hands the reply back on a second channel that the caller awaits.
+The turns are timed on a fresh agent and again after a thousand earlier turns, because a
+turn's cost grows with the length of the conversation. Create + dispose is
+``root.agents.create()`` + ``handle.dispose()``; its floor is the fiber benchmark's raw floor
+(``nursery.start`` of a child with a three-effect ``AsyncExitStack``, then cancel), and it is
+also compared with a plain fiber apply + dispose, since an agent is a fiber with a session, an
+inbox and a loop task. Every side runs in one ``trio.run``, rounds interleaved; each figure is
+the best of several rounds.
+"""
+
+from __future__ import annotations
+
+import time
+
+import trio
+
+import trio_agents as ta
+from trio_agents.kernel import Context
+
+from . import bench_fibers
+from ._common import best_rates, line
+
+ROUNDS = 5
+TURNS = 200
+LONG_ROUNDS = 2
+LONG_HISTORY = 1_000
+CREATES = 500
+
+
+async def agent_turns(root: Context, turns: int, history: int = 0) -> float:
+    """Seconds for ``turns`` prompt + when_idle rounds on a fresh echo agent.
+
+    The agent first runs ``history`` untimed turns, so the timed turns see a conversation of
+    that length.
+    """
+    handle = await root.agents.create(model=ta.ScriptedModel.echo())
+    agent = handle.agent
+    try:
+        for i in range(history):
+            agent.prompt(f"warm {i}")
+            await agent.when_idle()
+        start = time.perf_counter()
+        for i in range(turns):
+            agent.prompt(f"hello {i}")
+            await agent.when_idle()
+        return time.perf_counter() - start
+    finally:
+        await handle.dispose()
+
+
+async def _raw_agent(
+    inbox: trio.MemoryReceiveChannel[str],
+    replies: trio.MemorySendChannel[str],
+    records: list[tuple[str, ...]],
+) -> None:
+    async for message in inbox:
+        records.append(("inbox", message))
+        records.append(("turn-started",))
+        records.append(("user", message))
+        reply = str(message)
+        records.append(("assistant", reply))
+        records.append(("turn-ended", "completed"))
+        await replies.send(reply)
+
+
+async def raw_turns(turns: int) -> float:
+    """Seconds for ``turns`` message -> reply rounds with a raw trio task and two channels."""
+    records: list[tuple[str, ...]] = []
+    send_inbox, receive_inbox = trio.open_memory_channel[str](1)
+    send_reply, receive_reply = trio.open_memory_channel[str](0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_raw_agent, receive_inbox, send_reply, records)
+        start = time.perf_counter()
+        for i in range(turns):
+            send_inbox.send_nowait(f"hello {i}")
+            await receive_reply.receive()
+        elapsed = time.perf_counter() - start
+        nursery.cancel_scope.cancel()
+    return elapsed
+
+
+async def agent_create_dispose(root: Context, iterations: int) -> float:
+    """Seconds for ``iterations`` ``agents.create`` + ``handle.dispose`` rounds."""
+    model = ta.ScriptedModel.echo()
+    start = time.perf_counter()
+    for _ in range(iterations):
+        handle = await root.agents.create(model=model)
+        await handle.dispose()
+    return time.perf_counter() - start
+
+
+async def measure() -> dict[str, float]:
+    """Best-of-``ROUNDS`` rates of every side, and the ratios."""
+    async with ta.open_runtime(store=ta.MemoryStore()) as root:
+
+        async def turns(n: int) -> float:
+            return await agent_turns(root, n)
+
+        async def creates(n: int) -> float:
+            return await agent_create_dispose(root, n)
+
+        async def long_turns(n: int) -> float:
+            return await agent_turns(root, n, history=LONG_HISTORY)
+
+        turn_rates = await best_rates([("raw", raw_turns), ("agent", turns)], ROUNDS, TURNS)
+        long_rates = await best_rates([("agent", long_turns)], LONG_ROUNDS, TURNS)
+        create_rates = await best_rates(
+            [
+                ("raw", bench_fibers.raw_floor),
+                ("fiber", bench_fibers.fibers),
+                ("agent", creates),
+            ],
+            ROUNDS,
+            CREATES,
+        )
+    return {
+        "turn_raw": turn_rates["raw"],
+        "turn_agent": turn_rates["agent"],
+        "turn_ratio": turn_rates["raw"] / turn_rates["agent"],
+        "turn_long": long_rates["agent"],
+        "turn_long_ratio": turn_rates["raw"] / long_rates["agent"],
+        "create_raw": create_rates["raw"],
+        "create_fiber": create_rates["fiber"],
+        "create_agent": create_rates["agent"],
+        "create_ratio_raw": create_rates["raw"] / create_rates["agent"],
+        "create_ratio_fiber": create_rates["fiber"] / create_rates["agent"],
+    }
+
+
+def main() -> None:
+    """Measure and print."""
+    r = trio.run(measure)
+    print(f"agent turns, echo model, MemoryStore (best of {ROUNDS} x {TURNS} on a fresh agent):")
+    print(line("raw trio floor (channel in, reply out, 5 records):", r["turn_raw"]))
+    print(line("trio_agents agent (prompt + when_idle):", r["turn_agent"]))
+    print(f"  ratio: a turn costs {r['turn_ratio']:.1f}x the raw floor")
+    print(f"agent turns after {LONG_HISTORY:,} earlier turns (best of {LONG_ROUNDS} x {TURNS}):")
+    print(line("trio_agents agent (prompt + when_idle):", r["turn_long"]))
+    print(f"  ratio: a turn costs {r['turn_long_ratio']:.1f}x the raw floor")
+    print(f"agent create+dispose, MemoryStore (best of {ROUNDS} x {CREATES}):")
+    print(line("raw trio floor (nursery.start + AsyncExitStack):", r["create_raw"]))
+    print(line("trio_agents fiber (ctx.plugin + dispose):", r["create_fiber"]))
+    print(line("trio_agents agent (agents.create + dispose):", r["create_agent"]))
+    print(f"  ratio: an agent costs {r['create_ratio_raw']:.1f}x the raw floor")
+    print(f"  ratio: an agent costs {r['create_ratio_fiber']:.1f}x a fiber")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""The ACP sessions of a bridge: each one's prompt bookkeeping and the streaming of its updates.
+
+Rules (ordering):
+- Updates are produced by synchronous listeners in the agent's task (``AgentOutput``,
+  ``SessionAppended``), and a prompt's response is produced by the listener that sees its
+  ``TurnEnded``; with the one outbound queue (:mod:`._serving`), every update of a turn
+  precedes its response.
+- A prompt is one queued message. It is answered ``cancelled`` when a ``session/cancel``
+  arrived while it was pending (whatever the turn's end), when the cancel removed it before a
+  turn claimed it, or when its turn ended cancelled.
+- The client shows its own prompt already: the ``UserMessage`` of the pending prompt is not
+  streamed back; every other user message, tool call and tool result is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, Literal, final
+
+import attrs
+
+from ..agent import Agent, AgentClosedError, AgentDisposed, AgentOutput
+from ..session import (
+    InboxSpliced,
+    SessionAppended,
+    StopReason,
+    ToolCall,
+    TurnEnded,
+    UserMessage,
+)
+from ..session import ToolResult as ToolResultRecord
+from ._jsonrpc import ErrorCode, Request, RequestId, RpcError
+from ._protocol import (
+    params_object,
+    prompt_text,
+    replay,
+    required_str,
+    stop_reason,
+    text_chunk,
+    update_of,
+)
+from ._serving import Serving
+
+__all__ = ["Policy", "Prompt", "Session", "Sessions"]
+
+log = logging.getLogger("trio_agents.acp")
+
+#: Whether ``bash`` runs in a session: ask the client each time, or its standing answer.
+Policy = Literal["ask", "allow", "reject"]
+
+
+@final
+@attrs.define(eq=False)
+class Prompt:
+    """A ``session/prompt`` awaiting its answer."""
+
+    request_id: RequestId
+    message_id: str
+    turn_id: str | None = None
+    cancel_requested: bool = False
+
+
+@final
+@attrs.define(eq=False)
+class Session:
+    """An ACP session: its agent, the disposer of its handle, and its pending prompt."""
+
+    agent: Agent
+    dispose: Callable[[], Awaitable[None]] = attrs.field(repr=False)
+    cwd: str
+    prompt: Prompt | None = None
+    policy: Policy = "ask"
+
+
+@final
+class Sessions:
+    """The sessions a bridge owns, by id (oldest first), and their live updates."""
+
+    def __init__(self, serving: Serving) -> None:
+        self._serving = serving
+        self._live: dict[str, Session] = {}
+
+    def __iter__(self) -> Iterator[Session]:
+        return iter(tuple(self._live.values()))
+
+    def ids(self) -> tuple[str, ...]:
+        """The session ids, oldest first."""
+        return tuple(self._live)
+
+    def prompts(self) -> int:
+        """How many prompts await their answer."""
+        return sum(1 for s in self._live.values() if s.prompt is not None)
+
+    def get(self, session_id: object) -> Session | None:
+        """The session ``session_id``, or ``None`` (also for a non-string id)."""
+        return self._live.get(session_id) if isinstance(session_id, str) else None
+
+    def lookup(self, params: Mapping[str, Any]) -> Session:
+        """The session named by ``params["sessionId"]``.
+
+        Raises:
+            RpcError: the id is missing, or names no session of this bridge.
+        """
+        session_id = required_str(params, "sessionId")
+        session = self._live.get(session_id)
+        if session is None:
+            raise RpcError(
+                ErrorCode.RESOURCE_NOT_FOUND,
+                f"unknown session {session_id!r}; create one with session/new or load it "
+                f"with session/load",
+                {"sessionId": session_id},
+            )
+        return session
+
+    def add(self, session: Session) -> None:
+        """Publish ``session`` under its agent's id."""
+        self._live[session.agent.id] = session
+
+    def discard(self, session: Session) -> None:
+        """Forget ``session``, if it is still the one published under its id."""
+        if self._live.get(session.agent.id) is session:
+            del self._live[session.agent.id]
+
+    def replay(self, session: Session) -> None:
+        """Stream the conversation so far as ``session/update`` notifications."""
+        for update in replay(session.agent.session.records):
+            self._serving.update(session.agent.id, update)
+
+    # -- prompts ------------------------------------------------------------------------------
+
+    def begin(self, request: Request) -> None:
+        """``session/prompt``: queue the prompt; its answer comes when its turn ends.
+
+        Raises:
+            RpcError: unknown session, bad params, a prompt already pending, a closed agent.
+        """
+        params = params_object(request.params)
+        session = self.lookup(params)
+        text = prompt_text(params)
+        if session.prompt is not None:
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST,
+                f"session {session.agent.id!r} is already running a prompt; wait for its "
+                f"answer or send session/cancel",
+            )
+        try:
+            message_id = session.agent.prompt(text)
+        except AgentClosedError as exc:
+            raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+        session.prompt = Prompt(request.id, str(message_id))
+
+    def _finish(self, session: Session, ended: TurnEnded | None) -> None:
+        prompt = session.prompt
+        assert prompt is not None
+        session.prompt = None
+        rpc = self._serving.rpc
+        if not rpc.is_open(prompt.request_id):
+            return
+        if ended is None or prompt.cancel_requested:
+            reason: str | None = "cancelled"
+        else:
+            reason = stop_reason(ended.stop_reason)
+        if reason is None:
+            assert ended is not None
+            assert ended.stop_reason is StopReason.ERROR
+            frame = rpc.respond_error(
+                prompt.request_id,
+                ErrorCode.INTERNAL_ERROR,
+                f"the turn failed: {ended.error}",
+                {"stopReason": ended.stop_reason.value},
+            )
+        else:
+            frame = rpc.respond(prompt.request_id, {"stopReason": reason})
+        self._serving.send(frame)
+
+    # -- live events (sync, in the emitter's task) ---------------------------------------------
+
+    def on_output(self, event: AgentOutput) -> None:
+        """Stream a chunk of the agent's reply."""
+        if event.agent_id in self._live:
+            self._serving.update(event.agent_id, text_chunk("agent_message_chunk", event.text))
+
+    def on_appended(self, event: SessionAppended) -> None:
+        """Stream a record, or answer the pending prompt when its turn is over."""
+        session = self._live.get(event.session_id)
+        if session is None:
+            return
+        record, prompt = event.record, session.prompt
+        if isinstance(record, UserMessage):
+            if prompt is not None and record.message_id == prompt.message_id:
+                prompt.turn_id = record.turn_id  # the client shows its own prompt already
+                return
+            self._forward(session, record)
+        elif isinstance(record, ToolCall | ToolResultRecord):
+            self._forward(session, record)
+        elif isinstance(record, InboxSpliced):
+            if (
+                prompt is not None
+                and prompt.turn_id is None
+                and record.op == "remove"
+                and record.message_id == prompt.message_id
+            ):
+                self._finish(session, None)
+        elif (
+            isinstance(record, TurnEnded)
+            and prompt is not None
+            and record.turn_id == prompt.turn_id
+        ):
+            self._finish(session, record)
+
+    def _forward(self, session: Session, record: Any) -> None:
+        update = update_of(record)
+        if update is not None:
+            self._serving.update(session.agent.id, update)
+
+    def on_disposed(self, event: AgentDisposed) -> None:
+        """Forget a disposed agent's session (answering its prompt, which will never run)."""
+        session = self._live.pop(event.agent_id, None)
+        if session is not None and session.prompt is not None:
+            # Disposed with its prompt unclaimed: that prompt will never run.
+            self._finish(session, None)

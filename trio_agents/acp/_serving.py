@@ -1,0 +1,228 @@
+"""The serving of one JSON-RPC connection: frames in, routed to handlers, frames out in order.
+
+Rules (ordering):
+- Every frame goes through one unbounded outbound queue and one writer task, so frames leave
+  in the order they were produced (:meth:`Serving.send` never blocks and never reorders).
+- After the client's EOF, the answers already produced (including those of the requests the
+  EOF cancelled) still go out, within ``drain_seconds``; EOF may close only the client's half.
+
+Rules (dispatch):
+- A malformed frame is answered with a JSON-RPC error (when it has an id) and serving goes on.
+- A method not in the tables is ``method not found``; before ``initialize`` succeeded, every
+  other method is refused with ``call initialize before ...``.
+- A *sync* handler answers in the reader's task (so nothing can come between the frame and
+  what the handler does); a *concurrent* handler runs in its own task, cancelled at EOF.
+  Either may return :data:`LATER` when its answer is produced elsewhere. An :class:`RpcError`
+  it raises is its answer; any other exception is logged and answered ``internal error``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, final
+
+import trio
+
+from ._framing import LineFramer
+from ._jsonrpc import (
+    Connection,
+    ErrorCode,
+    Invalid,
+    Notification,
+    Request,
+    Response,
+    RpcError,
+)
+
+__all__ = ["LATER", "Serving"]
+
+log = logging.getLogger("trio_agents.acp")
+
+_READ_SIZE: Final = 65536
+
+#: A handler's result meaning "answered later" (for a prompt: by the listener that ends the turn).
+LATER: Final = object()
+
+SyncHandler = Callable[[Request], Any]
+ConcurrentHandler = Callable[[Request], Awaitable[Any]]
+
+
+@final
+class Serving:
+    """The streams, the sans-IO connection and the method tables of one JSON-RPC peer.
+
+    Args:
+        send_stream: where frames are written.
+        receive_stream: where frames are read.
+        max_frame: the largest incoming frame, in bytes.
+        sync: handlers that answer in the reader's task, by method.
+        concurrent: handlers that run in their own task, by method.
+        notifications: what to do with each notification the peer may send, by method.
+        on_response: where the responses to this side's requests go.
+        initialized: whether ``initialize`` has succeeded.
+    """
+
+    def __init__(
+        self,
+        send_stream: trio.abc.SendStream,
+        receive_stream: trio.abc.ReceiveStream,
+        *,
+        max_frame: int,
+        sync: Mapping[str, SyncHandler],
+        concurrent: Mapping[str, ConcurrentHandler],
+        notifications: Mapping[str, Callable[[Any], None]],
+        on_response: Callable[[Response], None],
+        initialized: Callable[[], bool],
+    ) -> None:
+        self.rpc = Connection()
+        self._send_stream = send_stream
+        self._receive_stream = receive_stream
+        self._framer = LineFramer(max_frame)
+        self._sync = sync
+        self._concurrent = concurrent
+        self._notifications = notifications
+        self._on_response = on_response
+        self._initialized = initialized
+        self._handlers: trio.Nursery | None = None
+        self._out_send, self._out_receive = trio.open_memory_channel[bytes](math.inf)
+        self._drained = trio.Event()
+
+    # -- frames out ---------------------------------------------------------------------------
+
+    def send(self, frame: bytes) -> None:
+        """Queue ``frame`` (dropped, with a debug log, once the connection closed)."""
+        try:
+            self._out_send.send_nowait(frame)
+        except trio.ClosedResourceError:
+            log.debug("dropped a frame after the connection closed")
+
+    def update(self, session_id: str, update: Mapping[str, Any]) -> None:
+        """Queue the ``session/update`` notification ``update`` of ``session_id``."""
+        self.send(self.rpc.notify("session/update", {"sessionId": session_id, "update": update}))
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    async def serve(
+        self,
+        *,
+        on_eof: Callable[[], None],
+        on_broken: Callable[[], None],
+        after_eof: Callable[[], Awaitable[None]],
+        drain_seconds: float,
+    ) -> None:
+        """Serve until the peer's EOF (or until cancelled).
+
+        At EOF: ``on_eof()``, cancel the concurrent handlers, ``await after_eof()`` (shielded),
+        then let the queued frames leave within ``drain_seconds``. When the peer stops
+        reading, ``on_broken()`` (which is expected to cancel this call).
+        """
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._write, on_broken)
+            async with trio.open_nursery() as handlers:
+                self._handlers = handlers
+                await self._read()
+                on_eof()
+                handlers.cancel_scope.cancel()
+            with trio.CancelScope(shield=True):
+                await after_eof()
+            self._out_send.close()
+            with trio.move_on_after(drain_seconds):
+                await self._drained.wait()
+            nursery.cancel_scope.cancel()
+
+    async def aclose(self) -> None:
+        """Stop queueing frames and close both streams (forcefully: the peer is gone)."""
+        self._out_send.close()
+        for stream in {id(s): s for s in (self._send_stream, self._receive_stream)}.values():
+            await trio.aclose_forcefully(stream)
+
+    async def _read(self) -> None:
+        while True:
+            try:
+                data = await self._receive_stream.receive_some(_READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            frames = self._framer.feed(data) if data else self._framer.close()
+            for frame in frames:
+                self._dispatch(self.rpc.receive(frame))
+            if not data:
+                log.debug("the client closed its output")
+                return
+
+    async def _write(self, on_broken: Callable[[], None]) -> None:
+        async for frame in self._out_receive:
+            try:
+                await self._send_stream.send_all(frame)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                log.debug("the client stopped reading; shutting down")
+                on_broken()
+                return
+        self._drained.set()
+
+    # -- dispatch -----------------------------------------------------------------------------
+
+    def _dispatch(self, event: Invalid | Request | Notification | Response) -> None:
+        if isinstance(event, Invalid):
+            log.warning("invalid frame from the client: %s", event.reason)
+            if event.reply is not None:
+                self.send(event.reply)
+        elif isinstance(event, Response):
+            self._on_response(event)
+        elif isinstance(event, Notification):
+            handler = self._notifications.get(event.method)
+            if handler is not None:
+                handler(event.params)
+            else:
+                log.debug("ignored the notification %r", event.method)
+        else:
+            self._request(event)
+
+    def _request(self, request: Request) -> None:
+        method = request.method
+        if method not in self._sync and method not in self._concurrent:
+            self._refuse(request, ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
+            return
+        if not self._initialized() and method != "initialize":
+            self._refuse(request, ErrorCode.INVALID_REQUEST, f"call initialize before {method!r}")
+            return
+        if method in self._sync:
+            self._answer(request, self._call(request, self._sync[method]))
+        else:
+            assert self._handlers is not None
+            self._handlers.start_soon(self._handle, request, self._concurrent[method], name=method)
+
+    def _refuse(self, request: Request, code: int, message: str) -> None:
+        self.send(self.rpc.respond_error(request.id, code, message))
+
+    def _call(self, request: Request, fn: SyncHandler) -> Any:
+        try:
+            return fn(request)
+        except RpcError as exc:
+            return exc
+        except Exception as exc:
+            return _internal(request, exc)
+
+    async def _handle(self, request: Request, fn: ConcurrentHandler) -> None:
+        try:
+            result = await fn(request)
+        except RpcError as exc:
+            result = exc
+        except Exception as exc:
+            result = _internal(request, exc)
+        self._answer(request, result)
+
+    def _answer(self, request: Request, result: Any) -> None:
+        if result is LATER:
+            return
+        if isinstance(result, RpcError):
+            frame = self.rpc.respond_error(request.id, result.code, result.message, result.data)
+        else:
+            frame = self.rpc.respond(request.id, result)
+        self.send(frame)
+
+
+def _internal(request: Request, exc: Exception) -> RpcError:
+    log.exception("the %r handler failed", request.method, exc_info=exc)
+    return RpcError(ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}")

@@ -1,0 +1,268 @@
+"""One strict structuring policy: data is checked as JSON types, never coerced.
+
+cattrs' defaults call ``str(3)``, ``int("5")`` and ``list("bash")``; for data that comes from a
+user or a model (a plugin config, a TOML file, tool arguments) that hides the mistake. The
+policy here is what every converter of the package that reads such data uses.
+
+Rules:
+- ``str`` takes only a string, ``bool`` only a boolean. ``int`` takes an integer that is not a
+  boolean, or a float with an integral value (JSON has one number type: ``2.0`` is an
+  integer); ``float`` takes any number but a boolean. A subclass target (a ``StrEnum``, an
+  ``IntEnum``) is built from the checked value.
+- ``list[X]``, ``tuple[X, ...]`` and ``Sequence[X]`` take only a list or a tuple (``"bash"`` is
+  never ``["b", "a", "s", "h"]``); ``dict[K, V]`` and ``Mapping[K, V]`` only a mapping.
+- A ``Literal`` takes a value equal to one of its members *and of the same type*
+  (``1 == True``, but the sender wrote one or the other).
+- Extra keys are refused (unless ``forbid_extra_keys=False``).
+- Every problem is collected; :meth:`StrictConverter.problems` lists each with its path, in the
+  converter's :class:`Wording` (a config file says ``int``, a model reads ``an integer``).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, final, get_args, get_origin
+
+import attrs
+import cattrs
+import cattrs.cols
+from cattrs.v import format_exception
+
+__all__ = [
+    "StrictConverter",
+    "StrictTypeError",
+    "Wording",
+    "count_problems",
+    "json_type",
+    "list_problems",
+    "strict_converter",
+]
+
+_ARRAYS = (list, tuple, collections.abc.Sequence, collections.abc.MutableSequence)
+_MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+
+
+class StrictTypeError(TypeError):
+    """A value of the wrong type; its message is the whole problem."""
+
+
+def json_type(value: object) -> str:
+    """The JSON name of ``value``'s type (``integer``, ``array``, ...)."""
+    if value is None:
+        return "null"
+    for kind, label in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string")):
+        if isinstance(value, kind):
+            return label
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+def _python_type(value: object) -> str:
+    return type(value).__name__
+
+
+@final
+@attrs.frozen
+class Wording:
+    """How a converter's problems are phrased for its audience.
+
+    Attributes:
+        kinds: what is expected, by kind: ``str``, ``bool``, ``int``, ``float``, ``array``
+            and ``object``.
+        type_of: the name of a received value's type.
+        missing: a required key is absent.
+        extra: the lead of the list of unknown keys.
+    """
+
+    kinds: Mapping[str, str]
+    type_of: Callable[[object], str]
+    missing: str = "required field missing"
+    extra: str = "unknown keys"
+
+    def mismatch(self, kind: str, value: object) -> StrictTypeError:
+        """The problem "expected ``kind``, got ``value``"."""
+        return self.expected(self.kinds[kind], value)
+
+    def expected(self, expected: str, value: object) -> StrictTypeError:
+        """The problem "expected ``expected`` (already phrased), got ``value``"."""
+        return StrictTypeError(f"expected {expected}, got {self.type_of(value)} {value!r}")
+
+    @staticmethod
+    def config() -> Wording:
+        """For files people write (plugin configs, the TOML file): Python's names."""
+        return _CONFIG
+
+    @staticmethod
+    def json() -> Wording:
+        """For JSON a model writes (tool arguments): JSON's names."""
+        return _JSON
+
+
+_CONFIG = Wording(
+    {
+        "str": "str",
+        "bool": "bool",
+        "int": "int",
+        "float": "float",
+        "array": "a list",
+        "object": "dict",
+    },
+    _python_type,
+)
+
+_JSON = Wording(
+    {
+        "str": "a string",
+        "bool": "a boolean",
+        "int": "an integer",
+        "float": "a number",
+        "array": "an array",
+        "object": "an object",
+    },
+    json_type,
+    missing="required argument missing",
+    extra="unknown arguments",
+)
+
+
+def _scalar_hooks(wording: Wording) -> dict[type, Callable[[object, Any], object]]:
+    def typed(kind: type, target: Any, value: object) -> object:
+        # A subclass target is an enum such as a StrEnum (a str to isinstance).
+        return value if target is kind else target(value)
+
+    def structure_str(value: object, target: Any) -> object:
+        if isinstance(value, str):
+            return typed(str, target, value)
+        raise wording.mismatch("str", value)
+
+    def structure_bool(value: object, _: Any) -> object:
+        if isinstance(value, bool):
+            return value
+        raise wording.mismatch("bool", value)
+
+    def structure_int(value: object, target: Any) -> object:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return typed(int, target, value)
+        if isinstance(value, float) and value.is_integer():
+            return typed(int, target, int(value))
+        raise wording.mismatch("int", value)
+
+    def structure_float(value: object, target: Any) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return typed(float, target, float(value))
+        raise wording.mismatch("float", value)
+
+    return {str: structure_str, bool: structure_bool, int: structure_int, float: structure_float}
+
+
+def _is_array(tp: Any) -> bool:
+    origin = get_origin(tp)
+    if origin is tuple:
+        args = get_args(tp)
+        return len(args) == 2 and args[1] is ...
+    return origin in _ARRAYS
+
+
+def _is_mapping(tp: Any) -> bool:
+    return tp in _MAPPINGS or get_origin(tp) in _MAPPINGS
+
+
+def _is_literal(tp: Any) -> bool:
+    return get_origin(tp) is Literal
+
+
+@final
+class StrictConverter(cattrs.Converter):
+    """A cattrs converter with the strict policy of this module (build it with
+    :func:`strict_converter`)."""
+
+    def __init__(self, *, forbid_extra_keys: bool = True, wording: Wording | None = None):
+        super().__init__(forbid_extra_keys=forbid_extra_keys)
+        self.wording = Wording.config() if wording is None else wording
+        for kind, hook in _scalar_hooks(self.wording).items():
+            self.register_structure_hook(kind, hook)
+        self.register_structure_hook_factory(_is_array, self._array_hook)
+        self.register_structure_hook_factory(_is_mapping, self._mapping_hook)
+        self.register_structure_hook_factory(_is_literal, self._literal_hook)
+
+    def _array_hook(self, tp: Any) -> Callable[[object, Any], object]:
+        if get_origin(tp) is tuple:
+            inner = cattrs.cols.homogenous_tuple_structure_factory(tp, self)
+        else:
+            inner = cattrs.cols.list_structure_factory(tp, self)
+
+        def structure(value: object, _: Any) -> object:
+            if not isinstance(value, list | tuple):
+                raise self.wording.mismatch("array", value)
+            return inner(value, tp)
+
+        return structure
+
+    def _mapping_hook(self, tp: Any) -> Callable[[object, Any], object]:
+        inner = cattrs.cols.mapping_structure_factory(tp, self) if get_args(tp) else None
+
+        def structure(value: object, _: Any) -> object:
+            if not isinstance(value, Mapping):
+                raise self.wording.mismatch("object", value)
+            # A bare ``dict`` keeps its values as they are.
+            return dict(value) if inner is None else inner(value, tp)
+
+        return structure
+
+    def _literal_hook(self, tp: Any) -> Callable[[object, Any], object]:
+        allowed = get_args(tp)
+        listed = "one of " + ", ".join(repr(v) for v in allowed)
+
+        def structure(value: object, _: Any) -> object:
+            for candidate in allowed:
+                if type(candidate) is type(value) and candidate == value:
+                    return candidate
+            raise self.wording.expected(listed, value)
+
+        return structure
+
+    def describe(self, exc: BaseException, type_: type | None) -> str:
+        """One problem, in this converter's wording (a ``format_exception`` for cattrs)."""
+        if isinstance(exc, StrictTypeError):
+            return str(exc)
+        if isinstance(exc, KeyError):
+            return self.wording.missing
+        if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+            return f"{self.wording.extra}: {', '.join(sorted(exc.extra_fields))}"
+        text = format_exception(exc, type_)
+        detail = str(exc)
+        # A validator's own message says more than "invalid value for type, expected X".
+        if isinstance(exc, TypeError | ValueError) and detail and detail not in text:
+            return f"{text}: {detail}" if text != "invalid value" else detail
+        return text
+
+    def problems(self, exc: BaseException, *, path: str = "$") -> list[str]:
+        """Every problem of a failed ``structure`` call, as ``"problem @ path"`` lines."""
+        return cattrs.transform_error(exc, path=path, format_exception=self.describe)
+
+
+def strict_converter(
+    *, forbid_extra_keys: bool = True, wording: Wording | None = None
+) -> StrictConverter:
+    """A new converter with the strict policy (see the module rules).
+
+    Args:
+        forbid_extra_keys: refuse keys an attrs class does not declare.
+        wording: how :meth:`StrictConverter.problems` phrases what was expected and got;
+            :meth:`Wording.config` (the default) or :meth:`Wording.json`.
+    """
+    return StrictConverter(forbid_extra_keys=forbid_extra_keys, wording=wording)
+
+
+def count_problems(problems: Sequence[str]) -> str:
+    """``"1 problem"``, ``"3 problems"``."""
+    return f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+
+
+def list_problems(problems: Sequence[str]) -> str:
+    """One indented ``- problem`` line for each, each on its own line."""
+    return "".join(f"\n  - {p}" for p in problems)
