@@ -1,13 +1,16 @@
 """Agent turns per second and agent create + dispose per second, against raw-trio floors.
 
-A turn is ``agent.prompt(text)`` then ``await agent.when_idle()`` on ``ScriptedModel.echo()``
-with a :class:`MemoryStore`, so no I/O and no model latency: what is left is the runtime's own
+A turn is ``agent.prompt(text)`` then ``await agent.when_idle()`` on a constant-cost echo model
+(``ScriptedModel.echo()`` counts the words of every message for its usage figures, which would
+make the model itself linear in the history) with a :class:`MemoryStore`, so no I/O and no
+model latency: what is left is the runtime's own
 cost of a turn (inbox, phase machine, cause scope, model stream, the five session records and
 their events). The floor does the least a trio program needs for the same observable effect:
 a long-lived task receives the message from a memory channel, builds the echo reply, appends
 five records to a list and hands the reply back on a second channel that the caller awaits.
 The turns are timed on a fresh agent and again after a thousand earlier turns, because a
-turn's cost grows with the length of the conversation. Create + dispose is
+turn's cost must not grow with the length of the conversation
+(the model history is folded in incrementally). Create + dispose is
 ``root.agents.create()`` + ``handle.dispose()``; its floor is the fiber benchmark's raw floor
 (``nursery.start`` of a child with a three-effect ``AsyncExitStack``, then cancel), and it is
 also compared with a plain fiber apply + dispose, since an agent is a fiber with a session, an
@@ -18,16 +21,31 @@ the best of several rounds.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncGenerator
 
 import trio
 
 import trio_agents as ta
 from trio_agents.kernel import Context
+from trio_agents.model import Finished, FinishReason, ModelEvent, ModelRequest, TextDelta, Usage
 
 from . import bench_fibers
 from ._common import best_rates, line
 
 ROUNDS = 5
+
+
+class _Echo:
+    """Answers with the newest message in one delta: the same cost at every history length."""
+
+    name = "bench-echo"
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        await trio.lowlevel.checkpoint()
+        yield TextDelta(request.messages[-1].content)
+        yield Finished(FinishReason.STOP, Usage())
+
+
 TURNS = 200
 LONG_ROUNDS = 2
 LONG_HISTORY = 1_000
@@ -40,7 +58,7 @@ async def agent_turns(root: Context, turns: int, history: int = 0) -> float:
     The agent first runs ``history`` untimed turns, so the timed turns see a conversation of
     that length.
     """
-    handle = await root.agents.create(model=ta.ScriptedModel.echo())
+    handle = await root.agents.create(model=_Echo())
     agent = handle.agent
     try:
         for i in range(history):
@@ -88,7 +106,7 @@ async def raw_turns(turns: int) -> float:
 
 async def agent_create_dispose(root: Context, iterations: int) -> float:
     """Seconds for ``iterations`` ``agents.create`` + ``handle.dispose`` rounds."""
-    model = ta.ScriptedModel.echo()
+    model = _Echo()
     start = time.perf_counter()
     for _ in range(iterations):
         handle = await root.agents.create(model=model)
@@ -137,7 +155,10 @@ async def measure() -> dict[str, float]:
 def main() -> None:
     """Measure and print."""
     r = trio.run(measure)
-    print(f"agent turns, echo model, MemoryStore (best of {ROUNDS} x {TURNS} on a fresh agent):")
+    print(
+        f"agent turns, constant-cost echo model, MemoryStore "
+        f"(best of {ROUNDS} x {TURNS} on a fresh agent):"
+    )
     print(line("raw trio floor (channel in, reply out, 5 records):", r["turn_raw"]))
     print(line("trio_agents agent (prompt + when_idle):", r["turn_agent"]))
     print(f"  ratio: a turn costs {r['turn_ratio']:.1f}x the raw floor")
