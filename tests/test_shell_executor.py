@@ -31,12 +31,17 @@ from trio_agents.shell import (
 
 
 async def wait_for_output(shell: LocalShellExecutor, job_id: str, text: str) -> str:
-    """Read the job until ``text`` has appeared; return everything read."""
+    """Read the job until ``text`` has appeared; return everything read.
+
+    It polls because the executor's output API is pull-based (no "output arrived" event); the
+    deadline turns a missing output into a failure instead of a hang.
+    """
     seen = ""
-    while text not in seen:
-        seen += shell.read_output(job_id).output
-        if text not in seen:
-            await trio.sleep(0.01)
+    with trio.fail_after(10):
+        while text not in seen:
+            seen += shell.read_output(job_id).output
+            if text not in seen:
+                await trio.sleep(0.01)
     return seen
 
 
