@@ -4,7 +4,8 @@ Rules:
 - Each fiber runs in one task, started in its parent's nursery. That task runs ``apply``,
   enters every effect and exits every entry, so task-bound context managers (nurseries, cancel
   scopes) are legal effects. An effect asked for from another task is handed to the fiber's
-  task and entered there (while the fiber is loading it waits until ``apply`` returns).
+  task and entered there. Its ``__aenter__`` is not cancelled by ``dispose()`` (a scope around
+  it would break effects that open a nursery), so an effect must not block forever on entry.
 - The fiber's nursery is the bottom of its stack: background tasks and child fibers live in
   it, and each of them is also an entry, so they unwind in reverse order of set-up with the
   rest.
