@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
+import ssl
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from functools import partial
 from pathlib import Path
@@ -454,6 +456,102 @@ async def test_failures_before_any_output_are_retried_then_named(
         with pytest.raises(ModelError, match=message):
             await collect(model)
     assert len(calls) == 2
+
+
+@attrs.define
+class Body(httpx.AsyncByteStream):
+    """A response body of given chunks, optionally ending in an error; records its close."""
+
+    chunks: Sequence[bytes]
+    then: Exception | None = None
+    sent: int = 0
+    closed: bool = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            self.sent += 1
+            yield chunk
+        if self.then is not None:
+            raise self.then
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_a_timeout_after_some_text_is_not_retried() -> None:
+    """The answer stalls mid-stream: a ModelError saying so, after the text, no retry."""
+    bodies: list[Body] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(Body([delta("par")], then=httpx.ReadTimeout("")))
+        return httpx.Response(200, stream=bodies[-1])
+
+    model, client = mock_model(handler, timeout=30)
+    seen: list[ModelEvent] = []
+    async with client:
+        with pytest.raises(
+            ModelError,
+            match=r"^http://mock/v1/chat/completions stopped sending mid-answer "
+            r"\(nothing within 30 s\); try again$",
+        ):
+            await collect_into(seen, model)
+    assert seen == [TextDelta("par")]
+    assert len(bodies) == 1
+    assert bodies[0].closed
+
+
+async def test_an_undecodable_body_is_a_model_error_and_not_retried() -> None:
+    """A body that is not the gzip its content-encoding claims is refused at once."""
+    calls: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(200, headers={"content-encoding": "gzip"}, content=b"plain")
+
+    model, client = mock_model(handler)
+    async with client:
+        with pytest.raises(
+            ModelError, match=r"^cannot decode the answer of http://mock/v1/chat/completions: "
+        ):
+            await collect(model)
+    assert len(calls) == 1
+
+
+async def test_the_body_after_done_is_drained_unread_and_closed() -> None:
+    """Chunks after [DONE] are not parsed (garbage there is no error); the body is closed."""
+    reply = text_reply("ok")
+    body = Body([*reply.chunks, b"data: garbage\n\n", b"data: more garbage\n\n"])
+    model, client = mock_model(lambda request: httpx.Response(200, stream=body))
+    async with client:
+        events = await collect(model)
+    assert events == [TextDelta("ok"), Finished(FinishReason.STOP, Usage(3, 2))]
+    assert body.sent == len(body.chunks)
+    assert body.closed
+
+
+async def test_an_https_endpoint_loads_the_ca_bundle_once_per_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The TLS context is made off the loop on the first https stream and then reused;
+    an http endpoint never loads it."""
+    loads: list[bool] = []
+    create = httpx.create_ssl_context
+
+    def counting_create() -> ssl.SSLContext:
+        loads.append(trio.lowlevel.in_trio_run())
+        return create()
+
+    monkeypatch.setattr(httpx, "create_ssl_context", counting_create)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    secure = OpenAIChatModel("m", base_url=f"https://127.0.0.1:{port}/v1", max_retries=0)
+    plain = OpenAIChatModel("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+    with trio.fail_after(10):
+        for model in (secure, secure, plain):
+            with pytest.raises(ModelError, match=rf"^cannot reach {re.escape(model.url)}: "):
+                await collect(model)
+    assert loads == [False]  # once, and in a worker thread
 
 
 async def test_a_base_url_that_is_not_http_is_refused_at_once() -> None:

@@ -42,6 +42,14 @@ def test_the_id_persists_and_event_resets() -> None:
     ]
 
 
+def test_an_id_containing_nul_is_ignored() -> None:
+    """Per the SSE spec an id with a NUL character does not replace the last id."""
+    assert decode(b"id: 1\ndata: x\n\nid: a\0b\ndata: y\n\n") == [
+        SSEEvent("x", "message", "1"),
+        SSEEvent("y", "message", "1"),
+    ]
+
+
 def test_an_event_without_data_is_dropped() -> None:
     """A blank line with no data pending dispatches nothing."""
     assert decode(b"\n\nevent: ping\n\ndata: x\n\n") == [SSEEvent("x")]

@@ -29,6 +29,7 @@ from trio_agents.model import (
 from trio_agents.model._openai_wire import (
     ChunkAssembler,
     describe_failure,
+    message_json,
     request_body,
     retry_after,
 )
@@ -267,6 +268,9 @@ def test_the_openai_model_reads_the_environment(monkeypatch: pytest.MonkeyPatch)
         ("openai:m?max_retries=-1", r"max_retries must be a whole number >= 0, got '-1'"),
         ("openai:m?base_url=localhost:8000", r"base_url must be an http:// or https:// URL"),
         ("openai:m?", r"openai takes base_url"),
+        ("openai:m?timeout", r"openai takes base_url, timeout and max_retries \(got ''\)$"),
+        ("openai:m?timeout=soon", r"timeout must be a number of seconds > 0, got 'soon'$"),
+        ("openai:m?max_retries=1.5", r"max_retries must be a whole number >= 0, got '1\.5'$"),
     ],
 )
 def test_bad_openai_specs_say_what_is_wrong(spec: str, problem: str) -> None:
@@ -274,6 +278,27 @@ def test_bad_openai_specs_say_what_is_wrong(spec: str, problem: str) -> None:
     quoted = re.escape(repr(spec))
     with pytest.raises(ModelSpecError, match=rf"^invalid model spec {quoted}: .*{problem}"):
         model_from_spec(spec)
+
+
+def test_an_openai_spec_without_a_model_name_is_refused() -> None:
+    """'openai:?...' has parameters but no model: the message shows the form to write."""
+    with pytest.raises(
+        ModelSpecError,
+        match=r"^model spec 'openai:\?timeout=1' names no model; write openai:MODEL$",
+    ):
+        model_from_spec("openai:?timeout=1")
+
+
+def test_a_huge_max_retries_in_a_spec_is_a_number_not_a_crash() -> None:
+    """A whole number too big for a float is still a valid max_retries (no OverflowError)."""
+    model = model_from_spec(f"openai:m?max_retries={'9' * 400}")
+    assert isinstance(model, OpenAIChatModel)
+
+
+def test_the_repr_names_the_model_and_its_endpoint() -> None:
+    """repr shows the model name and the API root, without the trailing slash."""
+    model = OpenAIChatModel("llama3.2", base_url="http://127.0.0.1:8000/v1/")
+    assert repr(model) == "<OpenAIChatModel 'llama3.2' at http://127.0.0.1:8000/v1>"
 
 
 def test_constructor_arguments_are_checked() -> None:
@@ -284,3 +309,79 @@ def test_constructor_arguments_are_checked() -> None:
         OpenAIChatModel("m", timeout=0)
     with pytest.raises(ValueError, match=r"max_retries must be >= 0"):
         OpenAIChatModel("m", max_retries=-1)
+
+
+def test_a_value_that_is_not_a_chat_message_is_a_type_error() -> None:
+    """message_json refuses anything but the four message kinds, naming what it got."""
+    with pytest.raises(TypeError, match=r"^not a chat message: str 'hi'$"):
+        message_json("hi")  # type: ignore[arg-type]
+
+
+def test_events_after_done_are_ignored_unparsed() -> None:
+    """Once [DONE] arrived, later data (even garbage or more text) yields nothing."""
+    assembler = ChunkAssembler(URL)
+    assembler.feed("[DONE]")
+    assert assembler.feed("not json") == []
+    assert assembler.feed(chunk({"content": "late"})) == []
+    assert assembler.end() == [Finished(FinishReason.STOP)]
+
+
+def test_a_json_event_that_is_not_an_object_is_a_model_error() -> None:
+    """An event whose data is a JSON array is refused with the endpoint's name."""
+    with pytest.raises(ModelError, match=rf"^{URL} sent a stream event that is not an object$"):
+        ChunkAssembler(URL).feed("[1, 2]")
+
+
+def test_other_choices_and_malformed_parts_are_ignored() -> None:
+    """Choices other than index 0, non-object choices or call parts, and fields of the
+    wrong JSON type are skipped; the rest of the stream still assembles."""
+    assembler = ChunkAssembler(URL)
+    other = {"index": 1, "delta": {"content": "from choice 1"}}
+    assert assembler.feed(json.dumps({"choices": ["x", other]})) == []
+    assert assembler.feed(json.dumps({"choices": 5})) == []
+    assert assembler.feed(json.dumps({"choices": [{"delta": "text"}]})) == []
+    assert assembler.feed(chunk({"tool_calls": 3, "content": "kept"})) == [TextDelta("kept")]
+    assert assembler.feed(chunk({"tool_calls": ["junk", {"index": 0, "function": "f"}]})) == []
+    assembler.feed(chunk(call_delta(0, id="a", name="bash")))
+    assembler.feed(chunk(None, "tool_calls"))
+    assert assembler.end() == [
+        ToolCallRequested("a", "bash", {}),
+        Finished(FinishReason.TOOL_CALLS),
+    ]
+
+
+def test_arguments_sent_as_an_object_are_taken_as_they_are() -> None:
+    """Some local servers send the arguments object itself instead of its JSON text."""
+    assembler = ChunkAssembler(URL)
+    assembler.feed(chunk(call_delta(0, id="a", name="bash", arguments={"command": "ls"})))
+    assembler.feed(chunk(None, "tool_calls"))
+    assert assembler.end()[0] == ToolCallRequested("a", "bash", {"command": "ls"})
+
+
+def test_a_tool_call_without_a_name_is_a_model_error() -> None:
+    """Arguments with no tool name cannot run: the stream ends in a ModelError."""
+    assembler = ChunkAssembler(URL)
+    assembler.feed(chunk(call_delta(0, id="a", arguments="{}"), "tool_calls"))
+    with pytest.raises(ModelError, match=rf"^{URL} sent a tool call without a tool name$"):
+        assembler.end()
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "message"),
+    [
+        (403, _error("Country not supported"), r"denied access \(403 Forbidden\): Country not"),
+        (400, b'{"error": "Invalid token"}', r"refused the request \(HTTP 400\): Invalid token$"),
+        (
+            422,
+            b'{"error": null, "detail": "messages: field required"}',
+            r"refused the request \(HTTP 422\): messages: field required$",
+        ),
+        (400, b'{"error": [1]}', r"refused the request \(HTTP 400\)$"),
+    ],
+    ids=["403", "error-string", "error-null-detail", "error-unreadable"],
+)
+def test_other_error_shapes_are_read_or_left_out(status: int, body: bytes, message: str) -> None:
+    """A 403, an error given as a string, a detail beside a null error; unreadable: no text."""
+    failure = describe_failure(status, body, url=URL, model="gpt-9")
+    assert not failure.retryable
+    assert re.search(message, failure.message), failure.message

@@ -268,6 +268,25 @@ async def test_echo_reports_a_failed_tool_as_failed() -> None:
     assert _text(await _collect(model, request)) == "bash `false` failed: boom"
 
 
+async def test_echo_reports_tools_it_cannot_match_by_their_name() -> None:
+    """Outputs without a matching call (or with no message before them) name the tool."""
+    model = ScriptedModel.echo()
+    other = ToolCallPart("other", "bash", {"command": "ls"})
+    unmatched = _request(AssistantText("", (other,)), ToolOutput("c", "bash", "x"))
+    assert _text(await _collect(model, unmatched)) == "tool bash exited: x"
+    alone = _request(ToolOutput("c", "read", "text"), ToolOutput("d", "read", "more"))
+    assert (
+        _text(await _collect(model, alone)) == "tool read returned: text\ntool read returned: more"
+    )
+
+
+def test_echo_has_no_replies_left_count_and_a_repr() -> None:
+    """An echo model is unscripted (replies_left is None); repr names the model."""
+    model = ScriptedModel.echo()
+    assert model.replies_left is None
+    assert repr(model) == "<ScriptedModel 'echo'>"
+
+
 async def test_echo_without_user_message_finishes_empty() -> None:
     """With no user message there is nothing to echo: just Finished(stop)."""
     events = await _collect(ScriptedModel.echo(), _request(SystemText("sys")))

@@ -48,6 +48,7 @@ def test_echo_spec_accepts_a_delay(spec: str) -> None:
         ("echo?delay=-1", r"delay must be a number of seconds >= 0, got '-1'"),
         ("echo?delay=inf", r"got 'inf'"),
         ("echo?", r"echo takes only 'delay'"),
+        ("echo?delay", r"echo takes only 'delay' \(got ''\)"),
     ],
 )
 def test_bad_echo_parameters_list_the_valid_forms(spec: str, problem: str) -> None:
@@ -93,6 +94,18 @@ def test_registered_scheme_builds_through_its_factory() -> None:
         unregister()
     with pytest.raises(ModelSpecError, match=r"^unknown model spec"):
         model_from_spec("fake:big-model")
+
+
+def test_a_stale_unregister_leaves_the_new_registration() -> None:
+    """Unregistering after the scheme was registered again keeps the newer factory."""
+    unregister_old = register_model_scheme("fake", _FakeModel)
+    unregister_old()
+    unregister_new = register_model_scheme("fake", lambda rest: _FakeModel(f"new {rest}"))
+    try:
+        unregister_old()
+        assert model_from_spec("fake:m").name == "new m"
+    finally:
+        unregister_new()
 
 
 @pytest.mark.parametrize("scheme", ["echo", "", "has space", "a:b"])

@@ -279,10 +279,8 @@ def openai_from_spec(rest: str) -> OpenAIChatModel:
         kwargs["timeout"] = _spec_number(spec, "timeout", params["timeout"], float)
     if "max_retries" in params:
         kwargs["max_retries"] = _spec_number(spec, "max_retries", params["max_retries"], int)
-    try:
-        return OpenAIChatModel(model, **kwargs)
-    except ValueError as exc:
-        raise ModelSpecError(f"invalid model spec {spec!r}: {exc}") from None
+    # Invariant: every value was checked above, so the constructor accepts them all.
+    return OpenAIChatModel(model, **kwargs)
 
 
 def _spec_number(spec: str, key: str, raw: str, kind: type[float] | type[int]) -> float | int:
@@ -290,7 +288,8 @@ def _spec_number(spec: str, key: str, raw: str, kind: type[float] | type[int]) -
         value = kind(raw)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value >= 0 and (kind is int or value > 0)):
+    # An int is never converted to float: math.isfinite(10**400) raises OverflowError.
+    if not (value >= 0 and (kind is int or (math.isfinite(value) and value > 0))):
         unit = "a number of seconds > 0" if kind is float else "a whole number >= 0"
         raise ModelSpecError(f"invalid model spec {spec!r}: {key} must be {unit}, got {raw!r}")
     return value

@@ -157,14 +157,14 @@ class ChunkAssembler:
                 output_tokens=_count(usage.get("completion_tokens")),
             )
         events: list[ModelEvent] = []
-        for choice in chunk.get("choices") or ():
+        for choice in _items(chunk.get("choices")):
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue  # only one completion is asked for (n=1)
-            delta = choice.get("delta") or {}
+            delta = _fields(choice.get("delta"))
             content = delta.get("content")
             if isinstance(content, str) and content:
                 events.append(TextDelta(content))
-            for part in delta.get("tool_calls") or ():
+            for part in _items(delta.get("tool_calls")):
                 self._add_call_delta(part)
             if choice.get("finish_reason"):
                 self._finish = str(choice["finish_reason"])
@@ -177,7 +177,7 @@ class ChunkAssembler:
         call = self._calls.setdefault(index if isinstance(index, int) else -1, _PartialCall())
         if part.get("id"):
             call.call_id = str(part["id"])
-        function = part.get("function") or {}
+        function = _fields(part.get("function"))
         if function.get("name"):
             # Invariant: a name arrives whole in one delta; a repeat is the same name.
             call.name = str(function["name"])
@@ -222,6 +222,16 @@ class ChunkAssembler:
                 f"object: {_clip(raw)!r}"
             )
         return ToolCallRequested(call.call_id or f"call-{number}", call.name, arguments)
+
+
+def _items(value: object) -> list[Any]:
+    """A JSON array of a chunk, or none: a malformed field is ignored, not a crash."""
+    return value if isinstance(value, list) else []
+
+
+def _fields(value: object) -> dict[str, Any]:
+    """A JSON object of a chunk, or an empty one: a malformed field is ignored, not a crash."""
+    return value if isinstance(value, dict) else {}
 
 
 def _count(value: object) -> int:
