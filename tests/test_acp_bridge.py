@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,10 +16,10 @@ import trio
 import trio.testing
 
 import trio_agents.agent as ag
-from trio_agents.acp import AcpBridge, LineFramer, Oversized, encode_frame
+from trio_agents.acp import AcpBridge, BridgeStatistics, LineFramer, Oversized, encode_frame
 from trio_agents.cancel import UserCancel
 from trio_agents.kernel import Context
-from trio_agents.model import Model, Say, ScriptedModel
+from trio_agents.model import CallTool, Fail, Model, Say, ScriptedModel
 from trio_agents.session import MemoryStore, SessionStore, StopReason, TurnEnded
 
 CWD = "/tmp"
@@ -39,6 +40,11 @@ class Client:
 
     async def send(self, *messages: object) -> None:
         await self.stream.send_all(b"".join(encode_frame(m) for m in messages))
+
+    async def close_output(self) -> None:
+        """Close only the client's output: the agent reads EOF, its answers still arrive."""
+        assert isinstance(self.stream, trio.StapledStream)
+        await self.stream.send_stream.aclose()
 
     def request_frame(self, method: str, params: object) -> tuple[int, Message]:
         request_id = next(self._ids)
@@ -74,8 +80,8 @@ class Client:
             if message.get("method") == "session/request_permission":
                 self.permission_requests.append(message)
                 seen.append(message)
-                result = self.permission(message)
-                await self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                answer = self.permission(message)
+                await self.send({"jsonrpc": "2.0", "id": message["id"], **answer})
             elif "method" in message:
                 seen.append(message)
             else:
@@ -103,11 +109,12 @@ class Client:
 
 
 def allow(option_id: str) -> PermissionPolicy:
-    return lambda _: {"outcome": {"outcome": "selected", "optionId": option_id}}
+    """Answer with this option (the policies give the response's result or error member)."""
+    return lambda _: {"result": {"outcome": {"outcome": "selected", "optionId": option_id}}}
 
 
 def cancelled(_: Message) -> Message:
-    return {"outcome": {"outcome": "cancelled"}}
+    return {"result": {"outcome": {"outcome": "cancelled"}}}
 
 
 def chunks(messages: list[Message], kind: str = "agent_message_chunk") -> str:
@@ -471,7 +478,7 @@ async def test_session_cancel_while_permission_is_pending() -> None:
         assert question["method"] == "session/request_permission"
         await s.client.notify("session/cancel", {"sessionId": session_id})
         # The client answers late, as the spec asks it to; the answer is dropped.
-        await s.client.send({"jsonrpc": "2.0", "id": question["id"], "result": cancelled({})})
+        await s.client.send({"jsonrpc": "2.0", "id": question["id"], **cancelled({})})
         _, response = await s.client.until(request_id)
         assert response["result"] == {"stopReason": "cancelled"}
         assert s.bash.ran == []
@@ -571,3 +578,306 @@ async def test_prompt_of_an_agent_disposed_elsewhere_is_answered() -> None:
         assert s.bridge.statistics().sessions == ()
         _, response = await s.client.until(await s.client.prompt(session_id, "x"))
         assert response["error"]["code"] == -32002
+
+
+# -- more protocol behaviour ---------------------------------------------------------------------
+
+
+@attrs.define
+class Gate:
+    """A tool ``hold`` that waits, shielded, until the test opens the gate."""
+
+    entered: trio.Event = attrs.Factory(trio.Event)
+    opened: trio.Event = attrs.Factory(trio.Event)
+
+    async def run(self, call: ag.ToolContext, args: None) -> str:
+        self.entered.set()
+        with trio.CancelScope(shield=True):
+            await self.opened.wait()
+        return "held"
+
+    def tool(self) -> ag.Tool:
+        return ag.Tool("hold", "waits for the gate", None, self.run)
+
+
+async def rest(client: Client) -> list[Message]:
+    """Every frame until the agent closes its output."""
+    frames: list[Message] = []
+    while True:
+        try:
+            frames.append(await client.next())
+        except EOFError:
+            return frames
+
+
+async def test_a_failed_turn_is_a_json_rpc_error() -> None:
+    """A turn that ends in error has no stopReason: -32603 with stopReason error as data."""
+    async with serve(ScriptedModel([[Fail("model down")], "fine"])) as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        _, response = await s.client.until(await s.client.prompt(session_id, "go"))
+        assert response["error"]["code"] == -32603
+        assert re.match(r"^the turn failed: .*model down", response["error"]["message"])
+        assert response["error"]["data"] == {"stopReason": "error"}
+        _, again = await s.client.until(await s.client.prompt(session_id, "again"))
+        assert again["result"] == {"stopReason": "end_turn"}
+
+
+async def test_the_bridge_takes_a_send_and_a_receive_stream() -> None:
+    """Two one-way streams serve like one bidirectional stream; one one-way is a TypeError."""
+    to_agent, agent_in = trio.testing.memory_stream_one_way_pair()
+    agent_out, from_agent = trio.testing.memory_stream_one_way_pair()
+    with pytest.raises(TypeError, match=r"^AcpBridge needs a receive stream"):
+        AcpBridge(agent_out)
+    async with ag.open_runtime(store=MemoryStore()) as root:
+        bridge = AcpBridge(agent_out, agent_in)
+        await root.plugin(bridge)
+        client = Client(trio.StapledStream(to_agent, from_agent))
+        assert (await client.initialize())["protocolVersion"] == 1
+        await to_agent.aclose()
+        with trio.fail_after(5):
+            await bridge.wait_closed()
+        with pytest.raises(EOFError):
+            await client.next()
+
+
+async def test_a_bridge_serves_one_connection_and_closes_unstarted() -> None:
+    """A second apply is refused; aclose of a bridge never applied returns, closed."""
+    async with serve() as s:
+        with pytest.raises(RuntimeError, match=r"^this AcpBridge already served"):
+            await s.bridge.apply(s.root, None)
+    ours, _ = trio.testing.memory_stream_pair()
+    unstarted = AcpBridge(ours)
+    await unstarted.aclose()
+    assert unstarted.statistics().closed
+
+
+async def test_load_of_a_session_the_bridge_serves_replays_it_in_place() -> None:
+    """session/load of a live bridge session replays it; the agent and its session stay."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        agent = s.agent(session_id)
+        await s.client.until(await s.client.prompt(session_id, "remember me"))
+        request_id = await s.client.request(
+            "session/load", {"sessionId": session_id, "cwd": CWD, "mcpServers": []}
+        )
+        seen, response = await s.client.until(request_id)
+        assert response["result"] == {}
+        assert kinds(seen) == ["user_message_chunk", "agent_message_chunk"]
+        assert chunks(seen, "user_message_chunk") == "remember me"
+        assert s.agent(session_id) is agent
+        assert s.bridge.statistics().sessions == (session_id,)
+
+
+async def test_agents_of_another_owner_are_neither_streamed_nor_loaded_nor_guarded(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """An agent the bridge does not own: no frames, bash unasked, and load is -32600."""
+    async with serve() as s:
+        await s.client.initialize()
+        handle = await s.agents.create()
+        handle.agent.prompt("!bash uname")
+        await handle.agent.when_idle()
+        assert s.bash.ran == ["uname"]
+        request_id = await s.client.request(
+            "session/load", {"sessionId": handle.agent.id, "cwd": CWD, "mcpServers": []}
+        )
+        seen, response = await s.client.until(request_id)
+        assert seen == []
+        assert response["error"]["code"] == -32600
+        assert re.match(r"^session '.*' is live in another owner", response["error"]["message"])
+        await handle.dispose()
+
+
+async def test_list_refuses_a_cursor_and_new_checks_mcp_servers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A cursor is -32602; mcpServers must be an array, and given servers are ignored."""
+    async with serve() as s:
+        await s.client.initialize()
+        _, listed = await s.client.until(await s.client.request("session/list", {"cursor": "c"}))
+        assert listed["error"]["code"] == -32602
+        assert re.match(r"^invalid params: unknown cursor", listed["error"]["message"])
+        request_id = await s.client.request("session/new", {"cwd": CWD, "mcpServers": {}})
+        _, refused = await s.client.until(request_id)
+        assert refused["error"] == {
+            "code": -32602,
+            "message": "invalid params: 'mcpServers' must be an array",
+        }
+        assert s.agents.list() == ()
+        server = {"name": "fs", "command": "mcp-fs", "args": [], "env": []}
+        result = await s.client.call("session/new", {"cwd": CWD, "mcpServers": [server]})
+        assert [a.id for a in s.agents.list()] == [result["sessionId"]]
+        assert "MCP servers are not supported; ignoring 1 of them" in caplog.messages
+
+
+async def test_a_prompt_while_the_agent_is_being_disposed_is_an_internal_error() -> None:
+    """Messages from elsewhere are streamed; a prompt during a disposal is -32603."""
+    async with serve(ScriptedModel([[CallTool("hold")]])) as s:
+        gate = Gate()
+        s.root.get("tools").register(gate.tool())
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        agent = s.agent(session_id)
+        agent.prompt("from elsewhere")
+        await gate.entered.wait()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(s.agents._fibers[agent].dispose)
+            await trio.testing.wait_all_tasks_blocked()
+            assert agent.status is ag.AgentStatus.DISPOSING
+            seen, response = await s.client.until(await s.client.prompt(session_id, "late"))
+            assert response["error"]["code"] == -32603
+            assert re.match(r"^agent .* takes no more messages", response["error"]["message"])
+            assert kinds(seen) == ["user_message_chunk", "tool_call"]
+            assert chunks(seen, "user_message_chunk") == "from elsewhere"
+            assert seen[1]["params"]["update"]["title"] == "hold"
+            gate.opened.set()
+        assert s.bridge.statistics().sessions == ()
+
+
+async def test_a_prompt_queued_behind_another_turn_is_cancelled_by_a_disposal(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Disposed elsewhere before its turn began: the prompt is answered cancelled, unrun."""
+    async with serve("echo?delay=100") as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        agent = s.agent(session_id)
+        agent.prompt("a turn of another owner")
+        await trio.testing.wait_all_tasks_blocked()
+        request_id = await s.client.prompt(session_id, "queued")
+        await trio.testing.wait_all_tasks_blocked()
+        assert s.bridge.statistics().prompts == 1
+        await s.agents._fibers[agent].dispose()
+        _, response = await s.client.until(request_id)
+        assert response["result"] == {"stopReason": "cancelled"}
+        assert agent.statistics().turns == 1
+        assert s.bridge.statistics() == BridgeStatistics((), 0, 0, closed=False)
+
+
+async def test_cancel_withdraws_only_the_questions_of_its_session() -> None:
+    """Two sessions ask at once; cancelling one leaves the other's question to be answered."""
+    async with serve() as s:
+        await s.client.initialize()
+        a = await s.client.new_session()
+        b = await s.client.new_session()
+        prompt_a = await s.client.prompt(a, "!bash a")
+        prompt_b = await s.client.prompt(b, "!bash b")
+        questions: dict[str, Message] = {}
+        while len(questions) < 2:
+            message = await s.client.next()
+            if message.get("method") == "session/request_permission":
+                questions[message["params"]["sessionId"]] = message
+        assert s.bridge.statistics().permission_requests == 2
+        await s.client.notify("session/cancel", {"sessionId": a})
+        _, response_a = await s.client.until(prompt_a)
+        assert response_a["result"] == {"stopReason": "cancelled"}
+        assert s.bridge.statistics().permission_requests == 1
+        await s.client.send({"jsonrpc": "2.0", "id": questions[b]["id"], **allow("allow-once")({})})
+        _, response_b = await s.client.until(prompt_b)
+        assert response_b["result"] == {"stopReason": "end_turn"}
+        assert s.bash.ran == ["b"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"error": {"code": -32603, "message": "the client broke"}},
+        {"result": {"outcome": "selected"}},
+        {"result": None},
+        {"result": {"outcome": {"outcome": "selected", "optionId": "maybe"}}},
+    ],
+    ids=["error", "outcome-not-an-object", "no-result", "unknown-option"],
+)
+async def test_an_answer_that_is_not_an_offered_option_rejects_once(answer: Message) -> None:
+    """An error, a malformed outcome or an unknown option: not run, and asked again next time."""
+    async with serve() as s:
+        await s.client.initialize()
+        s.client.permission = lambda _: answer
+        session_id = await s.client.new_session()
+        _, response = await s.client.until(await s.client.prompt(session_id, "!bash one"))
+        assert response["result"] == {"stopReason": "end_turn"}
+        await s.client.until(await s.client.prompt(session_id, "!bash two"))
+        assert s.bash.ran == []
+        assert len(s.client.permission_requests) == 2
+
+
+async def test_eof_answers_what_was_asked_before_it() -> None:
+    """The client closes only its output: the answers it asked for still arrive, then EOF."""
+    async with serve() as s:
+        request_id, initialize = s.client.request_frame(
+            "initialize", {"protocolVersion": 1, "clientCapabilities": {}}
+        )
+        await s.client.send(initialize)
+        await s.client.close_output()
+        frames = await rest(s.client)
+        assert [f["id"] for f in frames] == [request_id]
+        assert frames[0]["result"]["protocolVersion"] == 1
+        assert s.bridge.statistics().closed
+
+
+async def test_eof_during_a_permission_question_cancels_the_prompt_unrun() -> None:
+    """EOF while asking: the command does not run and the prompt is answered cancelled."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        request_id = await s.client.prompt(session_id, "!bash touch m")
+        assert kinds([await s.client.next()]) == ["tool_call"]
+        assert (await s.client.next())["method"] == "session/request_permission"
+        await s.client.close_output()
+        frames = await rest(s.client)
+        responses = [f for f in frames if "method" not in f]
+        assert responses == [
+            {"jsonrpc": "2.0", "id": request_id, "result": {"stopReason": "cancelled"}}
+        ]
+        assert s.bash.ran == []
+        assert s.agents.list() == ()
+
+
+async def test_bash_reaching_the_guard_after_the_close_is_cancelled_unasked() -> None:
+    """The connection is closing, the session not yet disposed: bash is refused, not asked."""
+    async with serve(ScriptedModel([[CallTool("hold")]])) as s:
+        gate = Gate()
+        tools: ag.ToolRegistry = s.root.get("tools")
+        tools.register(gate.tool())
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        agent = s.agent(session_id)
+        agent.prompt("hold on")
+        await gate.entered.wait()
+        await s.client.close_output()
+        await trio.testing.wait_all_tasks_blocked()
+        assert s.bridge.statistics().closed
+        assert s.bridge.statistics().sessions == (session_id,)
+        with trio.fail_after(5):  # safety net: a question asked now would never be answered
+            result = await tools.invoke("bash", {"command": "late"}, agent)
+        assert result == ag.ToolResult(
+            "the user cancelled; the command did not run", is_error=True, started=False
+        )
+        gate.opened.set()
+        frames = await rest(s.client)
+        assert "session/request_permission" not in [f.get("method") for f in frames]
+        assert s.bash.ran == []
+        assert s.agents.list() == ()
+
+
+async def test_a_failing_disposal_is_logged_and_the_shutdown_completes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A session whose teardown raises: logged, and the bridge still closes with no agent."""
+
+    async def broken_cleanup() -> None:
+        await trio.lowlevel.checkpoint()
+        raise RuntimeError("cleanup failed")
+
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        s.agents.scope_of(s.agent(session_id)).defer(broken_cleanup)
+        await s.client.stream.aclose()
+        with trio.fail_after(5):
+            await s.bridge.wait_closed()
+        assert f"disposing the agent of ACP session {session_id} failed" in caplog.messages
+        assert s.agents.list() == ()
+        assert s.bridge.statistics().sessions == ()

@@ -254,6 +254,29 @@ def test_unsolicited_or_late_response_is_dropped_without_reply() -> None:
         connection.abandon(request_id)
 
 
+def test_a_malformed_error_member_reads_as_an_internal_error() -> None:
+    """A response whose error is not an object becomes -32603 quoting what came."""
+    connection = Connection()
+    request_id, _ = connection.request("m", None)
+    response = connection.receive(frame({"jsonrpc": "2.0", "id": request_id, "error": "no"}))
+    assert isinstance(response, Response)
+    assert response.method == "m"
+    assert response.error == {"code": ErrorCode.INTERNAL_ERROR, "message": "malformed error 'no'"}
+
+
+def test_a_notification_with_scalar_params_is_invalid_and_not_answered() -> None:
+    """params that are neither object nor array: a request is -32600, a notification silent."""
+    connection = Connection()
+    silent = connection.receive(frame({"jsonrpc": "2.0", "method": "m", "params": 3}))
+    assert isinstance(silent, Invalid)
+    assert silent.reply is None
+    assert silent.reason.endswith("(a notification; not answered)")
+    answered = reply_of(
+        connection.receive(frame({"jsonrpc": "2.0", "id": 4, "method": "m", "params": 3}))
+    )
+    assert (answered["id"], answered["error"]["code"]) == (4, -32600)
+
+
 # -- hypothesis: any input, and the answer discipline --------------------------------------------
 
 

@@ -8,23 +8,41 @@ wait is for a pattern in the output, with a deadline.
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import re
 import select
+import signal
 import subprocess
 import termios
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import aclosing, suppress
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
+from rich.console import Console
 from support import TRIO_AGENTS
 
-from trio_agents.cli._chat import _jobs
+from trio_agents.agent import Agent, AgentOutput
+from trio_agents.cli import main
+from trio_agents.cli._chat import _converse, _jobs, _read_lines
+from trio_agents.cli._chat_view import ChatView
 from trio_agents.cli._options import Settings, open_cli_runtime, resolve_model
-from trio_agents.model import CallTool, ScriptedModel
+from trio_agents.kernel import Context, PluginReloaded
+from trio_agents.model import CallTool, ModelRequest, ScriptedModel
+from trio_agents.model._stream import ModelEvent
+from trio_agents.session import (
+    InboxSpliced,
+    Record,
+    SessionAppended,
+    ToolResult,
+    TurnEnded,
+    TurnStarted,
+    UserMessage,
+)
 from trio_agents.shell import JobDone
 
 DEADLINE = 30.0
@@ -212,3 +230,249 @@ def test_ctrl_c_during_run_cancels_the_turn_and_exits_130(store: Path, tmp_path:
     finally:
         terminal.close()
     assert '"stop_reason": "cancelled"' in Path(found[2]).read_text().replace('":"', '": "')
+
+
+# -- in this process ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stdin_pipe() -> Iterator[int]:
+    """File descriptor 0 is the read end of a pipe; yields the write end (closed after)."""
+    saved = os.dup(0)
+    read, write = os.pipe()
+    os.dup2(read, 0)
+    os.close(read)
+    try:
+        yield write
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        with suppress(OSError):  # the test may have closed it already
+            os.close(write)  # an abandoned reader thread sees end of input and ends
+
+
+def test_chat_from_a_pipe_in_process_answers_every_command(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    store: Path,
+    stdin_pipe: int,
+) -> None:
+    """Each line is echoed and acted on in order; end of input (no newline) still counts."""
+    monkeypatch.setenv("COLUMNS", "200")
+    lines = "hello\n\n/cancel\n/steer\n/steer more\n/jobs\n/help\n/frob\n!bash echo hi\nlast"
+    os.write(stdin_pipe, lines.encode())
+    os.close(stdin_pipe)
+    assert main(["chat", "--store", str(store), "--session", "talk"]) == 0
+    out = capsys.readouterr().out
+    expected = [
+        r"chatting with talk on echo; /help for commands",
+        r"you> hello\nhello\n",
+        r"you> \n",
+        r"you> /cancel\nnothing to cancel\n",
+        r"you> /steer\nusage: /steer TEXT\n",
+        r"you> /steer more\nsteering with m-\d+\nmore\n",
+        r"you> /jobs\nno background jobs\n",
+        r"you> /help\nTEXT +send a prompt",
+        r"you> /frob\nunknown command /frob; /help lists the commands\n",
+        r"you> !bash echo hi\n→ bash\(command='echo hi'\)\n← hi  \(\+1 lines\)\n"
+        r"bash `echo hi` exited: hi",
+        r"you> last\nlast\n",
+        rf"session talk: {re.escape(str(store / 'talk.jsonl'))}\n$",
+    ]
+    assert re.search(".*".join(expected), out, re.S), out
+
+
+def test_chat_with_a_declared_agent_on_memory_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, stdin_pipe: int
+) -> None:
+    """A config-declared agent is named as such; ``/quit`` leaves; memory keeps no file."""
+    config = tmp_path / "agents.toml"
+    config.write_text('[[agents]]\nid = "helper"\n')
+    os.write(stdin_pipe, b"/quit\nnever read\n")
+    assert main(["chat", "--config", str(config), "--store", "memory"]) == 0
+    out = capsys.readouterr().out
+    assert "chatting with helper (declared in the config file) on echo" in out
+    assert "never read" not in out
+    assert out.endswith("session helper: memory only (--store memory): not kept\n")
+
+
+class Gate:
+    """A model whose turns wait until the test opens the gate, then echo the prompt."""
+
+    name = "gate"
+
+    def __init__(self) -> None:
+        self.opened = trio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        await self.opened.wait()
+        async with aclosing(ScriptedModel.echo().stream(request)) as events:
+            async for event in events:
+                yield event
+
+
+class Records:
+    """The records appended to one session, waited for in order."""
+
+    def __init__(self, root: Context, session_id: str) -> None:
+        self._id = session_id
+        self._seen: list[Record] = []
+        self._next = 0
+        self._changed = trio.Event()
+        root.on(SessionAppended, self._on)
+
+    def _on(self, event: SessionAppended) -> None:
+        if event.session_id == self._id:
+            self._seen.append(event.record)
+            self._changed.set()
+
+    async def next(self, match: Callable[[Record], bool]) -> Record:
+        """The next record (after the last one returned) that ``match`` accepts."""
+        with trio.fail_after(DEADLINE):
+            while True:
+                for index in range(self._next, len(self._seen)):
+                    if match(self._seen[index]):
+                        self._next = index + 1
+                        return self._seen[index]
+                self._next = len(self._seen)
+                self._changed = trio.Event()
+                await self._changed.wait()
+
+
+def _view(agent: Agent) -> tuple[ChatView, io.StringIO]:
+    out = io.StringIO()
+    return ChatView(Console(file=out, width=200, highlight=False), agent), out
+
+
+async def test_a_terminal_steers_queues_and_ctrl_c_cancels_then_leaves(
+    stdin_pipe: int,
+) -> None:
+    """Interactive: lines reach a running turn; Ctrl-C cancels it, then at idle leaves."""
+    gate = Gate()
+    settings = Settings(model=resolve_model(None), store="memory")
+    async with open_cli_runtime(settings, shell=False) as root:
+        agent = (await root.agents.create(model=gate)).agent
+        view, out = _view(agent)
+        view.listen(root)
+        records = Records(root, agent.id)
+        left = trio.Event()
+
+        async def converse() -> None:
+            await _converse(root, agent, view, {}, interactive=True)
+            left.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(converse)
+            os.write(stdin_pipe, b"first\n")
+            await records.next(lambda r: isinstance(r, TurnStarted))
+            os.write(stdin_pipe, b"/steer more\nsecond\n")
+            await records.next(lambda r: isinstance(r, InboxSpliced) and r.content == "second")
+            signal.raise_signal(signal.SIGINT)
+            await records.next(lambda r: isinstance(r, TurnEnded))
+            with trio.fail_after(DEADLINE):
+                await agent.when_idle()
+            assert not left.is_set()
+            signal.raise_signal(signal.SIGINT)
+            with trio.fail_after(DEADLINE):
+                await left.wait()
+        prompts = [r.content for r in agent.session.records if isinstance(r, UserMessage)]
+        assert prompts == ["first"]
+    text = out.getvalue()
+    assert re.search(
+        r"you> .*steering with m-\d+\n.*cancelling… \(Ctrl-C at the prompt leaves\)\n"
+        r".*turn t-1 cancelled \(UserCancel\)\n.*you> ",
+        text,
+        re.S,
+    ), text
+
+
+async def test_end_of_input_on_a_terminal_waits_for_the_running_turn(stdin_pipe: int) -> None:
+    """Interactive: Ctrl-D while a turn runs lets it answer before leaving."""
+    gate = Gate()
+    settings = Settings(model=resolve_model(None), store="memory")
+    async with open_cli_runtime(settings, shell=False) as root:
+        agent = (await root.agents.create(model=gate)).agent
+        view, out = _view(agent)
+        view.listen(root)
+        records = Records(root, agent.id)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: _converse(root, agent, view, {}, interactive=True))
+            os.write(stdin_pipe, b"the answer\n")
+            await records.next(lambda r: isinstance(r, TurnStarted))
+            os.close(stdin_pipe)
+            await trio.testing.wait_all_tasks_blocked()
+            gate.opened.set()
+        assert isinstance(agent.session.records[-1], TurnEnded)
+    assert "the answer\n" in out.getvalue()
+
+
+async def test_lines_are_split_and_decoded_as_they_come(stdin_pipe: int) -> None:
+    """Chunks become lines; bad UTF-8 is replaced; a last line without newline is sent."""
+    send, receive = trio.open_memory_channel[str](10)
+    os.write(stdin_pipe, b"one\ntw")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_read_lines, send)
+        with trio.fail_after(DEADLINE):
+            assert await receive.receive() == "one"
+        os.write(stdin_pipe, b"o\n\xff\nend")
+        os.close(stdin_pipe)
+        with trio.fail_after(DEADLINE):
+            assert [line async for line in receive] == ["two", "\ufffd", "end"]
+
+
+async def test_the_view_draws_notices_reloads_failures_and_no_other_agent() -> None:
+    """Notices, reloads and a failed turn get a line each; another agent's events draw nothing."""
+    settings = Settings(model=resolve_model(None), store="memory")
+    async with open_cli_runtime(settings, shell=False) as root:
+        model = ScriptedModel([[CallTool("nope", {})], "ok"])
+        agent = (await root.agents.create(model=model)).agent
+        other = (await root.agents.create()).agent
+        view, out = _view(agent)
+        view.listen(root)
+        root.emit(AgentOutput(agent_id=agent.id, turn_id="t-0", text=""))
+        other.prompt("not mine")
+        await other.when_idle()
+        assert out.getvalue() == ""
+        agent.inject("a job finished")
+        agent.prompt("go")
+        await agent.when_idle()
+        root.emit(PluginReloaded("tool_bash", "trio_agents.shell._tool_bash", (), ()))
+        view.close()
+    text = out.getvalue()
+    assert "notice for the agent: a job finished\n" in text
+    assert re.search(r"→ nope\(\)\n← unknown tool 'nope'", text), text
+    assert text.endswith("reloaded plugin tool_bash from trio_agents.shell._tool_bash\n")
+    assert "not mine" not in text
+
+
+async def test_jobs_without_a_shell_or_of_an_earlier_process_are_not_listed(
+    store: Path,
+) -> None:
+    """An ended job says its exit code; no shell, a failed start, an earlier process: no row."""
+    model = ScriptedModel(
+        [
+            [CallTool("bash", {"command": "true", "run_in_background": True})],
+            [CallTool("bash", {"command": "", "run_in_background": True})],
+            "done",
+        ]
+    )
+    settings = Settings(model=resolve_model(None), store=str(store))
+    async with open_cli_runtime(settings, shell=False) as root:
+        handle = await root.agents.create(model=model)
+        assert _jobs(root, handle.agent, {}) == []
+        await handle.dispose()
+    async with open_cli_runtime(settings) as root:
+        done: dict[str, JobDone] = {}
+        root.on(JobDone, lambda event: done.__setitem__(event.job_id, event))
+        agent = (await root.agents.create(model=model, session_id="jobs")).agent
+        agent.prompt("start")
+        await agent.when_idle()
+        results = [r for r in agent.session.records if isinstance(r, ToolResult)]
+        assert [r.is_error for r in results] == [False, True]
+        with trio.fail_after(DEADLINE):
+            while "bash-1" not in done:
+                await trio.testing.wait_all_tasks_blocked()
+        assert _jobs(root, agent, done) == ["bash-1  exited with code 0  true"]
+    async with open_cli_runtime(settings) as root:
+        agent = (await root.agents.resume("jobs")).agent
+        assert _jobs(root, agent, {}) == []

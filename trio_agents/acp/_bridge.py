@@ -229,9 +229,9 @@ class AcpBridge:
         try:
             await session.dispose()
         except Exception:
+            # Its AgentDisposed (which forgets the session) is emitted all the same: a
+            # fiber's teardown unwinds every entry.
             log.exception("disposing the agent of ACP session %s failed", session.agent.id)
-        finally:
-            self._sessions.discard(session)
 
     async def _publish(self, make: Callable[[], Awaitable[AgentHandle]], cwd: str) -> Session:
         # Shielded: a handle must never be lost between its creation and its record.

@@ -56,10 +56,11 @@ class Permissions:
 
     def on_response(self, response: Response) -> None:
         """The client answered one of our requests."""
-        waiter = self._waiters.pop(response.id, None)
-        if waiter is not None:
-            waiter.response = response
-            waiter.done.set()
+        # Invariant: a response comes only to an open request (Connection drops the others),
+        # and each open request has its waiter: both are dropped together (withdraw, _ask).
+        waiter = self._waiters.pop(response.id)
+        waiter.response = response
+        waiter.done.set()
 
     def withdraw(self, session_id: str) -> None:
         """Stop waiting for the answers about ``session_id`` (they count as ``cancelled``)."""

@@ -38,7 +38,8 @@ from ._protocol import (
     required_str,
     stop_reason,
     text_chunk,
-    update_of,
+    tool_call,
+    tool_call_update,
 )
 from ._serving import Serving
 
@@ -117,11 +118,6 @@ class Sessions:
         """Publish ``session`` under its agent's id."""
         self._live[session.agent.id] = session
 
-    def discard(self, session: Session) -> None:
-        """Forget ``session``, if it is still the one published under its id."""
-        if self._live.get(session.agent.id) is session:
-            del self._live[session.agent.id]
-
     def replay(self, session: Session) -> None:
         """Stream the conversation so far as ``session/update`` notifications."""
         for update in replay(session.agent.session.records):
@@ -155,8 +151,6 @@ class Sessions:
         assert prompt is not None
         session.prompt = None
         rpc = self._serving.rpc
-        if not rpc.is_open(prompt.request_id):
-            return
         if ended is None or prompt.cancel_requested:
             reason: str | None = "cancelled"
         else:
@@ -191,9 +185,11 @@ class Sessions:
             if prompt is not None and record.message_id == prompt.message_id:
                 prompt.turn_id = record.turn_id  # the client shows its own prompt already
                 return
-            self._forward(session, record)
-        elif isinstance(record, ToolCall | ToolResultRecord):
-            self._forward(session, record)
+            self._serving.update(session.agent.id, text_chunk("user_message_chunk", record.content))
+        elif isinstance(record, ToolCall):
+            self._serving.update(session.agent.id, tool_call(record))
+        elif isinstance(record, ToolResultRecord):
+            self._serving.update(session.agent.id, tool_call_update(record))
         elif isinstance(record, InboxSpliced):
             if (
                 prompt is not None
@@ -208,11 +204,6 @@ class Sessions:
             and record.turn_id == prompt.turn_id
         ):
             self._finish(session, record)
-
-    def _forward(self, session: Session, record: Any) -> None:
-        update = update_of(record)
-        if update is not None:
-            self._serving.update(session.agent.id, update)
 
     def on_disposed(self, event: AgentDisposed) -> None:
         """Forget a disposed agent's session (answering its prompt, which will never run)."""

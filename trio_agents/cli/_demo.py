@@ -7,13 +7,13 @@ narrated, with the live events that show the ownership rules at work.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from collections.abc import Callable
 from typing import TypeVar
 
 import trio
 from rich.console import Console
 
+from .. import shell
 from ..agent import (
     Agent,
     AgentCancelRequested,
@@ -120,11 +120,7 @@ async def _wait_for(root: Context, event_type: type[T], match: Callable[[T], boo
 
 
 async def _shell_steps(root: Context, agent: Agent, out: Console) -> None:
-    if importlib.util.find_spec("trio_agents.shell") is None:
-        out.print("[dim](the shell layer is not installed; skipping the job steps)[/]")
-        return
-    from .. import shell
-
+    # The shell layer is part of the package (the command's options import it): always there.
     await root.plugin(shell.LocalShell())
     await root.plugin(shell.tool_bash)
     tools = root.get("tools")

@@ -114,13 +114,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return trio.run(_command(args.command), args)
     except BaseException as exc:
         leaves = _leaves(exc)
-        if all(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
-            reported = exc
-            print("trio-agents: interrupted", file=sys.stderr)
-            return 130
-        if not all(isinstance(leaf, TrioAgentsError | OSError) for leaf in leaves):
+        # A Ctrl-C that lands mid-work may bring follow-on errors of the teardown it caused
+        # (an agent that is disposing refuses messages): Ctrl-C is what the user did.
+        if not all(
+            isinstance(leaf, KeyboardInterrupt | TrioAgentsError | OSError) for leaf in leaves
+        ):
             raise
         reported = exc
+        if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+            print("trio-agents: interrupted", file=sys.stderr)
+            return 130
         for leaf in leaves:
             print(f"trio-agents: error: {_describe(leaf)}", file=sys.stderr)
         return 1

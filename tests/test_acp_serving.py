@@ -1,0 +1,116 @@
+"""The serving loop on its own, with fake method tables: failures are answered, EOF drains."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_agents.acp import RpcError, encode_frame
+from trio_agents.acp._jsonrpc import Request, Response
+from trio_agents.acp._serving import Serving
+
+
+def serving(send: trio.abc.SendStream, receive: trio.abc.ReceiveStream, log: list[str]) -> Serving:
+    def sync_fails(request: Request) -> Any:
+        raise ValueError("sync handler bug")
+
+    async def concurrent_fails(request: Request) -> Any:
+        await trio.lowlevel.checkpoint()
+        raise KeyError("concurrent handler bug")
+
+    async def refuses(request: Request) -> Any:
+        await trio.lowlevel.checkpoint()
+        raise RpcError(-32000, "refused", {"why": "test"})
+
+    def responses(response: Response) -> None:
+        log.append(f"response {response.id}")
+
+    return Serving(
+        send,
+        receive,
+        max_frame=1024,
+        sync={"sync": sync_fails},
+        concurrent={"concurrent": concurrent_fails, "refuses": refuses},
+        notifications={},
+        on_response=responses,
+        initialized=lambda: True,
+    )
+
+
+async def noop() -> None:
+    await trio.lowlevel.checkpoint()
+
+
+def decode(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.splitlines()]
+
+
+async def test_handler_failures_are_internal_errors_and_serving_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A sync or concurrent handler that raises is answered -32603 naming only the type."""
+    to_agent, agent_in = trio.testing.memory_stream_one_way_pair()
+    agent_out, from_agent = trio.testing.memory_stream_one_way_pair()
+    log: list[str] = []
+    s = serving(agent_out, agent_in, log)
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "sync"},
+        {"jsonrpc": "2.0", "id": 2, "method": "concurrent"},
+        {"jsonrpc": "2.0", "id": 3, "method": "refuses"},
+    ]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            lambda: s.serve(
+                on_eof=lambda: log.append("eof"),
+                on_broken=nursery.cancel_scope.cancel,
+                after_eof=noop,
+                drain_seconds=1.0,
+            )
+        )
+        await to_agent.send_all(b"".join(encode_frame(r) for r in requests))
+        await trio.testing.wait_all_tasks_blocked()
+        await to_agent.aclose()
+    answers = {a["id"]: a for a in decode(bytes(await from_agent.receive_some()))}
+    assert answers[1]["error"] == {"code": -32603, "message": "internal error: ValueError"}
+    assert answers[2]["error"] == {"code": -32603, "message": "internal error: KeyError"}
+    assert answers[3]["error"] == {"code": -32000, "message": "refused", "data": {"why": "test"}}
+    assert log == ["eof"]
+    failures = [r.getMessage() for r in caplog.records if r.exc_info]
+    assert sorted(failures) == ["the 'concurrent' handler failed", "the 'sync' handler failed"]
+    s.send(b"{}\n")  # after the connection closed: dropped, not raised
+    await s.aclose()
+
+
+class BrokenInput(trio.abc.ReceiveStream):
+    """An input whose peer reset it: every read raises BrokenResourceError."""
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        await trio.lowlevel.checkpoint()
+        raise trio.BrokenResourceError("connection reset")
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+async def test_a_broken_input_counts_as_eof() -> None:
+    """A read that fails is the client's EOF: on_eof, after_eof, then serve returns."""
+    agent_out, _ = trio.testing.memory_stream_one_way_pair()
+    log: list[str] = []
+
+    async def after_eof() -> None:
+        await trio.lowlevel.checkpoint()
+        log.append("after_eof")
+
+    s = serving(agent_out, BrokenInput(), log)
+    with trio.fail_after(5):
+        await s.serve(
+            on_eof=lambda: log.append("eof"),
+            on_broken=lambda: log.append("broken"),
+            after_eof=after_eof,
+            drain_seconds=1.0,
+        )
+    assert log == ["eof", "after_eof"]
