@@ -1,8 +1,11 @@
 """``trio-agents chat``: a terminal conversation with one agent.
 
 Rules:
-- Lines come from stdin through a worker thread doing ``os.read`` on fd 0: it never blocks
-  trio, and an abandoned read at exit holds no Python lock (``sys.stdin.readline`` would).
+- Lines come from stdin through a worker thread doing ``os.read`` on a private duplicate of
+  fd 0: it never blocks trio, and an abandoned read at exit holds no Python lock
+  (``sys.stdin.readline`` would). The duplicate is closed only when no read is in flight;
+  otherwise it stays open for the abandoned thread, which then still reads the input it was
+  started on, never whatever fd 0 becomes later.
 - On a terminal, lines are read while a turn runs, so ``/steer`` and ``/cancel`` reach it and
   other text queues the next prompt. From a pipe, each prompt is answered before the next
   line is read (so ``printf 'hi\\n/quit\\n' | trio-agents chat`` answers, then quits).
@@ -151,17 +154,25 @@ async def _interrupts(
 async def _read_lines(send: trio.MemorySendChannel[str]) -> None:
     """Send each line of stdin; close the channel at end of input."""
     pending = b""
-    async with send:
-        while True:
-            chunk = await trio.to_thread.run_sync(os.read, 0, 65536, abandon_on_cancel=True)
-            if not chunk:
-                break
-            pending += chunk
-            *complete, pending = pending.split(b"\n")
-            for line in complete:
-                await send.send(line.decode("utf-8", errors="replace"))
-        if pending:
-            await send.send(pending.decode("utf-8", errors="replace"))
+    fd = os.dup(0)
+    in_flight = False
+    try:
+        async with send:
+            while True:
+                in_flight = True
+                chunk = await trio.to_thread.run_sync(os.read, fd, 65536, abandon_on_cancel=True)
+                in_flight = False
+                if not chunk:
+                    break
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for line in complete:
+                    await send.send(line.decode("utf-8", errors="replace"))
+            if pending:
+                await send.send(pending.decode("utf-8", errors="replace"))
+    finally:
+        if not in_flight:
+            os.close(fd)
 
 
 def _jobs(root: Context, agent: Agent, done: dict[str, JobDone]) -> list[str]:
