@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -25,3 +27,19 @@ def store(tmp_path: Path) -> Path:
     path = tmp_path / "sessions"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def stdin_pipe() -> Iterator[int]:
+    """File descriptor 0 is the read end of a pipe; yields the write end (closed after)."""
+    saved = os.dup(0)
+    read, write = os.pipe()
+    os.dup2(read, 0)
+    os.close(read)
+    try:
+        yield write
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        with suppress(OSError):  # the test may have closed it already
+            os.close(write)  # an abandoned reader thread sees end of input and ends

@@ -17,7 +17,7 @@ import subprocess
 import termios
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 from pathlib import Path
 
 import pytest
@@ -233,22 +233,6 @@ def test_ctrl_c_during_run_cancels_the_turn_and_exits_130(store: Path, tmp_path:
 
 
 # -- in this process ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def stdin_pipe() -> Iterator[int]:
-    """File descriptor 0 is the read end of a pipe; yields the write end (closed after)."""
-    saved = os.dup(0)
-    read, write = os.pipe()
-    os.dup2(read, 0)
-    os.close(read)
-    try:
-        yield write
-    finally:
-        os.dup2(saved, 0)
-        os.close(saved)
-        with suppress(OSError):  # the test may have closed it already
-            os.close(write)  # an abandoned reader thread sees end of input and ends
 
 
 def test_chat_from_a_pipe_in_process_answers_every_command(

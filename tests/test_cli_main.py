@@ -16,8 +16,8 @@ import re
 import signal
 import sys
 import textwrap
-from collections.abc import AsyncGenerator, Iterator
-from contextlib import aclosing, suppress
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from pathlib import Path
 
 import pytest
@@ -40,22 +40,6 @@ def _environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("TRIO_AGENTS_DEBUG", raising=False)
-
-
-@pytest.fixture
-def stdin_pipe() -> Iterator[int]:
-    """File descriptor 0 is the read end of a pipe; yields the write end (closed after)."""
-    saved = os.dup(0)
-    read, write = os.pipe()
-    os.dup2(read, 0)
-    os.close(read)
-    try:
-        yield write
-    finally:
-        os.dup2(saved, 0)
-        os.close(saved)
-        with suppress(OSError):  # the test may have closed it already
-            os.close(write)  # an abandoned reader thread sees end of input and ends
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
