@@ -24,7 +24,7 @@ from trio_agents.session import (
     SessionInfo,
     StopReason,
     ToolCall,
-    ToolResult,
+    ToolCallEnded,
     TurnEnded,
     UserMessage,
 )
@@ -136,7 +136,7 @@ def test_replay_maps_each_record_to_at_most_one_update() -> None:
         UserMessage(message_id="m-1", content="hi", turn_id="t-1"),
         AssistantMessage(turn_id="t-1", content="hello"),
         ToolCall(turn_id="t-1", call_id="c1", name="bash", arguments={"command": "x"}),
-        ToolResult(turn_id="t-1", call_id="c1", name="bash", content="boom", is_error=True),
+        ToolCallEnded(turn_id="t-1", call_id="c1", name="bash", content="boom", is_error=True),
         TurnEnded(turn_id="t-1", stop_reason=StopReason.COMPLETED),
     ]
     updates = replay(records)

@@ -12,7 +12,7 @@ from trio_agents.session import (
     Record,
     StopReason,
     ToolCall,
-    ToolResult,
+    ToolCallEnded,
     TurnEnded,
     UserMessage,
 )
@@ -28,7 +28,11 @@ records = st.lists(
             ToolCall, turn_id=st.just("t"), call_id=ids, name=st.just("x"), arguments=st.just({})
         ),
         st.builds(
-            ToolResult, turn_id=st.just("t"), call_id=ids, name=st.just("x"), content=st.just("r")
+            ToolCallEnded,
+            turn_id=st.just("t"),
+            call_id=ids,
+            name=st.just("x"),
+            content=st.just("r"),
         ),
         st.builds(TurnEnded, turn_id=st.just("t"), stop_reason=st.just(StopReason.COMPLETED)),
     ),

@@ -14,7 +14,7 @@ from trio_agents.session import (
     AssistantMessage,
     StopReason,
     ToolCall,
-    ToolResult,
+    ToolCallEnded,
     TurnEnded,
 )
 
@@ -57,7 +57,7 @@ async def test_tool_calls_run_concurrently_and_results_are_recorded(
         await agent.when_idle()
         assert trio.current_time() - start < 3
         assert {e for e in log if e.startswith("start")} == {"start call-1", "start call-2"}
-        assert [r.content for r in records(agent, ToolResult)] == ["slept 1.0", "slept 2.0"]
+        assert [r.content for r in records(agent, ToolCallEnded)] == ["slept 1.0", "slept 2.0"]
         assert [r.content for r in records(agent, AssistantMessage)] == ["both done"]
         [ended] = records(agent, TurnEnded)
         assert ended.stop_reason is StopReason.COMPLETED
@@ -77,7 +77,7 @@ async def test_cancel_during_a_tool_call_records_it_as_started(
         assert log == ["start call-1"]
         agent.cancel()
         await agent.when_idle()
-        [result] = records(agent, ToolResult)
+        [result] = records(agent, ToolCallEnded)
         assert (result.started, result.is_error) == (True, True)
         assert records(agent, TurnEnded)[0].stop_reason is StopReason.CANCELLED
 
@@ -105,7 +105,7 @@ async def test_cancel_before_a_tool_call_began_records_it_as_not_started(
         agent.prompt("go")
         await agent.when_idle()
         assert log == []
-        [result] = records(agent, ToolResult)
+        [result] = records(agent, ToolCallEnded)
         assert (result.started, result.is_error) == (False, True)
 
 
@@ -131,7 +131,7 @@ async def test_turn_stops_after_max_steps() -> None:
         [ended] = records(agent, TurnEnded)
         assert ended.stop_reason is StopReason.MAX_STEPS
         assert len(records(agent, ToolCall)) == 3
-        assert all(r.is_error for r in records(agent, ToolResult))
+        assert all(r.is_error for r in records(agent, ToolCallEnded))
 
 
 async def test_a_tool_outside_the_agents_allowance_is_refused() -> None:
@@ -143,7 +143,7 @@ async def test_a_tool_outside_the_agents_allowance_is_refused() -> None:
         agent = (await root.agents.create(tools=[])).agent
         agent.prompt("x")
         await agent.when_idle()
-        [result] = records(agent, ToolResult)
+        [result] = records(agent, ToolCallEnded)
         assert result.is_error
         assert result.content.startswith("tool 'sleep' is not available to this agent")
         assert log == []

@@ -38,7 +38,7 @@ from trio_agents.session import (
     InboxSpliced,
     Record,
     SessionAppended,
-    ToolResult,
+    ToolCallEnded,
     TurnEnded,
     TurnStarted,
     UserMessage,
@@ -451,7 +451,7 @@ async def test_jobs_without_a_shell_or_of_an_earlier_process_are_not_listed(
         agent = (await root.agents.create(model=model, session_id="jobs")).agent
         agent.prompt("start")
         await agent.when_idle()
-        results = [r for r in agent.session.records if isinstance(r, ToolResult)]
+        results = [r for r in agent.session.records if isinstance(r, ToolCallEnded)]
         assert [r.is_error for r in results] == [False, True]
         with trio.fail_after(DEADLINE):
             while "bash-1" not in done:

@@ -42,7 +42,7 @@ from trio_agents.model import (
     Usage,
     UserText,
 )
-from trio_agents.session import JsonlStore, StopReason, ToolResult, TurnEnded
+from trio_agents.session import JsonlStore, StopReason, ToolCallEnded, TurnEnded
 
 # -- the server --------------------------------------------------------------------------------
 
@@ -644,7 +644,7 @@ async def test_an_agent_round_trips_a_tool_call_and_resumes_the_history(
         handle = await root.agents.create(session_id="e2e")
         handle.agent.prompt("what is x?")
         await handle.agent.when_idle()
-        (result,) = [r for r in handle.agent.session.records if isinstance(r, ToolResult)]
+        (result,) = [r for r in handle.agent.session.records if isinstance(r, ToolCallEnded)]
         assert (result.content, result.is_error) == ("x = 42", False)
         await handle.dispose()
     async with ag.open_runtime(store=JsonlStore(tmp_path), model=model) as root:

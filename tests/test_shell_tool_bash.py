@@ -17,7 +17,7 @@ import trio_agents.agent as ag
 import trio_agents.shell._tool_bash as tool_bash_module
 from trio_agents.kernel import Context, ListenerFailed
 from trio_agents.model import ScriptedModel
-from trio_agents.session import ToolResult as ToolResultRecord
+from trio_agents.session import ToolCallEnded
 from trio_agents.shell import (
     JobDone,
     JobStatus,
@@ -313,7 +313,7 @@ async def test_agent_runs_bash_end_to_end(root: Context) -> None:
     agent.prompt("!bash echo hi")
     with trio.fail_after(10):
         await agent.when_idle()
-    results = [r for r in agent.session.records if isinstance(r, ToolResultRecord)]
+    results = [r for r in agent.session.records if isinstance(r, ToolCallEnded)]
     assert [(r.name, r.content, r.is_error) for r in results] == [
         ("bash", "hi\n[exited with code 0]", False)
     ]
@@ -334,7 +334,7 @@ async def test_cancelling_the_turn_kills_the_foreground_command(
         assert agent.cancel() is True
         await agent.when_idle()
     assert processes_with(tag) == []
-    [result] = [r for r in agent.session.records if isinstance(r, ToolResultRecord)]
+    [result] = [r for r in agent.session.records if isinstance(r, ToolCallEnded)]
     assert (result.is_error, result.started) == (True, True)
 
 

@@ -26,10 +26,10 @@ from ..session import (
     SessionAppended,
     StopReason,
     ToolCall,
+    ToolCallEnded,
     TurnEnded,
     UserMessage,
 )
-from ..session import ToolResult as ToolResultRecord
 from ._jsonrpc import ErrorCode, Request, RequestId, RpcError
 from ._protocol import (
     params_object,
@@ -188,7 +188,7 @@ class Sessions:
             self._serving.update(session.agent.id, text_chunk("user_message_chunk", record.content))
         elif isinstance(record, ToolCall):
             self._serving.update(session.agent.id, tool_call(record))
-        elif isinstance(record, ToolResultRecord):
+        elif isinstance(record, ToolCallEnded):
             self._serving.update(session.agent.id, tool_call_update(record))
         elif isinstance(record, InboxSpliced):
             if (

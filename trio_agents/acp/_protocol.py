@@ -5,7 +5,7 @@ Rules:
   naming the field; unknown fields are ignored (ACP is extensible through ``_meta``).
 - A record maps to at most one ``session/update``: ``UserMessage`` → ``user_message_chunk``,
   ``AssistantMessage`` → ``agent_message_chunk``, ``ToolCall`` → ``tool_call`` (pending),
-  ``ToolResult`` → ``tool_call_update`` (completed or failed). Turn and inbox records map to
+  ``ToolCallEnded`` → ``tool_call_update`` (completed or failed). Turn and inbox records map to
   nothing. Live streaming and ``session/load`` replay share these functions.
 - Stop reasons: ``completed`` → ``end_turn``, ``cancelled`` and ``interrupted`` →
   ``cancelled``, ``max_steps`` → ``max_turn_requests``, ``blocked`` → ``refusal``; an
@@ -24,7 +24,7 @@ from ..session import (
     SessionInfo,
     StopReason,
     ToolCall,
-    ToolResult,
+    ToolCallEnded,
     UserMessage,
 )
 from ._jsonrpc import ErrorCode, RpcError
@@ -182,7 +182,7 @@ def tool_call(record: ToolCall) -> dict[str, Any]:
     }
 
 
-def tool_call_update(record: ToolResult) -> dict[str, Any]:
+def tool_call_update(record: ToolCallEnded) -> dict[str, Any]:
     """The ``tool_call_update`` that closes a call with its result."""
     return {
         "sessionUpdate": "tool_call_update",
@@ -201,7 +201,7 @@ def update_of(record: Record) -> dict[str, Any] | None:
         return text_chunk("agent_message_chunk", record.content)
     if isinstance(record, ToolCall):
         return tool_call(record)
-    if isinstance(record, ToolResult):
+    if isinstance(record, ToolCallEnded):
         return tool_call_update(record)
     return None
 

@@ -2,7 +2,7 @@
 
 Rules:
 - ``UserMessage`` → user text; ``AssistantMessage`` with the ``ToolCall`` records that follow
-  it in the same step → one assistant message; ``ToolResult`` → tool output.
+  it in the same step → one assistant message; ``ToolCallEnded`` → tool output.
 - A tool call with no recorded result (a crash cut the turn) gets a synthetic error output, so
   every call the model made is answered.
 - Records that the model never saw (inbox bookkeeping, turn markers) are skipped.
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import final
 
 from ..model import AssistantText, ChatMessage, SystemText, ToolCallPart, ToolOutput, UserText
-from ..session import AssistantMessage, Record, ToolCall, ToolResult, TurnEnded, UserMessage
+from ..session import AssistantMessage, Record, ToolCall, ToolCallEnded, TurnEnded, UserMessage
 
 __all__ = ["History", "conversation"]
 
@@ -60,7 +60,7 @@ class History:
             part = ToolCallPart(record.call_id, record.name, record.arguments)
             self._calls.append(part)
             self._open.append(part)
-        elif isinstance(record, ToolResult):
+        elif isinstance(record, ToolCallEnded):
             self._close_assistant()
             self._answered.add(record.call_id)
             self._messages.append(

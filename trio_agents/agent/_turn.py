@@ -22,10 +22,17 @@ import trio
 
 from ..cancel import CancelCause, CauseScope, DisposedCancel, HookCancel, current_cause
 from ..model import Finished, ModelError, ModelRequest, TextDelta, ToolCallRequested
-from ..session import AssistantMessage, StopReason, ToolCall, ToolResult, TurnEnded, TurnStarted
+from ..session import (
+    AssistantMessage,
+    StopReason,
+    ToolCall,
+    ToolCallEnded,
+    TurnEnded,
+    TurnStarted,
+)
 from ._events import AgentOutput
 from ._inbox import QueuedMessage
-from ._tools import ToolResult as ToolResult_
+from ._tools import ToolResult
 
 if TYPE_CHECKING:
     from ._agent import Agent
@@ -101,7 +108,7 @@ async def _close(
     for call_id, call in open_calls.items():
         ran = call_id in started
         agent.session.append(
-            ToolResult(
+            ToolCallEnded(
                 turn_id=turn_id,
                 call_id=call_id,
                 name=call.name,
@@ -178,7 +185,7 @@ async def _call_tool(
     if scope.cancel_called:
         return  # recorded as not started when the turn closes
     if agent._tool_names is not None and call.name not in agent._tool_names:
-        result = ToolResult_(
+        result = ToolResult(
             content=f"tool {call.name!r} is not available to this agent; "
             f"available: {', '.join(sorted(agent._tool_names)) or 'none'}",
             is_error=True,
@@ -195,7 +202,7 @@ async def _call_tool(
         )
     open_calls.pop(call.call_id, None)
     agent.session.append(
-        ToolResult(
+        ToolCallEnded(
             turn_id=turn_id,
             call_id=call.call_id,
             name=call.name,

@@ -29,7 +29,7 @@ from rich.console import Console
 from ..agent import Agent, AgentStatus
 from ..cancel import UserCancel
 from ..kernel import Context
-from ..session import ToolCall, ToolResult
+from ..session import ToolCall, ToolCallEnded
 from ..shell import JobDone, JobNotFoundError, JobStatus
 from ._chat_view import ChatView
 from ._logs import CliLog
@@ -193,7 +193,7 @@ def _jobs(root: Context, agent: Agent, done: dict[str, JobDone]) -> list[str]:
     }
     rows = []
     for record in records:
-        if not (isinstance(record, ToolResult) and record.call_id in commands):
+        if not (isinstance(record, ToolCallEnded) and record.call_id in commands):
             continue
         if record.is_error:
             continue

@@ -24,7 +24,7 @@ from ..session import (
     SessionAppended,
     StopReason,
     ToolCall,
-    ToolResult,
+    ToolCallEnded,
     TurnEnded,
     TurnStarted,
 )
@@ -110,7 +110,7 @@ class ChatView:
         elif isinstance(record, ToolCall):
             args = ", ".join(f"{k}={v!r}" for k, v in record.arguments.items())
             self.note(f"→ {record.name}({args})", "yellow")
-        elif isinstance(record, ToolResult):
+        elif isinstance(record, ToolCallEnded):
             lines = record.content.splitlines() or [""]
             more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
             self.note(f"← {lines[0]}{more}", "red" if record.is_error else "dim yellow")

@@ -19,7 +19,7 @@ from ..session import (
     SessionNotFoundError,
     SessionStore,
     ToolCall,
-    ToolResult,
+    ToolCallEnded,
     TurnEnded,
     UserMessage,
 )
@@ -74,7 +74,7 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
             out.print(f"[bold green]agent[/]: {escape(record.content)}")
         elif isinstance(record, ToolCall):
             out.print(f"[yellow]tool call[/] {record.name} {escape(repr(record.arguments))}")
-        elif isinstance(record, ToolResult):
+        elif isinstance(record, ToolCallEnded):
             style = "red" if record.is_error else "yellow"
             out.print(f"[{style}]tool result[/] {escape(record.content)}")
         elif isinstance(record, TurnEnded):

@@ -24,7 +24,7 @@ from ._records import InboxSpliced as InboxSpliced
 from ._records import Record as Record
 from ._records import StopReason as StopReason
 from ._records import ToolCall as ToolCall
-from ._records import ToolResult as ToolResult
+from ._records import ToolCallEnded as ToolCallEnded
 from ._records import TurnEnded as TurnEnded
 from ._records import TurnStarted as TurnStarted
 from ._records import UserMessage as UserMessage
@@ -61,7 +61,7 @@ __all__ = [
     "StopReason",
     "StoreStatistics",
     "ToolCall",
-    "ToolResult",
+    "ToolCallEnded",
     "TurnEnded",
     "TurnStarted",
     "UserMessage",

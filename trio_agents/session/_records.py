@@ -23,7 +23,7 @@ __all__ = [
     "Record",
     "StopReason",
     "ToolCall",
-    "ToolResult",
+    "ToolCallEnded",
     "TurnEnded",
     "TurnStarted",
     "UserMessage",
@@ -104,8 +104,12 @@ class ToolCall(Record):
 
 
 @attrs.frozen(kw_only=True)
-class ToolResult(Record):
-    """The outcome of a tool call. ``started=False`` means it was cancelled before it ran."""
+class ToolCallEnded(Record):
+    """The outcome of a tool call (tag ``tool_result``).
+
+    ``started=False`` means it was cancelled before it ran. The tool's own answer, before it
+    is recorded, is :class:`trio_agents.agent.ToolResult`.
+    """
 
     turn_id: str
     call_id: str
@@ -215,8 +219,9 @@ for _cls in (
     UserMessage,
     AssistantMessage,
     ToolCall,
-    ToolResult,
     TurnStarted,
     TurnEnded,
 ):
     register_record(_cls)
+# The tool's answer is ``agent.ToolResult``; the record of it kept its format-1 tag.
+register_record(ToolCallEnded, "tool_result")
