@@ -101,7 +101,7 @@ def test_every_record_round_trips_through_one_json_line(record: Record) -> None:
 
 
 #: Record classes renamed since format 1 keep the tag files already hold.
-FORMAT_1_TAGS = {ToolCallEnded: "tool_result"}
+FORMAT_1_TAGS: dict[type[Record], str] = {ToolCallEnded: "tool_result"}
 
 
 def _snake(name: str) -> str:

@@ -22,11 +22,14 @@ from ..cancel import CancelCause, CauseScope, DisposedCancel, ParentCancel, User
 from ..cancel._causes import check_cause
 from ..model import Model, ToolSpec
 from ..session import InboxSpliced, Session, SessionStore, TurnStarted, UserMessage
+from ..session._convert import check_recordable_cause
+from ._config import AgentConfig
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
 from ._history import History
 from ._inbox import Inbox, Lane, MessageId, QueuedMessage
 from ._status import AgentStatus, check_status
+from ._turn import run_turn
 
 if TYPE_CHECKING:
     from ._tools import ToolRegistry
@@ -67,19 +70,16 @@ class Agent:
         tools: ToolRegistry,
         model: Model,
         emit: Callable[[object], None],
-        instructions: str | None = None,
-        tool_names: frozenset[str] | None = None,
+        config: AgentConfig,
         parent: Agent | None = None,
-        max_steps: int = 50,
     ) -> None:
         self.session = session
         self.model = model
-        self.instructions = instructions
         self.parent = parent
-        self.max_steps = max_steps
+        self._config = config
         self._store = store
         self._tools = tools
-        self._tool_names = tool_names
+        self._tool_names = frozenset(config.tools) if config.tools is not None else None
         self._emit = emit
         self._status = AgentStatus.IDLE
         self._closing = False
@@ -90,7 +90,7 @@ class Agent:
         self._done = trio.Event()
         self._children: dict[str, Agent] = {}
         self._inbox, self._next_turn = _restore(session)
-        self._history = History(instructions)
+        self._history = History(config.instructions)
 
     # -- identity and state -----------------------------------------------------------------
 
@@ -98,6 +98,26 @@ class Agent:
     def id(self) -> str:
         """The agent's id, which is its session's id."""
         return self.session.id
+
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's definition, as recorded in its session."""
+        return self._config
+
+    @property
+    def instructions(self) -> str | None:
+        """The system text, or ``None``."""
+        return self._config.instructions
+
+    @property
+    def max_steps(self) -> int:
+        """The most model requests one turn may make."""
+        return self._config.max_steps
+
+    @property
+    def cwd(self) -> str | None:
+        """The absolute working directory of the agent's shell commands, or ``None``."""
+        return self._config.cwd
 
     @property
     def status(self) -> AgentStatus:
@@ -184,31 +204,47 @@ class Agent:
     # -- stopping -------------------------------------------------------------------------------
 
     def cancel(self, cause: CancelCause | None = None, *, keep_inbox: bool = False) -> bool:
-        """Stop: clear both lanes (unless ``keep_inbox``) and abort the running turn.
+        """Stop: clear both lanes (unless ``keep_inbox``) and abort the running turn, here and
+        in every child agent (as :class:`ParentCancel`).
 
         Args:
-            cause: why; ``UserCancel()`` by default.
-            keep_inbox: keep queued messages; only the running turn is aborted.
+            cause: why; ``UserCancel()`` by default. Its class must be serializable
+                (registered with :func:`trio_agents.session.register_cause`), since the
+                cancelled turn records it.
+            keep_inbox: keep queued messages; only the running turns are aborted.
 
         Returns:
-            Whether anything was cleared or aborted. An idle cancel with nothing queued does
-            nothing and emits nothing.
+            Whether anything was cleared or aborted, in this agent or any child. A turn that
+            has already recorded its end is not aborted. A call that does nothing emits
+            nothing.
+
+        Raises:
+            TypeError: ``cause`` is not a registered :class:`CancelCause`; nothing changed.
         """
-        cause = check_cause(cause if cause is not None else UserCancel())
-        clears = not keep_inbox and len(self._inbox) > 0
-        turn = self._turn
-        if not clears and turn is None:
+        cause = check_recordable_cause(check_cause(cause if cause is not None else UserCancel()))
+        if not self._has_work(keep_inbox):
             return False
+        self._cancel(cause, keep_inbox)
+        return True
+
+    def _has_work(self, keep_inbox: bool) -> bool:
+        """Whether a cancel would clear or abort anything here or in a child."""
+        if self._turn is not None or (not keep_inbox and len(self._inbox) > 0):
+            return True
+        return any(child._has_work(keep_inbox) for child in self._children.values())
+
+    def _cancel(self, cause: CancelCause, keep_inbox: bool) -> None:
+        # Invariant: called only when _has_work() is true, so the event announces real work.
         self._emit(AgentCancelRequested(agent_id=self.id, cause=cause))
-        if clears:
+        if not keep_inbox:
             for message in self._inbox.clear():
                 self._record_removal(message, "cancelled")
-        if turn is not None:
-            turn.scope.cancel(cause)
+        if self._turn is not None:
+            self._turn.scope.cancel(cause)
         for child in list(self._children.values()):
-            child.cancel(ParentCancel(parent_id=self.id))
+            if child._has_work(keep_inbox):
+                child._cancel(ParentCancel(parent_id=self.id), keep_inbox)
         self._notify()
-        return True
 
     async def when_idle(self) -> None:
         """Return when the agent is idle with nothing wakeable queued, or closed.
@@ -244,6 +280,10 @@ class Agent:
                 UserMessage(message_id=message.id, content=message.content, turn_id=turn_id)
             )
 
+    def _turn_recorded(self) -> None:
+        """The running turn's ``TurnEnded`` is recorded: a cancel from now on finds no turn."""
+        self._turn = None
+
     def _begin_turn(self) -> _Turn:
         # Invariant: claiming and publishing the turn happen in one synchronous step.
         turn = _Turn(f"t-{self._next_turn}")
@@ -253,8 +293,6 @@ class Agent:
         return turn
 
     async def _loop(self) -> None:
-        from ._turn import run_turn
-
         try:
             while not self._closing:
                 self._wake = trio.Event()
@@ -263,14 +301,23 @@ class Agent:
                     await self._wake.wait()
                     continue
                 self._set_status(AgentStatus.RUNNING)
-                turn = self._begin_turn()
-                try:
-                    await run_turn(self, turn.id, turn.scope, self._inbox.claim_turn())
-                finally:
-                    self._turn = None
-                    self._notify()
+                if self._claimable():
+                    await self._run_one_turn()
         finally:
             self._done.set()
+            self._notify()
+
+    def _claimable(self) -> bool:
+        # Checked again after the status change: a listener of it may have cancelled the
+        # work, and a turn without a claim would ask the model about the previous message.
+        return self._inbox.wakeable
+
+    async def _run_one_turn(self) -> None:
+        turn = self._begin_turn()
+        try:
+            await run_turn(self, turn.id, turn.scope, self._inbox.claim_turn())
+        finally:
+            self._turn = None
             self._notify()
 
     async def _shutdown(self) -> None:

@@ -24,6 +24,7 @@ class DeclaredAgent:
     model: str | None = None
     instructions: str | None = None
     tools: list[str] | None = None
+    max_steps: int = 50
 
 
 @final
@@ -45,15 +46,23 @@ class AgentLoop:
         for declared in config.agents:
             # Created from this fiber's task, so the loop is the only owner (the handle is
             # not kept: the loop's unload disposes these agents). A declared id that is
-            # stored already is resumed: a restart never loses its history.
+            # stored already is resumed: a restart never loses its history, and the agent
+            # takes the definition the configuration gives now.
             if declared.id is not None and ctx.sessions.is_stored(declared.id):
-                await registry.resume(declared.id, model=declared.model)
+                await registry.resume(
+                    declared.id,
+                    model=declared.model,
+                    tools=declared.tools,
+                    instructions=declared.instructions,
+                    max_steps=declared.max_steps,
+                )
                 continue
             await registry.create(
                 model=declared.model,
                 session_id=declared.id,
                 tools=declared.tools,
                 instructions=declared.instructions,
+                max_steps=declared.max_steps,
             )
 
 

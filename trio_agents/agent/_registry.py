@@ -1,39 +1,55 @@
 """The ``agents`` service: create, resume, look up; each agent hosted in a fiber of its own.
 
 Rules (teardown order, which falls out of the agent fiber's LIFO stack):
-- set-up: enter the session (its exit flushes and detaches it, ``SessionDisposed``) → attach to
-  the registry (its exit detaches, ``AgentDisposed``) → open the agent's scope, a child fiber
-  for child agents, background jobs and per-agent tools → start the loop → register the
-  graceful stop.
+- set-up, in the agent fiber's ``apply``: enter the session (its exit flushes and detaches it,
+  ``SessionDisposed``) → attach to the registry (its exit detaches, ``AgentDisposed``) → open
+  the agent's scope, a child fiber for child agents, background jobs and per-agent tools.
+- commit, in the creating task right after ``apply`` returned, with no checkpoint in between:
+  announce the session (``SessionCreated``; the agent is already in the registry), publish the
+  agent (``AgentCreated``), start the loop and register the graceful stop. Only a committed
+  agent runs, emits events and is handed to the caller.
 - teardown, the reverse: stop the loop and await ``agent.done`` and its flush → unwind the
   scope → detach from the registry → flush and detach the session.
+- Rollback: a creation that fails or whose caller is cancelled before the commit disposes the
+  agent fiber, and its session exit *abandons* the session instead of detaching it, so a new
+  id leaves no file and no event behind and is usable again at once.
 - Co-owners: the agent fiber is a child of the ``AgentLoop`` fiber (the factory); the calling
   fiber holds an entry that disposes it. Every path joins the fiber's memoized teardown, and
   the path that did not run removes its entry.
 - Live ids are unique. ``SessionStore.enter`` is the authoritative check: of two concurrent
   creations with one id, the loser fails inside its fiber's apply, which unwinds everything it
-  entered (no ``AgentCreated`` was emitted for it).
+  entered (no event was emitted for it).
+- The session is entered with the hosted fiber as its owner: only the agent's own teardown
+  can detach it, never an observer holding the bare agent.
 """
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Callable
-from typing import TYPE_CHECKING, final
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar, final
 
-from ..kernel import Context, Entry, Fiber, current_context
+import attrs
+import trio
+
+from ..kernel import Context, Entry, Fiber, FiberClosedError, FiberState, current_context
 from ..model import Model
 from ..session import Session, SessionExistsError, SessionIdInUseError, SessionStore
 from ._agent import Agent
+from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
 from ._errors import AgentIdInUseError
 from ._events import AgentCreated, AgentDisposed
 from ._handle import AgentHandle
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
     from ._models import ModelCatalog
     from ._tools import ToolRegistry
 
-__all__ = ["AgentRegistry"]
+__all__ = ["AgentRegistry", "AgentScope"]
+
+T = TypeVar("T")
 
 
 @final
@@ -50,8 +66,40 @@ class _Scope:
 
 
 @final
+class AgentScope:
+    """What is added here is owned by one agent and disposed with it, after its loop stopped.
+
+    Handed out by :meth:`AgentRegistry.scope_of`. It can add entries (cleanups, effects,
+    background tasks) but it does not hand out a fiber, so holding it does not allow tearing
+    the agent down.
+    """
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def defer(self, fn: Callable[..., Awaitable[object]], *args: object) -> Entry:
+        """Run ``await fn(*args)`` when the agent is torn down (see :meth:`Context.defer`)."""
+        return self._ctx.defer(fn, *args)
+
+    async def effect(self, cm: AbstractAsyncContextManager[T]) -> T:
+        """Enter ``cm`` and exit it when the agent is torn down (see :meth:`Context.effect`)."""
+        return await self._ctx.effect(cm)
+
+    def start_soon(
+        self, fn: Callable[..., Awaitable[object]], *args: object, name: object = None
+    ) -> Entry:
+        """Run a background task that the agent's teardown cancels and awaits."""
+        return self._ctx.start_soon(fn, *args, name=name)
+
+    def __repr__(self) -> str:
+        return f"<AgentScope of {self._ctx.fiber.name}>"
+
+
+@final
 class _Hosted:
-    """The plugin of one agent's fiber."""
+    """The plugin of one agent's fiber, and the transaction that creates the agent."""
 
     def __init__(
         self,
@@ -63,27 +111,58 @@ class _Hosted:
         self.registry = registry
         self.session = session
         self.make = make
+        self.ctx: Context | None = None
         self.agent: Agent | None = None
         self.scope: _Scope | None = None
-        self.entered = False
+        self.committed = False
 
     async def apply(self, ctx: Context, config: None) -> None:
         registry, store, session = self.registry, self.registry.store, self.session
+        self.ctx = ctx
         try:
-            store.enter(session)
+            store.enter(session, owner=self)
         except SessionIdInUseError:
             raise AgentIdInUseError(_in_use(session.id)) from None
-        self.entered = True
-        ctx.defer(store.detach, session)
-        store.announce(session)
+        ctx.defer(self._end_session)
         agent = self.make()
         self.agent = agent
         registry._attach(agent)
         ctx.defer(registry._detach, agent)
         self.scope = _Scope()
         await ctx.plugin(self.scope)
+
+    def commit(self) -> Agent:
+        """Publish the agent and start its loop; synchronous, so it is all or nothing.
+
+        Raises:
+            FiberClosedError: the agent's fiber was torn down before it could be published
+                (its factory or its parent went away during the creation).
+        """
+        ctx, agent = self.ctx, self.agent
+        if ctx is None or agent is None or ctx.fiber.state is not FiberState.ACTIVE:
+            raise FiberClosedError(
+                f"agent {self.session.id!r} was torn down before its creation completed "
+                f"(its agent loop or parent was disposed meanwhile); nothing was kept"
+            )
+        self.committed = True
+        self.registry.store.announce(self.session)
+        self.registry._publish(agent)
         ctx.start_soon(agent._loop, name=f"agent {agent.id} loop")
         ctx.defer(agent._shutdown)
+        return agent
+
+    async def roll_back(self) -> None:
+        """Undo an uncommitted creation: nothing of it is left (call shielded)."""
+        if self.ctx is not None:
+            await self.ctx.fiber.dispose()
+        await self.registry.store.abandon(self.session, owner=self)
+
+    async def _end_session(self) -> None:
+        store = self.registry.store
+        if self.committed:
+            await store.detach(self.session, owner=self)
+        else:
+            await store.abandon(self.session, owner=self)
 
 
 @final
@@ -100,6 +179,8 @@ class AgentRegistry:
         self._live: dict[str, Agent] = {}
         self._fibers: dict[Agent, Fiber] = {}
         self._co_owners: dict[Agent, Entry] = {}
+        # Invariant: the agents whose AgentCreated was emitted and AgentDisposed not yet.
+        self._published: set[Agent] = set()
 
     def get(self, agent_id: str) -> Agent | None:
         """The live agent with this id, or ``None``."""
@@ -113,13 +194,14 @@ class AgentRegistry:
         self,
         model: Model | str | None = None,
         session_id: str | None = None,
-        tools: frozenset[str] | set[str] | builtins.list[str] | None = None,
+        tools: ToolNames = None,
         instructions: str | None = None,
         parent: Agent | None = None,
         *,
         max_steps: int = 50,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> AgentHandle:
-        """Create an agent on a new session.
+        """Create an agent on a new session; its definition is recorded in the session.
 
         Args:
             model: a :class:`Model`, a model spec such as ``"echo?delay=1"``, or ``None`` for
@@ -129,11 +211,26 @@ class AgentRegistry:
             instructions: the system prompt.
             parent: make a child agent owned by ``parent`` (``ParentCancel`` reaches it).
             max_steps: the most model requests one turn may make.
+            cwd: the working directory of the agent's shell commands (made absolute);
+                ``None`` means the process's own.
+
+        Returns:
+            A handle to the running agent. If the call fails or is cancelled, nothing of the
+            agent is left: no registry entry, no live session, no stored file, no event.
 
         Raises:
             AgentIdInUseError: a live agent already has ``session_id``.
             SessionExistsError: a stored session has ``session_id`` (resume it instead).
         """
+        config = AgentConfig().given(
+            model=model,
+            tools=tools,
+            instructions=instructions,
+            parent_id=parent.id if parent is not None else None,
+            max_steps=max_steps,
+            cwd=cwd,
+        )
+        resolved = self.models.resolve(model)
         if session_id is not None and session_id in self._live:
             raise AgentIdInUseError(_in_use(session_id))
         session = self.store.prepare(session_id)
@@ -143,10 +240,26 @@ class AgentRegistry:
                 f"session {session.id!r} is already stored; resume it "
                 f"(ctx.agents.resume({session.id!r})), or delete it first"
             )
-        return await self._host(session, True, model, tools, instructions, parent, max_steps)
+        config = attrs.evolve(config, model_name=resolved.name)
+        session.append(config.record())
+        return await self._host(session, config, resolved, parent)
 
-    async def resume(self, session_id: str, model: Model | str | None = None) -> AgentHandle:
-        """Bring back a stored session as a live agent, with its history and pending inbox.
+    async def resume(
+        self,
+        session_id: str,
+        model: Maybe[Model | str | None] = UNSET,
+        tools: Maybe[ToolNames] = UNSET,
+        instructions: Maybe[str | None] = UNSET,
+        parent: Maybe[Agent | None] = UNSET,
+        *,
+        max_steps: Maybe[int] = UNSET,
+        cwd: Maybe[str | os.PathLike[str] | None] = UNSET,
+    ) -> AgentHandle:
+        """Bring back a stored session as the same agent: its definition, history and inbox.
+
+        Every keyword takes the same values as in :meth:`create`; one that is given replaces
+        the stored value, and the changed definition is recorded (the next resume keeps it).
+        A child agent is resumed under its parent when that parent is live.
 
         Raises:
             AgentIdInUseError: the agent is live already.
@@ -158,45 +271,55 @@ class AgentRegistry:
             session = await self.store.load(session_id)
         except SessionIdInUseError:
             raise AgentIdInUseError(_in_use(session_id)) from None
-        return await self._host(session, False, model, None, None, None, 50)
+        try:
+            stored = AgentConfig.of(latest_config(session.records))
+            if isinstance(parent, Unset):
+                parent = self._live.get(stored.parent_id) if stored.parent_id else None
+            config = stored.given(
+                model=model,
+                tools=tools,
+                instructions=instructions,
+                parent_id=parent.id if parent is not None else None,
+                max_steps=max_steps,
+                cwd=cwd,
+            )
+            resolved = self.models.resolve(model if not isinstance(model, Unset) else config.model)
+            config = attrs.evolve(config, model_name=resolved.name)
+            if config != stored:
+                session.append(config.record())
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await self.store.abandon(session)
+            raise
+        return await self._host(session, config, resolved, parent)
 
     async def _host(
-        self,
-        session: Session,
-        new: bool,
-        model: Model | str | None,
-        tools: frozenset[str] | set[str] | builtins.list[str] | None,
-        instructions: str | None,
-        parent: Agent | None,
-        max_steps: int,
+        self, session: Session, config: AgentConfig, model: Model, parent: Agent | None
     ) -> AgentHandle:
         caller = _caller()
-        resolved = self.models.resolve(model)
-        tool_names = frozenset(tools) if tools is not None else None
 
         def make() -> Agent:
             return Agent(
                 session=session,
                 store=self.store,
                 tools=self.tools,
-                model=resolved,
+                model=model,
                 emit=self._ctx.emit,
-                instructions=instructions,
-                tool_names=tool_names,
+                config=config,
                 parent=parent,
-                max_steps=max_steps,
             )
 
         hosted = _Hosted(self, session, make)
-        owner = self._scope_of(parent) if parent is not None else self._ctx
         try:
+            owner = self._scope_of(parent) if parent is not None else self._ctx
             fiber = await owner.plugin(hosted)
+            # Invariant: no checkpoint from here to the return, so a cancellation of the
+            # caller either came before (rolled back below) or finds the agent handed over.
+            agent = hosted.commit()
         except BaseException:
-            if new and hosted.entered:
-                await self.store.abandon(session)
+            with trio.CancelScope(shield=True):
+                await hosted.roll_back()
             raise
-        agent = hosted.agent
-        assert agent is not None
         self._fibers[agent] = fiber
         if parent is not None:
             parent._children[agent.id] = agent
@@ -213,15 +336,22 @@ class AgentRegistry:
             raise ValueError(f"agent {agent.id} is not live; a parent must be a live agent")
         return hosted.scope.ctx
 
-    def scope_of(self, agent: Agent) -> Context:
-        """The context of ``agent``'s scope: what is added to it is disposed with the agent,
-        after its loop stopped (child agents, background jobs, per-agent tools)."""
-        return self._scope_of(agent)
+    def scope_of(self, agent: Agent) -> AgentScope:
+        """The scope of ``agent``: what is added to it is disposed with the agent, after its
+        loop stopped (child agents, background jobs, per-agent tools).
+
+        Raises:
+            ValueError: ``agent`` is not live.
+        """
+        return AgentScope(self._scope_of(agent))
 
     def _attach(self, agent: Agent) -> None:
         if agent.id in self._live:
             raise AgentIdInUseError(_in_use(agent.id))
         self._live[agent.id] = agent
+
+    def _publish(self, agent: Agent) -> None:
+        self._published.add(agent)
         self._ctx.emit(
             AgentCreated(
                 agent_id=agent.id,
@@ -240,7 +370,9 @@ class AgentRegistry:
             co_owner.discard()
         if agent.parent is not None:
             agent.parent._children.pop(agent.id, None)
-        self._ctx.emit(AgentDisposed(agent_id=agent.id, session_id=agent.session.id))
+        if agent in self._published:
+            self._published.discard(agent)
+            self._ctx.emit(AgentDisposed(agent_id=agent.id, session_id=agent.session.id))
 
 
 def _caller() -> Context | None:

@@ -123,6 +123,7 @@ async def _close(
         )
     open_calls.clear()
     agent.session.append(TurnEnded(turn_id=turn_id, stop_reason=stop, cause=cause, error=error))
+    agent._turn_recorded()
     await agent._store.flush(agent.session)
 
 

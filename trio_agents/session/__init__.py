@@ -19,6 +19,7 @@ from ._events import SessionFlushed as SessionFlushed
 from ._ids import default_root as default_root
 from ._jsonl import JsonlStore as JsonlStore
 from ._memory import MemoryStore as MemoryStore
+from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage
 from ._records import InboxSpliced as InboxSpliced
 from ._records import Record as Record
@@ -36,6 +37,7 @@ from ._store import SessionStore as SessionStore
 from ._store import StoreStatistics as StoreStatistics
 
 __all__ = [
+    "AgentConfigured",
     "AssistantMessage",
     "InboxSpliced",
     "InvalidSessionIdError",

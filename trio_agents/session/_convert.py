@@ -65,6 +65,21 @@ for _cause in (UserCancel, ParentCancel, DisposedCancel, HookCancel):
     register_cause(_cause)
 
 
+def check_recordable_cause(cause: CancelCause) -> CancelCause:
+    """Return ``cause`` if its class is registered (so a record can hold it), else raise.
+
+    Raises:
+        TypeError: naming the fix (``@register_cause``).
+    """
+    if type(cause) not in _TAG_BY_CAUSE:
+        raise TypeError(
+            f"cancel cause {type(cause).__qualname__} is not registered, so the turn it "
+            f"cancels could not record it; decorate the class with "
+            f"@trio_agents.session.register_cause"
+        )
+    return cause
+
+
 # -- strict scalars --------------------------------------------------------------------------
 # cattrs would call str(5) or int("5"); stored data of the wrong JSON type is corrupt, not
 # something to coerce.

@@ -18,6 +18,7 @@ import attrs
 from ..cancel import CancelCause
 
 __all__ = [
+    "AgentConfigured",
     "AssistantMessage",
     "InboxSpliced",
     "Record",
@@ -136,6 +137,35 @@ class TurnEnded(Record):
     error: str | None = None
 
 
+@attrs.frozen(kw_only=True)
+class AgentConfigured(Record):
+    """What defines the agent of this session; the latest one is in force.
+
+    Written when the agent is created, and again whenever a resume changes any of it, so a
+    resumed agent is the same agent: same instructions, tool allow-list, step limit, model and
+    working directory.
+
+    Attributes:
+        instructions: the system text, or ``None``.
+        tools: the names of the tools the agent may call; ``None`` means every tool.
+        max_steps: the most model requests one turn may make.
+        model: the model spec (``"openai:gpt-4o-mini"``) the agent was given, or ``None`` for
+            the runtime's default (also when it was given a model object, see ``model_name``).
+        model_name: the model's ``name``, for display.
+        parent_id: the id of the parent agent, for a child agent.
+        cwd: the absolute working directory of the agent's shell commands, or ``None`` for the
+            process's own.
+    """
+
+    instructions: str | None = None
+    tools: list[str] | None = None
+    max_steps: int = 50
+    model: str | None = None
+    model_name: str | None = None
+    parent_id: str | None = None
+    cwd: str | None = None
+
+
 # Invariant: the two maps are inverse of each other.
 _CLASS_BY_TAG: dict[str, type[Record]] = {}
 _TAG_BY_CLASS: dict[type[Record], str] = {}
@@ -215,6 +245,7 @@ def record_tags() -> tuple[str, ...]:
 
 
 for _cls in (
+    AgentConfigured,
     InboxSpliced,
     UserMessage,
     AssistantMessage,

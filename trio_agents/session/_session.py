@@ -72,6 +72,8 @@ class Session:
         self._backend: Any = None
         self._loaded = False
         self._entered = False
+        # Who may end the session (see SessionStore.enter), or None: anyone.
+        self._owner: object = None
         self._announced = False
         self._closed = False
         self._flushed_seq = -1

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -184,6 +185,9 @@ class SessionStore(abc.ABC):
         A turn that started and never ended (the process died) is closed with an appended
         ``TurnEnded(stop_reason=interrupted)``.
 
+        A session whose detach is in progress (its agent is gone, its final flush is not) is
+        waited for, then loaded.
+
         Raises:
             SessionNotFoundError: no stored session has this id.
             SessionIdInUseError: the session is live; use ``get()``, or detach it first.
@@ -192,6 +196,12 @@ class SessionStore(abc.ABC):
         """
         self._check_open("load a session")
         check_session_id(session_id)
+        draining = self._live.get(session_id)
+        if draining is not None and draining._ending is not None:
+            # Its owner is gone and only the final flush remains: the id is free once it
+            # lands, so wait for it rather than refuse.
+            with contextlib.suppress(Exception):  # that flush's failure was its owner's
+                await self._join_end(draining)
         self._check_not_live(session_id)
         records = await self._read(session_id)
         session = Session(session_id, records)
@@ -203,11 +213,17 @@ class SessionStore(abc.ABC):
             session.append(TurnEnded(turn_id=turn_id, stop_reason=StopReason.INTERRUPTED))
         return session
 
-    def enter(self, session: Session) -> None:
+    def enter(self, session: Session, *, owner: object = None) -> None:
         """Publish ``session``: it becomes live, its records are written from now on.
 
         This is the authoritative duplicate check: of two sessions with one id, exactly one
         enters. A new session never replaces a stored one: continue that with :meth:`load`.
+
+        Args:
+            session: a session this store prepared or loaded.
+            owner: when given, only :meth:`detach` or :meth:`abandon` with this same object
+                can end the session (the agents service passes the agent's host, so an
+                observer holding the bare session cannot tear a live agent's session down).
 
         Raises:
             SessionIdInUseError: a live session has this id.
@@ -232,6 +248,7 @@ class SessionStore(abc.ABC):
         self._entered(session)
         self._live[session.id] = session
         session._entered = True
+        session._owner = owner
 
     def announce(self, session: Session) -> None:
         """Emit ``SessionCreated`` for an entered session (once; repeats are ignored).
@@ -269,7 +286,7 @@ class SessionStore(abc.ABC):
         await self._sync(session)
         self._emit(SessionFlushed(session_id=session.id, seq=session._flushed_seq))
 
-    async def detach(self, session: Session) -> None:
+    async def detach(self, session: Session, *, owner: object = None) -> None:
         """Flush ``session`` a final time (``SessionFlushed``), take it out of the store, emit
         ``SessionDisposed``.
 
@@ -277,9 +294,12 @@ class SessionStore(abc.ABC):
         shielded from cancellation. A session that was never entered is simply closed.
 
         Raises:
+            SessionInUseError: the session was entered with another ``owner`` (a live
+                agent's session: dispose the agent's handle instead).
             SessionWriteError: the final flush failed (the session is detached anyway).
         """
         self._check_own(session)
+        self._check_owner(session, owner)
         if session._ending is not None:
             await self._join_end(session)
             return
@@ -301,14 +321,18 @@ class SessionStore(abc.ABC):
                 self._emit(SessionDisposed(session_id=session.id))
             ending.set()
 
-    async def abandon(self, session: Session) -> None:
+    async def abandon(self, session: Session, *, owner: object = None) -> None:
         """Roll back a failed creation of ``session``.
 
         Undoes ``enter`` if it happened and, for a new (not loaded) session, removes whatever
         was persisted for it; no ``SessionCreated`` is emitted, and ``SessionDisposed`` only
         if the session had been announced. Memoized like :meth:`detach`.
+
+        Raises:
+            SessionInUseError: the session was entered with another ``owner``.
         """
         self._check_own(session)
+        self._check_owner(session, owner)
         if session._ending is not None:
             await self._join_end(session)
             return
@@ -407,6 +431,13 @@ class SessionStore(abc.ABC):
             raise ValueError(
                 f"session {session.id!r} belongs to another store; use the store that "
                 f"prepared or loaded it"
+            )
+
+    def _check_owner(self, session: Session, owner: object) -> None:
+        if session._owner is not None and owner is not session._owner and not self._closing:
+            raise SessionInUseError(
+                f"session {session.id!r} belongs to a live agent; dispose the agent's handle "
+                f"(AgentHandle.dispose) to end it"
             )
 
     def _check_not_live(self, session_id: str) -> None:

@@ -1,0 +1,156 @@
+"""What defines an agent, and how a resume combines the stored definition with new values.
+
+Rules:
+- ``create()`` records an :class:`AgentConfigured` with every value it was given (or its
+  default). ``resume()`` starts from the latest stored one; each keyword it was given
+  overrides that value, and a changed definition is recorded again, so the next resume keeps
+  it.
+- A model given as a spec string is recorded as that spec and rebuilt from it on resume; a
+  model object is recorded by its ``name`` only, and a resume that is not given a model then
+  uses the runtime's default (pass the object again to keep it).
+- A session stored before definitions were recorded has none: it resumes with the defaults.
+- ``cwd`` is stored absolute.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, TypeAlias, TypeVar
+
+import attrs
+
+from ..model import Model
+from ..session import AgentConfigured, Record
+
+__all__ = ["UNSET", "AgentConfig", "Unset", "latest_config"]
+
+
+class Unset(enum.Enum):
+    """The type of :data:`UNSET`: "not given, keep what is stored"."""
+
+    UNSET = "UNSET"
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: A keyword that ``resume()`` was not given: the stored value stays.
+UNSET: Final = Unset.UNSET
+
+T = TypeVar("T")
+Maybe: TypeAlias = "T | Unset"
+
+ToolNames: TypeAlias = "frozenset[str] | set[str] | list[str] | tuple[str, ...] | None"
+
+
+def _tools(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise TypeError(f"tools is a collection of tool names, not one string; got {value!r}")
+    names = tuple(sorted(set(value)))
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"tool names are strings; got {type(name).__name__} {name!r}")
+    return names
+
+
+def _cwd(value: str | os.PathLike[str] | None) -> str | None:
+    return None if value is None else os.path.abspath(os.fspath(value))
+
+
+def _max_steps(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"max_steps is the most model requests per turn, >= 1; got {value!r}")
+    return value
+
+
+@attrs.frozen
+class AgentConfig:
+    """The definition of an agent, as recorded in its session.
+
+    Attributes:
+        instructions: the system text, or ``None``.
+        tools: the sorted names of the tools the agent may call; ``None`` means every tool.
+        max_steps: the most model requests one turn may make.
+        model: the model spec, or ``None`` for the runtime's default.
+        model_name: the name of the model the agent runs with.
+        parent_id: the parent agent's id, for a child agent.
+        cwd: the absolute working directory of its shell commands, or ``None``.
+    """
+
+    instructions: str | None = None
+    tools: tuple[str, ...] | None = None
+    max_steps: int = 50
+    model: str | None = None
+    model_name: str | None = None
+    parent_id: str | None = None
+    cwd: str | None = None
+
+    @classmethod
+    def of(cls, record: AgentConfigured | None) -> AgentConfig:
+        """The definition a record holds (the defaults for ``None``)."""
+        if record is None:
+            return cls()
+        return cls(
+            instructions=record.instructions,
+            tools=_tools(record.tools),
+            max_steps=record.max_steps,
+            model=record.model,
+            model_name=record.model_name,
+            parent_id=record.parent_id,
+            cwd=record.cwd,
+        )
+
+    def record(self) -> AgentConfigured:
+        """The session record of this definition."""
+        return AgentConfigured(
+            instructions=self.instructions,
+            tools=list(self.tools) if self.tools is not None else None,
+            max_steps=self.max_steps,
+            model=self.model,
+            model_name=self.model_name,
+            parent_id=self.parent_id,
+            cwd=self.cwd,
+        )
+
+    def given(
+        self,
+        *,
+        model: Maybe[Model | str | None] = UNSET,
+        tools: Maybe[ToolNames] = UNSET,
+        instructions: Maybe[str | None] = UNSET,
+        parent_id: Maybe[str | None] = UNSET,
+        max_steps: Maybe[int] = UNSET,
+        cwd: Maybe[str | os.PathLike[str] | None] = UNSET,
+    ) -> AgentConfig:
+        """This definition with every value that was given replaced (checked)."""
+        changes: dict[str, Any] = {}
+        if not isinstance(model, Unset):
+            changes["model"] = model if isinstance(model, str) else None
+            changes["model_name"] = model.name if isinstance(model, Model) else None
+        if not isinstance(tools, Unset):
+            changes["tools"] = _tools(tools)
+        if not isinstance(instructions, Unset):
+            if instructions is not None and not isinstance(instructions, str):
+                raise TypeError(
+                    f"instructions are text (str) or None; got {type(instructions).__name__}"
+                )
+            changes["instructions"] = instructions
+        if not isinstance(parent_id, Unset):
+            changes["parent_id"] = parent_id
+        if not isinstance(max_steps, Unset):
+            changes["max_steps"] = _max_steps(max_steps)
+        if not isinstance(cwd, Unset):
+            changes["cwd"] = _cwd(cwd)
+        return attrs.evolve(self, **changes)
+
+
+def latest_config(records: Sequence[Record]) -> AgentConfigured | None:
+    """The latest :class:`AgentConfigured` of a session's records, or ``None``."""
+    for record in reversed(records):
+        if isinstance(record, AgentConfigured):
+            return record
+    return None
