@@ -2,6 +2,7 @@
 
 from ._agent import Agent as Agent
 from ._agent import AgentStatistics as AgentStatistics
+from ._config import AgentConfig as AgentConfig
 from ._errors import AgentClosedError as AgentClosedError
 from ._errors import AgentIdInUseError as AgentIdInUseError
 from ._events import AgentCancelRequested as AgentCancelRequested
@@ -19,6 +20,7 @@ from ._loop import agent_loop as agent_loop
 from ._models import ModelCatalog as ModelCatalog
 from ._models import ModelsPlugin as ModelsPlugin
 from ._registry import AgentRegistry as AgentRegistry
+from ._registry import AgentScope as AgentScope
 from ._runtime import open_runtime as open_runtime
 from ._status import AgentStatus as AgentStatus
 from ._tools import Tool as Tool
@@ -32,6 +34,7 @@ __all__ = [
     "Agent",
     "AgentCancelRequested",
     "AgentClosedError",
+    "AgentConfig",
     "AgentCreated",
     "AgentDisposed",
     "AgentHandle",
@@ -39,6 +42,7 @@ __all__ = [
     "AgentLoop",
     "AgentOutput",
     "AgentRegistry",
+    "AgentScope",
     "AgentStatistics",
     "AgentStatus",
     "AgentStatusChanged",

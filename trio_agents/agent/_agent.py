@@ -171,7 +171,10 @@ class Agent:
         return self._enqueue("next_step", content, wake=False)
 
     def discard(self, message_id: MessageId) -> bool:
-        """Remove one queued message; ``False`` if it was already claimed or is unknown."""
+        """Remove one queued message; ``False`` if it was already claimed or is unknown, or
+        the agent is being disposed (its queued messages stay recorded for a resume)."""
+        if self._closing:
+            return False
         removed = self._inbox.discard(message_id)
         if removed is None:
             return False
@@ -215,14 +218,16 @@ class Agent:
 
         Returns:
             Whether anything was cleared or aborted, in this agent or any child. A turn that
-            has already recorded its end is not aborted. A call that does nothing emits
-            nothing.
+            has already recorded its end is not aborted, and an agent being disposed is not
+            touched. A call that does nothing emits nothing.
 
         Raises:
             TypeError: ``cause`` is not a registered :class:`CancelCause`; nothing changed.
         """
         cause = check_recordable_cause(check_cause(cause if cause is not None else UserCancel()))
-        if not self._has_work(keep_inbox):
+        if self._closing or not self._has_work(keep_inbox):
+            # A disposing agent's turn is already being stopped, and its queued messages
+            # stay recorded for a resume: there is nothing more to stop.
             return False
         self._cancel(cause, keep_inbox)
         return True
@@ -280,8 +285,9 @@ class Agent:
                 UserMessage(message_id=message.id, content=message.content, turn_id=turn_id)
             )
 
-    def _turn_recorded(self) -> None:
-        """The running turn's ``TurnEnded`` is recorded: a cancel from now on finds no turn."""
+    def _turn_closing(self) -> None:
+        """The running turn left its cancel scope and is recording its end: a cancel from
+        now on has no turn to abort."""
         self._turn = None
 
     def _begin_turn(self) -> _Turn:

@@ -105,6 +105,7 @@ async def _close(
     open_calls: dict[str, ToolCallRequested],
     started: set[str],
 ) -> None:
+    agent._turn_closing()
     for call_id, call in open_calls.items():
         ran = call_id in started
         agent.session.append(
@@ -123,7 +124,6 @@ async def _close(
         )
     open_calls.clear()
     agent.session.append(TurnEnded(turn_id=turn_id, stop_reason=stop, cause=cause, error=error))
-    agent._turn_recorded()
     await agent._store.flush(agent.session)
 
 
