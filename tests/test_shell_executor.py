@@ -347,7 +347,7 @@ async def test_job_done_fires_once_to_listeners_and_on_the_bus(root: Context) ->
         await done.wait()
         assert await shell.kill(job.id) is False
         await trio.testing.wait_all_tasks_blocked()
-    expected = JobDone(job_id=job.id, owner="a", exit_code=4, status=JobStatus.EXITED)
+    expected = JobDone(job_id=job.id, exit_code=4, status=JobStatus.EXITED)
     assert heard == on_bus == [expected]
 
 
@@ -623,7 +623,7 @@ async def test_a_leftover_child_ignoring_sigterm_is_killed_after_the_grace() -> 
         with trio.fail_after(10):
             job = await start(shell, f"trap '' TERM; sleep 1000 & echo started; exit 0 # {tag}")
             await finished.wait()
-        assert done == [JobDone(job_id=job.id, owner=None, exit_code=0, status=JobStatus.EXITED)]
+        assert done == [JobDone(job_id=job.id, exit_code=0, status=JobStatus.EXITED)]
         assert shell.read_output(job.id).output == "started\n"
         assert processes_with(tag) == []
 

@@ -208,7 +208,6 @@ class LocalShellExecutor(ShellExecutor):
             self._report(
                 JobDone(
                     job_id=job_id,
-                    owner=spec.owner,
                     exit_code=proc.process.returncode,
                     status=proc.status,
                 )

@@ -143,6 +143,8 @@ class _BashTools:
         executor = self._executor
         request = ShellExecRequest(
             args.command,
+            # The agent's own working directory (an editor's project, say), if it has one.
+            cwd=call.agent.cwd if call.agent is not None else None,
             timeout=args.timeout,
             owner=_token(call),
             background=args.run_in_background,
@@ -204,13 +206,18 @@ class _BashTools:
 
     def notify(self, event: JobDone) -> None:
         """Inject the completion notice into the owning live agent, if any."""
-        if event.owner is None:
+        # The executor's owner_of is the one read path of ownership (the event carries none).
+        try:
+            owner = self._executor.owner_of(event.job_id)
+        except JobNotFoundError:
+            return
+        if owner is None:
             return
         agents = self._ctx.get("agents")
         if agents is None:
             return
         for agent in agents.list():
-            if agent.id == event.owner:
+            if agent.id == owner:
                 # An owner being disposed has nobody left to tell.
                 with contextlib.suppress(AgentClosedError):
                     agent.inject(notice(event))

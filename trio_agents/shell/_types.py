@@ -147,9 +147,12 @@ class JobOutput:
 
 @attrs.frozen
 class JobDone:
-    """A background job ended (emitted once per job, never after the executor's disposal)."""
+    """A background job ended (emitted once per job, never after the executor's disposal).
+
+    It carries no owner: ``ShellExecutor.owner_of(job_id)`` is the one read path of
+    ownership, so a listener on the bus learns nothing it could not ask the executor.
+    """
 
     job_id: str
-    owner: str | None
     exit_code: int | None
     status: JobStatus
