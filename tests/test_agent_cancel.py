@@ -157,3 +157,46 @@ async def test_parent_cancel_reaches_child_as_parent_cancel(
     await child.when_idle()
     [ended] = turn_ends(child)
     assert ended.cause == ParentCancel(parent_id=parent.id)
+
+
+@pytest.mark.parametrize("queued", [0, 1, 3])
+async def test_cancel_after_dispose_returns_false_and_records_nothing(
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock, queued: int
+) -> None:
+    """A disposed agent has nothing to stop: ``cancel()`` returns False, emits nothing and
+    writes nothing, even with prompts still queued (recorded for a resume) at dispose time."""
+    handle = await echo_runtime.agents.create()
+    agent = handle.agent
+    agent.prompt("running")
+    for n in range(queued):
+        agent.prompt(f"queued-{n}")
+    await trio.testing.wait_all_tasks_blocked()
+    await handle.dispose()
+    assert agent.status is ag.AgentStatus.DISPOSED
+    seen: list[object] = []
+    echo_runtime.on(ag.AgentCancelRequested, seen.append)
+    before = len(agent.session.records)
+    assert agent.cancel() is False
+    assert agent.cancel(keep_inbox=True) is False
+    assert seen == []
+    assert len(agent.session.records) == before
+
+
+async def test_cancel_during_dispose_returns_false(
+    echo_runtime: Context, autojump_clock: trio.testing.MockClock
+) -> None:
+    """From the moment dispose starts, the turn is the disposer's to stop: cancel() is False."""
+    handle = await echo_runtime.agents.create()
+    agent = handle.agent
+    agent.prompt("running")
+    agent.prompt("queued")
+    await trio.testing.wait_all_tasks_blocked()
+    results: list[bool] = []
+
+    def on_status(event: ag.AgentStatusChanged) -> None:
+        if event.new == "disposing":
+            results.append(agent.cancel())
+
+    echo_runtime.on(ag.AgentStatusChanged, on_status)
+    await handle.dispose()
+    assert results == [False]
