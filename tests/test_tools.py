@@ -11,13 +11,13 @@ import pytest
 import trio
 import trio.testing
 
+from trio_agents.agent._tool_signature import tool
 from trio_agents.agent._tools import (
     Tool,
     ToolContext,
     ToolNameInUseError,
     ToolRegistry,
     ToolResult,
-    tool,
     tools_plugin,
 )
 from trio_agents.cancel import CauseScope, UserCancel, current_cause
@@ -38,7 +38,7 @@ async def bash(ctx: ToolContext, args: BashArgs) -> str:
     return f"ran {args.command} (timeout={args.timeout}, bg={args.run_in_background})"
 
 
-@tool(name="now")
+@tool(name="now", params=None)
 async def now_tool(ctx: ToolContext, args: None) -> ToolResult:
     """Say the time."""
     return ToolResult("noon")
@@ -394,17 +394,20 @@ async def test_a_raising_tool_becomes_an_error_result_and_is_logged(
 
 
 async def test_a_tool_returning_the_wrong_type_is_an_error_result() -> None:
-    """A tool must return str or ToolResult."""
+    """A tool returns str, ToolResult, or a JSON value; anything else is an error result."""
 
-    async def wrong(ctx: ToolContext, params: None) -> str:
-        return 42  # type: ignore[return-value]
+    async def wrong(ctx: ToolContext, params: None) -> object:
+        return object()
 
     async with open_root() as root:
         tools = await _registry(root)
         tools.register(Tool("wrong", "", None, wrong))
         result = await tools.invoke("wrong", {})
     assert result.is_error
-    assert result.content == "tool 'wrong' returned int; tools return str or ToolResult"
+    assert result.content.startswith("tool 'wrong' returned object, which is not JSON (")
+    assert result.content.endswith(
+        "tools return str, ToolResult, a JSON value or an attrs instance"
+    )
 
 
 async def test_tool_sees_the_agent_call_id_and_turn_scope() -> None:

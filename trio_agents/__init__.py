@@ -21,8 +21,11 @@ from .agent import AgentIdInUseError as AgentIdInUseError
 from .agent import AgentStatus as AgentStatus
 from .agent import Tool as Tool
 from .agent import ToolContext as ToolContext
+from .agent import ToolNameInUseError as ToolNameInUseError
+from .agent import ToolRegistry as ToolRegistry
 from .agent import ToolResult as ToolResult
 from .agent import open_runtime as open_runtime
+from .agent import tool as tool
 from .cancel import CancelCause as CancelCause
 from .cancel import CauseScope as CauseScope
 from .cancel import DisposedCancel as DisposedCancel
@@ -88,6 +91,8 @@ __all__ = [
     "SessionStore",
     "Tool",
     "ToolContext",
+    "ToolNameInUseError",
+    "ToolRegistry",
     "ToolResult",
     "TrioAgentsError",
     "UserCancel",
@@ -103,4 +108,5 @@ __all__ = [
     "open_runtime",
     "session",
     "shell",
+    "tool",
 ]

@@ -23,9 +23,11 @@ from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
 from ._runtime import open_runtime as open_runtime
 from ._status import AgentStatus as AgentStatus
+from ._tool_signature import tool as tool
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolGuard as ToolGuard
+from ._tools import ToolNameInUseError as ToolNameInUseError
 from ._tools import ToolRegistry as ToolRegistry
 from ._tools import ToolResult as ToolResult
 from ._tools import tools_plugin as tools_plugin
@@ -55,9 +57,11 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolGuard",
+    "ToolNameInUseError",
     "ToolRegistry",
     "ToolResult",
     "agent_loop",
     "open_runtime",
+    "tool",
     "tools_plugin",
 ]

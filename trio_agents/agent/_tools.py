@@ -3,6 +3,7 @@
 Rules:
 - A :class:`Tool` declares its arguments as an attrs class; the JSON schema the model sees and
   the validation of what the model sends both come from that one class (:mod:`._tool_schema`).
+  ``@tool`` (:mod:`._tool_signature`) makes that class from a function's typed signature.
 - ``ToolRegistry.register`` is an effect of the *calling* fiber: the tool is unregistered when
   that fiber unloads (or when the returned entry is closed). Names are unique while registered.
 - ``ToolRegistry.invoke`` never raises for anything the model or the tool did wrong: an unknown
@@ -16,11 +17,11 @@ Rules:
 
 from __future__ import annotations
 
-import inspect
+import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeAlias, TypeVar, final, overload
+from typing import Any, TypeAlias, final
 
 import attrs
 import trio
@@ -41,14 +42,11 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolsPlugin",
-    "tool",
     "tools_converter",
     "tools_plugin",
 ]
 
 log = logging.getLogger("trio_agents")
-
-P = TypeVar("P")
 
 
 class ToolNameInUseError(TrioAgentsError, ValueError):
@@ -86,8 +84,9 @@ class ToolContext:
     scope: CauseScope | None = None
 
 
-#: A tool's function: ``async def fn(ctx: ToolContext, params) -> str | ToolResult``.
-ToolFn: TypeAlias = Callable[[ToolContext, Any], Awaitable["str | ToolResult"]]
+#: A tool's function: ``async def fn(ctx: ToolContext, params)`` returning a ``str``, a
+#: :class:`ToolResult`, or a JSON value or attrs instance (the model reads it as JSON).
+ToolFn: TypeAlias = Callable[[ToolContext, Any], Awaitable[object]]
 
 #: A guard: ``async def guard(name, arguments, ctx) -> ToolResult | None``; a result is the
 #: answer of the call instead of running the tool, ``None`` lets it run.
@@ -146,49 +145,20 @@ class Tool:
         return ToolSpec(self.name, self.description, params_schema(self.params))
 
 
-ToolDecorator: TypeAlias = Callable[
-    [Callable[[ToolContext, P], Awaitable["str | ToolResult"]]], Tool
-]
-
-
-@overload
-def tool(
-    *, name: str | None = None, description: str | None = None, params: type[P]
-) -> ToolDecorator[P]: ...
-
-
-@overload
-def tool(
-    *, name: str | None = None, description: str | None = None, params: None = None
-) -> ToolDecorator[None]: ...
-
-
-def tool(
-    *, name: str | None = None, description: str | None = None, params: type[Any] | None = None
-) -> ToolDecorator[Any]:
-    """Make a :class:`Tool` of an async function.
-
-    ``name`` defaults to the function's name and ``description`` to its docstring::
-
-        @attrs.frozen
-        class Args:
-            path: str = attrs.field(metadata={"description": "the file to read"})
-
-        @tool(params=Args)
-        async def read_file(ctx: ToolContext, args: Args) -> str:
-            '''Read a text file.'''
-            ...
-    """
-
-    def decorate(fn: Callable[[ToolContext, Any], Awaitable[str | ToolResult]]) -> Tool:
-        return Tool(
-            name=name if name is not None else fn.__name__,
-            description=description if description is not None else inspect.getdoc(fn) or "",
-            params=params,
-            fn=fn,
+def _answer(name: str, result: object) -> ToolResult:
+    """What the model reads of a tool's return value: text as is, anything else as JSON."""
+    if isinstance(result, str):
+        return ToolResult(result)
+    if isinstance(result, ToolResult):
+        return result
+    try:
+        return ToolResult(json.dumps(tools_converter.unstructure(result), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        return ToolResult(
+            f"tool {name!r} returned {type(result).__name__}, which is not JSON ({exc}); "
+            f"tools return str, ToolResult, a JSON value or an attrs instance",
+            is_error=True,
         )
-
-    return decorate
 
 
 def _invalid(name: str, problems: list[str]) -> ToolResult:
@@ -369,14 +339,7 @@ class ToolRegistry:
         except Exception as exc:
             log.error("tool %r failed", name, exc_info=exc)
             return ToolResult(f"tool {name!r} failed: {type(exc).__name__}: {exc}", is_error=True)
-        if isinstance(result, str):
-            return ToolResult(result)
-        if isinstance(result, ToolResult):
-            return result
-        return ToolResult(  # type: ignore[unreachable]
-            f"tool {name!r} returned {type(result).__name__}; tools return str or ToolResult",
-            is_error=True,
-        )
+        return _answer(name, result)
 
     def _structure(self, tool: Tool, arguments: object) -> Any:
         try:
