@@ -48,16 +48,21 @@ def origin_of(plugin: object) -> PluginOrigin | None:
         return None
     for namespace in _namespaces(plugin, module):
         for attribute, value in namespace.items():
-            if value is plugin and not attribute.startswith("__"):
+            if value is plugin:
                 return PluginOrigin(module, attribute)
     return None
 
 
 def _namespaces(plugin: object, module: str) -> Iterator[Mapping[str, object]]:
     live = sys.modules.get(module)
-    if live is not None:
-        yield vars(live)
+    current = None if live is None else vars(live)
+    if current is not None:
+        yield current
     apply = getattr(plugin, "apply", None)
     defined_in = getattr(getattr(apply, "__func__", apply), "__globals__", None)
-    if isinstance(defined_in, dict) and defined_in.get("__name__") == module:
+    if (
+        isinstance(defined_in, dict)
+        and defined_in is not current
+        and defined_in.get("__name__") == module
+    ):
         yield defined_in

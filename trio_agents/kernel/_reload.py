@@ -34,10 +34,10 @@ from ._plugin import describe_plugin
 if TYPE_CHECKING:
     from ._runtime import Runtime
 
-__all__ = ["reload", "reload_key"]
+__all__ = ["reload"]
 
 
-def reload_key(runtime: Runtime, target: object) -> PluginOrigin:
+def _key_of(runtime: Runtime, target: object) -> PluginOrigin:
     """The origin that reloading ``target`` (a module, a plugin or a fiber) replaces.
 
     Raises:
@@ -105,7 +105,7 @@ def _fresh(module: ModuleType) -> ModuleType:
 
 async def reload(runtime: Runtime, target: object) -> tuple[Fiber, ...]:
     """See :meth:`Context.reload`."""
-    key = reload_key(runtime, target)
+    key = _key_of(runtime, target)
     module = _live_module(key, target)
     covered = {f for f in runtime.fibers if f.spec.origin is not None and key.covers(f.spec.origin)}
     old = [
