@@ -265,6 +265,49 @@ async def test_failing_apply_restores_the_old_plugin(plugin_file: ModuleFile) ->
     assert [(v, g) for v, g, _ in journal.entries] == [(1, "yo"), (2, "yo"), (1, "yo")]
 
 
+async def test_a_failing_second_plugin_tears_down_the_first_new_one(
+    plugin_file: ModuleFile,
+) -> None:
+    """Reloading a module of two plugins whose second apply fails: the first new fiber is torn
+    down again and both old plugins run again, each effect set up and torn down in turn."""
+    two = (
+        COUNTED
+        + """
+class Second(Counted):
+    name = "second"
+
+    async def apply(self, ctx, config):
+        await super().apply(ctx, config)
+        {extra}
+
+
+second = Second()
+"""
+    )
+    plugin_file.write(0, raw=two.format(version=1, extra="pass"))
+    module = plugin_file.load()
+    journal = Journal()
+    async with open_root() as root:
+        await root.plugin(journal)
+        await root.plugin(module.plugin)
+        await root.plugin(module.second)
+        plugin_file.write(0, raw=two.format(version=2, extra='raise RuntimeError("no")'))
+        with pytest.raises(ReloadError, match=r"failed while applying it; .*RuntimeError: no$"):
+            await root.reload(module)
+        assert [f.plugin for f in live(root, "counted") + live(root, "second")] == [
+            module.plugin,
+            module.second,
+        ]
+        assert sys.modules[plugin_file.name] is module
+
+    def pair(version: int) -> list[tuple[str, int]]:
+        return [("set up", version)] * 2 + [("torn down", version)] * 2
+
+    # The old pair (torn down newest first); the new pair, whose second apply failed; the
+    # old pair again, until the runtime ends.
+    assert journal.entries == pair(1) + pair(2) + pair(1)
+
+
 async def test_state_on_another_fiber_survives_a_reload(plugin_file: ModuleFile) -> None:
     """The service's provider is not the reloaded plugin, so its state is untouched."""
     module = plugin_file.load()
