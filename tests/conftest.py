@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import suppress
 from pathlib import Path
@@ -12,6 +14,40 @@ import pytest
 import trio_agents.agent as ag
 from trio_agents.kernel import Context
 from trio_agents.model import ScriptedModel
+
+
+@pytest.fixture(autouse=True)
+def isolated_process_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Each test finds the process as the previous one found it, whatever the order.
+
+    Put back after every test: the entries of ``sys.modules`` a test replaced or removed (a
+    reload puts a fresh module there), minus the modules it imported from its temporary
+    directories; ``sys.path``; the environment; the working directory; the level of the
+    root logger; the level, handlers and propagation of the ``trio_agents`` logger.
+    """
+    modules = dict(sys.modules)
+    path = list(sys.path)
+    environ = dict(os.environ)
+    cwd = os.getcwd()
+    root_level = logging.getLogger().level
+    ours = logging.getLogger("trio_agents")
+    our_state = (ours.level, list(ours.handlers), ours.propagate, ours.disabled)
+    yield
+    temporary = str(tmp_path_factory.getbasetemp())
+    for name, module in list(sys.modules.items()):
+        if name not in modules and str(getattr(module, "__file__", "")).startswith(temporary):
+            del sys.modules[name]
+    sys.modules.update((n, m) for n, m in modules.items() if sys.modules.get(n) is not m)
+    sys.path[:] = path
+    if os.environ != environ:
+        os.environ.clear()
+        os.environ.update(environ)
+    os.chdir(cwd)
+    # The root logger's handlers are pytest's own (one set per test phase): only its level.
+    logging.getLogger().setLevel(root_level)
+    ours.setLevel(our_state[0])
+    ours.handlers[:] = our_state[1]
+    ours.propagate, ours.disabled = our_state[2:]
 
 
 @pytest.fixture

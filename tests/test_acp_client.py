@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -149,29 +148,27 @@ def test_initialize_announces_version_1_and_load_session() -> None:
     run(main)
 
 
-def test_cancel_mid_stream_answers_cancelled_quickly() -> None:
-    """With a 5 s model delay, session/cancel answers cancelled long before the delay."""
+def test_cancel_mid_stream_answers_cancelled_without_waiting_for_the_model() -> None:
+    """The model would answer only after an hour: the prompt can end, cancelled, only
+    because session/cancel stopped the turn, not because the model finished."""
 
-    async def main() -> float:
+    async def main() -> None:
         recorder = Recorder()
         wire = Wire()
         async with agent_process(
-            recorder, "--store", "memory", "--model", "echo?delay=5", wire=wire
+            recorder, "--store", "memory", "--model", "echo?delay=3600", wire=wire
         ) as (conn, _):
             session = await conn.new_session(cwd=os.getcwd(), mcp_servers=[])
             prompt = asyncio.ensure_future(
                 conn.prompt(session_id=session.session_id, prompt=[text_block("slow")])
             )
             await wire.wait_sent("session/prompt")
-            started = time.monotonic()
             await conn.cancel(session_id=session.session_id)
             response = await prompt
             assert response.stop_reason == "cancelled"
             assert recorder.texts(session.session_id) == ""
-            return time.monotonic() - started
 
-    elapsed = run(main)
-    assert elapsed < 5, "the cancel waited for the model"
+    run(main)
 
 
 def test_two_sessions_one_cancelled_the_other_unaffected() -> None:
@@ -285,8 +282,11 @@ def test_allowed_permission_runs_the_command(tmp_path: Path) -> None:
     assert marker.exists()
 
 
-def test_client_disconnect_mid_turn_exits_fast_without_children(tmp_path: Path) -> None:
-    """Closing stdin while a shell command runs: the agent exits well under 2 s, no child."""
+def test_client_disconnect_mid_turn_exits_without_waiting_for_children(tmp_path: Path) -> None:
+    """Closing stdin while a shell command runs: the agent exits, leaving no child behind.
+
+    The command would run for an hour, so the agent can exit only by killing it.
+    """
     tag = f"trio-agents-acp-{uuid.uuid4().hex}"
     fifo = tmp_path / "started"
     os.mkfifo(fifo)
@@ -296,9 +296,9 @@ def test_client_disconnect_mid_turn_exits_fast_without_children(tmp_path: Path) 
             return f.readline()
 
     # A sleep whose command line is unique too: it is the grandchild that must not survive.
-    sleeper = f"sleep 59.{uuid.uuid4().int % 10**6:06d}"
+    sleeper = f"sleep 3599.{uuid.uuid4().int % 10**6:06d}"
 
-    async def main() -> float:
+    async def main() -> None:
         recorder = Recorder()
         async with agent_process(recorder, "--store", "memory", "--allow-bash") as (
             conn,
@@ -313,16 +313,11 @@ def test_client_disconnect_mid_turn_exits_fast_without_children(tmp_path: Path) 
             )
             # The shell tells the test it runs (a FIFO blocks until both ends are open).
             assert (await asyncio.to_thread(wait_started)).strip() == tag
-            started = time.monotonic()
             assert process.stdin is not None
             process.stdin.close()
-            returncode = await asyncio.wait_for(process.wait(), 2.0)
-            elapsed = time.monotonic() - started
-            assert returncode == 0
+            assert await process.wait() == 0
             prompt.cancel()
-            return elapsed
 
-    elapsed = run(main)
-    assert elapsed < 2.0
+    run(main)
     assert processes_with(tag) == []
     assert processes_with(sleeper) == []

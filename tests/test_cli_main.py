@@ -322,16 +322,6 @@ def test_sessions_list_shows_id_records_and_title(
 # -- demo --------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def restored_tool_bash(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The demo reloads tool_bash's module; the original is put back for later tests."""
-    from trio_agents.shell import tool_bash
-
-    name = type(tool_bash).__module__
-    monkeypatch.setitem(sys.modules, name, sys.modules[name])
-
-
-@pytest.mark.usefixtures("restored_tool_bash")
 def test_demo_walks_the_lifecycle_and_names_the_session_file(
     capsys: pytest.CaptureFixture[str], store: Path
 ) -> None:
@@ -350,7 +340,6 @@ def test_demo_walks_the_lifecycle_and_names_the_session_file(
     assert Path(found[1]).is_file()
 
 
-@pytest.mark.usefixtures("restored_tool_bash")
 def test_demo_on_memory_with_a_model_spec_writes_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from support import marker, processes_with, read_fifo, shell_of
 
 import trio_agents.agent as ag
 import trio_agents.shell._tool_bash as tool_bash_module
-from trio_agents.kernel import Context, ListenerFailed
+from trio_agents.kernel import Context, FiberState, ListenerFailed
 from trio_agents.model import ScriptedModel
 from trio_agents.session import ToolCallEnded
 from trio_agents.shell import (
@@ -212,12 +213,17 @@ async def test_ownership_persists_after_the_job_ended(root: Context) -> None:
     assert read.content == "finished\n[exited with code 0]"
 
 
-async def test_ownership_survives_a_reload_of_tool_bash(root: Context) -> None:
+async def test_ownership_survives_a_reload_of_tool_bash(root: Context, tmp_path: Path) -> None:
     """After reloading tool_bash the executor still holds the token: the fence holds."""
     owner, other = await new_agent(root), await new_agent(root)
     tag = marker()
-    job = await background(root, owner, f"echo before; sleep 1000 # {tag}")
+    started = tmp_path / "started"
+    os.mkfifo(started)
+    job = await background(root, owner, f"echo before; echo up > {started}; sleep 1000 # {tag}")
     with trio.fail_after(10):
+        # "before" is in the job's pipe before anything is killed (the shell wrote it first),
+        # so the output read after the kill below holds it whatever the scheduling.
+        assert await read_fifo(started) == "up\n"
         new = await root.reload(tool_bash_module)
     assert [f.name for f in new] == ["tool-bash"]
     assert {"bash", "bash_output", "bash_kill"} <= set(root.get("tools").names())
@@ -227,6 +233,24 @@ async def test_ownership_survives_a_reload_of_tool_bash(root: Context) -> None:
     read = await invoke(root, "bash_output", owner, job_id=job)
     assert read.content == "before\n[killed (exit code -15)]"
     assert processes_with(tag) == []
+
+
+async def test_tool_bash_reloads_again_and_again_by_its_public_name() -> None:
+    """The program of issue #19: ``reload(ta.shell.tool_bash)`` twice, then by its first
+    fiber; each time the live tool-bash is replaced and its tools answer."""
+    async with ag.open_runtime() as root:
+        await root.plugin(LocalShell())
+        first = await root.plugin(tool_bash)
+        replaced = [first]
+        for target in (tool_bash, tool_bash, first):
+            with trio.fail_after(10):
+                (new,) = await root.reload(target)
+            assert replaced[-1].state is FiberState.DISPOSED
+            assert new.plugin is sys.modules[tool_bash_module.__name__].tool_bash
+            result = await invoke(root, "bash", None, command="echo alive")
+            assert result.content == "alive\n[exited with code 0]"
+            replaced.append(new)
+        assert len({f.id for f in replaced}) == 4
 
 
 # -- completion notices and agent-owned jobs -----------------------------------------------------

@@ -176,10 +176,22 @@ class Context:
     # -- development ----------------------------------------------------------------------------
 
     async def reload(self, target: object) -> tuple[Fiber, ...]:
-        """Re-import the module of ``target`` and replace the fibers of its plugins.
+        """Re-import the module of ``target`` and replace the live fibers of its plugins.
 
-        Returns the new fibers. If the new code fails to import or apply, the old plugin is
-        running again and :class:`ReloadError` is raised.
+        Args:
+            target: a plugin object, the module that defines it, or a fiber of it (also one
+                an earlier reload replaced). Each names the plugin's origin (module name and
+                top-level attribute, recorded when it was applied), so the reference first
+                applied keeps reloading the live version any number of times. A module
+                replaces all of its plugins.
+
+        Returns:
+            The new fibers.
+
+        Raises:
+            ReloadError: the new code failed to import (nothing was replaced) or to apply
+                (the old plugin is running again); or ``target`` is not defined at the top
+                level of a module.
         """
         from ._reload import reload
 

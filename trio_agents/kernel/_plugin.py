@@ -18,6 +18,7 @@ from typing import Any, Protocol, final
 import attrs
 
 from ._errors import ConfigError, PluginError
+from ._origin import PluginOrigin, origin_of
 from ._strict import count_problems, list_problems, strict_converter
 
 __all__ = ["Plugin", "PluginSpec", "config_converter", "describe_plugin"]
@@ -53,6 +54,8 @@ class PluginSpec:
     inject: tuple[str, ...]
     config_type: type | None
     apply: Callable[[Any, Any], Awaitable[None]] = attrs.field(eq=False)
+    #: Where the plugin is defined, recorded when it is applied (what reload finds it by).
+    origin: PluginOrigin | None = attrs.field(default=None, eq=False)
 
     @classmethod
     def of(cls, plugin: object) -> PluginSpec:
@@ -84,7 +87,7 @@ class PluginSpec:
             isinstance(config_type, type) and attrs.has(config_type)
         ):
             raise PluginError(f"plugin {name!r}: 'Config' must be an attrs class")
-        return cls(plugin, name, tuple(inject), config_type, apply)
+        return cls(plugin, name, tuple(inject), config_type, apply, origin_of(plugin))
 
     def structure(self, config: object) -> Any:
         """Turn the config given to ``ctx.plugin`` into what ``apply`` receives.

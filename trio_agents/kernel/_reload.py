@@ -1,8 +1,15 @@
 """Reload: replace the fibers of a plugin with fibers of its freshly imported code.
 
 Rules:
-- The module is executed anew from its source into a *new* module object; the old module
-  object is kept untouched, so a failure can restore it exactly.
+- The target is a module, a plugin object or a fiber. It names a stable key, the plugin's
+  origin (module name, attribute name; see :mod:`._origin`), never an object: the reference a
+  user first applied, the fiber ``ctx.plugin`` returned and the module all keep working after
+  any number of reloads, by this runtime or anyone else, and always reload the live version.
+- The fibers replaced are the live ones whose recorded origin the key covers (a module covers
+  all its plugins), only the topmost of each nested group.
+- The module now in ``sys.modules`` under that name is executed anew from its source into a
+  *new* module object; the old module object is kept untouched, so a failure can restore it
+  exactly.
 - Import failure: nothing was disposed; the old plugin keeps running; :class:`ReloadError`.
 - Otherwise every fiber of the old plugin is disposed (newest first) and the new plugin is
   applied under the same parents with the same configs (oldest first). If one apply fails,
@@ -20,25 +27,56 @@ from typing import TYPE_CHECKING
 
 from ._errors import ReloadError
 from ._events import PluginReloaded
+from ._fiber import Fiber
+from ._origin import PluginOrigin, origin_of
+from ._plugin import describe_plugin
 
 if TYPE_CHECKING:
-    from ._fiber import Fiber
     from ._runtime import Runtime
 
-__all__ = ["module_of", "reload"]
+__all__ = ["reload"]
 
 
-def module_of(target: object) -> ModuleType:
-    """The module that defines plugin ``target`` (or ``target`` itself if it is a module)."""
+def _key_of(runtime: Runtime, target: object) -> PluginOrigin:
+    """The origin that reloading ``target`` (a module, a plugin or a fiber) replaces.
+
+    Raises:
+        ReloadError: ``target`` is not a module, nor defined at the top level of one.
+    """
+    if isinstance(target, ModuleType):
+        return PluginOrigin(target.__name__, None)
+    if isinstance(target, Fiber):
+        if target.spec.origin is None:
+            raise ReloadError(
+                f"fiber {target.id!r} applies plugin {target.name!r}, which is not defined at "
+                f"the top level of a module, so reload() cannot find its new code; define it "
+                f"at the top level of a module"
+            )
+        return target.spec.origin
+    # A running fiber's origin was recorded when it was applied, before anyone else could
+    # have reloaded (or importlib.reload-ed) its module.
+    for fiber in runtime.fibers:
+        if fiber.plugin is target and fiber.spec.origin is not None:
+            return fiber.spec.origin
+    origin = origin_of(target)
+    if origin is None:
+        raise ReloadError(
+            f"cannot find the module that defines {target!r}; reload() takes a module, a "
+            f"plugin defined at the top level of a module, or a fiber of one"
+        )
+    return origin
+
+
+def _live_module(key: PluginOrigin, target: object) -> ModuleType:
+    module = sys.modules.get(key.module)
+    if module is not None:
+        return module
     if isinstance(target, ModuleType):
         return target
-    name = getattr(target, "__module__", None)
-    module = sys.modules.get(name) if isinstance(name, str) else None
-    if module is None or not any(v is target for v in vars(module).values()):
-        raise ReloadError(
-            f"cannot find the module that defines {target!r}; pass the module itself to reload()"
-        )
-    return module
+    raise ReloadError(
+        f"module {key.module!r} of plugin {describe_plugin(target)} is not imported (it is "
+        f"not in sys.modules); import it again, or pass the module itself to reload()"
+    )
 
 
 def _fresh(module: ModuleType) -> ModuleType:
@@ -67,46 +105,41 @@ def _fresh(module: ModuleType) -> ModuleType:
 
 async def reload(runtime: Runtime, target: object) -> tuple[Fiber, ...]:
     """See :meth:`Context.reload`."""
-    module = module_of(target)
-    names = {id(v): k for k, v in vars(module).items()}
-    if target is module:
-        replaced = {id(f.plugin) for f in runtime.fibers if id(f.plugin) in names}
-        replaced |= {id(f.plugin) for f in runtime.fibers if f.plugin is module}
-    else:
-        replaced = {id(target)}
+    key = _key_of(runtime, target)
+    module = _live_module(key, target)
+    covered = {f for f in runtime.fibers if f.spec.origin is not None and key.covers(f.spec.origin)}
     old = [
-        f
-        for f in runtime.fibers
-        if id(f.plugin) in replaced and not any(id(a.plugin) in replaced for a in _ancestors(f))
+        f for f in runtime.fibers if f in covered and not any(a in covered for a in _ancestors(f))
     ]
     fresh = _fresh(module)
 
-    def successor(plugin: object) -> object:
-        if plugin is module:
+    def successor(fiber: Fiber) -> object:
+        origin = fiber.spec.origin
+        assert origin is not None
+        if origin.attribute is None:
             return fresh
-        attr = names[id(plugin)]
-        if attr not in vars(fresh):
+        if origin.attribute not in vars(fresh):
             raise ReloadError(
-                f"reloaded {module.__name__!r} no longer defines {attr!r}; the previous "
-                f"version was restored"
+                f"reloaded {module.__name__!r} no longer defines {origin.attribute!r}; the "
+                f"previous version was restored"
             )
-        return vars(fresh)[attr]
+        return vars(fresh)[origin.attribute]
 
-    plan = [(f.parent, f.plugin, f._raw_config) for f in old]
+    plan = [(f.parent, f, f._raw_config) for f in old]
     for fiber in reversed(old):
         await fiber.dispose()
     new: list[Fiber] = []
     try:
-        for parent, plugin, raw in plan:
+        for parent, fiber, raw in plan:
             assert parent is not None
-            new.append(await parent.context.plugin(successor(plugin), raw))
+            new.append(await parent.context.plugin(successor(fiber), raw))
     except Exception as exc:
         for fiber in reversed(new):
             await fiber.dispose()
         sys.modules[module.__name__] = module
-        for parent, plugin, raw in plan:
+        for parent, fiber, raw in plan:
             assert parent is not None
-            await parent.context.plugin(plugin, raw)
+            await parent.context.plugin(fiber.plugin, raw)
         if isinstance(exc, ReloadError):
             raise
         raise ReloadError(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from types import ModuleType
 
 from ._context import Context
 from ._errors import ReloadError
-from ._reload import module_of
+from ._fiber import Fiber
 
 __all__ = ["watch_plugins"]
 
@@ -44,12 +46,9 @@ async def watch_plugins(
     async for changed in changes:
         done: set[str] = set()
         for fiber in runtime.fibers:
-            try:
-                module = module_of(fiber.plugin)
-            except ReloadError:
-                continue
+            module = _module_of(fiber)
             file = getattr(module, "__file__", None)
-            if file is None or module.__name__ in done:
+            if module is None or file is None or module.__name__ in done:
                 continue
             if _changed(file, changed):
                 done.add(module.__name__)
@@ -66,13 +65,16 @@ def _changed(file: str, changed: set[str]) -> bool:
     return os.path.abspath(file) in {os.path.abspath(p) for p in changed}
 
 
+def _module_of(fiber: Fiber) -> ModuleType | None:
+    """The live module of ``fiber``'s plugin (the one in ``sys.modules``), if it has one."""
+    origin = fiber.spec.origin
+    return None if origin is None else sys.modules.get(origin.module)
+
+
 def _plugin_files(ctx: Context) -> set[str]:
     files = set()
     for fiber in ctx.fiber.runtime.fibers:
-        try:
-            file = getattr(module_of(fiber.plugin), "__file__", None)
-        except ReloadError:
-            continue
+        file = getattr(_module_of(fiber), "__file__", None)
         if file is not None:
             files.add(file)
     return files
