@@ -30,15 +30,14 @@ import trio
 
 from ._errors import ModelError, ModelSpecError
 from ._messages import ModelRequest
-from ._openai_wire import ChunkAssembler, describe_failure, request_body, retry_after
+from ._openai_wire import ChunkAssembler, describe_failure, request_body
+from ._retry import backoff, finish_body, gave_up, retry_after
 from ._sse import SSEDecoder
 from ._stream import ModelEvent
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIChatModel", "openai_from_spec"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_BACKOFF_BASE = 0.5
-_BACKOFF_CAP = 8.0
 _USER_AGENT = "trio-agents"
 
 
@@ -146,7 +145,7 @@ class OpenAIChatModel:
                                 response.status_code, content, url=self.url, model=self.name
                             )
                             if not failure.retryable or attempt >= self._max_retries:
-                                raise ModelError(_attempts(failure.message, attempt))
+                                raise ModelError(gave_up(failure.message, attempt))
                             wait = retry_after(response.headers, time.time())
                         else:
                             decoder = SSEDecoder()
@@ -161,7 +160,7 @@ class OpenAIChatModel:
                                     if assembler.done:
                                         break
                             finally:
-                                await _finish(chunks)
+                                await finish_body(chunks)
                             final = assembler.end()
                             break
                 except httpx.RequestError as exc:
@@ -171,7 +170,7 @@ class OpenAIChatModel:
                     if yielded or not retryable or attempt >= self._max_retries:
                         raise ModelError(self._request_message(exc, yielded, attempt)) from exc
                 if wait is None:
-                    wait = self._backoff(attempt)
+                    wait = backoff(attempt, self._random)
                 attempt += 1
                 await trio.sleep(wait)
         for event in final:
@@ -191,11 +190,6 @@ class OpenAIChatModel:
         async with httpx.AsyncClient(verify=verify) as client:
             yield client
 
-    def _backoff(self, attempt: int) -> float:
-        """Exponential backoff with jitter: up to a quarter less than the doubling step."""
-        step = min(_BACKOFF_CAP, _BACKOFF_BASE * 2.0**attempt)
-        return step * (1.0 - 0.25 * self._random.random())
-
     def _request_message(self, exc: httpx.RequestError, yielded: bool, attempt: int) -> str:
         detail = str(exc) or type(exc).__name__
         if isinstance(exc, httpx.UnsupportedProtocol):
@@ -206,35 +200,16 @@ class OpenAIChatModel:
             within = f" within {self._timeout:g} s" if self._timeout is not None else ""
             if yielded:
                 return f"{self.url} stopped sending mid-answer (nothing{within}); try again"
-            return _attempts(f"{self.url} did not answer{within} ({type(exc).__name__})", attempt)
+            return gave_up(f"{self.url} did not answer{within} ({type(exc).__name__})", attempt)
         if yielded:
             return f"the connection to {self.url} was lost mid-stream ({detail}); try again"
         if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-            return _attempts(f"the connection to {self.url} failed: {detail}", attempt)
-        return _attempts(
+            return gave_up(f"the connection to {self.url} failed: {detail}", attempt)
+        return gave_up(
             f"cannot reach {self.url}: {detail}; is the server running? "
             "(set OPENAI_BASE_URL or base_url= to change the endpoint)",
             attempt,
         )
-
-
-async def _finish(chunks: AsyncIterator[bytes]) -> None:
-    """Finish a body iterator that was left early, so no generator of httpx stays suspended.
-
-    httpx's byte iterators wrap generators of httpcore that ``aclose()`` does not reach; a
-    cancellation at their next checkpoint unwinds the whole chain (the response itself is
-    closed by its context right after).
-    """
-    with trio.CancelScope() as scope:
-        scope.cancel()
-        async for _ in chunks:
-            pass
-
-
-def _attempts(message: str, retries: int) -> str:
-    if not retries:
-        return message
-    return f"{message} (gave up after {retries + 1} attempts)"
 
 
 _SPEC_KEYS = {"base_url", "timeout", "max_retries"}
