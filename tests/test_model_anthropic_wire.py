@@ -242,9 +242,10 @@ def test_text_streams_at_once_and_finishes_with_usage() -> None:
     assert assembler.feed(text(0, "lo")) == [TextDelta("lo")]
     assert assembler.feed(stop(0)) == []
     assert assembler.feed(message_delta("end_turn", 7)) == []
-    assert not assembler.done
+    done = [assembler.done]
     assert assembler.feed(MESSAGE_STOP) == []
-    assert assembler.done
+    done.append(assembler.done)
+    assert done == [False, True]
     assert assembler.end() == [Finished(FinishReason.STOP, Usage(12, 7))]
 
 

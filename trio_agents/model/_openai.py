@@ -23,15 +23,15 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, final
-from urllib.parse import parse_qsl
 
 import httpx
 import trio
 
-from ._errors import ModelError, ModelSpecError
+from ._errors import ModelError
 from ._messages import ModelRequest
 from ._openai_wire import ChunkAssembler, describe_failure, request_body
 from ._retry import backoff, finish_body, gave_up, retry_after
+from ._spec_query import spec_number, spec_params, spec_url
 from ._sse import SSEDecoder
 from ._stream import ModelEvent
 
@@ -212,7 +212,7 @@ class OpenAIChatModel:
         )
 
 
-_SPEC_KEYS = {"base_url", "timeout", "max_retries"}
+_SPEC_KEYS = ("base_url", "timeout", "max_retries")
 
 
 def openai_from_spec(rest: str) -> OpenAIChatModel:
@@ -223,48 +223,14 @@ def openai_from_spec(rest: str) -> OpenAIChatModel:
     Raises:
         ModelSpecError: an unknown or repeated parameter, or a bad value.
     """
-    model, sep, query = rest.partition("?")
+    model, params = spec_params("openai", rest, _SPEC_KEYS)
     spec = f"openai:{rest}"
-    if not model:
-        raise ModelSpecError(f"model spec {spec!r} names no model; write openai:MODEL")
-    try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True) if sep else []
-    except ValueError:
-        pairs = []
-    if sep and not pairs:
-        pairs = [("", "")]
-    params: dict[str, str] = {}
-    for key, value in pairs:
-        if key not in _SPEC_KEYS or key in params:
-            what = f"a repeated {key!r}" if key in params else f"{key!r}"
-            raise ModelSpecError(
-                f"invalid model spec {spec!r}: openai takes base_url, timeout and "
-                f"max_retries (got {what})"
-            )
-        params[key] = value
     kwargs: dict[str, Any] = {}
     if "base_url" in params:
-        if not params["base_url"].startswith(("http://", "https://")):
-            raise ModelSpecError(
-                f"invalid model spec {spec!r}: base_url must be an http:// or https:// URL, "
-                f"got {params['base_url']!r}"
-            )
-        kwargs["base_url"] = params["base_url"]
+        kwargs["base_url"] = spec_url(spec, "base_url", params["base_url"])
     if "timeout" in params:
-        kwargs["timeout"] = _spec_number(spec, "timeout", params["timeout"], float)
+        kwargs["timeout"] = spec_number(spec, "timeout", params["timeout"], float)
     if "max_retries" in params:
-        kwargs["max_retries"] = _spec_number(spec, "max_retries", params["max_retries"], int)
+        kwargs["max_retries"] = spec_number(spec, "max_retries", params["max_retries"], int)
     # Invariant: every value was checked above, so the constructor accepts them all.
     return OpenAIChatModel(model, **kwargs)
-
-
-def _spec_number(spec: str, key: str, raw: str, kind: type[float] | type[int]) -> float | int:
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = math.nan
-    # An int is never converted to float: math.isfinite(10**400) raises OverflowError.
-    if not (value >= 0 and (kind is int or (math.isfinite(value) and value > 0))):
-        unit = "a number of seconds > 0" if kind is float else "a whole number >= 0"
-        raise ModelSpecError(f"invalid model spec {spec!r}: {key} must be {unit}, got {raw!r}")
-    return value
