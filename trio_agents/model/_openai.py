@@ -18,16 +18,15 @@ from __future__ import annotations
 import math
 import os
 import random
-import ssl
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator
 from typing import Any, final
 
 import httpx
 import trio
 
 from ._errors import ModelError
+from ._http import ClientSource
 from ._messages import ModelRequest
 from ._openai_wire import ChunkAssembler, describe_failure, request_body
 from ._retry import backoff, finish_body, gave_up, retry_after
@@ -65,10 +64,9 @@ class OpenAIChatModel:
     __slots__ = (
         "_api_key",
         "_base_url",
-        "_http_client",
+        "_clients",
         "_max_retries",
         "_random",
-        "_ssl_context",
         "_timeout",
         "name",
     )
@@ -95,8 +93,7 @@ class OpenAIChatModel:
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._timeout = timeout
         self._max_retries = max_retries
-        self._http_client = http_client
-        self._ssl_context: ssl.SSLContext | None = None
+        self._clients = ClientSource(self._base_url, http_client)
         self._random = random.Random()
 
     @property
@@ -132,7 +129,7 @@ class OpenAIChatModel:
         final: list[ModelEvent] = []
         # The Model protocol has its consumer close the stream with aclosing(), so the
         # contexts below unwind in the consumer's task even when it stops early.
-        async with self._client() as client:
+        async with self._clients.open() as client:
             while True:
                 wait: float | None = None
                 try:
@@ -175,20 +172,6 @@ class OpenAIChatModel:
                 await trio.sleep(wait)
         for event in final:
             yield event
-
-    @asynccontextmanager
-    async def _client(self) -> AsyncIterator[httpx.AsyncClient]:
-        if self._http_client is not None:
-            yield self._http_client
-            return
-        verify: ssl.SSLContext | bool = True
-        if self._base_url.startswith("https:"):
-            if self._ssl_context is None:
-                # Loading the CA bundle blocks for a while: once per model, off the loop.
-                self._ssl_context = await trio.to_thread.run_sync(httpx.create_ssl_context)
-            verify = self._ssl_context
-        async with httpx.AsyncClient(verify=verify) as client:
-            yield client
 
     def _request_message(self, exc: httpx.RequestError, yielded: bool, attempt: int) -> str:
         detail = str(exc) or type(exc).__name__
