@@ -14,13 +14,14 @@ import os
 import re
 import socket
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import attrs
+import httpx
 import pytest
 import trio
 import trio.testing
@@ -420,6 +421,47 @@ async def test_an_unreachable_endpoint_names_the_url(
         r"\(gave up after 4 attempts\)$",
     ):
         await collect(model)
+
+
+async def test_a_shared_client_is_used_and_left_open() -> None:
+    """http_client= sends through the caller's client, which stays open after the stream."""
+    paths: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path)
+        return httpx.Response(200, content=b"".join(text_reply("ok").chunks))
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        model = AnthropicModel("m", base_url="http://mock", api_key="k", http_client=client)
+        assert (await collect(model))[0] == TextDelta("ok")
+        assert (await collect(model))[0] == TextDelta("ok")
+        assert not client.is_closed
+    assert paths == ["/v1/messages", "/v1/messages"]
+
+
+async def test_a_timeout_after_some_text_is_not_retried() -> None:
+    """The answer stalls mid-stream: a ModelError saying so, after the text, no retry."""
+    calls: list[httpx.Request] = []
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b"".join([message_start(), *text_block(0, "par")[:2]])
+        raise httpx.ReadTimeout("")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(200, content=body())
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        model = AnthropicModel("m", base_url="http://mock", http_client=client, timeout=30)
+        seen: list[ModelEvent] = []
+        with pytest.raises(
+            ModelError,
+            match=r"^http://mock/v1/messages stopped sending mid-answer "
+            r"\(nothing within 30 s\); try again$",
+        ):
+            await collect_into(seen, model)
+    assert seen == [TextDelta("par")]
+    assert len(calls) == 1
 
 
 # -- cancellation ------------------------------------------------------------------------------
