@@ -13,6 +13,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
@@ -25,7 +26,7 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from support import Tools
+from support import TRIO_AGENTS, Tools
 
 import trio_agents.agent as ag
 from trio_agents.model import (
@@ -575,6 +576,35 @@ async def test_an_agent_round_trips_a_tool_call_through_the_spec(
             "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x = 42"}],
         },
     ]
+
+
+async def run_command(*args: str) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "NO_COLOR": "1", "ANTHROPIC_API_KEY": "sk-ant-cli"}
+    env.pop("TRIO_AGENTS_DEBUG", None)
+    with trio.fail_after(60):
+        return await trio.run_process(
+            [str(TRIO_AGENTS), *args], capture_stdout=True, capture_stderr=True, env=env,
+            check=False,
+        )  # fmt: skip
+
+
+async def test_the_command_runs_a_prompt_on_an_anthropic_spec(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    """`trio-agents run --model anthropic:...` prints the streamed answer; a refused key is
+    one line on stderr and a failing exit."""
+    server.script(text_reply("pong"), error_reply(401, "authentication_error", "invalid x-api-key"))
+    spec = f"anthropic:claude-test?base_url={server.url}&max_retries=0"
+    store = str(tmp_path / "sessions")
+    done = await run_command("run", "ping", "--model", spec, "--store", store)
+    assert (done.returncode, done.stdout) == (0, b"pong\n"), done.stderr.decode()
+    assert server.seen[0].headers["x-api-key"] == "sk-ant-cli"
+    assert server.seen[0].body["messages"][-1]["content"] == [{"type": "text", "text": "ping"}]
+    done = await run_command("run", "ping", "--model", spec, "--store", store)
+    assert done.returncode != 0
+    (line,) = done.stderr.decode().splitlines()
+    assert re.search(r"refused the API key \(401 authentication_error\): invalid x-api-key; "
+                     r"check ANTHROPIC_API_KEY$", line)  # fmt: skip
 
 
 # -- specs -------------------------------------------------------------------------------------
