@@ -65,7 +65,7 @@ def test_unknown_spec_lists_the_known_forms(spec: str) -> None:
     with pytest.raises(
         ModelSpecError,
         match=rf"^unknown model spec {spec!r}; known: echo, echo\?delay=SECONDS, "
-        r"openai:MODEL$",
+        r"anthropic:MODEL, openai:MODEL$",
     ):
         model_from_spec(spec)
 
@@ -83,7 +83,8 @@ def test_registered_scheme_builds_through_its_factory() -> None:
         assert model_from_spec("fake:big-model?temp=1").name == "big-model?temp=1"
         assert seen == ["big-model?temp=1"]
         with pytest.raises(
-            ModelSpecError, match=r"known: echo, echo\?delay=SECONDS, fake:MODEL, openai:MODEL$"
+            ModelSpecError,
+            match=r"known: echo, echo\?delay=SECONDS, anthropic:MODEL, fake:MODEL, openai:MODEL$",
         ):
             model_from_spec("other:x")
         with pytest.raises(ModelSpecError, match=r"^model spec 'fake:' names no model"):

@@ -60,7 +60,7 @@ def add_common(parser: argparse.ArgumentParser, *, runtime: bool = True) -> None
             "--model",
             default=None,
             metavar="SPEC",
-            help="model spec: echo, echo?delay=SECONDS, openai:MODEL "
+            help="model spec: echo, echo?delay=SECONDS, openai:MODEL, anthropic:MODEL "
             "(default: the config file's model, else echo)",
         )
     parser.add_argument(

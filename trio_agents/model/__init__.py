@@ -1,9 +1,11 @@
-"""Models: the ``Model`` protocol, the conversation it sees, ``ScriptedModel``, and
-``OpenAIChatModel`` (any OpenAI-compatible endpoint).
+"""Models: the ``Model`` protocol, the conversation it sees, ``ScriptedModel``,
+``OpenAIChatModel`` (any OpenAI-compatible endpoint) and ``AnthropicModel`` (the Anthropic
+Messages API).
 
 The layer depends only on the kernel, the cancel layer and the package's error base.
 """
 
+from ._anthropic import AnthropicModel as AnthropicModel
 from ._errors import ModelError as ModelError
 from ._errors import ModelSpecError as ModelSpecError
 from ._messages import AssistantText as AssistantText
@@ -35,6 +37,7 @@ from ._stream import ToolCallRequested as ToolCallRequested
 from ._stream import Usage as Usage
 
 __all__ = [
+    "AnthropicModel",
     "AssistantText",
     "CallTool",
     "ChatMessage",

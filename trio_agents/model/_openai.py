@@ -18,27 +18,25 @@ from __future__ import annotations
 import math
 import os
 import random
-import ssl
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator
 from typing import Any, final
-from urllib.parse import parse_qsl
 
 import httpx
 import trio
 
-from ._errors import ModelError, ModelSpecError
+from ._errors import ModelError
+from ._http import ClientSource
 from ._messages import ModelRequest
-from ._openai_wire import ChunkAssembler, describe_failure, request_body, retry_after
+from ._openai_wire import ChunkAssembler, describe_failure, request_body
+from ._retry import backoff, finish_body, gave_up, retry_after
+from ._spec_query import spec_number, spec_params, spec_url
 from ._sse import SSEDecoder
 from ._stream import ModelEvent
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIChatModel", "openai_from_spec"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_BACKOFF_BASE = 0.5
-_BACKOFF_CAP = 8.0
 _USER_AGENT = "trio-agents"
 
 
@@ -66,10 +64,9 @@ class OpenAIChatModel:
     __slots__ = (
         "_api_key",
         "_base_url",
-        "_http_client",
+        "_clients",
         "_max_retries",
         "_random",
-        "_ssl_context",
         "_timeout",
         "name",
     )
@@ -96,8 +93,7 @@ class OpenAIChatModel:
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._timeout = timeout
         self._max_retries = max_retries
-        self._http_client = http_client
-        self._ssl_context: ssl.SSLContext | None = None
+        self._clients = ClientSource(self._base_url, http_client)
         self._random = random.Random()
 
     @property
@@ -133,7 +129,7 @@ class OpenAIChatModel:
         final: list[ModelEvent] = []
         # The Model protocol has its consumer close the stream with aclosing(), so the
         # contexts below unwind in the consumer's task even when it stops early.
-        async with self._client() as client:
+        async with self._clients.open() as client:
             while True:
                 wait: float | None = None
                 try:
@@ -146,7 +142,7 @@ class OpenAIChatModel:
                                 response.status_code, content, url=self.url, model=self.name
                             )
                             if not failure.retryable or attempt >= self._max_retries:
-                                raise ModelError(_attempts(failure.message, attempt))
+                                raise ModelError(gave_up(failure.message, attempt))
                             wait = retry_after(response.headers, time.time())
                         else:
                             decoder = SSEDecoder()
@@ -161,7 +157,7 @@ class OpenAIChatModel:
                                     if assembler.done:
                                         break
                             finally:
-                                await _finish(chunks)
+                                await finish_body(chunks)
                             final = assembler.end()
                             break
                 except httpx.RequestError as exc:
@@ -171,30 +167,11 @@ class OpenAIChatModel:
                     if yielded or not retryable or attempt >= self._max_retries:
                         raise ModelError(self._request_message(exc, yielded, attempt)) from exc
                 if wait is None:
-                    wait = self._backoff(attempt)
+                    wait = backoff(attempt, self._random)
                 attempt += 1
                 await trio.sleep(wait)
         for event in final:
             yield event
-
-    @asynccontextmanager
-    async def _client(self) -> AsyncIterator[httpx.AsyncClient]:
-        if self._http_client is not None:
-            yield self._http_client
-            return
-        verify: ssl.SSLContext | bool = True
-        if self._base_url.startswith("https:"):
-            if self._ssl_context is None:
-                # Loading the CA bundle blocks for a while: once per model, off the loop.
-                self._ssl_context = await trio.to_thread.run_sync(httpx.create_ssl_context)
-            verify = self._ssl_context
-        async with httpx.AsyncClient(verify=verify) as client:
-            yield client
-
-    def _backoff(self, attempt: int) -> float:
-        """Exponential backoff with jitter: up to a quarter less than the doubling step."""
-        step = min(_BACKOFF_CAP, _BACKOFF_BASE * 2.0**attempt)
-        return step * (1.0 - 0.25 * self._random.random())
 
     def _request_message(self, exc: httpx.RequestError, yielded: bool, attempt: int) -> str:
         detail = str(exc) or type(exc).__name__
@@ -206,38 +183,19 @@ class OpenAIChatModel:
             within = f" within {self._timeout:g} s" if self._timeout is not None else ""
             if yielded:
                 return f"{self.url} stopped sending mid-answer (nothing{within}); try again"
-            return _attempts(f"{self.url} did not answer{within} ({type(exc).__name__})", attempt)
+            return gave_up(f"{self.url} did not answer{within} ({type(exc).__name__})", attempt)
         if yielded:
             return f"the connection to {self.url} was lost mid-stream ({detail}); try again"
         if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-            return _attempts(f"the connection to {self.url} failed: {detail}", attempt)
-        return _attempts(
+            return gave_up(f"the connection to {self.url} failed: {detail}", attempt)
+        return gave_up(
             f"cannot reach {self.url}: {detail}; is the server running? "
             "(set OPENAI_BASE_URL or base_url= to change the endpoint)",
             attempt,
         )
 
 
-async def _finish(chunks: AsyncIterator[bytes]) -> None:
-    """Finish a body iterator that was left early, so no generator of httpx stays suspended.
-
-    httpx's byte iterators wrap generators of httpcore that ``aclose()`` does not reach; a
-    cancellation at their next checkpoint unwinds the whole chain (the response itself is
-    closed by its context right after).
-    """
-    with trio.CancelScope() as scope:
-        scope.cancel()
-        async for _ in chunks:
-            pass
-
-
-def _attempts(message: str, retries: int) -> str:
-    if not retries:
-        return message
-    return f"{message} (gave up after {retries + 1} attempts)"
-
-
-_SPEC_KEYS = {"base_url", "timeout", "max_retries"}
+_SPEC_KEYS = ("base_url", "timeout", "max_retries")
 
 
 def openai_from_spec(rest: str) -> OpenAIChatModel:
@@ -248,48 +206,14 @@ def openai_from_spec(rest: str) -> OpenAIChatModel:
     Raises:
         ModelSpecError: an unknown or repeated parameter, or a bad value.
     """
-    model, sep, query = rest.partition("?")
+    model, params = spec_params("openai", rest, _SPEC_KEYS)
     spec = f"openai:{rest}"
-    if not model:
-        raise ModelSpecError(f"model spec {spec!r} names no model; write openai:MODEL")
-    try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True) if sep else []
-    except ValueError:
-        pairs = []
-    if sep and not pairs:
-        pairs = [("", "")]
-    params: dict[str, str] = {}
-    for key, value in pairs:
-        if key not in _SPEC_KEYS or key in params:
-            what = f"a repeated {key!r}" if key in params else f"{key!r}"
-            raise ModelSpecError(
-                f"invalid model spec {spec!r}: openai takes base_url, timeout and "
-                f"max_retries (got {what})"
-            )
-        params[key] = value
     kwargs: dict[str, Any] = {}
     if "base_url" in params:
-        if not params["base_url"].startswith(("http://", "https://")):
-            raise ModelSpecError(
-                f"invalid model spec {spec!r}: base_url must be an http:// or https:// URL, "
-                f"got {params['base_url']!r}"
-            )
-        kwargs["base_url"] = params["base_url"]
+        kwargs["base_url"] = spec_url(spec, "base_url", params["base_url"])
     if "timeout" in params:
-        kwargs["timeout"] = _spec_number(spec, "timeout", params["timeout"], float)
+        kwargs["timeout"] = spec_number(spec, "timeout", params["timeout"], float)
     if "max_retries" in params:
-        kwargs["max_retries"] = _spec_number(spec, "max_retries", params["max_retries"], int)
+        kwargs["max_retries"] = spec_number(spec, "max_retries", params["max_retries"], int)
     # Invariant: every value was checked above, so the constructor accepts them all.
     return OpenAIChatModel(model, **kwargs)
-
-
-def _spec_number(spec: str, key: str, raw: str, kind: type[float] | type[int]) -> float | int:
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = math.nan
-    # An int is never converted to float: math.isfinite(10**400) raises OverflowError.
-    if not (value >= 0 and (kind is int or (math.isfinite(value) and value > 0))):
-        unit = "a number of seconds > 0" if kind is float else "a whole number >= 0"
-        raise ModelSpecError(f"invalid model spec {spec!r}: {key} must be {unit}, got {raw!r}")
-    return value

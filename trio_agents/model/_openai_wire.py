@@ -18,16 +18,14 @@ Rules:
 
 from __future__ import annotations
 
-import email.utils
 import json
-import math
-from collections.abc import Mapping
 from typing import Any, final
 
 import attrs
 
 from ._errors import ModelError
 from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
+from ._retry import Failure, retry_after
 from ._stream import Finished, FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
 
 __all__ = [
@@ -48,7 +46,6 @@ _FINISH = {
 }
 #: Status codes worth another attempt (the same set as the official OpenAI clients).
 _RETRY_STATUS = frozenset({408, 409, 429})
-_MAX_RETRY_AFTER = 60.0
 _SHOWN = 300  # characters of a server's error text kept in a message
 
 
@@ -263,14 +260,6 @@ def _error_text(body: object) -> str:
     return _clip(message or code or json.dumps(body))
 
 
-@attrs.frozen
-class Failure:
-    """What an HTTP error response means for the caller."""
-
-    message: str
-    retryable: bool
-
-
 def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Failure:
     """Classify the error response ``status`` with body ``content`` from ``url``."""
     text = content.decode("utf-8", errors="replace")
@@ -314,37 +303,3 @@ def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Fa
     if status >= 500 or status in _RETRY_STATUS:
         return Failure(f"{url} failed with HTTP {status}{said}", True)
     return Failure(f"{url} refused the request (HTTP {status}){said}", False)
-
-
-def retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """The wait a response asks for before the next attempt, in seconds, or ``None``.
-
-    Honours ``retry-after-ms``, then ``Retry-After`` as seconds or as an HTTP date (``now``:
-    the current POSIX time). Values that are negative or above 60 s are ignored, as the
-    official clients do, so the caller falls back to its own backoff.
-    """
-    seconds: float | None = None
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        seconds = _number(millis, 1000.0)
-    value = headers.get("retry-after")
-    if seconds is None and value is not None:
-        seconds = _number(value, 1.0)
-        if seconds is None and now is not None:
-            try:
-                when = email.utils.parsedate_to_datetime(value)
-            except (TypeError, ValueError):
-                when = None
-            if when is not None and when.tzinfo is not None:
-                seconds = max(0.0, when.timestamp() - now)
-    if seconds is None or not 0 <= seconds <= _MAX_RETRY_AFTER:
-        return None
-    return seconds
-
-
-def _number(text: str, per_second: float) -> float | None:
-    try:
-        value = float(text.strip()) / per_second
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None

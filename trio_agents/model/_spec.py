@@ -5,6 +5,7 @@ Rules:
 - ``SCHEME:REST`` goes to the factory registered for ``SCHEME`` (``openai:MODEL``), which gets
   ``REST``. An unregistered scheme is an error that lists the known forms.
 - ``openai`` is registered here: ``openai:MODEL?base_url=URL&timeout=SECONDS&max_retries=N``.
+- ``anthropic`` too: ``anthropic:MODEL?base_url=URL&max_tokens=N&timeout=SECONDS&max_retries=N``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from typing import TypeAlias
 from urllib.parse import parse_qsl
 
+from ._anthropic import anthropic_from_spec
 from ._errors import ModelSpecError
 from ._openai import openai_from_spec
 from ._protocol import Model
@@ -100,3 +102,4 @@ def _echo_delay(spec: str, query: str) -> float:
 
 
 register_model_scheme("openai", openai_from_spec)
+register_model_scheme("anthropic", anthropic_from_spec)

@@ -1,0 +1,356 @@
+"""The Anthropic Messages API wire format, sans-IO: request bodies, stream events, errors.
+
+Rules:
+- ``request_body`` maps provider-neutral messages and tools to the JSON ``POST /v1/messages``
+  takes, always streaming, with ``max_tokens`` (the API requires it):
+  - system texts go to the ``system`` field (joined by blank lines), never into ``messages``;
+  - a tool output is a ``tool_result`` block (``is_error`` when the tool failed) in a user
+    message; an assistant's tool calls are ``tool_use`` blocks after its text;
+  - consecutive messages of one role are merged into one message, as the API requires
+    (alternating roles); in a user message the ``tool_result`` blocks come first;
+  - empty text blocks are left out (the API refuses them), and a message left with no
+    block is dropped.
+- ``EventAssembler`` takes each server-sent event (its ``type`` is the one in the data).
+  Text deltas come out at once; a ``tool_use`` block is assembled from its
+  ``content_block_start`` and the ``input_json_delta`` pieces of its index, and comes out,
+  parsed, when the message is finished, followed by one ``Finished`` with the stop reason
+  (``message_delta``) and the usage (``message_start``, updated by ``message_delta``; the
+  input counts include the cached tokens).
+- The stream is finished by ``message_stop``, or by the end of the body after a stop reason.
+  Any other end is a lost connection: :class:`ModelError`. An ``error`` event is a
+  :class:`StreamFailure`, retryable when it says the API is overloaded.
+- Tool input that is not a JSON object is a :class:`ModelError`: a tool cannot run on
+  arguments nobody can read. No input at all means ``{}``.
+- ``describe_failure`` turns an HTTP error response into one short line a user can act on,
+  and says whether trying again may help (429, 529 overloaded, 408, 409, 5xx; the server's
+  ``x-should-retry`` header overrides).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, final
+
+import attrs
+
+from ._errors import ModelError
+from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
+from ._retry import Failure
+from ._stream import Finished, FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
+
+__all__ = [
+    "EventAssembler",
+    "StreamFailure",
+    "conversation",
+    "describe_failure",
+    "request_body",
+]
+
+_STOP = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "pause_turn": FinishReason.STOP,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+    "refusal": FinishReason.ERROR,
+}
+_RETRY_STATUS = frozenset({408, 409, 429, 529})
+_RETRY_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+_INPUT_COUNTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+_SHOWN = 300  # characters of a server's error text kept in a message
+
+
+def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
+    """The role and content blocks of one non-system message."""
+    if isinstance(message, UserText):
+        return "user", [{"type": "text", "text": message.content}]
+    if isinstance(message, AssistantText):
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+        blocks += [
+            {"type": "tool_use", "id": c.call_id, "name": c.name, "input": dict(c.arguments)}
+            for c in message.tool_calls
+        ]
+        return "assistant", blocks
+    if isinstance(message, ToolOutput):
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id}
+        if message.content:
+            result["content"] = message.content
+        if message.is_error:
+            result["is_error"] = True
+        return "user", [result]
+    raise TypeError(f"not a chat message: {type(message).__name__} {message!r}")
+
+
+def conversation(messages: tuple[ChatMessage, ...]) -> tuple[str, list[dict[str, Any]]]:
+    """The ``system`` text and the ``messages`` list of the API for ``messages``."""
+    system: list[str] = []
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemText):
+            if message.content:
+                system.append(message.content)
+            continue
+        role, blocks = _blocks(message)
+        blocks = [b for b in blocks if b["type"] != "text" or b["text"]]
+        if not blocks:
+            continue
+        if merged and merged[-1]["role"] == role:
+            merged[-1]["content"].extend(blocks)
+        else:
+            merged.append({"role": role, "content": blocks})
+    for entry in merged:
+        if entry["role"] == "user":
+            # Invariant: the API takes tool results first in a user message; sort() is stable.
+            entry["content"].sort(key=lambda b: b["type"] != "tool_result")
+    return "\n\n".join(system), merged
+
+
+def request_body(model: str, request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
+    """The JSON body of a streaming ``POST /v1/messages`` for ``request``."""
+    system, messages = conversation(request.messages)
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": True}
+    if system:
+        body["system"] = system
+    body["messages"] = messages
+    if request.tools:
+        body["tools"] = [
+            {"name": s.name, "description": s.description, "input_schema": dict(s.parameters)}
+            for s in request.tools
+        ]
+    return body
+
+
+class StreamFailure(ModelError):
+    """The API reported an error inside a stream; ``retryable`` if another attempt may help."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@attrs.define
+class _PartialCall:
+    call_id: str
+    name: str
+    start_input: Any
+    pieces: list[str] = attrs.Factory(list)
+
+
+@final
+class EventAssembler:
+    """Turn the events of a Messages API stream into model events.
+
+    Args:
+        where: the endpoint, named in error messages.
+    """
+
+    __slots__ = ("_calls", "_counts", "_done", "_stop", "_where")
+
+    def __init__(self, where: str) -> None:
+        self._where = where
+        self._calls: dict[int, _PartialCall] = {}
+        self._counts: dict[str, int] = {}
+        self._stop: str | None = None
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        """Whether ``message_stop`` arrived (nothing after it matters)."""
+        return self._done
+
+    def feed(self, data: str) -> list[ModelEvent]:
+        """Take one event's data; return the text deltas it carries.
+
+        Raises:
+            StreamFailure: the event is an ``error``.
+            ModelError: the event is not a JSON object.
+        """
+        if self._done:
+            return []
+        try:
+            event = json.loads(data)
+        except ValueError:
+            raise ModelError(
+                f"{self._where} sent a stream event that is not JSON: {_clip(data)!r}"
+            ) from None
+        if not isinstance(event, dict):
+            raise ModelError(f"{self._where} sent a stream event that is not an object")
+        kind = event.get("type")
+        if kind == "content_block_delta":
+            return self._delta(event)
+        if kind == "content_block_start":
+            return self._start(event)
+        if kind == "message_start":
+            self._count(_fields(_fields(event.get("message")).get("usage")))
+        elif kind == "message_delta":
+            self._count(_fields(event.get("usage")))
+            stop = _fields(event.get("delta")).get("stop_reason")
+            if isinstance(stop, str) and stop:
+                self._stop = stop
+        elif kind == "message_stop":
+            self._done = True
+        elif kind == "error":
+            error_type, message = _error_fields(event)
+            raise StreamFailure(
+                f"{self._where} reported an error mid-stream "
+                f"({error_type or 'error'}): {message or 'no message'}",
+                retryable=error_type in _RETRY_ERRORS,
+            )
+        return []  # ping, content_block_stop and unknown events carry nothing to show
+
+    def _delta(self, event: dict[str, Any]) -> list[ModelEvent]:
+        delta = _fields(event.get("delta"))
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+            return [TextDelta(text)] if isinstance(text, str) and text else []
+        if kind == "input_json_delta":
+            call = self._calls.get(_index(event))
+            piece = delta.get("partial_json")
+            if call is not None and isinstance(piece, str):
+                call.pieces.append(piece)
+        return []  # thinking, signature and citation deltas are not part of the answer text
+
+    def _start(self, event: dict[str, Any]) -> list[ModelEvent]:
+        block = _fields(event.get("content_block"))
+        if block.get("type") == "tool_use":
+            self._calls[_index(event)] = _PartialCall(
+                str(block.get("id") or ""), str(block.get("name") or ""), block.get("input")
+            )
+        elif block.get("type") == "text" and block.get("text"):
+            # The API starts text blocks empty; text a server puts there is not lost.
+            return [TextDelta(str(block["text"]))]
+        return []
+
+    def _count(self, usage: dict[str, Any]) -> None:
+        for key, value in usage.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                self._counts[key] = value  # message_delta counts are cumulative
+
+    def usage(self) -> Usage:
+        """The token counts so far."""
+        return Usage(
+            input_tokens=sum(self._counts.get(k, 0) for k in _INPUT_COUNTS),
+            output_tokens=self._counts.get("output_tokens", 0),
+        )
+
+    def end(self) -> list[ModelEvent]:
+        """The body ended: the assembled tool calls, then ``Finished``.
+
+        Raises:
+            ModelError: the stream stopped before the model finished, or a tool call is
+                unusable (no name, input that is not a JSON object).
+        """
+        if not self._done and self._stop is None:
+            raise ModelError(
+                f"the connection to {self._where} was lost mid-stream "
+                "(the answer ended before the model finished); try again"
+            )
+        events: list[ModelEvent] = [
+            self._requested(n, self._calls[i]) for n, i in enumerate(sorted(self._calls), 1)
+        ]
+        reason = _STOP.get(self._stop or "end_turn", FinishReason.STOP)
+        if self._calls and reason is FinishReason.STOP:
+            reason = FinishReason.TOOL_CALLS
+        events.append(Finished(reason, self.usage()))
+        return events
+
+    def _requested(self, number: int, call: _PartialCall) -> ToolCallRequested:
+        if not call.name:
+            raise ModelError(f"{self._where} sent a tool call without a tool name")
+        raw = "".join(call.pieces)
+        if raw.strip():
+            try:
+                arguments = json.loads(raw)
+            except ValueError:
+                arguments = None
+        else:
+            arguments = call.start_input if call.start_input is not None else {}
+        if not isinstance(arguments, dict):
+            shown = raw or json.dumps(call.start_input)
+            raise ModelError(
+                f"the model called tool {call.name!r} with input that is not a JSON "
+                f"object: {_clip(shown)!r}"
+            )
+        return ToolCallRequested(call.call_id or f"toolu-{number}", call.name, arguments)
+
+
+def _index(event: dict[str, Any]) -> int:
+    index = event.get("index")
+    return index if isinstance(index, int) and not isinstance(index, bool) else -1
+
+
+def _fields(value: object) -> dict[str, Any]:
+    """A JSON object of an event, or an empty one: a malformed field is ignored, not a crash."""
+    return value if isinstance(value, dict) else {}
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+
+
+def _error_fields(body: object) -> tuple[str, str]:
+    """(type, message) of an error body ``{"type": "error", "error": {...}}``, on one line."""
+    error = _fields(_fields(body).get("error"))
+    message = " ".join(str(error.get("message") or "").split())
+    return str(error.get("type") or ""), _clip(message)
+
+
+def describe_failure(
+    status: int, content: bytes, headers: Mapping[str, str], *, url: str, model: str
+) -> Failure:
+    """Classify the error response ``status`` with body ``content`` from ``url``."""
+    text = content.decode("utf-8", errors="replace")
+    try:
+        body: object = json.loads(text)
+    except ValueError:
+        body = None
+    error_type, message = _error_fields(body)
+    if not isinstance(body, dict):
+        message = _clip(" ".join(text.split()))
+    failure = _classify(status, error_type, message, url, model)
+    should = headers.get("x-should-retry", "").strip().lower()
+    if should in ("true", "false"):
+        return Failure(failure.message, should == "true")
+    return failure
+
+
+def _classify(status: int, error_type: str, message: str, url: str, model: str) -> Failure:
+    code = f"{status} {error_type}" if error_type else f"HTTP {status}"
+    said = f": {message}" if message else ""
+    lowered = message.lower()
+    if status == 401:
+        return Failure(f"{url} refused the API key ({code}){said}; check ANTHROPIC_API_KEY", False)
+    if status == 403:
+        return Failure(f"{url} denied access ({code}){said}", False)
+    if status == 404:
+        if "model" in lowered:
+            return Failure(f"model {model!r} was not found at {url} ({code}){said}", False)
+        return Failure(
+            f"{url} was not found ({code}){said}; check the base URL (ANTHROPIC_BASE_URL, "
+            f"without /v1) and the model name {model!r}",
+            False,
+        )
+    if "prompt is too long" in lowered or "context window" in lowered:
+        return Failure(
+            f"the conversation is too long for model {model!r} ({code}){said}; "
+            "start a new session or shorten the input",
+            False,
+        )
+    if status == 413:
+        return Failure(f"{url} refused a request this large ({code}){said}", False)
+    if status == 429:
+        return Failure(f"{url} kept rate-limiting the request ({code}){said}", True)
+    if status == 529 or error_type == "overloaded_error":
+        return Failure(f"{url} is overloaded ({code}){said}; try again later", True)
+    if status >= 500 or status in _RETRY_STATUS:
+        return Failure(f"{url} failed with {code}{said}", True)
+    if "max_tokens" in lowered:
+        return Failure(
+            f"{url} refused the request ({code}){said}; set a smaller max_tokens "
+            "(anthropic:MODEL?max_tokens=N)",
+            False,
+        )
+    return Failure(f"{url} refused the request ({code}){said}", False)

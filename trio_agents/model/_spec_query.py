@@ -1,0 +1,69 @@
+"""The ``SCHEME:MODEL?key=value&...`` form shared by the HTTP providers' model specs.
+
+Rules:
+- Everything after ``SCHEME:`` up to the first ``?`` is the model name (it may hold colons).
+- The query is ``key=value`` pairs; each key is one of the scheme's and appears at most once.
+- Values are checked here (URLs, seconds, whole numbers), so the constructor accepts them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from urllib.parse import parse_qsl
+
+from ._errors import ModelSpecError
+
+__all__ = ["spec_number", "spec_params", "spec_url"]
+
+
+def spec_params(scheme: str, rest: str, keys: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """Split ``rest`` (what follows ``SCHEME:``) into the model name and its parameters.
+
+    Raises:
+        ModelSpecError: no model name, or an unknown, repeated or malformed parameter.
+    """
+    model, sep, query = rest.partition("?")
+    spec = f"{scheme}:{rest}"
+    if not model:
+        raise ModelSpecError(f"model spec {spec!r} names no model; write {scheme}:MODEL")
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True) if sep else []
+    except ValueError:
+        pairs = []
+    if sep and not pairs:
+        pairs = [("", "")]
+    params: dict[str, str] = {}
+    for key, value in pairs:
+        if key not in keys or key in params:
+            what = f"a repeated {key!r}" if key in params else f"{key!r}"
+            known = f"{', '.join(keys[:-1])} and {keys[-1]}" if len(keys) > 1 else keys[0]
+            raise ModelSpecError(
+                f"invalid model spec {spec!r}: {scheme} takes {known} (got {what})"
+            )
+        params[key] = value
+    return model, params
+
+
+def spec_url(spec: str, key: str, raw: str) -> str:
+    """``raw`` if it is an http:// or https:// URL."""
+    if not raw.startswith(("http://", "https://")):
+        raise ModelSpecError(
+            f"invalid model spec {spec!r}: {key} must be an http:// or https:// URL, got {raw!r}"
+        )
+    return raw
+
+
+def spec_number(
+    spec: str, key: str, raw: str, kind: type[float] | type[int], *, minimum: int = 0
+) -> float | int:
+    """``raw`` as seconds > 0 (``float``) or a whole number >= ``minimum`` (``int``)."""
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = math.nan
+    # An int is never converted to float: math.isfinite(10**400) raises OverflowError.
+    if not (value >= minimum and (kind is int or (math.isfinite(value) and value > 0))):
+        unit = "a number of seconds > 0" if kind is float else f"a whole number >= {minimum}"
+        raise ModelSpecError(f"invalid model spec {spec!r}: {key} must be {unit}, got {raw!r}")
+    return value
