@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -310,3 +311,161 @@ def test_every_request_is_answered_exactly_once(steps: list[tuple[object, bool]]
             assert reply["id"] == answered
             assert type(reply["id"]) is type(answered)
     assert connection.statistics().incoming_open == len(open_ids)
+
+
+# -- hostile frames: refused at the edge, never raised --------------------------------------------
+
+
+def test_deep_nesting_is_a_parse_error_not_a_recursion_error() -> None:
+    """100,000 '[' (far past the interpreter's recursion limit) is -32700 with id null."""
+    reply = reply_of(Connection().receive(b"[" * 100_000))
+    assert reply["id"] is None
+    assert reply["error"]["code"] == -32700
+    assert re.match(r"^parse error: .*nested deeper than 64", reply["error"]["message"])
+
+
+def test_nesting_past_the_depth_bound_is_refused_with_the_id_echoed() -> None:
+    """Params 65 levels deep are refused (the id answered); 60 levels pass."""
+    deep: object = "x"
+    for _ in range(64):
+        deep = [deep]
+    reply = reply_of(
+        Connection().receive(frame({"jsonrpc": "2.0", "id": 4, "method": "m", "params": deep}))
+    )
+    assert reply["id"] == 4
+    assert reply["error"]["code"] == -32700
+    shallow: object = "x"
+    for _ in range(60):
+        shallow = [shallow]
+    event = Connection().receive(
+        frame({"jsonrpc": "2.0", "id": 4, "method": "m", "params": shallow})
+    )
+    assert isinstance(event, Request)
+
+
+@pytest.mark.parametrize(
+    ("message", "where"),
+    [
+        ({"jsonrpc": "2.0", "id": "\ud800", "method": "initialize"}, "id"),
+        (
+            {"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"sessionId": "\udfff"}},
+            "sessionId",
+        ),
+        ({"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"cwd": "/tmp/a\ud800b"}}, "cwd"),
+        ({"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"\ud800": 1}}, "a key"),
+        ({"jsonrpc": "2.0", "id": 1, "method": "m", "params": [["ok", "\ud83d"]]}, "params[0][1]"),
+        ({"jsonrpc": "2.0", "id": 1, "method": "m\udc00"}, "method"),
+    ],
+)
+def test_a_lone_surrogate_anywhere_is_refused_and_the_reply_encodes(
+    message: object, where: str
+) -> None:
+    """A lone surrogate in any string is -32700 naming where; the reply is valid UTF-8 JSON."""
+    event = Connection().receive(frame(message))
+    assert isinstance(event, Invalid)
+    assert where in event.reason
+    assert "surrogate" in event.reason
+    reply = reply_of(event)
+    assert event.reply is not None
+    event.reply.decode("utf-8")  # strict: no surrogate leaks into the answer
+    assert reply["error"]["code"] == -32700
+    assert reply["id"] == (None if where == "id" else 1)
+
+
+def test_a_surrogate_pair_is_one_character_and_accepted() -> None:
+    """An escaped pair (an emoji) is valid Unicode: the request passes."""
+    event = Connection().receive(
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"text":"\\ud83d\\ude00"}}'
+    )
+    assert isinstance(event, Request)
+    assert event.params == {"text": "\U0001f600"}
+
+
+def test_a_hostile_notification_is_dropped_unanswered() -> None:
+    """A notification with a lone surrogate gets no answer, only a reason."""
+    event = Connection().receive(frame({"jsonrpc": "2.0", "method": "n", "params": ["\ud800"]}))
+    assert isinstance(event, Invalid)
+    assert event.reply is None
+    assert "surrogate" in event.reason
+
+
+@pytest.mark.parametrize("text", [b"NaN", b"-Infinity", b"1e999"])
+def test_non_finite_numbers_are_refused(text: bytes) -> None:
+    """NaN, Infinity and numbers that overflow to infinity are not JSON numbers: -32700."""
+    reply = reply_of(
+        Connection().receive(b'{"jsonrpc":"2.0","id":2,"method":"m","params":[%s]}' % text)
+    )
+    assert reply["error"]["code"] == -32700
+
+
+def test_a_refused_frame_never_borrows_an_open_id() -> None:
+    """A hostile frame reusing an open request's id is answered with id null."""
+    connection = Connection()
+    assert isinstance(
+        connection.receive(frame({"jsonrpc": "2.0", "id": 1, "method": "m"})), Request
+    )
+    reply = reply_of(connection.receive(frame({"jsonrpc": "2.0", "id": 1, "method": "\ud800"})))
+    assert reply["id"] is None
+    assert connection.is_open(1)
+
+
+def test_a_hostile_response_to_our_request_reads_as_an_error_response() -> None:
+    """The client's answer holding a lone surrogate closes our request as an error."""
+    connection = Connection()
+    request_id, _ = connection.request("session/request_permission", {})
+    event = connection.receive(frame({"jsonrpc": "2.0", "id": request_id, "result": "\ud800"}))
+    assert isinstance(event, Response)
+    assert event.error is not None
+    assert "surrogate" in event.error["message"]
+    assert connection.statistics().outgoing_open == 0
+
+
+def test_encoding_text_that_utf8_cannot_carry_never_raises() -> None:
+    """A lone surrogate in an outgoing message is sent as U+FFFD (the frame stays UTF-8)."""
+    encoded = encode_frame({"text": "a\ud800b"})
+    assert json.loads(encoded.decode("utf-8")) == {"text": "a\ufffdb"}
+
+
+def test_an_answer_that_cannot_be_encoded_leaves_the_request_open() -> None:
+    """respond() with a result JSON cannot hold raises, and the request can still be answered."""
+    connection = Connection()
+    assert isinstance(
+        connection.receive(frame({"jsonrpc": "2.0", "id": 1, "method": "m"})), Request
+    )
+    with pytest.raises(ValueError, match=r"JSON"):
+        connection.respond(1, {"x": float("nan")})
+    with pytest.raises(TypeError):
+        connection.respond(1, {"x": object()})
+    assert connection.is_open(1)
+    assert json.loads(connection.respond_error(1, -32603, "internal error"))["id"] == 1
+
+
+#: Strings that include lone surrogates (hypothesis leaves category Cs out by default).
+hostile_strings = st.text(st.characters(exclude_categories=()), max_size=6)
+hostile_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | hostile_strings,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(hostile_strings, c, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(
+    st.one_of(
+        hostile_values.map(lambda v: {"jsonrpc": "2.0", "id": 1, "method": "m", "params": v}),
+        st.fixed_dictionaries(
+            {"jsonrpc": st.just("2.0"), "method": hostile_strings},
+            optional={"id": hostile_strings | st.integers(), "params": hostile_values},
+        ),
+        hostile_values,
+    )
+)
+def test_hostile_values_give_an_event_and_a_utf8_reply(message: object) -> None:
+    """Any JSON value (surrogates, non-finite floats) gives an event; requests stay answerable."""
+    connection = Connection()
+    event = connection.receive(json.dumps(message).encode())
+    if isinstance(event, Invalid) and event.reply is not None:
+        assert json.loads(event.reply.decode("utf-8"))["error"]["code"] in (-32700, -32600)
+    if isinstance(event, Request):
+        event.method.encode("utf-8")
+        json.dumps(event.params, allow_nan=False).encode("utf-8")  # refused at the edge
+        assert json.loads(connection.respond(event.id, event.params).decode("utf-8"))

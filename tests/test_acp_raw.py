@@ -4,6 +4,7 @@ ids are echoed exactly, big frames pass, and the command keeps serving."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -196,3 +197,59 @@ def test_a_request_followed_by_eof_is_still_answered() -> None:
     answer = json.loads(line)
     assert answer["id"] == 7
     assert answer["result"]["protocolVersion"] == 1
+
+
+INITIALIZE = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
+
+#: (frame, the id its answer carries): each of these killed the command before issue 18.
+HOSTILE = [
+    (b"[" * 100_000 + b"\n", None),
+    (b'{"jsonrpc":"2.0","id":"\\ud800","method":"initialize","params":{}}\n', None),
+    (
+        b'{"jsonrpc":"2.0","id":2,"method":"session/load",'
+        b'"params":{"sessionId":"\\ud800","cwd":"/tmp","mcpServers":[]}}\n',
+        2,
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":3,"method":"session/new",'
+        b'"params":{"cwd":"/tmp/\\ud800","mcpServers":[]}}\n',
+        3,
+    ),
+    (b'{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"x":NaN}}\n', 4),
+]
+
+
+async def test_hostile_frames_are_parse_errors_and_the_command_goes_on() -> None:
+    """Deep nesting and lone surrogates: -32700 each, queued answers kept, serving goes on."""
+    async with command() as raw:
+        # One write: the initialize answer is queued when the hostile frames arrive.
+        await raw.write(INITIALIZE + b"".join(frame for frame, _ in HOSTILE))
+        assert (await raw.answer_to(1))["result"]["protocolVersion"] == 1
+        for _, request_id in HOSTILE:
+            error = await raw.answer_to(request_id)
+            assert error["error"]["code"] == -32700
+            assert error["error"]["message"].startswith("parse error: ")
+        session_id = (await raw.new_session(5))["result"]["sessionId"]
+        await raw.send({"jsonrpc": "2.0", "id": 6, "method": "session/list", "params": {}})
+        listed = (await raw.answer_to(6))["result"]["sessions"]
+        assert [s["sessionId"] for s in listed] == [session_id]
+
+
+def test_hostile_frames_leave_one_readable_line_each_and_status_zero() -> None:
+    """Each refused frame is one warning line on stderr; EOF still ends the command with 0."""
+    done = subprocess.run(
+        [str(TRIO_AGENTS), "acp", "--store", "memory"],
+        input=INITIALIZE + b"".join(frame for frame, _ in HOSTILE),
+        capture_output=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    assert done.returncode == 0
+    answers = [json.loads(line) for line in done.stdout.decode("utf-8").splitlines()]
+    assert [a["id"] for a in answers] == [1] + [request_id for _, request_id in HOSTILE]
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == len(HOSTILE)
+    assert all(
+        re.match(r"^trio-agents: warning: invalid frame .*: parse error: ", x) for x in lines
+    )
+    assert "Traceback" not in done.stderr.decode()

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
-from trio_agents.acp import RpcError, encode_frame
+import trio_agents.agent as ag
+from trio_agents.acp import AcpBridge, RpcError, encode_frame
 from trio_agents.acp._jsonrpc import Request, Response
 from trio_agents.acp._serving import Serving
+from trio_agents.session import MemoryStore
 
 
 def serving(send: trio.abc.SendStream, receive: trio.abc.ReceiveStream, log: list[str]) -> Serving:
@@ -114,3 +117,132 @@ async def test_a_broken_input_counts_as_eof() -> None:
             drain_seconds=1.0,
         )
     assert log == ["eof", "after_eof"]
+
+
+class FailingAfter(trio.abc.ReceiveStream):
+    """An input that delivers ``data``, then fails with ``error`` (a bug below serving)."""
+
+    def __init__(self, data: bytes, error: Exception) -> None:
+        self._data: bytes | None = data
+        self._error = error
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        await trio.lowlevel.checkpoint()
+        if self._data is not None:
+            data, self._data = self._data, None
+            return data
+        raise self._error
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+def ok_serving(
+    send: trio.abc.SendStream, receive: trio.abc.ReceiveStream, log: list[str]
+) -> Serving:
+    def notified(params: Any) -> None:
+        raise RuntimeError("notification handler bug")
+
+    def responded(response: Response) -> None:
+        raise RuntimeError("response handler bug")
+
+    return Serving(
+        send,
+        receive,
+        max_frame=1024,
+        sync={"echo": lambda r: r.params, "nan": lambda r: {"x": float("nan")}},
+        concurrent={},
+        notifications={"n": notified},
+        on_response=responded,
+        initialized=lambda: True,
+    )
+
+
+async def test_a_failing_serve_still_sends_the_queued_answers() -> None:
+    """Serving that fails (a bug) lets the answers already queued out, then raises."""
+    agent_out, from_agent = trio.testing.memory_stream_one_way_pair()
+    log: list[str] = []
+    request = encode_frame({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": [1]})
+    s = ok_serving(agent_out, FailingAfter(request, RuntimeError("boom")), log)
+    with pytest.RaisesGroup(
+        pytest.RaisesExc(RuntimeError, match=r"^boom$"), flatten_subgroups=True
+    ):
+        await s.serve(
+            on_eof=lambda: log.append("eof"),
+            on_broken=lambda: log.append("broken"),
+            after_eof=noop,
+            drain_seconds=1.0,
+        )
+    assert decode(bytes(await from_agent.receive_some())) == [
+        {"jsonrpc": "2.0", "id": 1, "result": [1]}
+    ]
+    assert log == []
+
+
+async def test_raising_handlers_and_unencodable_answers_never_end_serving(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A raising notification or response handler is logged; a NaN answer is -32603."""
+    to_agent, agent_in = trio.testing.memory_stream_one_way_pair()
+    agent_out, from_agent = trio.testing.memory_stream_one_way_pair()
+    log: list[str] = []
+    s = ok_serving(agent_out, agent_in, log)
+    request_id, _ = s.rpc.request("session/request_permission", {})
+    frames = [
+        {"jsonrpc": "2.0", "method": "n", "params": {}},
+        {"jsonrpc": "2.0", "id": request_id, "result": {}},
+        {"jsonrpc": "2.0", "id": 1, "method": "nan"},
+        {"jsonrpc": "2.0", "id": 2, "method": "echo", "params": ["still serving"]},
+    ]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            lambda: s.serve(
+                on_eof=lambda: log.append("eof"),
+                on_broken=nursery.cancel_scope.cancel,
+                after_eof=noop,
+                drain_seconds=1.0,
+            )
+        )
+        await to_agent.send_all(b"".join(encode_frame(f) for f in frames))
+        await trio.testing.wait_all_tasks_blocked()
+        await to_agent.aclose()
+    answers = decode(bytes(await from_agent.receive_some()))
+    assert answers == [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "error": {"code": -32603, "message": "internal error: the answer is not JSON"},
+        },
+        {"jsonrpc": "2.0", "id": 2, "result": ["still serving"]},
+    ]
+    assert log == ["eof"]
+    messages = {r.getMessage() for r in caplog.records}
+    assert "the 'n' notification handler failed" in messages
+    assert f"handling the response to request {request_id} failed" in messages
+    await s.aclose()
+
+
+async def test_a_bridge_whose_serving_fails_closes_and_keeps_the_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The failure is one error log line and bridge.failure; the fiber and the runtime live on."""
+    agent_out, from_agent = trio.testing.memory_stream_one_way_pair()
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    source = FailingAfter(encode_frame(initialize), RuntimeError("boom"))
+    async with ag.open_runtime(store=MemoryStore(), model="echo") as root:
+        bridge = AcpBridge(agent_out, source)
+        fiber = await root.plugin(bridge)
+        with trio.fail_after(5):
+            await bridge.wait_closed()
+        [answer] = decode(bytes(await from_agent.receive_some()))
+        assert answer["result"]["protocolVersion"] == 1
+        assert isinstance(bridge.failure, RuntimeError)
+        assert str(bridge.failure) == "boom"
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert [r.getMessage() for r in errors] == [
+            "the ACP server failed; every session was closed"
+        ]
+        assert errors[0].exc_info is not None
+        assert errors[0].exc_info[1] is bridge.failure
+        assert bridge.statistics().closed
+        await fiber.dispose()

@@ -13,6 +13,11 @@ Rules (ownership):
   teardown it runs before the host fiber's own entries.
 - ``session/new`` and ``session/load`` create under a shield; one that finishes after the
   close began disposes its unpublished handle instead of publishing it.
+
+Rules (failure): no frame can end serving (see :mod:`._serving`). Should serving itself fail
+(a bug), the answers already queued still leave, every session is disposed as at EOF, the
+failure is logged as one error line and kept in :attr:`AcpBridge.failure`; it is not raised
+into the plugin's fiber (``trio-agents acp`` exits 1 on it).
 """
 
 from __future__ import annotations
@@ -146,6 +151,7 @@ class AcpBridge:
         self._scope = trio.CancelScope()
         self._started = False
         self._done = trio.Event()
+        self._failure: Exception | None = None
 
     # -- the plugin -------------------------------------------------------------------------
 
@@ -180,6 +186,11 @@ class AcpBridge:
         await self._done.wait()
 
     @property
+    def failure(self) -> Exception | None:
+        """What made serving fail (a bug, see the module rules), or ``None``."""
+        return self._failure
+
+    @property
     def client_capabilities(self) -> Mapping[str, Any] | None:
         """What the client announced in ``initialize`` (``None`` before it)."""
         return self._client_capabilities
@@ -211,6 +222,9 @@ class AcpBridge:
                     after_eof=self._dispose_sessions,
                     drain_seconds=_DRAIN_SECONDS,
                 )
+        except Exception as exc:
+            self._failure = _leaf(exc)
+            log.error("the ACP server failed; every session was closed", exc_info=self._failure)
         finally:
             self._closed = True
             with trio.CancelScope(shield=True):
@@ -333,6 +347,13 @@ class AcpBridge:
     def _on_response(self, response: Response) -> None:
         # The only requests a bridge sends are its permission questions.
         self._permissions.on_response(response)
+
+
+def _leaf(exc: Exception) -> Exception:
+    # The first real error inside the nurseries' groups: the one line worth reading.
+    while isinstance(exc, ExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _check_mcp(params: Mapping[str, Any]) -> None:

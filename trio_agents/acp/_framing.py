@@ -8,21 +8,50 @@ Rules (two states, ``reading`` and ``discarding``):
   back to ``reading``. So one oversized frame costs one error, and framing stays in step.
 - ``close()`` ends the input: an unterminated last line is a frame too (or ``Oversized``).
 
+Decoding a frame is strict, so nothing a client sends can raise past the edge (issue 18):
+- :func:`decode_frame` takes UTF-8 JSON text only (no other encodings); nesting far past
+  the interpreter's recursion limit is refused like any nesting past :data:`MAX_DEPTH`.
+  Every failure is one :class:`ValueError` with a readable reason.
+- :func:`find_problem` names what a parsed value must not bring in, so the request's id can
+  still be read and answered: a lone surrogate in any string or key (valid JSON escapes,
+  but not Unicode: no encoder, store or terminal can take them), nesting past
+  :data:`MAX_DEPTH`, and ``NaN``, ``Infinity`` or a number that overflows to infinity
+  (Python's parser takes them; JSON has no such numbers).
+
 Writing is the other direction: :func:`encode_frame` is the only way a message becomes bytes,
-and a serialized JSON value never holds a raw ``\\n``.
+and a serialized JSON value never holds a raw ``\\n``. It never fails on text: a lone
+surrogate (which UTF-8 cannot carry) is sent as U+FFFD, with a warning.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
+import re
 from typing import Any, Final, final
 
 import attrs
 
-__all__ = ["MAX_FRAME", "LineFramer", "Oversized", "encode_frame"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FRAME",
+    "LineFramer",
+    "Oversized",
+    "decode_frame",
+    "encode_frame",
+    "find_problem",
+]
+
+log = logging.getLogger("trio_agents.acp")
 
 #: The default bound of one incoming frame: 16 MiB.
 MAX_FRAME: Final = 16 * 1024 * 1024
+
+#: The deepest nesting of arrays and objects a frame may have (ACP needs fewer than 10).
+MAX_DEPTH: Final = 64
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 @attrs.frozen
@@ -33,8 +62,62 @@ class Oversized:
 
 
 def encode_frame(message: Any) -> bytes:
-    """One JSON value as one frame: compact UTF-8 JSON and a ``\\n``."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    """One JSON value as one frame: compact UTF-8 JSON and a ``\\n``.
+
+    Raises:
+        TypeError: ``message`` holds a value JSON has no form for.
+        ValueError: ``message`` holds ``NaN`` or an infinity, or nests too deep to encode.
+    """
+    try:
+        text = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except RecursionError:
+        raise ValueError("the message nests too deep to encode as JSON") from None
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:
+        # Only a string's content can hold a surrogate, so the replacement stays valid JSON.
+        log.warning("an outgoing frame held a lone surrogate (not Unicode); sent as U+FFFD")
+        return _SURROGATE.sub("\ufffd", text).encode() + b"\n"
+
+
+def decode_frame(frame: bytes) -> Any:
+    """The JSON value of one frame (see the module rules).
+
+    Raises:
+        ValueError: the frame is not UTF-8 JSON text, or nests deeper than ``MAX_DEPTH``.
+    """
+    text = frame.decode("utf-8")  # UnicodeDecodeError is a ValueError with the position
+    try:
+        return json.loads(text)
+    except RecursionError:
+        # Invariant: the C parser raises this cleanly at the recursion limit, which is far
+        # above MAX_DEPTH; so a value deeper than the limit is refused like one above it.
+        raise ValueError(f"the JSON value is nested deeper than {MAX_DEPTH} levels") from None
+
+
+def find_problem(value: Any) -> str | None:
+    """Why a decoded value must be refused, or ``None`` (see the module rules)."""
+    # Iterative, so the walk itself cannot run out of stack. (value, path, depth)
+    todo: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while todo:
+        item, path, depth = todo.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                return f"a lone surrogate (not Unicode) in the string at {path or 'the top'}"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"a number that is not finite (not JSON) at {path or 'the top'}"
+        elif isinstance(item, dict | list):
+            if depth >= MAX_DEPTH:
+                return f"the JSON value is nested deeper than {MAX_DEPTH} levels"
+            if isinstance(item, list):
+                todo.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
+                continue
+            for key, v in item.items():
+                if not key.isascii() and _SURROGATE.search(key):
+                    return f"a lone surrogate (not Unicode) in a key of {path or 'the message'}"
+                todo.append((v, f"{path}.{key}" if path else key, depth + 1))
+    return None
 
 
 @final

@@ -15,20 +15,26 @@ Rules:
   raises :class:`ProtocolStateError` when this side does it, and leaves the state unchanged.
 - A notification is never answered, not even a malformed one (``"params": null`` is taken
   as no params). Batches (JSON arrays) are not used by ACP and are answered ``-32600``.
+- Frames are decoded strictly (:func:`._framing.decode_frame`): deep nesting, a lone
+  surrogate in any string, ``NaN`` are ``-32700``, answered with the request's id when that
+  id is itself clean and not in use (else ``null``); such a notification is dropped; such a
+  response to this side's request closes it as an error response. So no event ever carries
+  a value that cannot be encoded, stored or printed.
+- Encoding comes before bookkeeping: an answer that cannot be encoded raises and leaves the
+  request open, so it can still be answered (with an error).
 """
 
 from __future__ import annotations
 
 import enum
 import itertools
-import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
 
 from .._errors import TrioAgentsError
-from ._framing import Oversized, encode_frame
+from ._framing import Oversized, decode_frame, encode_frame, find_problem
 
 __all__ = [
     "Connection",
@@ -191,9 +197,12 @@ class Connection:
                 f"parse error: the frame is larger than {frame.limit} bytes and was dropped",
             )
         try:
-            message = json.loads(frame)
-        except (UnicodeDecodeError, ValueError) as exc:
+            message = decode_frame(frame)
+        except ValueError as exc:
             return self._invalid(ErrorCode.PARSE_ERROR, f"parse error: {exc}")
+        problem = find_problem(message)
+        if problem is not None:
+            return self._refused(message, f"parse error: {problem}")
         if isinstance(message, list):
             return self._invalid(
                 ErrorCode.INVALID_REQUEST, "invalid request: batches are not supported"
@@ -258,6 +267,25 @@ class Connection:
             error = {"code": ErrorCode.INTERNAL_ERROR, "message": f"malformed error {error!r}"}
         return Response(request_id, method, message.get("result"), error)
 
+    def _refused(self, message: Any, reason: str) -> Event:
+        if not isinstance(message, dict):
+            return self._invalid(ErrorCode.PARSE_ERROR, reason)
+        raw_id = message.get("id")
+        clean = _valid_id(raw_id) and find_problem(raw_id) is None
+        if "id" not in message and "method" in message:
+            return Invalid(f"{reason} (a notification; not answered)", None)
+        if "method" not in message and ("result" in message or "error" in message):
+            if not (clean and isinstance(raw_id, int) and raw_id in self._outgoing):
+                return Invalid(f"{reason} (a response to no open request; dropped)", None)
+            # The peer did answer: close the request as failed rather than leave it open.
+            self._move("outgoing", raw_id, "response")
+            method = self._outgoing.pop(raw_id)
+            error = {"code": ErrorCode.INVALID_REQUEST, "message": f"refused: {reason}"}
+            return Response(raw_id, method, None, error)
+        if not clean or _key(raw_id) in self._incoming or "method" not in message:
+            return self._invalid(ErrorCode.PARSE_ERROR, reason)
+        return self._invalid(ErrorCode.PARSE_ERROR, reason, raw_id)
+
     def _invalid(self, code: int, message: str, request_id: RequestId = None) -> Invalid:
         # The id of a refused frame is never open, so this answer is not bookkept.
         return Invalid(message, encode_frame(_error_message(request_id, code, message, None)))
@@ -270,8 +298,7 @@ class Connection:
         Raises:
             ProtocolStateError: the request is not open (never received, or answered).
         """
-        self._answer(request_id)
-        return encode_frame({"jsonrpc": "2.0", "id": request_id, "result": result})
+        return self._answer(request_id, {"jsonrpc": "2.0", "id": request_id, "result": result})
 
     def respond_error(
         self, request_id: RequestId, code: int, message: str, data: Any = None
@@ -281,13 +308,15 @@ class Connection:
         Raises:
             ProtocolStateError: the request is not open.
         """
-        self._answer(request_id)
-        return encode_frame(_error_message(request_id, code, message, data))
+        return self._answer(request_id, _error_message(request_id, code, message, data))
 
-    def _answer(self, request_id: RequestId) -> None:
+    def _answer(self, request_id: RequestId, message: dict[str, Any]) -> bytes:
         key = _key(request_id)
         self._move("incoming", key, "answer")
+        # Invariant: encoded between the check and the move, so a failure changes nothing.
+        frame = encode_frame(message)
         self._incoming.discard(key)
+        return frame
 
     def is_open(self, request_id: RequestId) -> bool:
         """Whether the peer's request ``request_id`` awaits its answer."""
@@ -297,10 +326,10 @@ class Connection:
         """A new request to the peer: its id and its frame."""
         request_id = next(self._ids)
         self._move("outgoing", request_id, "send")
-        self._outgoing[request_id] = method
         frame = encode_frame(
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         )
+        self._outgoing[request_id] = method
         return request_id, frame
 
     def abandon(self, request_id: int) -> None:

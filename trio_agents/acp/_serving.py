@@ -6,8 +6,14 @@ Rules (ordering):
 - After the client's EOF, the answers already produced (including those of the requests the
   EOF cancelled) still go out, within ``drain_seconds``; EOF may close only the client's half.
 
+- When serving fails (a bug: no frame can cause it), the frames already queued still go
+  out within ``drain_seconds`` before the failure propagates.
+
 Rules (dispatch):
 - A malformed frame is answered with a JSON-RPC error (when it has an id) and serving goes on.
+  No frame raises out of dispatch: a notification or response handler that raises is logged
+  and the frame dropped; an answer (or notification) that cannot be encoded is logged, and
+  the request answered ``internal error`` (the notification dropped).
 - A method not in the tables is ``method not found``; before ``initialize`` succeeded, every
   other method is refused with ``call initialize before ...``.
 - A *sync* handler answers in the reader's task (so nothing can come between the frame and
@@ -99,8 +105,17 @@ class Serving:
             log.debug("dropped a frame after the connection closed")
 
     def update(self, session_id: str, update: Mapping[str, Any]) -> None:
-        """Queue the ``session/update`` notification ``update`` of ``session_id``."""
-        self.send(self.rpc.notify("session/update", {"sessionId": session_id, "update": update}))
+        """Queue the ``session/update`` notification ``update`` of ``session_id``.
+
+        One that cannot be encoded as JSON is dropped with an error log.
+        """
+        params = {"sessionId": session_id, "update": update}
+        try:
+            frame = self.rpc.notify("session/update", params)
+        except (TypeError, ValueError) as exc:
+            log.error("dropped a session/update of session %s: %s", session_id, exc)
+            return
+        self.send(frame)
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -120,17 +135,25 @@ class Serving:
         """
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._write, on_broken)
-            async with trio.open_nursery() as handlers:
-                self._handlers = handlers
-                await self._read()
-                on_eof()
-                handlers.cancel_scope.cancel()
-            with trio.CancelScope(shield=True):
-                await after_eof()
-            self._out_send.close()
-            with trio.move_on_after(drain_seconds):
-                await self._drained.wait()
+            try:
+                async with trio.open_nursery() as handlers:
+                    self._handlers = handlers
+                    await self._read()
+                    on_eof()
+                    handlers.cancel_scope.cancel()
+                with trio.CancelScope(shield=True):
+                    await after_eof()
+            except Exception:
+                # The writer still runs (its nursery is not cancelled before this body ends).
+                await self._drain(drain_seconds, shield=True)
+                raise
+            await self._drain(drain_seconds, shield=False)
             nursery.cancel_scope.cancel()
+
+    async def _drain(self, seconds: float, *, shield: bool) -> None:
+        self._out_send.close()
+        with trio.CancelScope(shield=shield), trio.move_on_after(seconds):
+            await self._drained.wait()
 
     async def aclose(self) -> None:
         """Stop queueing frames and close both streams (forcefully: the peer is gone)."""
@@ -169,13 +192,19 @@ class Serving:
             if event.reply is not None:
                 self.send(event.reply)
         elif isinstance(event, Response):
-            self._on_response(event)
+            try:
+                self._on_response(event)
+            except Exception:
+                log.exception("handling the response to request %r failed", event.id)
         elif isinstance(event, Notification):
             handler = self._notifications.get(event.method)
-            if handler is not None:
-                handler(event.params)
-            else:
+            if handler is None:
                 log.debug("ignored the notification %r", event.method)
+                return
+            try:
+                handler(event.params)
+            except Exception:
+                log.exception("the %r notification handler failed", event.method)
         else:
             self._request(event)
 
@@ -216,10 +245,17 @@ class Serving:
     def _answer(self, request: Request, result: Any) -> None:
         if result is LATER:
             return
-        if isinstance(result, RpcError):
-            frame = self.rpc.respond_error(request.id, result.code, result.message, result.data)
-        else:
-            frame = self.rpc.respond(request.id, result)
+        try:
+            if isinstance(result, RpcError):
+                frame = self.rpc.respond_error(request.id, result.code, result.message, result.data)
+            else:
+                frame = self.rpc.respond(request.id, result)
+        except (TypeError, ValueError) as exc:
+            # The request is still open (Connection encodes before it moves).
+            log.error("the answer to %r cannot be encoded as JSON: %s", request.method, exc)
+            frame = self.rpc.respond_error(
+                request.id, ErrorCode.INTERNAL_ERROR, "internal error: the answer is not JSON"
+            )
         self.send(frame)
 
 

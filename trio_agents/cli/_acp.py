@@ -6,7 +6,8 @@ Rules:
   or a library's output cannot corrupt the stream of frames.
 - Logs go to stderr, through the command's log handler, as they happen.
 - The command returns when the client closes stdin, after every session was disposed and
-  the runtime torn down (so no child process is left).
+  the runtime torn down (so no child process is left): status 0, or 1 when serving itself
+  failed (the one line about it is already on stderr, from the bridge's log).
 """
 
 from __future__ import annotations
@@ -61,4 +62,4 @@ async def acp(args: argparse.Namespace) -> int:
             fiber = await root.plugin(bridge)
             await bridge.wait_closed()
             await fiber.dispose()
-    return 0
+    return 0 if bridge.failure is None else 1
