@@ -286,9 +286,9 @@ def test_sessions_show_prints_every_kind_of_record(
     assert re.fullmatch(r"turn t-2: error: .*it \[broke\].*", lines[9]), lines
     assert lines[10:14] == [
         "user: wait",
-        "turn t-3: cancelled (UserCancel)",
+        "turn t-3: cancelled by UserCancel",
         "user: wait again",
-        "turn t-4: cancelled (DisposedCancel)",
+        "turn t-4: cancelled by DisposedCancel",
     ]
     assert re.fullmatch(r"queued \(m-\d+\): left \[queued\]", lines[14]), lines
     assert len(lines) == 15, lines

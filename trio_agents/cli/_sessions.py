@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+import attrs
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -78,7 +79,7 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
             style = "red" if record.is_error else "yellow"
             out.print(f"[{style}]tool result[/] {escape(record.content)}")
         elif isinstance(record, TurnEnded):
-            cause = f" ({type(record.cause).__name__})" if record.cause is not None else ""
+            cause = f" by {_describe(record.cause)}" if record.cause is not None else ""
             error = f": {escape(record.error)}" if record.error else ""
             out.print(f"[dim]turn {record.turn_id}: {record.stop_reason.value}{cause}{error}[/]")
         elif isinstance(record, InboxSpliced):
@@ -88,3 +89,11 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
                 pending.pop(record.message_id, None)
     for message_id, content in pending.items():
         out.print(f"[dim]queued ({message_id}): {escape(content)}[/]")
+
+
+def _describe(cause: object) -> str:
+    """A cancel cause as ``UserCancel`` or ``ParentCancel(parent_id='a')``."""
+    kind = type(cause)
+    names = [f.name for f in attrs.fields(kind)] if attrs.has(kind) else []
+    shown = ", ".join(f"{name}={getattr(cause, name)!r}" for name in names)
+    return f"{type(cause).__name__}({escape(shown)})" if shown else type(cause).__name__
