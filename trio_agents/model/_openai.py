@@ -26,7 +26,7 @@ import httpx
 import trio
 
 from ._errors import ModelError
-from ._http import ClientSource
+from ._http import ClientSource, retryable_transport, transport_message
 from ._messages import ModelRequest
 from ._openai_wire import ChunkAssembler, describe_failure, request_body
 from ._retry import backoff, finish_body, gave_up, retry_after
@@ -161,38 +161,22 @@ class OpenAIChatModel:
                             final = assembler.end()
                             break
                 except httpx.RequestError as exc:
-                    retryable = isinstance(exc, httpx.TransportError) and not isinstance(
-                        exc, httpx.UnsupportedProtocol
-                    )
-                    if yielded or not retryable or attempt >= self._max_retries:
-                        raise ModelError(self._request_message(exc, yielded, attempt)) from exc
+                    if yielded or not retryable_transport(exc) or attempt >= self._max_retries:
+                        message = transport_message(
+                            exc,
+                            url=self.url,
+                            timeout=self._timeout,
+                            yielded=yielded,
+                            attempt=attempt,
+                            endpoint_variable="OPENAI_BASE_URL",
+                        )
+                        raise ModelError(message) from exc
                 if wait is None:
                     wait = backoff(attempt, self._random)
                 attempt += 1
                 await trio.sleep(wait)
         for event in final:
             yield event
-
-    def _request_message(self, exc: httpx.RequestError, yielded: bool, attempt: int) -> str:
-        detail = str(exc) or type(exc).__name__
-        if isinstance(exc, httpx.UnsupportedProtocol):
-            return f"cannot send to {self.url}: base_url must start with http:// or https://"
-        if isinstance(exc, httpx.DecodingError):
-            return f"cannot decode the answer of {self.url}: {detail}"
-        if isinstance(exc, httpx.TimeoutException):
-            within = f" within {self._timeout:g} s" if self._timeout is not None else ""
-            if yielded:
-                return f"{self.url} stopped sending mid-answer (nothing{within}); try again"
-            return gave_up(f"{self.url} did not answer{within} ({type(exc).__name__})", attempt)
-        if yielded:
-            return f"the connection to {self.url} was lost mid-stream ({detail}); try again"
-        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-            return gave_up(f"the connection to {self.url} failed: {detail}", attempt)
-        return gave_up(
-            f"cannot reach {self.url}: {detail}; is the server running? "
-            "(set OPENAI_BASE_URL or base_url= to change the endpoint)",
-            attempt,
-        )
 
 
 _SPEC_KEYS = ("base_url", "timeout", "max_retries")
