@@ -103,7 +103,8 @@ def test_sessions_list_show_and_delete_a_stored_session(store: Path, tmp_path: P
     assert shown.stdout.splitlines() == [
         "user: hello there",
         "agent: hello there",
-        "turn t-1: completed",
+        "turn t-1: completed · 2 in, 2 out tokens (1 request)",
+        "usage: 2 in, 2 out tokens (1 request)",
     ]
 
     deleted = _run("sessions", "delete", session_id, "--store", str(store), home=tmp_path)
