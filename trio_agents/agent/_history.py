@@ -14,8 +14,8 @@ Rules:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
-from typing import final, overload
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeAlias, final, overload
 
 from ..model import AssistantText, ChatMessage, SystemText, ToolCallPart, ToolOutput, UserText
 from ..session import (
@@ -131,27 +131,39 @@ class History:
         return Messages(self._messages, len(self._messages), tail)
 
     def _feed(self, record: Record) -> None:
-        if isinstance(record, AssistantMessage):
-            self._close_assistant()
-            self._answer_missing()
-            self._text = record.content
-        elif isinstance(record, ToolCall):
-            part = ToolCallPart(record.call_id, record.name, record.arguments)
-            self._calls.append(part)
-            self._open.append(part)
-        elif isinstance(record, ToolCallEnded):
-            self._close_assistant()
-            self._answered.add(record.call_id)
-            self._messages.append(
-                ToolOutput(record.call_id, record.name, record.content, record.is_error)
-            )
-        elif isinstance(record, UserMessage):
-            self._close_assistant()
-            self._answer_missing()
-            self._messages.append(UserText(record.content))
-        elif isinstance(record, TurnEnded):
-            self._close_assistant()
-            self._answer_missing()
+        kind = type(record)
+        try:
+            feed = _FEEDS[kind]
+        except KeyError:
+            feed = _FEEDS[kind] = _feed_of(kind)
+        if feed is not None:
+            feed(self, record)
+
+    def _assistant(self, record: AssistantMessage) -> None:
+        self._close_assistant()
+        self._answer_missing()
+        self._text = record.content
+
+    def _tool_call(self, record: ToolCall) -> None:
+        part = ToolCallPart(record.call_id, record.name, record.arguments)
+        self._calls.append(part)
+        self._open.append(part)
+
+    def _tool_ended(self, record: ToolCallEnded) -> None:
+        self._close_assistant()
+        self._answered.add(record.call_id)
+        self._messages.append(
+            ToolOutput(record.call_id, record.name, record.content, record.is_error)
+        )
+
+    def _user(self, record: UserMessage) -> None:
+        self._close_assistant()
+        self._answer_missing()
+        self._messages.append(UserText(record.content))
+
+    def _turn_ended(self, record: TurnEnded) -> None:
+        self._close_assistant()
+        self._answer_missing()
 
     def _close_assistant(self) -> None:
         if self._text is not None or self._calls:
@@ -165,6 +177,24 @@ class History:
                 self._messages.append(ToolOutput(call.call_id, call.name, _MISSING, True))
         self._open = []
         self._answered.clear()
+
+
+_Feed: TypeAlias = Callable[[History, Any], None]
+
+# What each record class does to the history (``None``: the model never sees it), by exact
+# class, filled in on first sight: one dict lookup per record instead of a chain of checks.
+_FEEDS: dict[type, _Feed | None] = {}
+
+
+def _feed_of(kind: type) -> _Feed | None:
+    feeds: tuple[tuple[type, _Feed], ...] = (
+        (AssistantMessage, History._assistant),
+        (ToolCall, History._tool_call),
+        (ToolCallEnded, History._tool_ended),
+        (UserMessage, History._user),
+        (TurnEnded, History._turn_ended),
+    )
+    return next((feed for base, feed in feeds if issubclass(kind, base)), None)
 
 
 def conversation(records: Iterable[Record], instructions: str | None = None) -> list[ChatMessage]:
