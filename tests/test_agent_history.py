@@ -236,3 +236,27 @@ async def test_every_request_holds_the_full_fold_of_the_records_before_it(
     last = list(witness.seen[-1][0].messages)
     assert last[0] == SystemText("be loud")
     assert last == [*before, UserText("again")]
+
+
+async def test_a_resumed_agent_in_a_new_runtime_sends_the_history_it_had(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Resumed from disk by a new store and runtime, the agent's first request is the history
+    it had before, folded from the stored records, then the new prompt."""
+    first = Witness(_script())
+    async with ag.open_runtime(store=JsonlStore(tmp_path), model=first) as root:
+        await root.plugin(Tools(shout))
+        handle = await root.agents.create(session_id="h2", instructions="be loud")
+        first.session = handle.agent.session
+        await _drive(handle.agent)
+        before = conversation(handle.agent.session.records, "be loud")
+    second = Witness(ScriptedModel([[Say("back")]]))
+    async with ag.open_runtime(store=JsonlStore(tmp_path), model=second) as root:
+        resumed = (await root.agents.resume("h2", model=second)).agent
+        second.session = resumed.session
+        resumed.prompt("again")
+        await resumed.when_idle()
+    [(request, recorded)] = second.seen
+    assert list(request.messages) == conversation(recorded, "be loud")
+    assert list(request.messages) == [*before, UserText("again")]
+    assert len(before) > 8  # tool calls, outputs, a cancelled turn and a steer are in it
