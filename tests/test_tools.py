@@ -508,7 +508,7 @@ async def test_specs_are_computed_once_until_a_tool_comes_or_goes() -> None:
         await first.close()
         assert tools.specs() == (now_tool.spec(),)
         after = tools.specs()
-        await first.close()  # a stale unregister changes nothing, and keeps the cache
+        await first.close()  # closing it again changes nothing, and keeps the cache
         assert tools.specs() is after
         await second.close()
         assert tools.specs() == ()
