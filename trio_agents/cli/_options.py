@@ -28,6 +28,7 @@ from ..model import Model, model_from_spec
 from ..session import JsonlStore, MemoryStore, SessionNotFoundError, SessionStore, default_root
 from ..shell import LocalShell, tool_bash
 from ._config import Config, load_config
+from ._signals import watched_by_signals
 
 __all__ = [
     "CliError",
@@ -155,6 +156,8 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
     async with open_runtime(
         store=make_store(settings.store), model=settings.model, agents=list(config.agents)
     ) as root:
+        # Before any plugin: a signal's watcher must see this runtime's teardown to the end.
+        watched_by_signals(root)
         if shell:
             await root.plugin(LocalShell())
             await root.plugin(tool_bash)

@@ -1,0 +1,177 @@
+"""How the command ends on a signal: SIGINT, SIGTERM and SIGHUP tear down the same way.
+
+Rules:
+- While a command runs, its trio run owns SIGINT, SIGTERM and SIGHUP (one receiver, opened
+  before the command starts). A command may open its own SIGINT receiver over it (``chat`` and
+  ``run``: Ctrl-C cancels the turn); while that is open, SIGINT is the command's.
+- The first of them cancels the command. The runtime then unwinds as on any cancellation: its
+  teardown is shielded, so every shell job is killed and awaited and every session flushed.
+  The exit status is 128 + the signal's number (130, 143, 129), after one line on stderr.
+- SIGHUP means the terminal is gone: the standard streams that are terminals are pointed at
+  ``/dev/null`` first, so the teardown never fails on a write to a closed terminal.
+- A signal that arrives while the runtime is already tearing down (a second Ctrl-C, say)
+  gives the teardown :data:`FORCE_GRACE` seconds more. If it is not over by then, the process
+  writes what it can of the live sessions (bounded), prints one line naming the plugins still
+  tearing down, and exits at once with ``os._exit``. On Linux the job supervisors see their
+  control socket close and end every job process on their own.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import final
+
+import trio
+
+from ..kernel import Context, FiberState
+
+__all__ = ["FORCE_GRACE", "Termination", "guarded", "watched_by_signals"]
+
+#: Seconds a teardown gets after a further signal before the process exits regardless.
+FORCE_GRACE = 3.0
+#: Seconds the forced exit spends writing live sessions.
+_FLUSH_BOUND = 1.0
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_WORDS = {
+    signal.SIGINT: "interrupted",
+    signal.SIGTERM: "terminated (SIGTERM)",
+    signal.SIGHUP: "hung up (SIGHUP)",
+}
+
+_CURRENT: contextvars.ContextVar[Termination | None] = contextvars.ContextVar(
+    "trio_agents_termination", default=None
+)
+
+
+@final
+class Termination:
+    """What the command's signal watcher knows: the first signal and the runtime it ends."""
+
+    def __init__(self) -> None:
+        #: The first signal received, if any.
+        self.signum: int | None = None
+        self._roots: list[Context] = []
+        self._forcing = False
+
+    @property
+    def status(self) -> int | None:
+        """128 + the first signal's number, or ``None`` when no signal came."""
+        return None if self.signum is None else 128 + self.signum
+
+    @property
+    def line(self) -> str:
+        """The line that says how the command ended."""
+        assert self.signum is not None
+        return f"trio-agents: {_WORDS.get(signal.Signals(self.signum), 'signalled')}"
+
+    def _tearing_down(self) -> bool:
+        return any(root.fiber.state is not FiberState.ACTIVE for root in self._roots)
+
+    def unloading(self) -> list[str]:
+        """The plugins whose teardown is under way and has no unloading child: the stuck ones."""
+        found = []
+        for root in self._roots:
+            for fiber in root.fiber.runtime.fibers:
+                if fiber.state is not FiberState.UNLOADING or fiber is root.fiber:
+                    continue
+                if not any(c.state is FiberState.UNLOADING for c in fiber.children):
+                    found.append(f"plugin {fiber.name!r} ({fiber.id})")
+        return found
+
+    async def watch(
+        self,
+        signals: trio.abc.ReceiveChannel[int],
+        command: trio.CancelScope,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Cancel ``command`` on the first signal; force the exit if a later one is ignored."""
+        task_status.started()
+        async with trio.open_nursery() as nursery:
+            async for signum in signals:
+                if signum == signal.SIGHUP:
+                    _silence_terminals()
+                again = self.signum is not None or self._tearing_down()
+                if self.signum is None:
+                    self.signum = signum
+                command.cancel()
+                if again and not self._forcing:
+                    self._forcing = True
+                    nursery.start_soon(self._force)
+
+    async def _force(self) -> None:
+        await trio.sleep(FORCE_GRACE)
+        with trio.move_on_after(_FLUSH_BOUND):
+            await self._flush()
+        stuck = self.unloading()
+        where = f" (still tearing down: {', '.join(stuck)})" if stuck else ""
+        print(
+            f"trio-agents: the teardown did not end within {FORCE_GRACE:g} s of the second "
+            f"signal; exiting now{where}",
+            file=sys.stderr,
+            flush=True,
+        )
+        print(self.line, file=sys.stderr, flush=True)
+        os._exit(self.status or 1)
+
+    async def _flush(self) -> None:
+        for root in self._roots:
+            store, agents = root.get("sessions"), root.get("agents")
+            if store is None or agents is None:
+                continue
+            for agent in agents.list():
+                try:
+                    await store.flush(agent.session)
+                except Exception:  # noqa: S112 - best effort on the way out; it says so
+                    continue
+
+
+def _silence_terminals() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            if os.isatty(fd):
+                os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def watched_by_signals(root: Context) -> None:
+    """Tell the running command's watcher about ``root``, for the rest of the command (a
+    no-op outside :func:`guarded`)."""
+    termination = _CURRENT.get()
+    if termination is not None:
+        termination._roots.append(root)
+
+
+async def guarded(
+    termination: Termination, command: Callable[[], Awaitable[int]]
+) -> int:
+    """Run ``command()`` with SIGINT, SIGTERM and SIGHUP ending it as the rules say."""
+    error: BaseException | None = None
+    status = 1
+    with trio.open_signal_receiver(*_SIGNALS) as signals:
+        token = _CURRENT.set(termination)
+        try:
+            async with trio.open_nursery() as nursery:
+                scope = trio.CancelScope()
+                await nursery.start(termination.watch, signals, scope)
+                with scope:
+                    status = await command()
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # Invariant: the watcher never raises, so the group holds what the command
+            # raised: the caller sees that, not the nursery's wrapper.
+            if len(group.exceptions) != 1:
+                raise
+            error = group.exceptions[0]
+        finally:
+            _CURRENT.reset(token)
+    if error is not None:
+        raise error
+    return termination.status if termination.status is not None else status
