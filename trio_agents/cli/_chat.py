@@ -12,8 +12,8 @@ Rules:
 - Ctrl-C (SIGINT, through ``trio.open_signal_receiver``): with a turn running or prompts
   queued, ``agent.cancel(UserCancel())``; at the idle prompt, exit (status 0). So the first
   Ctrl-C stops the work and the second leaves.
-- End of input (or EIO: a terminal that hung up) waits for the running turn, then exits; ``/quit`` exits at once (disposing
-  the agent cancels its turn with ``DisposedCancel``).
+- End of input (or EIO: a terminal that hung up) waits for the running turn, then exits;
+  ``/quit`` exits at once (disposing the agent cancels its turn with ``DisposedCancel``).
 - On exit the last line says where the session is stored.
 """
 

@@ -127,7 +127,7 @@ class Termination:
             for agent in agents.list():
                 try:
                     await store.flush(agent.session)
-                except Exception:  # noqa: S112 - best effort on the way out; it says so
+                except Exception:  # best effort on the way out: the next session may work
                     continue
 
 
@@ -149,9 +149,7 @@ def watched_by_signals(root: Context) -> None:
         termination._roots.append(root)
 
 
-async def guarded(
-    termination: Termination, command: Callable[[], Awaitable[int]]
-) -> int:
+async def guarded(termination: Termination, command: Callable[[], Awaitable[int]]) -> int:
     """Run ``command()`` with SIGINT, SIGTERM and SIGHUP ending it as the rules say."""
     error: BaseException | None = None
     status = 1

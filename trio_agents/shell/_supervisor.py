@@ -137,13 +137,14 @@ class Supervisor:
     def _wait(self, timeout: float | None) -> bool:
         """Wait for a signal or a command; ``True`` when the owner spoke or left."""
         try:
-            ready, _, _ = select.select([self.control, self._wake_r], [], [], timeout)
+            fds = [self.control.fileno(), self._wake_r]
+            ready, _, _ = select.select(fds, [], [], timeout)
         except InterruptedError:  # pragma: no cover - PEP 475 retries select
             return False
         if self._wake_r in ready:
             with contextlib.suppress(BlockingIOError):
                 os.read(self._wake_r, 4096)
-        if self.control not in ready:
+        if self.control.fileno() not in ready:
             return False
         try:
             data = self.control.recv(4096)
