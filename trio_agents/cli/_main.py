@@ -19,7 +19,7 @@ import trio
 from .._errors import TrioAgentsError
 from ._logs import CliLog
 from ._options import add_common, settings_from
-from ._signals import Termination, guarded
+from ._signals import Terminated, Termination, guarded
 
 __all__ = ["main"]
 
@@ -147,7 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A Ctrl-C that lands mid-work may bring follow-on errors of the teardown it caused
         # (an agent that is disposing refuses messages): Ctrl-C is what the user did.
         if not all(
-            isinstance(leaf, KeyboardInterrupt | TrioAgentsError | OSError) for leaf in leaves
+            isinstance(leaf, KeyboardInterrupt | Terminated | TrioAgentsError | OSError)
+            for leaf in leaves
         ):
             raise
         reported = exc
@@ -160,6 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
         if termination.status is not None:
+            for leaf in leaves:
+                if not isinstance(leaf, KeyboardInterrupt | Terminated):
+                    print(f"trio-agents: error: {_describe(leaf)}", file=sys.stderr)
             print(termination.line, file=sys.stderr)
             return termination.status
         if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):

@@ -4,13 +4,16 @@ Rules:
 - While a command runs, its trio run owns SIGINT, SIGTERM and SIGHUP (one receiver, opened
   before the command starts). A command may open its own SIGINT receiver over it (``chat`` and
   ``run``: Ctrl-C cancels the turn); while that is open, SIGINT is the command's.
-- The first of them cancels the command. The runtime then unwinds as on any cancellation: its
-  teardown is shielded, so every shell job is killed and awaited and every session flushed.
+- The first of them cancels the *body* of the command's runtime (what runs inside
+  ``open_cli_runtime``, plugins' start included), which then raises :exc:`Terminated`: the
+  runtime unwinds as it does for Ctrl-C's ``KeyboardInterrupt``, with its services (the session
+  writer, the shell) still running, so every shell job is killed and awaited and every session
+  flushed. Outside a runtime's body (before it opens) the command itself is cancelled.
   The exit status is 128 + the signal's number (130, 143, 129), after one line on stderr.
 - SIGHUP means the terminal is gone: the standard streams that are terminals are pointed at
   ``/dev/null`` first, so the teardown never fails on a write to a closed terminal.
-- A signal that arrives while the runtime is already tearing down (a second Ctrl-C, say)
-  gives the teardown :data:`FORCE_GRACE` seconds more. If it is not over by then, the process
+- A signal that arrives while the runtime is already tearing down, or after a first one (a
+  second Ctrl-C, say), cancels nothing more: it gives the teardown :data:`FORCE_GRACE` seconds more. If it is not over by then, the process
   writes what it can of the live sessions (bounded), prints one line naming the plugins still
   tearing down, and exits at once with ``os._exit``. On Linux the job supervisors see their
   control socket close and end every job process on their own.
@@ -22,14 +25,15 @@ import contextvars
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import final
 
 import trio
 
 from ..kernel import Context, FiberState
 
-__all__ = ["FORCE_GRACE", "Termination", "guarded", "watched_by_signals"]
+__all__ = ["FORCE_GRACE", "Terminated", "Termination", "guarded", "terminable"]
 
 #: Seconds a teardown gets after a further signal before the process exits regardless.
 FORCE_GRACE = 3.0
@@ -48,6 +52,15 @@ _CURRENT: contextvars.ContextVar[Termination | None] = contextvars.ContextVar(
 )
 
 
+class Terminated(BaseException):
+    """A signal ended the runtime's body (a ``BaseException``, like ``KeyboardInterrupt``, so
+    that no ``except Exception`` stops it on its way out)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"ended by signal {signum}")
+        self.signum = signum
+
+
 @final
 class Termination:
     """What the command's signal watcher knows: the first signal and the runtime it ends."""
@@ -56,6 +69,7 @@ class Termination:
         #: The first signal received, if any.
         self.signum: int | None = None
         self._roots: list[Context] = []
+        self._bodies: list[trio.CancelScope] = []
         self._forcing = False
 
     @property
@@ -99,8 +113,11 @@ class Termination:
                 again = self.signum is not None or self._tearing_down()
                 if self.signum is None:
                     self.signum = signum
-                command.cancel()
-                if again and not self._forcing:
+                if not again:
+                    # Invariant: cancelling a body leaves the runtime's own tasks running.
+                    for body in self._bodies or [command]:
+                        body.cancel()
+                elif not self._forcing:
                     self._forcing = True
                     nursery.start_soon(self._force)
 
@@ -141,12 +158,29 @@ def _silence_terminals() -> None:
         os.close(devnull)
 
 
-def watched_by_signals(root: Context) -> None:
-    """Tell the running command's watcher about ``root``, for the rest of the command (a
-    no-op outside :func:`guarded`)."""
+@contextmanager
+def terminable(root: Context) -> Iterator[None]:
+    """The body of ``root``'s runtime, which a signal cancels (a no-op outside
+    :func:`guarded`).
+
+    Raises:
+        Terminated: a signal cancelled the body.
+    """
     termination = _CURRENT.get()
-    if termination is not None:
-        termination._roots.append(root)
+    if termination is None:
+        yield
+        return
+    # The root stays known to the end of the command: its teardown comes after the body.
+    termination._roots.append(root)
+    with trio.CancelScope() as scope:
+        termination._bodies.append(scope)
+        try:
+            yield
+        finally:
+            termination._bodies.remove(scope)
+    if scope.cancelled_caught:
+        assert termination.signum is not None
+        raise Terminated(termination.signum)
 
 
 async def guarded(termination: Termination, command: Callable[[], Awaitable[int]]) -> int:
