@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Iterator

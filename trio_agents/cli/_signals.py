@@ -13,10 +13,11 @@ Rules:
 - SIGHUP means the terminal is gone: the standard streams that are terminals are pointed at
   ``/dev/null`` first, so the teardown never fails on a write to a closed terminal.
 - A signal that arrives while the runtime is already tearing down, or after a first one (a
-  second Ctrl-C, say), cancels nothing more: it gives the teardown :data:`FORCE_GRACE` seconds more. If it is not over by then, the process
-  writes what it can of the live sessions (bounded), prints one line naming the plugins still
-  tearing down, and exits at once with ``os._exit``. On Linux the job supervisors see their
-  control socket close and end every job process on their own.
+  second Ctrl-C, say), cancels nothing more: it gives the teardown :data:`FORCE_GRACE` seconds
+  more. If it is not over by then, the process writes what it can of the live sessions
+  (bounded), prints one line naming the plugins still tearing down, and exits at once with
+  ``os._exit``. On Linux the job supervisors see their control socket close and end every job
+  process on their own.
 """
 
 from __future__ import annotations
