@@ -72,6 +72,8 @@ class Termination:
         self._roots: list[Context] = []
         self._bodies: list[trio.CancelScope] = []
         self._forcing = False
+        # Asked now: once a terminal has hung up, isatty() on it is False (tcgetattr: EIO).
+        self._terminals = [fd for fd in (1, 2) if os.isatty(fd)]
 
     @property
     def status(self) -> int | None:
@@ -110,7 +112,7 @@ class Termination:
         async with trio.open_nursery() as nursery:
             async for signum in signals:
                 if signum == signal.SIGHUP:
-                    _silence_terminals()
+                    _silence(self._terminals)
                 again = self.signum is not None or self._tearing_down()
                 if self.signum is None:
                     self.signum = signum
@@ -149,12 +151,11 @@ class Termination:
                     continue
 
 
-def _silence_terminals() -> None:
+def _silence(fds: list[int]) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        for fd in (1, 2):
-            if os.isatty(fd):
-                os.dup2(devnull, fd)
+        for fd in fds:
+            os.dup2(devnull, fd)
     finally:
         os.close(devnull)
 
