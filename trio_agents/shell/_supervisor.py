@@ -23,14 +23,23 @@ Rules:
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import select
-import signal
-import socket
 import sys
 import time
+
+# Every import here is paid by every job's start (``benchmarks/bench_shell.py``). The signal
+# module's Python wrapper imports enum (about 10 ms on the development machine), so the C
+# module under it is used, which has the same functions and constants as plain ints;
+# ``socket`` and ``contextlib`` are left out for the same reason (the control socket is a
+# plain fd, and try/except stands in for contextlib.suppress). ``typing`` costs 20 ms:
+# mypy takes a module-level ``TYPE_CHECKING`` as its own.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+else:
+    import _signal as signal
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -72,7 +81,7 @@ def descendants(root: int) -> list[int]:
 class Supervisor:
     """The supervisor's state; :meth:`run` is its whole life."""
 
-    def __init__(self, control: socket.socket, grace: float, argv: list[str]) -> None:
+    def __init__(self, control: int, grace: float, argv: list[str]) -> None:
         self.control = control
         self.grace = grace
         self.argv = argv
@@ -85,8 +94,12 @@ class Supervisor:
         os.set_blocking(self._wake_w, False)
 
     def _send(self, text: str) -> None:
-        with contextlib.suppress(OSError):  # the owner is gone: EOF tells us soon
-            self.control.sendall(text.encode())
+        data = text.encode()
+        try:
+            while data:
+                data = data[os.write(self.control, data) :]
+        except OSError:  # the owner is gone: end of file tells us soon
+            pass
 
     def _on_signal(self, signum: int, frame: object) -> None:
         if signum in _STOPS:
@@ -108,8 +121,10 @@ class Supervisor:
             signal.set_wakeup_fd(-1)
             os.execv(self.argv[0], self.argv)
         except BaseException as exc:
-            with contextlib.suppress(BaseException):
+            try:  # noqa: SIM105 - contextlib costs start-up time (see the imports)
                 os.write(2, f"trio-agents: cannot run {self.argv[0]}: {exc}\n".encode())
+            except BaseException:
+                pass
         finally:
             os._exit(127)
 
@@ -131,23 +146,26 @@ class Supervisor:
     def signal_all(self, signum: int) -> None:
         """Send ``signum`` to every descendant."""
         for pid in descendants(self.pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
+            try:
                 os.kill(pid, signum)
+            except (ProcessLookupError, PermissionError):
+                continue
 
     def _wait(self, timeout: float | None) -> bool:
         """Wait for a signal or a command; ``True`` when the owner spoke or left."""
         try:
-            fds = [self.control.fileno(), self._wake_r]
-            ready, _, _ = select.select(fds, [], [], timeout)
+            ready, _, _ = select.select([self.control, self._wake_r], [], [], timeout)
         except InterruptedError:  # pragma: no cover - PEP 475 retries select
             return False
         if self._wake_r in ready:
-            with contextlib.suppress(BlockingIOError):
+            try:  # noqa: SIM105 - contextlib costs start-up time (see the imports)
                 os.read(self._wake_r, 4096)
-        if self.control.fileno() not in ready:
+            except BlockingIOError:
+                pass
+        if self.control not in ready:
             return False
         try:
-            data = self.control.recv(4096)
+            data = os.read(self.control, 4096)
         except OSError:
             data = b""
         if not data:
@@ -198,10 +216,12 @@ def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
         print("usage: _supervisor.py CONTROL_FD GRACE -- PROGRAM ARGS...", file=sys.stderr)
         return 2
-    control = socket.socket(fileno=int(argv[0]))
-    os.set_inheritable(control.fileno(), False)
+    control = int(argv[0])
+    os.set_inheritable(control, False)
     return Supervisor(control, float(argv[1]), argv[3:]).run()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # os._exit: nothing is buffered, and the interpreter's own finalization would add a few
+    # milliseconds between the job's end and the supervisor's exit, which the owner awaits.
+    os._exit(main(sys.argv[1:]))
