@@ -311,7 +311,8 @@ def test_a_plugin_that_exits_at_import_is_named(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("first", "second"), [(None, signal.SIGINT), (signal.SIGTERM, signal.SIGINT)]
+    ("first", "second"),
+    [(None, signal.SIGINT), (signal.SIGINT, signal.SIGINT), (signal.SIGTERM, signal.SIGINT)],
 )
 def test_a_hanging_teardown_is_forced_out_by_a_second_signal(
     tmp_path: Path, first: signal.Signals | None, second: signal.Signals

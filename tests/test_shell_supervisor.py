@@ -15,8 +15,17 @@ import pytest
 import trio
 from support import gone, shell_of
 
+import trio_agents.agent as ag
+import trio_agents.shell._child as child_module
 from trio_agents.kernel import Context, open_root
-from trio_agents.shell import JobDone, JobStatus, LocalShell, ShellExecRequest
+from trio_agents.shell import (
+    JobDone,
+    JobStatus,
+    LocalShell,
+    ShellError,
+    ShellExecRequest,
+    tool_bash,
+)
 from trio_agents.shell._child import supervisor_available
 
 pytestmark = pytest.mark.skipif(not supervisor_available(), reason="the supervisor is Linux-only")
@@ -213,3 +222,37 @@ async def test_t_sends_sigterm_to_every_descendant(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+async def test_disposing_the_owning_agent_ends_every_descendant_of_its_job(
+    tmp_path: Path,
+) -> None:
+    """An agent's dispose kills its background job: setsid'd and orphaned processes too."""
+    async with ag.open_runtime() as root:
+        await root.plugin(LocalShell(), LocalShell.Config(kill_grace=0.5))
+        await root.plugin(tool_bash)
+        handle = await root.agents.create()
+        tools: ag.ToolRegistry = root.get("tools")
+        arguments = {"command": family(tmp_path), "run_in_background": True}
+        with trio.fail_after(10):
+            result = await tools.invoke("bash", arguments, handle.agent)
+        assert not result.is_error, result.content
+        pids = await family_pids(tmp_path)
+        with trio.fail_after(10):
+            await handle.dispose()
+        assert any_alive(pids) == []
+
+
+async def test_a_supervisor_that_cannot_start_the_shell_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``pid`` line: the job is refused with the supervisor's status and the way out."""
+    broken = tmp_path / "broken_supervisor.py"
+    broken.write_text("import sys\nsys.exit(5)\n")
+    monkeypatch.setattr(child_module, "_SUPERVISOR", str(broken))
+    async with open_root() as root:
+        await root.plugin(LocalShell())
+        shell = shell_of(root)
+        with pytest.raises(ShellError, match=r"^the job supervisor \(.*\) did not start the shell"):
+            await shell.run(shell.resolve(ShellExecRequest("true")))
+        assert shell.statistics().running == 0
