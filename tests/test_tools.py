@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import enum
+import importlib
 import logging
+from collections.abc import AsyncGenerator
+from pathlib import Path
 from typing import Any, Literal
 
 import attrs
@@ -11,6 +14,7 @@ import pytest
 import trio
 import trio.testing
 
+import trio_agents.agent as ag
 from trio_agents.agent._tool_signature import tool
 from trio_agents.agent._tools import (
     Tool,
@@ -22,7 +26,14 @@ from trio_agents.agent._tools import (
 )
 from trio_agents.cancel import CauseScope, UserCancel, current_cause
 from trio_agents.kernel import Context, FiberState, open_root
-from trio_agents.model import ToolSpec
+from trio_agents.model import (
+    Finished,
+    FinishReason,
+    ModelEvent,
+    ModelRequest,
+    ToolSpec,
+    Usage,
+)
 
 
 @attrs.frozen
@@ -476,3 +487,104 @@ async def test_invoke_is_a_checkpoint_even_for_an_unknown_tool() -> None:
             await tools.invoke("missing", {})
         assert scope.cancelled_caught
     assert started == []
+
+
+# -- the specs cache -------------------------------------------------------------------------------
+
+
+async def test_specs_are_computed_once_until_a_tool_comes_or_goes() -> None:
+    """specs() is the same tuple until register or unregister; each change is seen at once."""
+    async with open_root() as root:
+        tools = await _registry(root)
+        empty = tools.specs()
+        assert empty == ()
+        first = tools.register(bash)
+        specs = tools.specs()
+        assert specs == (bash.spec(),)
+        assert tools.specs() is specs
+        second = tools.register(now_tool)
+        both = tools.specs()
+        assert both == (bash.spec(), now_tool.spec())
+        await first.close()
+        assert tools.specs() == (now_tool.spec(),)
+        after = tools.specs()
+        await first.close()  # closing it again changes nothing, and keeps the cache
+        assert tools.specs() is after
+        await second.close()
+        assert tools.specs() == ()
+
+
+@attrs.define(eq=False)
+class _ToolsSeen:
+    """A model that notes the tools offered in each request and answers at once."""
+
+    name: str = "tools-seen"
+    offered: list[list[tuple[str, str]]] = attrs.field(factory=list)
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        self.offered.append([(s.name, s.description) for s in request.tools])
+        await trio.lowlevel.checkpoint()
+        yield Finished(FinishReason.STOP, Usage())
+
+
+async def _turn(agent: ag.Agent) -> None:
+    agent.prompt("go")
+    await agent.when_idle()
+
+
+async def test_each_request_offers_the_tools_registered_at_that_moment() -> None:
+    """An agent's requests follow register and unregister, whole and with a tools filter."""
+    model = _ToolsSeen()
+    async with ag.open_runtime(model=model) as root:
+        registry = root.get("tools")
+        assert isinstance(registry, ToolRegistry)
+        every = (await root.agents.create()).agent
+        only_now = (await root.agents.create(tools=["now"])).agent
+        entry = registry.register(bash)
+        await _turn(every)
+        await _turn(only_now)
+        registry.register(now_tool)
+        await _turn(every)
+        await _turn(only_now)
+        await entry.close()
+        await _turn(every)
+        await _turn(only_now)
+    bash_, now_ = ("bash", "Run a shell command."), ("now", "Say the time.")
+    assert model.offered == [[bash_], [], [bash_, now_], [now_], [now_], [now_]]
+
+
+TOOL_MODULE = '''
+from trio_agents.agent import ToolContext, tool
+
+name = "described"
+inject = ("tools",)
+
+
+@tool(params=None)
+async def described(ctx: ToolContext, params: None) -> str:
+    """{description}"""
+    return "ok"
+
+
+async def apply(ctx, config):
+    ctx.tools.register(described)
+'''
+
+
+async def test_a_reloaded_tool_is_offered_with_its_new_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a reload of the plugin that registers a tool, requests carry the new spec."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = tmp_path / "described_tool_plugin.py"
+    source.write_text(TOOL_MODULE.format(description="Version one."), encoding="utf-8")
+    module = importlib.import_module("described_tool_plugin")
+    model = _ToolsSeen()
+    async with ag.open_runtime(model=model) as root:
+        await root.plugin(module)
+        agent = (await root.agents.create(tools=["described"])).agent
+        await _turn(agent)
+        source.write_text(TOOL_MODULE.format(description="Version two."), encoding="utf-8")
+        await root.reload(module)
+        await _turn(agent)
+    assert model.offered == [[("described", "Version one.")], [("described", "Version two.")]]

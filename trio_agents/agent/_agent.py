@@ -98,7 +98,9 @@ class Agent:
         self._done = trio.Event()
         self._children: dict[str, Agent] = {}
         self._inbox, self._next_turn, self._usage = _restore(session)
-        self._history = History(config.instructions)
+        self._history = History(config.instructions).update(session)
+        # The agent's view of the registry's specs: (the registry's tuple, the subset offered).
+        self._specs_seen: tuple[tuple[ToolSpec, ...], tuple[ToolSpec, ...]] | None = None
 
     # -- identity and state -----------------------------------------------------------------
 
@@ -360,10 +362,16 @@ class Agent:
 
     @property
     def _tool_specs(self) -> tuple[ToolSpec, ...]:
+        names = self._tool_names
         specs = self._tools.specs()
-        if self._tool_names is None:
+        if names is None:
             return specs
-        return tuple(s for s in specs if s.name in self._tool_names)
+        seen = self._specs_seen
+        # Invariant: the registry returns the same tuple until its tools change, so the
+        # identity check is the whole invalidation.
+        if seen is None or seen[0] is not specs:
+            seen = self._specs_seen = (specs, tuple(s for s in specs if s.name in names))
+        return seen[1]
 
 
 def _restore(session: Session) -> tuple[Inbox, int, AgentUsage]:

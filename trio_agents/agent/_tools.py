@@ -13,6 +13,9 @@ Rules:
 - Guards (``add_guard``) run in order after the arguments validated and before the tool's
   function; the first that answers with a result stops the call (``started=False``). A guard,
   like a tool, is an entry of the fiber that added it.
+- ``ToolRegistry.specs`` is computed once per set of registered tools and cached: every
+  register and unregister (a reload is both) drops the cache, so a request never pays for the
+  tools' JSON schemas again, and never sees a stale one.
 """
 
 from __future__ import annotations
@@ -192,11 +195,13 @@ class ToolRegistry:
     """The service ``tools``: the tools agents can call, each owned by the fiber that
     registered it."""
 
-    __slots__ = ("_guards", "_tools")
+    __slots__ = ("_guards", "_specs", "_tools")
 
     def __init__(self) -> None:
         # Invariant: dict order is registration order (specs() keeps it).
         self._tools: dict[str, _Registration] = {}
+        # Invariant: None, or the specs of exactly the tools in `_tools`, in their order.
+        self._specs: tuple[ToolSpec, ...] | None = None
         # Invariant: guards run in the order they were added.
         self._guards: list[_Guard] = []
 
@@ -223,11 +228,13 @@ class ToolRegistry:
         registration = _Registration(tool, ctx.fiber.id)
         entry = ctx.defer(self._unregister, registration)
         self._tools[tool.name] = registration
+        self._specs = None
         return entry
 
     async def _unregister(self, registration: _Registration) -> None:
         if self._tools.get(registration.tool.name) is registration:
             del self._tools[registration.tool.name]
+            self._specs = None
         await trio.lowlevel.checkpoint()
 
     def add_guard(self, guard: ToolGuard) -> Entry:
@@ -285,8 +292,15 @@ class ToolRegistry:
         return tuple(self._tools)
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        """What the model is told about every registered tool, in registration order."""
-        return tuple(r.tool.spec() for r in self._tools.values())
+        """What the model is told about every registered tool, in registration order.
+
+        The same tuple is returned until a tool is registered or unregistered; it is shared,
+        so treat it (and each spec's ``parameters``) as read-only.
+        """
+        specs = self._specs
+        if specs is None:
+            specs = self._specs = tuple(r.tool.spec() for r in self._tools.values())
+        return specs
 
     async def invoke(
         self,

@@ -139,7 +139,7 @@ async def _steps(
         if step > 0:
             agent._claim(agent._inbox.claim_step(), turn_id)
         request = ModelRequest(
-            messages=agent._history.update(agent.session.records).messages(),
+            messages=agent._history.update(agent.session).messages(),
             tools=agent._tool_specs,
         )
         text: list[str] = []

@@ -215,6 +215,13 @@ def _check_model(where: str, spec: str | None) -> list[str]:
 def _load_plugin(where: str, entry: PluginEntry, problems: list[str]) -> LoadedPlugin | None:
     try:
         module = importlib.import_module(entry.module)
+    except SystemExit as exc:
+        # A module that ends the process at import would end the command silently.
+        problems.append(
+            f"{where}.module: importing {entry.module!r} called sys.exit({exc.code!r}); "
+            f"a plugin module must not exit when it is imported"
+        )
+        return None
     except Exception as exc:
         problems.append(
             f"{where}.module: cannot import {entry.module!r}: {type(exc).__name__}: {exc}"

@@ -28,6 +28,7 @@ from ..model import Model, model_from_spec
 from ..session import JsonlStore, MemoryStore, SessionNotFoundError, SessionStore, default_root
 from ..shell import LocalShell, tool_bash
 from ._config import Config, load_config
+from ._signals import terminable
 
 __all__ = [
     "CliError",
@@ -148,8 +149,12 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
     ``LocalShell`` and ``tool_bash`` (when ``shell``), the config file's plugins with their
     configs, and with ``--watch`` a background task that reloads their modules on change.
 
+    A SIGINT, SIGTERM or SIGHUP that the command itself does not take ends the body (plugin
+    start included) with :exc:`Terminated`, and the runtime unwinds (``_signals.py``).
+
     Raises:
         CliError: a plugin of the config file failed to start.
+        Terminated: a signal ended the body.
     """
     config = settings.config
     # Declared agents without a cwd work in the directory the command was started in.
@@ -158,24 +163,25 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
     async with open_runtime(
         store=make_store(settings.store), model=settings.model, agents=declared
     ) as root:
-        if shell:
-            await root.plugin(LocalShell())
-            await root.plugin(tool_bash)
-        for loaded in config.plugins:
-            try:
-                await root.plugin(loaded.plugin, loaded.config)
-            except TrioAgentsError:
-                raise
-            except Exception as exc:
-                raise CliError(
-                    f"plugin {loaded.label} failed to start: {type(exc).__name__}: {exc}"
-                ) from exc
-        if settings.watch:
-            files = sorted({p.file for p in config.plugins if p.file is not None})
-            if files:
-                directories = sorted({os.path.dirname(f) for f in files})
-                root.start_soon(watch_plugins, root, directories, name="watch plugins")
-        yield root
+        with terminable(root):
+            if shell:
+                await root.plugin(LocalShell())
+                await root.plugin(tool_bash)
+            for loaded in config.plugins:
+                try:
+                    await root.plugin(loaded.plugin, loaded.config)
+                except TrioAgentsError:
+                    raise
+                except Exception as exc:
+                    raise CliError(
+                        f"plugin {loaded.label} failed to start: {type(exc).__name__}: {exc}"
+                    ) from exc
+            if settings.watch:
+                files = sorted({p.file for p in config.plugins if p.file is not None})
+                if files:
+                    directories = sorted({os.path.dirname(f) for f in files})
+                    root.start_soon(watch_plugins, root, directories, name="watch plugins")
+            yield root
 
 
 async def attach(root: Context, session_id: str | None) -> tuple[Agent, AgentHandle | None]:

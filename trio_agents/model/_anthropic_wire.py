@@ -29,7 +29,7 @@ Rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, final
 
 import attrs
@@ -83,7 +83,7 @@ def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
     raise TypeError(f"not a chat message: {type(message).__name__} {message!r}")
 
 
-def conversation(messages: tuple[ChatMessage, ...]) -> tuple[str, list[dict[str, Any]]]:
+def conversation(messages: Sequence[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
     """The ``system`` text and the ``messages`` list of the API for ``messages``."""
     system: list[str] = []
     merged: list[dict[str, Any]] = []

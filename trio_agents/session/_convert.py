@@ -87,6 +87,8 @@ def check_recordable_cause(cause: CancelCause) -> CancelCause:
 
 def _strict(kind: type, name: str) -> Callable[[object, type], object]:
     def structure(value: object, target: type) -> object:
+        if type(value) is kind and target is kind:
+            return value  # the common case, first: a resume structures every field
         if isinstance(value, bool) and kind is not bool:
             raise TypeError(f"expected {name}, got a boolean")
         if kind is float and isinstance(value, int):
@@ -162,7 +164,8 @@ def _tagged_structure(
         cls = lookup(tag)
         if cls is None:
             raise ValueError(f"unknown {base.__name__} type {tag!r}; known: {', '.join(known())}")
-        rest = {k: v for k, v in value.items() if k != "type"}
+        rest = dict(value)
+        del rest["type"]
         return converter.structure(rest, cls)
 
     return structure
