@@ -98,6 +98,9 @@ async def agent_process(
         "acp",
         *args,
         transport_kwargs={"stderr": None},
+        # The client's default environment drops PYTHONPATH (and the rest): pass the test's
+        # own, so the subprocess runs the code under test with the test's settings.
+        env=dict(os.environ),
         observers=[wire] if wire is not None else None,
     ) as (conn, process):
         await conn.initialize(protocol_version=1)
@@ -140,6 +143,7 @@ def test_initialize_announces_version_1_and_load_session() -> None:
             "--store",
             "memory",
             transport_kwargs={"stderr": None},
+            env=dict(os.environ),
         ) as (conn, _):
             answer = await conn.initialize(protocol_version=1)
             assert answer.protocol_version == 1
@@ -321,3 +325,38 @@ def test_client_disconnect_mid_turn_exits_without_waiting_for_children(tmp_path:
     run(main)
     assert processes_with(tag) == []
     assert processes_with(sleeper) == []
+
+
+def test_a_session_works_in_its_own_cwd_and_lists_it(tmp_path: Path) -> None:
+    """session/new with a project directory as cwd (the agent process runs elsewhere):
+    ``!bash pwd`` prints that directory, session/list reports it and filters by it, and a
+    later process that loads the session lists it there too."""
+    project = tmp_path / "project"
+    project.mkdir()
+    store = tmp_path / "sessions"
+
+    async def first() -> str:
+        recorder = Recorder()
+        async with agent_process(recorder, "--store", str(store), "--allow-bash") as (conn, _):
+            assert Path.cwd() != project
+            session_id: str = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+            other = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            response = await conn.prompt(session_id=session_id, prompt=[text_block("!bash pwd")])
+            assert response.stop_reason == "end_turn"
+
+            await recorder.wait_for(lambda: str(project) in recorder.texts(session_id))
+            listed = {s.session_id: s.cwd for s in (await conn.list_sessions()).sessions}
+            assert listed == {session_id: str(project), other: str(tmp_path)}
+            only = await conn.list_sessions(cwd=str(project))
+            assert [s.session_id for s in only.sessions] == [session_id]
+            return session_id
+
+    session_id = run(first)
+
+    async def second() -> None:
+        async with agent_process(Recorder(), "--store", str(store)) as (conn, _):
+            # Listed from the store, before anything is loaded.
+            only = await conn.list_sessions(cwd=str(project))
+            assert [(s.session_id, s.cwd) for s in only.sessions] == [(session_id, str(project))]
+
+    run(second)

@@ -279,7 +279,7 @@ class AcpBridge:
         _check_mcp(params)
         ctx = self._ctx
         assert ctx is not None
-        session = await self._publish(lambda: ctx.agents.create(), cwd)
+        session = await self._publish(lambda: ctx.agents.create(cwd=cwd), cwd)
         return {"sessionId": session.agent.id}
 
     async def _load(self, request: Request) -> Any:
@@ -292,7 +292,8 @@ class AcpBridge:
         session = self._sessions.get(session_id)
         if session is None:
             try:
-                session = await self._publish(lambda: ctx.agents.resume(session_id), cwd)
+                # The cwd the client gives now is the session's from here on (and recorded).
+                session = await self._publish(lambda: ctx.agents.resume(session_id, cwd=cwd), cwd)
             except (SessionNotFoundError, InvalidSessionIdError):
                 raise RpcError(
                     ErrorCode.RESOURCE_NOT_FOUND,
@@ -323,7 +324,9 @@ class AcpBridge:
         entries = []
         for info in await ctx.sessions.list():
             live = self._sessions.get(info.id)
-            cwd = live.cwd if live is not None else here
+            # A session that recorded no cwd (stored before cwds were, or created without
+            # one) runs its commands in this process's directory.
+            cwd = live.cwd if live is not None else info.cwd or here
             if wanted is None or wanted == cwd:
                 entries.append(session_info(info, cwd))
         return {"sessions": entries}

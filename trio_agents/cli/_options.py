@@ -157,8 +157,11 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
         Terminated: a signal ended the body.
     """
     config = settings.config
+    # Declared agents without a cwd work in the directory the command was started in.
+    here = os.getcwd()
+    declared = [a if a.cwd is not None else attrs.evolve(a, cwd=here) for a in config.agents]
     async with open_runtime(
-        store=make_store(settings.store), model=settings.model, agents=list(config.agents)
+        store=make_store(settings.store), model=settings.model, agents=declared
     ) as root:
         with terminable(root):
             if shell:
@@ -190,17 +193,18 @@ async def attach(root: Context, session_id: str | None) -> tuple[Agent, AgentHan
     - no ``session_id``: the first declared agent if there is one, else a new agent.
     """
     agents = root.agents
+    here = os.getcwd()  # the agent's shell commands run where the command was started
     if session_id is not None:
         live = agents.get(session_id)
         if live is not None:
             return live, None
         try:
-            handle = await agents.resume(session_id)
+            handle = await agents.resume(session_id, cwd=here)
         except SessionNotFoundError:
-            handle = await agents.create(session_id=session_id)
+            handle = await agents.create(session_id=session_id, cwd=here)
         return handle.agent, handle
     declared = agents.list()
     if declared:
         return declared[0], None
-    handle = await agents.create()
+    handle = await agents.create(cwd=here)
     return handle.agent, handle

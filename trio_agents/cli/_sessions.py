@@ -17,6 +17,7 @@ from ..kernel import open_root
 from ..session import (
     AssistantMessage,
     InboxSpliced,
+    ModelUsage,
     SessionNotFoundError,
     SessionStore,
     ToolCall,
@@ -67,12 +68,15 @@ async def _list(store: SessionStore, out: Console) -> None:
 async def _show(store: SessionStore, session_id: str, out: Console) -> None:
     session = await store.load(session_id)
     pending: dict[str, str] = {}
+    turn = _Tokens()
+    total = _Tokens()
     for record in session.records:
         if isinstance(record, UserMessage):
             pending.pop(record.message_id, None)
             out.print(f"[bold cyan]user[/]: {escape(record.content)}")
         elif isinstance(record, AssistantMessage):
-            out.print(f"[bold green]agent[/]: {escape(record.content)}")
+            cut = " [dim](interrupted)[/]" if record.interrupted else ""
+            out.print(f"[bold green]agent[/]: {escape(record.content)}{cut}")
         elif isinstance(record, ToolCall):
             out.print(f"[yellow]tool call[/] {record.name} {escape(repr(record.arguments))}")
         elif isinstance(record, ToolCallEnded):
@@ -81,7 +85,14 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
         elif isinstance(record, TurnEnded):
             cause = f" by {_describe(record.cause)}" if record.cause is not None else ""
             error = f": {escape(record.error)}" if record.error else ""
-            out.print(f"[dim]turn {record.turn_id}: {record.stop_reason.value}{cause}{error}[/]")
+            tokens = f" · {turn}" if turn.requests else ""
+            out.print(
+                f"[dim]turn {record.turn_id}: {record.stop_reason.value}{cause}{error}{tokens}[/]"
+            )
+            turn = _Tokens()
+        elif isinstance(record, ModelUsage):
+            turn.add(record)
+            total.add(record)
         elif isinstance(record, InboxSpliced):
             if record.op == "add" and record.wake:
                 pending[record.message_id] = record.content or ""
@@ -89,6 +100,26 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
                 pending.pop(record.message_id, None)
     for message_id, content in pending.items():
         out.print(f"[dim]queued ({message_id}): {escape(content)}[/]")
+    if total.requests:
+        out.print(f"[dim]usage: {total}[/]")
+
+
+@attrs.define
+class _Tokens:
+    """Token usage summed over some requests, shown as ``11 in, 4 out tokens (1 request)``."""
+
+    input: int = 0
+    output: int = 0
+    requests: int = 0
+
+    def add(self, record: ModelUsage) -> None:
+        self.input += record.input_tokens
+        self.output += record.output_tokens
+        self.requests += 1
+
+    def __str__(self) -> str:
+        plural = "" if self.requests == 1 else "s"
+        return f"{self.input:,} in, {self.output:,} out tokens ({self.requests:,} request{plural})"
 
 
 def _describe(cause: object) -> str:

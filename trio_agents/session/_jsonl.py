@@ -313,6 +313,7 @@ class JsonlStore(SessionStore):
                 updated=datetime.fromtimestamp(f.mtime, UTC),
                 live=False,
                 title=title_of(f.contents) or title_of(f.queued),
+                cwd=f.cwd,
             )
             for f in found
         ]

@@ -273,6 +273,22 @@ class StoredFile:
     mtime: float
     contents: tuple[str, ...]
     queued: tuple[str, ...]
+    cwd: str | None = None
+
+
+def _latest_cwd(lines: list[bytes]) -> str | None:
+    """The ``cwd`` of the last ``agent_configured`` line (only those lines are parsed)."""
+    for line in reversed(lines):
+        if b'"agent_configured"' not in line:
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and item.get("type") == "agent_configured":
+            cwd = item.get("cwd")
+            return cwd if isinstance(cwd, str) else None
+    return None
 
 
 def scan_root(root: Path) -> list[StoredFile]:
@@ -315,6 +331,7 @@ def scan_root(root: Path) -> list[StoredFile]:
                 mtime=mtime,
                 contents=tuple(contents),
                 queued=tuple(queued),
+                cwd=_latest_cwd(lines),
             )
         )
     return found

@@ -37,7 +37,15 @@ from ._errors import (
 )
 from ._events import SessionAppended, SessionCreated, SessionDisposed, SessionFlushed
 from ._ids import check_session_id, new_session_id
-from ._records import InboxSpliced, Record, StopReason, TurnEnded, TurnStarted, UserMessage
+from ._records import (
+    AgentConfigured,
+    InboxSpliced,
+    Record,
+    StopReason,
+    TurnEnded,
+    TurnStarted,
+    UserMessage,
+)
 from ._session import Session
 
 if TYPE_CHECKING:
@@ -60,6 +68,8 @@ class SessionInfo:
         updated: when it last changed (UTC), if known.
         live: whether it is entered in the store right now.
         title: the first user message, shortened, or ``None``.
+        cwd: the working directory the latest ``AgentConfigured`` record gives the session's
+            agent, or ``None`` (none recorded, or the process's own).
     """
 
     id: str
@@ -67,6 +77,7 @@ class SessionInfo:
     updated: datetime | None
     live: bool
     title: str | None
+    cwd: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -103,6 +114,13 @@ def _title_of_records(records: Sequence[Record]) -> str | None:
         if isinstance(r, InboxSpliced) and r.op == "add" and r.content is not None
     ]
     return title_of(claimed) or title_of(queued)
+
+
+def _cwd_of_records(records: Sequence[Record]) -> str | None:
+    for record in reversed(records):
+        if isinstance(record, AgentConfigured):
+            return record.cwd
+    return None
 
 
 def open_turns(records: Sequence[Record]) -> list[str]:
@@ -379,6 +397,7 @@ class SessionStore(abc.ABC):
                 live=True,
                 title=_title_of_records(session._records)
                 or (stored.title if stored is not None else None),
+                cwd=_cwd_of_records(session._records),
             )
         epoch = datetime.fromtimestamp(0, UTC)
         return sorted(infos.values(), key=lambda i: (i.updated or epoch, i.id), reverse=True)
