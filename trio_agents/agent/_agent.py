@@ -343,7 +343,7 @@ class Agent:
 
     @property
     def _tool_specs(self) -> tuple[ToolSpec, ...]:
-        specs = self._tools.specs()
+        specs = self._tools.specs(agent=self.id)
         if self._tool_names is None:
             return specs
         return tuple(s for s in specs if s.name in self._tool_names)
