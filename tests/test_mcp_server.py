@@ -172,6 +172,7 @@ async def test_a_server_crash_mid_call_answers_an_error_and_fails_the_fiber(
     assert str(failure.error).startswith("MCP server 't' closed its connection")
     assert "crashing on purpose" in str(failure.error)
     assert not [n for n in registry(root).names() if n.startswith("t__")]
+    assert fiber.state is FiberState.FAILED
     assert other.state is FiberState.ACTIVE
     assert (await invoke(root, "other__add", a=1, b=2)).content == "3"
 
@@ -181,9 +182,7 @@ async def test_cancelling_a_turn_mid_call_cancels_the_call_on_the_server(root: C
     the server (its tool sees the cancel), the turn ends cancelled and the result says the
     call had started."""
     await root.plugin(tools_server())
-    agent = (
-        await root.agents.create(model=ScriptedModel([[CallTool("t__block", {})]]))
-    ).agent
+    agent = (await root.agents.create(model=ScriptedModel([[CallTool("t__block", {})]]))).agent
     agent.prompt("block")
     assert (await invoke(root, "t__wait_started")).content == "started"
     assert agent.cancel()

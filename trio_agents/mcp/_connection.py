@@ -295,8 +295,9 @@ class Connection:
         text = data.decode("utf-8", errors="replace").strip()
         if not text:
             return ""
-        lines = text.splitlines()[-10:]
-        return "; its stderr ends with:\n" + "\n".join(f"  {line}" for line in lines)
+        # One line, so a command's error stays one line: the last few lines, joined.
+        lines = [line.strip() for line in text.splitlines() if line.strip()][-3:]
+        return f"; its stderr ends with: {' | '.join(lines)}"
 
 
 async def _list_tools(session: ClientSession) -> list[mt.Tool]:
