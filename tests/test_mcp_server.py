@@ -158,7 +158,12 @@ async def test_a_server_crash_mid_call_answers_an_error_and_fails_the_fiber(
     clear error (FiberFailed, logged), its tools disappear, and other tools go on."""
     failures: list[FiberFailed] = []
     failed = trio.Event()
-    root.on(FiberFailed, lambda event: (failures.append(event), failed.set()))
+
+    def seen(event: FiberFailed) -> None:
+        failures.append(event)
+        failed.set()
+
+    root.on(FiberFailed, seen)
     other = await root.plugin(tools_server("other"))
     fiber = await root.plugin(tools_server())
     with caplog.at_level(logging.ERROR, "trio_agents"):

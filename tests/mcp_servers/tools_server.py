@@ -1,7 +1,8 @@
 """An MCP server for the tests, written with the SDK's ``MCPServer``; run over stdio.
 
-``python tools_server.py`` serves over stdio; ``python tools_server.py http PORT`` serves
-streamable HTTP on 127.0.0.1:PORT. Its tools cover what the plugin maps: text, errors,
+``python tools_server.py`` serves over stdio (further arguments are ignored: a test puts a
+marker there to find the process); ``python tools_server.py http PORT`` serves streamable
+HTTP on 127.0.0.1:PORT at ``/mcp``. Its tools cover what the plugin maps: text, errors,
 other content kinds, a changing tool list, a crash, and a call that blocks until cancelled
 (with tools that report, without sleeping in the test, that it started and was cancelled).
 """
@@ -109,8 +110,7 @@ async def wait_cancelled() -> str:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["http"]:
-        server.settings.port = int(sys.argv[2])
-        server.settings.host = "127.0.0.1"
-        server.run("streamable-http")
+        # Port 0: the system picks one; uvicorn logs the one it bound on stderr.
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()

@@ -24,7 +24,7 @@ import logging
 import os
 import tempfile
 from collections.abc import AsyncIterator, Mapping
-from typing import IO, Any, final
+from typing import IO, Any, TextIO, cast, final
 
 import attrs
 import mcp.types as mt
@@ -156,7 +156,7 @@ class Connection:
                 command=server.command, args=list(server.args), env=server.env, cwd=server.cwd
             )
             assert self._stderr is not None
-            async with stdio_client(params, errlog=self._stderr) as streams:
+            async with stdio_client(params, errlog=cast(TextIO, self._stderr)) as streams:
                 yield streams
             return
         assert server.url is not None

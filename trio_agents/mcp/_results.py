@@ -44,13 +44,12 @@ def describe(block: mt.ContentBlock) -> str:
         return f"[audio: {block.mime_type}, {_size(block.data)}; not played to the model]"
     if isinstance(block, mt.ResourceLink):
         return f"[resource link: {block.uri} ({block.name})]"
-    if isinstance(block, mt.EmbeddedResource):
-        resource = block.resource
-        if isinstance(resource, mt.TextResourceContents):
-            return resource.text
-        mime = resource.mime_type or "application/octet-stream"
-        return f"[resource {resource.uri}: {mime}, {_size(resource.blob)}]"
-    return f"[{getattr(block, 'type', type(block).__name__)} content]"  # pragma: no cover
+    # What is left of the union: an embedded resource.
+    resource = block.resource
+    if isinstance(resource, mt.TextResourceContents):
+        return resource.text
+    mime = resource.mime_type or "application/octet-stream"
+    return f"[resource {resource.uri}: {mime}, {_size(resource.blob)}]"
 
 
 def to_result(result: mt.CallToolResult) -> ToolResult:
