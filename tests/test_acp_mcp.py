@@ -12,7 +12,7 @@ from support import gone, marker, processes_with
 from test_acp_bridge import CWD, serve
 
 from trio_agents.model import CallTool, Say, ScriptedModel
-from trio_agents.session import ToolCallEnded
+from trio_agents.session import MemoryStore, ToolCallEnded
 
 TOOLS_SERVER = str(Path(__file__).parent / "mcp_servers" / "tools_server.py")
 
@@ -109,3 +109,24 @@ async def test_a_server_that_cannot_start_fails_the_session_and_stops_the_others
         assert re.match(r"^MCP server 'broken' could not start", refused["error"]["message"])
         assert s.agents.list() == ()
         await gone(processes_with, word)
+
+
+async def test_load_starts_the_servers_for_the_resumed_agent() -> None:
+    """session/load of a stored session starts its mcpServers for the resumed agent; loading
+    it again while it is live keeps the servers it has (no second process)."""
+    store = MemoryStore()
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+    word = marker()
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        params = {"sessionId": session_id, "cwd": CWD, "mcpServers": [stdio("t", word)]}
+        with trio.fail_after(30):
+            assert await s.client.call("session/load", params) == {}
+        assert "t__add" in s.root.get("tools").names(agent=session_id)
+        [pid] = processes_with(word)
+        with trio.fail_after(30):
+            assert await s.client.call("session/load", params) == {}
+        assert processes_with(word) == [pid]
+    await gone(processes_with, word)

@@ -493,7 +493,7 @@ def test_a_schema_tool_tells_the_model_its_schema_as_is() -> None:
     remote = Tool("search", "Search.", None, _echo_arguments, schema=SCHEMA)
     spec = remote.spec()
     assert spec == ToolSpec("search", "Search.", SCHEMA)
-    spec.parameters["properties"]["q"]["type"] = "integer"  # type: ignore[index]
+    spec.parameters["properties"]["q"]["type"] = "integer"
     assert remote.spec().parameters["properties"]["q"]["type"] == "string"
 
 
