@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
+import signal
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
@@ -284,3 +286,39 @@ async def test_private_servers_tools_are_seen_by_their_agent_only(root: Context)
         refused = await tools.invoke("t__add", {"a": 1, "b": 2}, second)
     assert refused.is_error
     assert refused.content.startswith("unknown tool 't__add'")
+
+
+async def test_the_sdk_is_the_pinned_version_running_under_trio(root: Context) -> None:
+    """The SDK is at least the version pyproject asks for, and its session runs in trio."""
+    import importlib.metadata
+
+    import sniffio
+
+    major, minor = (int(p) for p in importlib.metadata.version("mcp").split(".")[:2])
+    assert (major, minor) >= (2, 3)
+    await root.plugin(tools_server(tools=("add",)))
+    assert sniffio.current_async_library() == "trio"
+    assert (await invoke(root, "t__add", a=2, b=2)).content == "4"
+
+
+async def test_a_server_killed_while_idle_fails_its_fiber(root: Context) -> None:
+    """The server process is killed from outside between calls: the plugin notices the end
+    of its output at once (no call needed), fails with a clear error, its tools go."""
+    failed = trio.Event()
+    errors: list[BaseException] = []
+
+    def seen(event: FiberFailed) -> None:
+        errors.append(event.error)
+        failed.set()
+
+    root.on(FiberFailed, seen)
+    fiber = await root.plugin(tools_server())
+    pid = int((await invoke(root, "t__pid")).content)
+    os.kill(pid, signal.SIGKILL)
+    with trio.fail_after(20):
+        await failed.wait()
+    assert fiber.state is FiberState.FAILED
+    [error] = errors
+    assert isinstance(error, McpServerError)
+    assert re.match(r"^MCP server 't' closed its connection \(.*tools_server\.py\)", str(error))
+    assert registry(root).names() == ()
