@@ -7,10 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from support import gone, marker, processes_with
 from test_acp_bridge import CWD, serve
 
+from trio_agents.acp._jsonrpc import RpcError
+from trio_agents.acp._mcp import parse_mcp_servers
+from trio_agents.mcp import McpServer
 from trio_agents.model import CallTool, Say, ScriptedModel
 from trio_agents.session import MemoryStore, ToolCallEnded
 
@@ -130,3 +134,45 @@ async def test_load_starts_the_servers_for_the_resumed_agent() -> None:
             assert await s.client.call("session/load", params) == {}
         assert processes_with(word) == [pid]
     await gone(processes_with, word)
+
+
+def test_parse_turns_acp_entries_into_servers() -> None:
+    """stdio and http entries, ACP names made tool prefixes (repeats numbered), cwd given."""
+    servers = parse_mcp_servers(
+        {
+            "mcpServers": [
+                {"name": "My Files", "command": "fs", "args": ["."], "env": []},
+                {"type": "stdio", "name": "My Files", "command": "fs2"},
+                {
+                    "type": "http",
+                    "name": "web",
+                    "url": "http://127.0.0.1:1/mcp",
+                    "headers": [{"name": "Authorization", "value": "Bearer t"}],
+                },
+            ]
+        },
+        "/work",
+    )
+    assert servers == (
+        McpServer("My_Files", command="fs", args=(".",), env={}, cwd="/work"),
+        McpServer("My_Files_2", command="fs2", env={}, cwd="/work"),
+        McpServer("web", url="http://127.0.0.1:1/mcp", headers={"Authorization": "Bearer t"}),
+    )
+    assert parse_mcp_servers({}, "/work") == ()
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ({}, r"'mcpServers' must be an array"),
+        (["x"], r"mcpServers\[0\] must be an object"),
+        ([{"command": "c"}], r"mcpServers\[0\]\.name must be a string"),
+        ([{"name": "n", "command": "c", "args": [1]}], r"\.args must be an array of strings"),
+        ([{"name": "n", "command": "c", "env": {}}], r"\.env must be an array of \{name, value"),
+        ([{"type": "http", "name": "n", "headers": []}], r"\.url must be a string"),
+    ],
+)
+def test_parse_refuses_bad_entries(entries: object, message: str) -> None:
+    """Each malformed entry is an invalid-params error naming where it is."""
+    with pytest.raises(RpcError, match=rf"^invalid params: .*{message}"):
+        parse_mcp_servers({"mcpServers": entries}, "/work")

@@ -147,10 +147,42 @@ async def test_list_changed_registers_added_and_removes_dropped_tools(root: Cont
     assert result.content.startswith("unknown tool 't__add'")
 
 
-async def test_the_allow_list_and_prefix_choose_what_is_offered(root: Context) -> None:
-    """``tools`` keeps only the named server tools; ``prefix`` replaces '<name>__'."""
-    await root.plugin(tools_server(tools=("add", "pid"), prefix="calc_"))
+async def test_the_allow_list_and_prefix_choose_what_is_offered(
+    root: Context, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``tools`` keeps only the named server tools (a name the server lacks is a warning);
+    ``prefix`` replaces '<name>__'."""
+    with caplog.at_level(logging.WARNING, "trio_agents.mcp"):
+        await root.plugin(tools_server(tools=("add", "pid", "nope"), prefix="calc_"))
     assert set(registry(root).names()) == {"calc_add", "calc_pid"}
+    assert "MCP server 't' does not offer 'nope' (named in its tools allow-list)" in (
+        caplog.messages
+    )
+
+
+async def test_the_servers_log_messages_reach_the_logger(root: Context) -> None:
+    """A server's error-level log message is a warning of the 'trio_agents.mcp' logger."""
+    said = trio.Event()
+    records: list[logging.LogRecord] = []
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+            said.set()
+
+    logger = logging.getLogger("trio_agents.mcp")
+    handler = Catch(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        await root.plugin(tools_server())
+        assert (await invoke(root, "t__shout", text="disk on fire")).content == "sent"
+        with trio.fail_after(20):
+            await said.wait()
+    finally:
+        logger.removeHandler(handler)
+    [record] = records
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == "MCP server 't' says: disk on fire"
 
 
 async def test_a_server_crash_mid_call_answers_an_error_and_fails_the_fiber(

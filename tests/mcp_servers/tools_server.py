@@ -50,6 +50,13 @@ def picture() -> list[mt.ContentBlock]:
 
 
 @server.tool()
+async def shout(text: str, ctx: Context) -> str:
+    """Send text as an error-level log message to the client."""
+    await ctx.error(text)
+    return "sent"
+
+
+@server.tool()
 def pid() -> str:
     """The server's process id."""
     return str(os.getpid())
