@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -15,7 +16,7 @@ import trio
 
 import trio_agents.agent as ag
 from trio_agents.kernel import FiberState
-from trio_agents.mcp import McpServer
+from trio_agents.mcp import McpServer, McpServerError
 from trio_agents.model import CallTool, Say, ScriptedModel
 from trio_agents.session import ToolCallEnded
 
@@ -83,3 +84,19 @@ async def test_an_http_server_s_tools_are_called_from_a_turn() -> None:
             await fiber.dispose()
         assert fiber.state is FiberState.DISPOSED
         assert root.get("tools").names() == ()
+
+
+async def test_an_endpoint_that_refuses_the_connection_fails_the_plugin_clearly() -> None:
+    """Nothing listens at the URL: ctx.plugin raises one McpServerError naming it."""
+    with socket.socket() as bound:  # bound, never listening: connections are refused
+        bound.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{bound.getsockname()[1]}/mcp"
+        async with ag.open_runtime() as root:
+            with pytest.raises(McpServerError) as caught:
+                with trio.fail_after(30):
+                    await root.plugin(McpServer("web", url=url))
+            assert root.get("tools").names() == ()
+    assert re.fullmatch(
+        rf"MCP server 'web' failed to start \({re.escape(url)}\): ConnectError: .*",
+        str(caught.value),
+    )

@@ -73,6 +73,7 @@ class Connection:
         self._changed = False
         self._closed = False
         self._stderr: IO[str] | None = None
+        self._started = False
 
     # -- the task ------------------------------------------------------------------------------
 
@@ -84,7 +85,12 @@ class Connection:
                 self._stderr = files.enter_context(
                     tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
                 )
-            failure = await self._serve(ctx, task_status)
+            try:
+                failure = await self._serve(ctx, task_status)
+            except Exception as exc:
+                # A transport's failure (a refused connection, an HTTP error) comes out of
+                # the SDK's task groups; cancellation is not an Exception and passes.
+                raise McpServerError(self._failed(_leaf(exc))) from exc
         raise McpServerError(failure)
 
     async def _serve(self, ctx: Context, task_status: trio.TaskStatus[None]) -> str:
@@ -103,12 +109,15 @@ class Connection:
                 failure = await self._start(ctx, session)
                 if failure is not None:
                     return failure
+                self._started = True
                 task_status.started()
                 try:
                     return await self._follow(ctx, session)
                 finally:
                     self._session = None
         except OSError as exc:
+            if self._started:
+                raise
             return f"MCP server {name!r} could not start: {self._what()}: {exc}{self._tail()}"
 
     async def _start(self, ctx: Context, session: ClientSession) -> str | None:
@@ -278,6 +287,13 @@ class Connection:
             return "the connection closed (the server exited?)"
         return f"{exc.message} (error {exc.code})"
 
+    def _failed(self, exc: BaseException) -> str:
+        what = "failed" if self._started else "failed to start"
+        return (
+            f"MCP server {self._server.name!r} {what} ({self._what()}): "
+            f"{type(exc).__name__}: {exc}{self._tail()}"
+        )
+
     def _ended(self) -> str:
         return (
             f"MCP server {self._server.name!r} closed its connection ({self._what()}); its "
@@ -298,6 +314,13 @@ class Connection:
         # One line, so a command's error stays one line: the last few lines, joined.
         lines = [line.strip() for line in text.splitlines() if line.strip()][-3:]
         return f"; its stderr ends with: {' | '.join(lines)}"
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    # The first real error inside the task groups' exception groups.
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def _list_tools(session: ClientSession) -> list[mt.Tool]:
