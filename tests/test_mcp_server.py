@@ -206,6 +206,7 @@ async def test_a_server_crash_mid_call_answers_an_error_and_fails_the_fiber(
         assert "closed its connection during the call to 'crash'" in result.content
         with trio.fail_after(20):
             await failed.wait()
+    assert any(re.match(r"a background task of fiber t#\d+ failed", m) for m in caplog.messages)
     [failure] = failures
     assert isinstance(failure.error, McpServerError)
     assert str(failure.error).startswith("MCP server 't' closed its connection")

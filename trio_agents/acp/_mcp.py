@@ -10,8 +10,9 @@ Rules:
   ``[A-Za-z0-9_-]`` (others ``_``), and a repeated one gets ``_2``, ``_3``.
 - The servers belong to the session's agent: their tools are private to it (other sessions
   neither see nor call them, and may have servers of the same names), stdio servers run in
-  the session's ``cwd``, and the agent's teardown disposes them. A server that cannot start
-  fails the request, and the session is disposed with what already started.
+  the session's ``cwd``, and the agent's teardown disposes them. They start concurrently; one
+  that cannot start fails the request (the first such in the request's order is named), and
+  the session is disposed with what did start.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+import trio
 
-from ..kernel import Context
+from ..kernel import Context, FiberClosedError
 from ..mcp import McpConfigError, McpError, McpServer
 from ._jsonrpc import ErrorCode, RpcError
 
@@ -113,15 +115,32 @@ def parse_mcp_servers(params: Mapping[str, Any], cwd: str) -> tuple[McpServer, .
 async def start_mcp_servers(
     host: Context, agents: Any, agent: Any, servers: Sequence[McpServer]
 ) -> None:
-    """Start each server for ``agent`` alone, owned by the agent (its teardown disposes them).
+    """Start the servers for ``agent`` alone, all at once, each owned by the agent (its
+    teardown disposes them).
 
     Raises:
-        RpcError: a server could not start (those started before it stay owned by the agent).
+        RpcError: a server could not start (the first one named; those that started stay
+            owned by the agent, whose disposal ends them).
     """
     scope = agents.scope_of(agent)
-    for server in servers:
+    failures: list[tuple[McpServer, McpError]] = []
+
+    async def start(server: McpServer) -> None:
         try:
             fiber = await host.plugin(attrs.evolve(server, agent=agent.id))
         except McpError as exc:
-            raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc), {"server": server.name}) from None
-        scope.defer(fiber.dispose)
+            failures.append((server, exc))
+            return
+        try:
+            scope.defer(fiber.dispose)
+        except FiberClosedError:
+            # The agent is being torn down already: nobody is left to use the server.
+            await fiber.dispose()
+
+    async with trio.open_nursery() as nursery:
+        for server in servers:
+            nursery.start_soon(start, server)
+    if failures:
+        order = {server.name: index for index, server in enumerate(servers)}
+        server, exc = min(failures, key=lambda failure: order[failure[0].name])
+        raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc), {"server": server.name})
