@@ -235,6 +235,19 @@ async def test_cancelling_a_turn_mid_call_cancels_the_call_on_the_server(root: C
     assert turn.stop_reason is StopReason.CANCELLED
 
 
+async def test_a_call_over_its_call_timeout_is_cancelled_on_the_server(root: Context) -> None:
+    """``call_timeout``: the call answers an error naming the limit, and the server's tool
+    sees the cancellation (the SDK's notifications/cancelled)."""
+    await root.plugin(tools_server(call_timeout=0.5))
+    result = await invoke(root, "t__block")
+    assert result.is_error
+    assert result.content == (
+        "MCP server 't' did not answer the call to 'block' within 0.5 s (its call_timeout); "
+        "the call was cancelled on the server"
+    )
+    assert (await invoke(root, "t__wait_cancelled")).content == "cancelled"
+
+
 async def test_disposing_the_plugin_ends_the_server_process(root: Context) -> None:
     """After dispose, the server's process is gone (no orphan) and so are its tools."""
     fiber = await root.plugin(tools_server())
@@ -288,6 +301,8 @@ async def test_a_server_that_never_answers_times_out_and_is_killed(root: Context
         ({"command": "x", "headers": {"a": "b"}}, r"so 'headers' \(an HTTP field\)"),
         ({"url": "ftp://h"}, r"'url' must be an http:// or https:// URL"),
         ({"command": "x", "startup_timeout": 0}, r"startup_timeout must be > 0"),
+        ({"command": "x", "call_timeout": -1}, r"call_timeout must be > 0"),
+        ({"command": "x", "call_timeout": float("nan")}, r"call_timeout must be a number"),
         ({"command": "x", "args": "a b"}, r"not one string"),
     ],
 )

@@ -47,6 +47,7 @@ __all__ = ["Connection"]
 log = logging.getLogger("trio_agents.mcp")
 
 _CONNECTION_CLOSED = -32000
+_REQUEST_TIMEOUT = -32001
 _STDERR_TAIL = 2000
 
 
@@ -237,8 +238,15 @@ class Connection:
                 started=False,
             )
         try:
-            result = await session.call_tool(remote, dict(arguments))
+            timeout = self._server.call_timeout
+            result = await session.call_tool(remote, dict(arguments), read_timeout_seconds=timeout)
         except MCPError as exc:
+            if exc.code == _REQUEST_TIMEOUT and timeout is not None:
+                return ToolResult(
+                    f"MCP server {server!r} did not answer the call to {remote!r} within "
+                    f"{timeout:g} s (its call_timeout); the call was cancelled on the server",
+                    is_error=True,
+                )
             if exc.code == _CONNECTION_CLOSED:
                 return ToolResult(
                     f"MCP server {server!r} closed its connection during the call to "

@@ -43,6 +43,15 @@ def _check_timeout(_: object, __: object, value: float) -> None:
         raise McpConfigError(f"startup_timeout must be > 0 seconds; got {value!r}")
 
 
+def _check_call_timeout(_: object, __: object, value: float | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise McpConfigError(f"call_timeout must be a number of seconds; got {value!r}")
+    if value <= 0:
+        raise McpConfigError(f"call_timeout must be > 0 seconds; got {value!r}")
+
+
 def _strings(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         raise McpConfigError(f"expected a list of strings, not one string; got {value!r}")
@@ -71,6 +80,8 @@ class McpServer:
         tools: the server's tools to offer (their names on the server); ``None``, all of them.
         prefix: what goes before each tool's name; ``None`` means ``"<name>__"``.
         startup_timeout: seconds the server has to start and answer ``initialize``.
+        call_timeout: seconds a tool call may take before it is cancelled on the server and
+            answered with an error; ``None``, no limit (cancelling the turn still stops it).
         agent: the id of the one agent that sees these tools; ``None``, every agent.
 
     Raises:
@@ -91,6 +102,9 @@ class McpServer:
     )
     prefix: str | None = attrs.field(default=None, kw_only=True)
     startup_timeout: float = attrs.field(default=30.0, kw_only=True, validator=_check_timeout)
+    call_timeout: float | None = attrs.field(
+        default=None, kw_only=True, validator=_check_call_timeout
+    )
     agent: str | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
