@@ -154,9 +154,14 @@ def test_parse_turns_acp_entries_into_servers() -> None:
         "/work",
     )
     assert servers == (
-        McpServer("My_Files", command="fs", args=(".",), env={}, cwd="/work"),
-        McpServer("My_Files_2", command="fs2", env={}, cwd="/work"),
-        McpServer("web", url="http://127.0.0.1:1/mcp", headers={"Authorization": "Bearer t"}),
+        McpServer("My_Files", command="fs", args=(".",), env={}, cwd="/work", roots=("/work",)),
+        McpServer("My_Files_2", command="fs2", env={}, cwd="/work", roots=("/work",)),
+        McpServer(
+            "web",
+            url="http://127.0.0.1:1/mcp",
+            headers={"Authorization": "Bearer t"},
+            roots=("/work",),
+        ),
     )
     assert parse_mcp_servers({}, "/work") == ()
 

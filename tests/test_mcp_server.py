@@ -248,6 +248,14 @@ async def test_a_call_over_its_call_timeout_is_cancelled_on_the_server(root: Con
     assert (await invoke(root, "t__wait_cancelled")).content == "cancelled"
 
 
+async def test_roots_are_offered_to_the_server(root: Context, tmp_path: Path) -> None:
+    """``roots``: the server's roots/list request is answered with those directories."""
+    await root.plugin(tools_server(roots=(str(tmp_path), "/")))
+    assert (await invoke(root, "t__roots")).content == f"{tmp_path.as_uri()}\nfile:///"
+    with pytest.raises(McpConfigError, match=r"^roots are absolute directory paths"):
+        tools_server(roots=("relative",))
+
+
 async def test_disposing_the_plugin_ends_the_server_process(root: Context) -> None:
     """After dispose, the server's process is gone (no orphan) and so are its tools."""
     fiber = await root.plugin(tools_server())

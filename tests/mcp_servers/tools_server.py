@@ -57,6 +57,13 @@ async def shout(text: str, ctx: Context) -> str:
 
 
 @server.tool()
+async def roots(ctx: Context) -> str:
+    """The client's roots, one URI a line."""
+    listed = await ctx.session.list_roots()
+    return "\n".join(str(root.uri) for root in listed.roots)
+
+
+@server.tool()
 def pid() -> str:
     """The server's process id."""
     return str(os.getpid())

@@ -10,9 +10,9 @@ Rules:
   ``[A-Za-z0-9_-]`` (others ``_``), and a repeated one gets ``_2``, ``_3``.
 - The servers belong to the session's agent: their tools are private to it (other sessions
   neither see nor call them, and may have servers of the same names), stdio servers run in
-  the session's ``cwd``, and the agent's teardown disposes them. They start concurrently; one
-  that cannot start fails the request (the first such in the request's order is named), and
-  the session is disposed with what did start.
+  the session's ``cwd``, which is also every server's one MCP root, and the agent's teardown
+  disposes them. They start concurrently; one that cannot start fails the request (the first
+  such in the request's order is named), and the session is disposed with what did start.
 """
 
 from __future__ import annotations
@@ -79,14 +79,19 @@ def _server(entry: object, where: str, taken: set[str], cwd: str) -> McpServer:
                 raise _invalid(f"{where}.args must be an array of strings")
             env = _pairs(entry, "env", where)
             return McpServer(
-                _name(raw_name, taken), command=command, args=tuple(args), env=env, cwd=cwd
+                _name(raw_name, taken),
+                command=command,
+                args=tuple(args),
+                env=env,
+                cwd=cwd,
+                roots=(cwd,),
             )
         if kind == "http":
             url = entry.get("url")
             if not isinstance(url, str):
                 raise _invalid(f"{where}.url must be a string")
             headers = _pairs(entry, "headers", where)
-            return McpServer(_name(raw_name, taken), url=url, headers=headers)
+            return McpServer(_name(raw_name, taken), url=url, headers=headers, roots=(cwd,))
     except McpConfigError as exc:
         raise _invalid(f"{where}: {exc}") from None
     raise _invalid(

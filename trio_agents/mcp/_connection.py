@@ -24,6 +24,7 @@ import logging
 import os
 import tempfile
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import IO, Any, TextIO, cast, final
 
 import attrs
@@ -97,6 +98,7 @@ class Connection:
     async def _serve(self, ctx: Context, task_status: trio.TaskStatus[None]) -> str:
         """Serve until the connection ends; the reason it ended (cancellation propagates)."""
         name = self._server.name
+        roots = self._list_roots if self._server.roots is not None else None
         try:
             async with (
                 self._transport() as (read, write),
@@ -105,6 +107,7 @@ class Connection:
                     write,
                     message_handler=self._on_message,
                     logging_callback=self._on_log,
+                    list_roots_callback=roots,
                 ) as session,
             ):
                 failure = await self._start(ctx, session)
@@ -272,6 +275,14 @@ class Connection:
             self._wake.set()
         elif isinstance(message, Exception):
             log.warning("MCP server %r sent something unreadable: %s", self._server.name, message)
+
+    async def _list_roots(self, context: Any) -> mt.ListRootsResult:
+        await trio.lowlevel.checkpoint()
+        roots = [
+            mt.Root(uri=Path(root).as_uri(), name=Path(root).name or root)  # type: ignore[arg-type]
+            for root in self._server.roots or ()
+        ]
+        return mt.ListRootsResult(roots=roots)
 
     async def _on_log(self, params: mt.LoggingMessageNotificationParams) -> None:
         await trio.lowlevel.checkpoint()

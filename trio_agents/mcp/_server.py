@@ -15,6 +15,7 @@ Rules:
 from __future__ import annotations
 
 import math
+import os
 import re
 from typing import Any, ClassVar, final
 
@@ -52,6 +53,12 @@ def _check_call_timeout(_: object, __: object, value: float | None) -> None:
         raise McpConfigError(f"call_timeout must be > 0 seconds; got {value!r}")
 
 
+def _check_roots(_: object, __: object, roots: tuple[str, ...] | None) -> None:
+    for root in roots or ():
+        if not os.path.isabs(root):
+            raise McpConfigError(f"roots are absolute directory paths; got {root!r}")
+
+
 def _strings(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         raise McpConfigError(f"expected a list of strings, not one string; got {value!r}")
@@ -80,6 +87,8 @@ class McpServer:
         tools: the server's tools to offer (their names on the server); ``None``, all of them.
         prefix: what goes before each tool's name; ``None`` means ``"<name>__"``.
         startup_timeout: seconds the server has to start and answer ``initialize``.
+        roots: absolute directories offered to the server as its MCP roots (what a file
+            server may work in); ``None``, no roots capability is announced.
         call_timeout: seconds a tool call may take before it is cancelled on the server and
             answered with an error; ``None``, no limit (cancelling the turn still stops it).
         agent: the id of the one agent that sees these tools; ``None``, every agent.
@@ -102,6 +111,9 @@ class McpServer:
     )
     prefix: str | None = attrs.field(default=None, kw_only=True)
     startup_timeout: float = attrs.field(default=30.0, kw_only=True, validator=_check_timeout)
+    roots: tuple[str, ...] | None = attrs.field(
+        default=None, kw_only=True, converter=_optional_strings, validator=_check_roots
+    )
     call_timeout: float | None = attrs.field(
         default=None, kw_only=True, validator=_check_call_timeout
     )
