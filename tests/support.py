@@ -152,3 +152,8 @@ def shell_of(root: Context) -> LocalShellExecutor:
     shell = root.get("shell")
     assert isinstance(shell, LocalShellExecutor)
     return shell
+
+
+def unreaped(pid: int) -> list[int]:
+    """``[pid]`` while the process has a /proc entry (running, or a zombie not yet reaped)."""
+    return [pid] if os.path.exists(f"/proc/{pid}") else []

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -360,3 +362,79 @@ def test_a_session_works_in_its_own_cwd_and_lists_it(tmp_path: Path) -> None:
             assert [(s.session_id, s.cwd) for s in only.sessions] == [(session_id, str(project))]
 
     run(second)
+
+
+def test_new_session_with_an_mcp_server_runs_it_until_the_agent_exits() -> None:
+    """The real client names a stdio MCP server in session/new: the agent starts it (its
+    process is there while the session lives) and ends it when the connection closes."""
+    from acp.schema import EnvVariable, McpServerStdio
+
+    word = f"marker-{uuid.uuid4().hex}"
+    server = McpServerStdio(
+        name="tools",
+        command=sys.executable,
+        args=[str(Path(__file__).parent / "mcp_servers" / "tools_server.py"), word],
+        env=[EnvVariable(name="MCP_TEST", value="1")],
+    )
+
+    async def main() -> None:
+        recorder = Recorder()
+        # The whole environment (the client passes on only a safe few by default), so the
+        # command imports the trio_agents under test wherever PYTHONPATH points.
+        async with acp.spawn_agent_process(
+            recorder,
+            str(TRIO_AGENTS),
+            "acp",
+            "--store",
+            "memory",
+            env=dict(os.environ),
+            transport_kwargs={"stderr": None},
+        ) as (conn, process):
+            answer = await conn.initialize(protocol_version=1)
+            assert answer.agent_capabilities.mcp_capabilities.http is True
+            session = await conn.new_session(cwd=os.getcwd(), mcp_servers=[server])
+            assert processes_with(word) != []
+            response = await conn.prompt(
+                session_id=session.session_id, prompt=[text_block("still answers")]
+            )
+            assert response.stop_reason == "end_turn"
+        await process.wait()
+        for _ in range(1000):
+            if not processes_with(word):
+                break
+            await asyncio.sleep(0.01)
+        assert processes_with(word) == []
+
+    run(main)
+
+
+def test_sigint_of_the_command_ends_its_mcp_servers(tmp_path: Path) -> None:
+    """Ctrl-C of ``trio-agents acp`` with a config file's MCP server: both exit, no orphan."""
+    import signal
+    import subprocess
+
+    word = f"marker-{uuid.uuid4().hex}"
+    script = str(Path(__file__).parent / "mcp_servers" / "tools_server.py")
+    config = tmp_path / "trio-agents.toml"
+    config.write_text(
+        f"[[mcp_servers]]\nname = 't'\ncommand = {sys.executable!r}\n"
+        f"args = [{script!r}, {word!r}]\n"
+    )
+    with subprocess.Popen(
+        [str(TRIO_AGENTS), "acp", "--store", "memory", "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as agent:
+        # The server is applied before serving starts: wait until its process exists.
+        deadline = time.monotonic() + LIMIT
+        while not processes_with(word):
+            assert agent.poll() is None, agent.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        agent.send_signal(signal.SIGINT)
+        agent.communicate(timeout=LIMIT)
+    deadline = time.monotonic() + LIMIT
+    while processes_with(word):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)

@@ -588,3 +588,80 @@ async def test_a_reloaded_tool_is_offered_with_its_new_spec(
         await root.reload(module)
         await _turn(agent)
     assert model.offered == [[("described", "Version one.")], [("described", "Version two.")]]
+
+
+# -- tools with a ready JSON schema, and tools private to one agent ------------------------------
+
+SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+
+
+async def _echo_arguments(ctx: ToolContext, arguments: Any) -> str:
+    await trio.lowlevel.checkpoint()
+    return repr(arguments)
+
+
+def test_a_schema_tool_tells_the_model_its_schema_as_is() -> None:
+    """``schema=`` is what the model sees (a copy: changing it changes nothing registered)."""
+    remote = Tool("search", "Search.", None, _echo_arguments, schema=SCHEMA)
+    spec = remote.spec()
+    assert spec == ToolSpec("search", "Search.", SCHEMA)
+    spec.parameters["properties"]["q"]["type"] = "integer"
+    assert remote.spec().parameters["properties"]["q"]["type"] == "string"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"schema": {"type": "string"}}, r"^a tool's schema must be a JSON schema of an object"),
+        ({"schema": SCHEMA, "params": BashArgs}, r"^a tool takes either params .* or a JSON"),
+    ],
+)
+def test_a_bad_schema_tool_is_refused(kwargs: dict[str, Any], message: str) -> None:
+    """A schema that is not an object's, or a schema with params: refused when made."""
+    params = kwargs.pop("params", None)
+    with pytest.raises(TypeError, match=message):
+        Tool("search", "Search.", params, _echo_arguments, **kwargs)
+
+
+async def test_a_schema_tool_gets_the_arguments_as_a_dict() -> None:
+    """The model's JSON object reaches the function as a dict; a non-object is refused."""
+    async with open_root() as root:
+        tools = await _registry(root)
+        tools.register(Tool("search", "Search.", None, _echo_arguments, schema=SCHEMA))
+        assert (await tools.invoke("search", {"q": "trio"})).content == "{'q': 'trio'}"
+        refused = await tools.invoke("search", ["trio"])  # type: ignore[arg-type]
+        assert (refused.is_error, refused.started) == (True, False)
+        assert "the arguments must be a JSON object" in refused.content
+
+
+@attrs.frozen
+class _Caller:
+    id: str
+
+
+async def test_a_private_tool_is_seen_and_called_by_its_agent_only() -> None:
+    """``register(tool, agent=ID)``: that agent sees and calls it, others get 'unknown tool';
+    two agents may each have one of the same name; a shared name is refused."""
+    async with open_root() as root:
+        tools = await _registry(root)
+        tools.register(bash)
+        first = Tool("mine", "Mine.", None, _echo_arguments, schema=SCHEMA)
+        second = Tool("mine", "Also mine.", None, _echo_arguments, schema=SCHEMA)
+        entry = tools.register(first, agent="a")
+        tools.register(second, agent="b")
+        assert tools.names() == ("bash",)
+        assert tools.names(agent="a") == ("bash", "mine")
+        assert tools.get("mine", agent="b") is second
+        assert [s.description for s in tools.specs(agent="a")][-1] == "Mine."
+        assert not (await tools.invoke("mine", {"q": "x"}, _Caller("a"))).is_error
+        refused = await tools.invoke("mine", {"q": "x"}, _Caller("c"))
+        assert refused.content.startswith("unknown tool 'mine'")
+        with pytest.raises(ToolNameInUseError, match=r"^tool 'mine' is already registered"):
+            tools.register(first, agent="a")
+        with pytest.raises(ToolNameInUseError, match=r"^tool 'mine' is already registered"):
+            tools.register(Tool("mine", "Shared.", None, _echo_arguments, schema=SCHEMA))
+        with pytest.raises(ToolNameInUseError, match=r"^tool 'bash' is already registered"):
+            tools.register(bash, agent="a")
+        await entry.close()
+        assert tools.names(agent="a") == ("bash",)
+        assert tools.names(agent="b") == ("bash", "mine")

@@ -363,7 +363,7 @@ class Agent:
     @property
     def _tool_specs(self) -> tuple[ToolSpec, ...]:
         names = self._tool_names
-        specs = self._tools.specs()
+        specs = self._tools.specs(agent=self.id)
         if names is None:
             return specs
         seen = self._specs_seen

@@ -147,7 +147,8 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
 
     Applies, in order: the core plugins (with the declared agents, owned by the AgentLoop),
     ``LocalShell`` and ``tool_bash`` (when ``shell``), the config file's plugins with their
-    configs, and with ``--watch`` a background task that reloads their modules on change.
+    configs, its MCP servers (each a plugin; one that cannot start is an error), and with
+    ``--watch`` a background task that reloads their modules on change.
 
     A SIGINT, SIGTERM or SIGHUP that the command itself does not take ends the body (plugin
     start included) with :exc:`Terminated`, and the runtime unwinds (``_signals.py``).
@@ -176,6 +177,8 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
                     raise CliError(
                         f"plugin {loaded.label} failed to start: {type(exc).__name__}: {exc}"
                     ) from exc
+            for server in config.mcp_servers:
+                await root.plugin(server)
             if settings.watch:
                 files = sorted({p.file for p in config.plugins if p.file is not None})
                 if files:
