@@ -106,8 +106,13 @@ class Supervisor:
             self.orphaned = True
 
     def _fork(self) -> int:
+        # A stop signal that reaches the child before it restored the default actions would
+        # run this process's handler there and be lost: block them across the fork, and let
+        # the child receive any that is pending only once their default action is back.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
         pid = os.fork()
         if pid:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             return pid
         # The child: nothing here may raise past this block.
         try:
@@ -119,6 +124,7 @@ class Supervisor:
             for signum in (*_STOPS, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
                 signal.signal(signum, signal.SIG_DFL)
             signal.set_wakeup_fd(-1)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.execv(self.argv[0], self.argv)
         except BaseException as exc:
             try:  # noqa: SIM105 - contextlib costs start-up time (see the imports)
