@@ -36,7 +36,7 @@ import attrs
 
 from ._errors import ModelError
 from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
-from ._retry import Failure
+from ._retry import Failure, StreamFailure
 from ._stream import Finished, FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
 
 __all__ = [
@@ -120,14 +120,6 @@ def request_body(model: str, request: ModelRequest, *, max_tokens: int) -> dict[
             for s in request.tools
         ]
     return body
-
-
-class StreamFailure(ModelError):
-    """The API reported an error inside a stream; ``retryable`` if another attempt may help."""
-
-    def __init__(self, message: str, *, retryable: bool) -> None:
-        super().__init__(message)
-        self.retryable = retryable
 
 
 @attrs.define
