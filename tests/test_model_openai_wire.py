@@ -261,14 +261,20 @@ def test_the_openai_model_reads_the_environment(monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.parametrize(
     ("spec", "problem"),
     [
-        ("openai:m?temperature=1", r"openai takes base_url, timeout, deadline, max_line and max_retries \(got 'temp"),
+        (
+            "openai:m?temperature=1",
+            r"openai takes base_url, timeout, deadline, max_line and max_retries \(got 'temp",
+        ),
         ("openai:m?timeout=1&timeout=2", r"a repeated 'timeout'"),
         ("openai:m?timeout=0", r"timeout must be a number of seconds > 0, got '0'"),
         ("openai:m?timeout=inf", r"timeout must be a number of seconds > 0, got 'inf'"),
         ("openai:m?max_retries=-1", r"max_retries must be a whole number >= 0, got '-1'"),
         ("openai:m?base_url=localhost:8000", r"base_url must be an http:// or https:// URL"),
         ("openai:m?", r"openai takes base_url"),
-        ("openai:m?timeout", r"openai takes base_url, timeout, deadline, max_line and max_retries \(got ''\)$"),
+        (
+            "openai:m?timeout",
+            r"openai takes base_url, timeout, deadline, max_line and max_retries \(got ''\)$",
+        ),
         ("openai:m?timeout=soon", r"timeout must be a number of seconds > 0, got 'soon'$"),
         ("openai:m?max_retries=1.5", r"max_retries must be a whole number >= 0, got '1\.5'$"),
     ],
