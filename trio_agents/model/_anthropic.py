@@ -26,7 +26,6 @@ import trio
 
 from ._anthropic_wire import EventAssembler, describe_failure, request_body
 from ._errors import ModelError
-from ._http import ClientSource
 from ._messages import ModelRequest
 from ._retry import DEFAULT_DEADLINE, Attempts, Failure, StreamSettings
 from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_number, spec_params
@@ -95,7 +94,8 @@ class AnthropicModel:
         self._attempts = Attempts(
             self.url,
             settings=settings,
-            clients=ClientSource(self._base_url, http_client),
+            base_url=self._base_url,
+            http_client=http_client,
             describe=self._describe,
             assembler=lambda: EventAssembler(self.url),
             endpoint_variable="ANTHROPIC_BASE_URL",

@@ -24,7 +24,6 @@ import httpx
 import trio
 
 from ._errors import ModelError
-from ._http import ClientSource
 from ._messages import ModelRequest
 from ._openai_wire import ChunkAssembler, describe_failure, request_body
 from ._retry import DEFAULT_DEADLINE, Attempts, Failure, StreamSettings
@@ -87,7 +86,8 @@ class OpenAIChatModel:
         self._attempts = Attempts(
             self.url,
             settings=settings,
-            clients=ClientSource(self._base_url, http_client),
+            base_url=self._base_url,
+            http_client=http_client,
             describe=self._describe,
             assembler=lambda: ChunkAssembler(self.url),
             endpoint_variable="OPENAI_BASE_URL",

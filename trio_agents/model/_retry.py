@@ -237,6 +237,8 @@ class Attempts:
 
     Args:
         url: the endpoint every request is posted to.
+        base_url: the API root (it says whether the CA bundle is needed).
+        http_client: a shared client, or ``None`` for one per stream (see ``ClientSource``).
         endpoint_variable: the environment variable that sets the endpoint (for hints).
         describe: reads an HTTP error response.
         assembler: makes the reader of one attempt's events.
@@ -249,14 +251,15 @@ class Attempts:
         url: str,
         *,
         settings: StreamSettings,
-        clients: ClientSource,
+        base_url: str,
+        http_client: httpx.AsyncClient | None,
         describe: Describe,
         assembler: Callable[[], Assembler],
         endpoint_variable: str,
     ) -> None:
         self._url = url
         self._settings = settings
-        self._clients = clients
+        self._clients = ClientSource(base_url, http_client)
         self._describe = describe
         self._assembler = assembler
         self._variable = endpoint_variable
