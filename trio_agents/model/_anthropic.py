@@ -8,6 +8,9 @@ Rules:
   ``Retry-After`` (at most 60 s) or an exponential backoff with jitter, slept with
   ``trio.sleep``. Invariant: only while nothing has been yielded, so a retry never repeats
   text the consumer has seen.
+- Bounds: ``timeout`` for a silence (a keep-alive counts as a read), ``deadline`` for the
+  whole answer with its retries, 64 KiB of an error body, ``max_line`` characters of a line
+  or event. The attempts and the bounds are the shared driver's (``_retry.Attempts``).
 - Everything the stream opens (the client it made, the response) is closed when the stream
   ends, raises, is cancelled, or is closed by the consumer's ``aclosing``: no request outlives
   the turn that made it.
