@@ -159,6 +159,35 @@ def shell_of(root: Context) -> LocalShellExecutor:
     return shell
 
 
+# -- a job's process family (the shell, a setsid sleep, a double-forked sleep, a sleep) ------
+
+
+def family(directory: Path) -> str:
+    """A command that starts a ``setsid`` sleep, a double-forked (orphaned) sleep and a plain
+    background sleep, writes their pids and its own, and waits."""
+    d = directory
+    return (
+        f"setsid sleep 1000 & echo $! > {d}/setsid; "
+        f"(sleep 1000 & echo $! > {d}/double); "
+        f"sleep 1000 & echo $! > {d}/sleep; "
+        f"echo $$ > {d}/sh.tmp; mv {d}/sh.tmp {d}/sh; wait"
+    )
+
+
+def alive(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that exist and are not zombies."""
+    found = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state not in ("Z", "X"):
+            found.append(pid)
+    return found
+
+
 def unreaped(pid: int) -> list[int]:
     """``[pid]`` while the process has a /proc entry (running, or a zombie not yet reaped)."""
     return [pid] if os.path.exists(f"/proc/{pid}") else []

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from support import TRIO_AGENTS
+from support import TRIO_AGENTS, alive, family
 
 from trio_agents.cli._main import _TEARDOWN
 from trio_agents.kernel import open_root
@@ -28,32 +28,6 @@ from trio_agents.shell._child import supervisor_available
 
 DEADLINE = 30.0
 linux_only = pytest.mark.skipif(not supervisor_available(), reason="needs the job supervisor")
-
-
-def family(directory: Path) -> str:
-    """A command that starts a ``setsid`` sleep, a double-forked (orphaned) sleep and a plain
-    background sleep, writes their pids and its own, and waits."""
-    d = directory
-    return (
-        f"setsid sleep 1000 & echo $! > {d}/setsid; "
-        f"(sleep 1000 & echo $! > {d}/double); "
-        f"sleep 1000 & echo $! > {d}/sleep; "
-        f"echo $$ > {d}/sh.tmp; mv {d}/sh.tmp {d}/sh; wait"
-    )
-
-
-def alive(pids: list[int]) -> list[int]:
-    """Those of ``pids`` that exist and are not zombies."""
-    found = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in ("Z", "X"):
-            found.append(pid)
-    return found
 
 
 def wait_until(condition: Any, what: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from support import gone, shell_of
+from support import alive, family, gone, shell_of
 
 import trio_agents.agent as ag
 import trio_agents.shell._child as child_module
@@ -31,32 +31,6 @@ from trio_agents.shell._child import supervisor_available
 pytestmark = pytest.mark.skipif(not supervisor_available(), reason="the supervisor is Linux-only")
 
 SUPERVISOR = Path(__file__).resolve().parent.parent / "trio_agents" / "shell" / "_supervisor.py"
-
-
-def family(directory: Path) -> str:
-    """A command that starts a ``setsid`` sleep, a double-forked (orphaned) sleep and a plain
-    background sleep, writes their pids and its own, and waits."""
-    d = directory
-    return (
-        f"setsid sleep 1000 & echo $! > {d}/setsid; "
-        f"(sleep 1000 & echo $! > {d}/double); "
-        f"sleep 1000 & echo $! > {d}/sleep; "
-        f"echo $$ > {d}/sh.tmp; mv {d}/sh.tmp {d}/sh; wait"
-    )
-
-
-def alive(pid: int) -> list[int]:
-    """``[pid]`` while the process exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return []
-    return [] if state in ("Z", "X") else [pid]
-
-
-def any_alive(pids: list[int]) -> list[int]:
-    return [p for pid in pids for p in alive(pid)]
 
 
 async def family_pids(directory: Path) -> list[int]:
@@ -83,10 +57,10 @@ async def test_kill_ends_setsid_and_double_forked_descendants(
     job = await shell.start(shell.resolve(ShellExecRequest(family(tmp_path), background=True)))
     pids = await family_pids(tmp_path)
     assert pids[0] == job.pid
-    assert any_alive(pids) == pids
+    assert alive(pids) == pids
     with trio.fail_after(10):
         assert await shell.kill(job.id) is True
-    assert any_alive(pids) == []
+    assert alive(pids) == []
     assert shell.read_output(job.id).exit_code == -15
 
 
@@ -108,7 +82,7 @@ async def test_a_shell_that_exits_takes_its_setsid_leftovers_with_it(
     with trio.fail_after(10):
         await done.wait()
     assert heard == [JobDone(job_id=job.id, exit_code=3, status=JobStatus.EXITED)]
-    assert alive(int((tmp_path / "setsid").read_text())) == []
+    assert alive([int((tmp_path / "setsid").read_text())]) == []
 
 
 async def test_disposing_the_shell_ends_every_descendant(tmp_path: Path) -> None:
@@ -118,7 +92,7 @@ async def test_disposing_the_shell_ends_every_descendant(tmp_path: Path) -> None
         shell = shell_of(root)
         await shell.start(shell.resolve(ShellExecRequest(family(tmp_path), background=True)))
         pids = await family_pids(tmp_path)
-    assert any_alive(pids) == []
+    assert alive(pids) == []
 
 
 async def test_without_the_supervisor_a_setsid_process_escapes(tmp_path: Path) -> None:
@@ -131,7 +105,7 @@ async def test_without_the_supervisor_a_setsid_process_escapes(tmp_path: Path) -
         await shell.kill(job.id)
     escaped = int((tmp_path / "setsid").read_text())
     try:
-        assert any_alive(pids) == [escaped]
+        assert alive(pids) == [escaped]
     finally:
         os.kill(escaped, signal.SIGKILL)
 
@@ -179,7 +153,7 @@ async def test_the_supervisor_ends_the_job_when_its_owner_goes(tmp_path: Path) -
         assert pid_line == f"pid {pids[0]}"
         control.close()
         assert await trio.to_thread.run_sync(process.wait, 10) == 0
-        await gone(any_alive, pids)
+        await gone(alive, pids)
     finally:
         if process.poll() is None:
             process.kill()
@@ -199,7 +173,7 @@ async def test_a_signal_to_the_supervisor_ends_the_job(
         process.send_signal(signum)
         assert _line(control) == "exit -15"
         assert await trio.to_thread.run_sync(process.wait, 10) == 0
-        await gone(any_alive, pids)
+        await gone(alive, pids)
     finally:
         control.close()
         if process.poll() is None:
@@ -215,7 +189,7 @@ async def test_t_sends_sigterm_to_every_descendant(tmp_path: Path) -> None:
         pids = await family_pids(tmp_path)
         control.sendall(b"T")
         assert _line(control) == "exit -15"
-        await gone(any_alive, pids)
+        await gone(alive, pids)
         assert await trio.to_thread.run_sync(process.wait, 10) == 0
     finally:
         control.close()
@@ -240,7 +214,7 @@ async def test_disposing_the_owning_agent_ends_every_descendant_of_its_job(
         pids = await family_pids(tmp_path)
         with trio.fail_after(10):
             await handle.dispose()
-        assert any_alive(pids) == []
+        assert alive(pids) == []
 
 
 async def test_a_supervisor_that_cannot_start_the_shell_is_a_clear_error(
