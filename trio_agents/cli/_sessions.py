@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..agent import AgentUsage
 from ..kernel import open_root
 from ..session import (
     AssistantMessage,
@@ -68,8 +69,7 @@ async def _list(store: SessionStore, out: Console) -> None:
 async def _show(store: SessionStore, session_id: str, out: Console) -> None:
     session = await store.load(session_id)
     pending: dict[str, str] = {}
-    turn = _Tokens()
-    total = _Tokens()
+    turn = total = AgentUsage()
     for record in session.records:
         if isinstance(record, UserMessage):
             pending.pop(record.message_id, None)
@@ -85,14 +85,13 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
         elif isinstance(record, TurnEnded):
             cause = f" by {_describe(record.cause)}" if record.cause is not None else ""
             error = f": {escape(record.error)}" if record.error else ""
-            tokens = f" · {turn}" if turn.requests else ""
+            tokens = f" · {_tokens(turn)}" if turn.requests else ""
             out.print(
                 f"[dim]turn {record.turn_id}: {record.stop_reason.value}{cause}{error}{tokens}[/]"
             )
-            turn = _Tokens()
+            turn = AgentUsage()
         elif isinstance(record, ModelUsage):
-            turn.add(record)
-            total.add(record)
+            turn, total = turn.plus(record), total.plus(record)
         elif isinstance(record, InboxSpliced):
             if record.op == "add" and record.wake:
                 pending[record.message_id] = record.content or ""
@@ -101,25 +100,16 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
     for message_id, content in pending.items():
         out.print(f"[dim]queued ({message_id}): {escape(content)}[/]")
     if total.requests:
-        out.print(f"[dim]usage: {total}[/]")
+        out.print(f"[dim]usage: {_tokens(total)}[/]")
 
 
-@attrs.define
-class _Tokens:
-    """Token usage summed over some requests, shown as ``11 in, 4 out tokens (1 request)``."""
-
-    input: int = 0
-    output: int = 0
-    requests: int = 0
-
-    def add(self, record: ModelUsage) -> None:
-        self.input += record.input_tokens
-        self.output += record.output_tokens
-        self.requests += 1
-
-    def __str__(self) -> str:
-        plural = "" if self.requests == 1 else "s"
-        return f"{self.input:,} in, {self.output:,} out tokens ({self.requests:,} request{plural})"
+def _tokens(usage: AgentUsage) -> str:
+    """``11 in, 4 out tokens (1 request)``."""
+    plural = "" if usage.requests == 1 else "s"
+    return (
+        f"{usage.input_tokens:,} in, {usage.output_tokens:,} out tokens "
+        f"({usage.requests:,} request{plural})"
+    )
 
 
 def _describe(cause: object) -> str:
