@@ -21,6 +21,7 @@ from ._jsonl import JsonlStore as JsonlStore
 from ._memory import MemoryStore as MemoryStore
 from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage
+from ._records import Compacted as Compacted
 from ._records import InboxSpliced as InboxSpliced
 from ._records import ModelUsage as ModelUsage
 from ._records import Record as Record
@@ -40,6 +41,7 @@ from ._store import StoreStatistics as StoreStatistics
 __all__ = [
     "AgentConfigured",
     "AssistantMessage",
+    "Compacted",
     "InboxSpliced",
     "InvalidSessionIdError",
     "JsonlStore",
