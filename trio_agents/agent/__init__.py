@@ -2,6 +2,12 @@
 
 from ._agent import Agent as Agent
 from ._agent import AgentStatistics as AgentStatistics
+from ._compaction import Compaction as Compaction
+from ._compaction import CompactionError as CompactionError
+from ._compaction import CompactionPlugin as CompactionPlugin
+from ._compaction import CompactionRequest as CompactionRequest
+from ._compaction import Compactor as Compactor
+from ._compaction import SummarizingCompactor as SummarizingCompactor
 from ._config import AgentConfig as AgentConfig
 from ._errors import AgentClosedError as AgentClosedError
 from ._errors import AgentIdInUseError as AgentIdInUseError
@@ -11,10 +17,12 @@ from ._events import AgentDisposed as AgentDisposed
 from ._events import AgentOutput as AgentOutput
 from ._events import AgentStatusChanged as AgentStatusChanged
 from ._handle import AgentHandle as AgentHandle
+from ._history import TurnMark as TurnMark
 from ._inbox import Lane as Lane
 from ._inbox import MessageId as MessageId
 from ._inbox import QueuedMessage as QueuedMessage
 from ._loop import AgentLoop as AgentLoop
+from ._meter import ContextUsage as ContextUsage
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
 from ._models import ModelCatalog as ModelCatalog
@@ -50,18 +58,26 @@ __all__ = [
     "AgentStatus",
     "AgentStatusChanged",
     "AgentUsage",
+    "Compaction",
+    "CompactionError",
+    "CompactionPlugin",
+    "CompactionRequest",
+    "Compactor",
+    "ContextUsage",
     "DeclaredAgent",
     "Lane",
     "MessageId",
     "ModelCatalog",
     "ModelsPlugin",
     "QueuedMessage",
+    "SummarizingCompactor",
     "Tool",
     "ToolContext",
     "ToolGuard",
     "ToolNameInUseError",
     "ToolRegistry",
     "ToolResult",
+    "TurnMark",
     "agent_loop",
     "open_runtime",
     "tool",

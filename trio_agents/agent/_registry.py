@@ -307,6 +307,7 @@ class AgentRegistry:
                 emit=self._ctx.emit,
                 config=config,
                 parent=parent,
+                compactor=lambda: self._ctx.get("compaction"),
             )
 
         hosted = _Hosted(self, session, make)
