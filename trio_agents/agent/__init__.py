@@ -22,9 +22,9 @@ from ._inbox import Lane as Lane
 from ._inbox import MessageId as MessageId
 from ._inbox import QueuedMessage as QueuedMessage
 from ._loop import AgentLoop as AgentLoop
-from ._meter import ContextUsage as ContextUsage
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
+from ._meter import ContextUsage as ContextUsage
 from ._models import ModelCatalog as ModelCatalog
 from ._models import ModelsPlugin as ModelsPlugin
 from ._registry import AgentRegistry as AgentRegistry

@@ -83,10 +83,11 @@ class _Turn:
 class _CompactJob:
     """One ``compact()`` call, queued for the loop."""
 
-    __slots__ = ("done", "error", "record", "turn")
+    __slots__ = ("done", "error", "finished", "record", "turn")
 
     def __init__(self) -> None:
         self.done = trio.Event()
+        self.finished = False
         self.turn: _Turn | None = None
         self.record: Compacted | None = None
         self.error: BaseException | None = None
@@ -447,6 +448,7 @@ class Agent:
         try:
             with turn.scope:
                 job.record = await compact_history(self, self._compactor(), None)
+                job.finished = True
             if turn.scope.cancelled_caught:
                 cause = DisposedCancel() if self._closing else turn.scope.cause
                 job.error = CompactionError(f"compaction cancelled by {cause!r}", cause)
@@ -456,7 +458,7 @@ class Agent:
             job.error = CompactionError(f"compaction failed: {exc}; the history is unchanged")
         finally:
             self._turn = None
-            if job.record is None and job.error is None:
+            if not job.finished and job.error is None:
                 job.error = CompactionError("compaction interrupted; the history is unchanged")
             job.done.set()
             self._notify()

@@ -17,7 +17,7 @@ Design:
   failing policy is a :class:`CompactionError`: the turn ends in ``error`` with its message,
   and the agent takes the next prompt as usual.
 - The default policy keeps the last ``keep_turns`` turns (fewer when they alone would fill
-  the window; the turn being run is always kept) and asks a model (the agent's own, or the
+  half of the threshold; the turn being run is always kept) and asks a model (the agent's own, or the
   one it was given) for a summary of the older messages, previous summary included. The
   older messages are sent as a transcript in the system text, so any provider accepts the
   request whatever tool calls it holds; the transcript is clipped, oldest part first, to fit
@@ -165,7 +165,8 @@ class SummarizingCompactor:
 
     Args:
         threshold: compact when the next request would exceed this share of the window.
-        keep_turns: how many of the latest turns are kept as they are.
+        keep_turns: how many of the latest turns are kept as they are, the one being run
+            included (fewer when they alone would fill half the threshold).
         model: the summarizer (a model or a spec); ``None``: the agent's own model.
         summary_words: the length asked of the summary, in words.
 
@@ -175,7 +176,7 @@ class SummarizingCompactor:
     """
 
     threshold: float = attrs.field(default=0.8, validator=_check_share)
-    keep_turns: int = attrs.field(default=2, validator=_check_count)
+    keep_turns: int = attrs.field(default=3, validator=_check_count)
     model: Model | None = attrs.field(default=None, converter=_model)
     summary_words: int = attrs.field(default=200, validator=_check_count)
 

@@ -5,8 +5,8 @@ Rules:
   every path (completed, cancelled, error, max steps), shielded from cancellation.
 - Each step claims the next-step lane, compacts the history first when the request would
   not fit the policy's share of the window (``_compaction.fit_window``), asks the model with
-  the history rebuilt from the session's records, records what the model said, and runs the tool calls it asked for
-  concurrently inside the turn's cancel scope.
+  the history rebuilt from the session's records, records what the model said, and runs the
+  tool calls it asked for concurrently inside the turn's cancel scope.
 - A tool call cancelled before it began is recorded ``started=False`` (no side effects); one
   cancelled while running is ``started=True`` (side effects possible).
 - Stop reason of a cancelled turn: ``blocked`` for a :class:`HookCancel`, else ``cancelled``;
