@@ -17,8 +17,9 @@ Design:
   failing policy is a :class:`CompactionError`: the turn ends in ``error`` with its message,
   and the agent takes the next prompt as usual.
 - The default policy keeps the last ``keep_turns`` turns (fewer when they alone would fill
-  half of the threshold; the turn being run is always kept) and asks a model (the agent's own, or the
-  one it was given) for a summary of the older messages, previous summary included. The
+  half of the threshold; the turn being run is always kept) and asks a model (the agent's
+  own, or the one it was given) for a summary of the older messages, previous summary
+  included. The
   older messages are sent as a transcript in the system text, so any provider accepts the
   request whatever tool calls it holds; the transcript is clipped, oldest part first, to fit
   the summarizer's own window.
