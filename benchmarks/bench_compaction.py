@@ -7,8 +7,9 @@ Every request the model receives is measured as the model counts it (the echo mo
 are words: the ``input_tokens`` it reports), the summary requests included, and the turns are
 timed in blocks of 500. The figures: the largest request against the window, the number of
 compactions, and the turn rate at the end of the run against the start (each the best of five
-blocks, since a noisy neighbour only ever slows a block down). Compaction keeps the conversation, and so a turn's cost, bounded however long the
-session grows, while every record stays in the session (its size is printed too).
+blocks, since a noisy neighbour only ever slows a block down). Compaction keeps the
+conversation, and so a turn's cost, bounded however long the session grows, while every
+record stays in the session (its size is printed too).
 """
 
 from __future__ import annotations
