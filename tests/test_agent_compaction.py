@@ -302,9 +302,10 @@ async def test_cancel_aborts_an_on_demand_compaction(
 
 async def test_the_meter_measures_with_reported_usage_and_estimates_after_a_compaction() -> None:
     """After a request with reported usage the meter starts from that count; a compaction
-    resets it to an estimate of the compacted history."""
+    resets it to an estimate of the compacted history, calibrated by that count."""
     model = ScriptedModel(["one two three", "four five"], context_window=1000)
-    async with ag.open_runtime(model=model) as root:
+    policy = ag.SummarizingCompactor(keep_turns=1, model=summarizer())
+    async with ag.open_runtime(model=model, compactor=policy) as root:
         agent = (await root.agents.create()).agent
         assert agent.context == ag.ContextUsage(tokens=0, window=1000, measured=False)
         agent.prompt("a b")
@@ -315,6 +316,14 @@ async def test_the_meter_measures_with_reported_usage_and_estimates_after_a_comp
         await agent.when_idle()
         assert agent.context.tokens == 1 + 2 + 3 + 2  # the second request's in and out
         assert agent.context.share == pytest.approx(8 / 1000)
+        ratio = 8 / _tokens(agent._history.messages())
+        record = await agent.compact()
+        assert record is not None
+        assert record.tokens_before == 8
+        # After the compaction: an estimate again, scaled by the last measurement.
+        expected = round(_tokens(agent._history.messages()) * ratio)
+        assert agent.context == ag.ContextUsage(tokens=expected, window=1000, measured=False)
+        assert record.tokens_after == expected
 
 
 def test_a_compaction_cut_between_turns_keeps_from_the_next_turn() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from trio_agents.cli import main
+from trio_agents.cli._config import ConfigFileError, load_config
 
 
 def test_chat_compact_records_a_compaction_that_sessions_show_marks(
@@ -44,3 +45,23 @@ def test_help_lists_compact(
     os.close(stdin_pipe)
     assert main(["chat", "--store", str(store), "--session", "h"]) == 0
     assert "/compact      summarize the older turns now" in capsys.readouterr().out
+
+
+def test_a_config_file_gives_the_window_in_the_model_spec(tmp_path: Path) -> None:
+    """[[agents]] and the default model take ?context_window= in their spec strings; a bad
+    value is reported with where it is."""
+    good = tmp_path / "good.toml"
+    good.write_text(
+        'model = "echo?context_window=4000"\n'
+        '[[agents]]\nid = "a"\nmodel = "openai:m?context_window=128000"\n'
+    )
+    config = load_config(good)
+    assert config.model == "echo?context_window=4000"
+    assert config.agents[0].model == "openai:m?context_window=128000"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[agents]]\nmodel = "echo?context_window=0"\n')
+    with pytest.raises(ConfigFileError) as caught:
+        load_config(bad)
+    [problem] = caught.value.problems
+    assert problem.startswith("agents[0].model: ")
+    assert "context_window must be a whole number >= 1, got '0'" in problem

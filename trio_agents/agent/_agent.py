@@ -392,7 +392,8 @@ class Agent:
     def _record_usage(self, record: ModelUsage) -> None:
         self.session.append(record)
         self._usage = self._usage.plus(record)
-        self._meter.measured(record, *self._history.update(self.session).size())
+        chars, messages = self._history.update(self.session).size()
+        self._meter.measured(record, chars, messages, self._tool_specs)
 
     def _compactor(self) -> Compactor:
         found = self._find_compactor() if self._find_compactor is not None else None

@@ -8,8 +8,12 @@ Rules:
 - Once a request finishes with reported usage, the meter is *measured*: the reported input
   and output tokens of that request, plus the estimate of what was added to the conversation
   since. A report of zero tokens (a provider that reports none) is not a measurement.
-- A compaction resets the meter to an estimate: the last report counted messages that are no
-  longer sent. So does a resume (the meter is not restored from the session).
+- Each measurement also *calibrates* the estimate: its ratio to the estimate of the same
+  conversation scales every later estimate (what was added since, and the whole conversation
+  after a compaction), so that the figures stay in the provider's own tokens.
+- A compaction resets the meter to a (calibrated) estimate: the last report counted messages
+  that are no longer sent. A resume starts uncalibrated (the meter is not restored from the
+  session).
 - Reading the meter costs nothing per request: the history keeps its size as it grows.
 """
 
@@ -61,30 +65,42 @@ class ContextUsage:
 class ContextMeter:
     """Counts the tokens of an agent's next request (see the module rules)."""
 
-    __slots__ = ("_base", "_specs", "_specs_tokens")
+    __slots__ = ("_base", "_ratio", "_specs", "_specs_tokens")
 
     def __init__(self) -> None:
         # The last measurement: (reported tokens, conversation chars, messages) at that time.
         self._base: tuple[int, int, int] | None = None
+        # Reported tokens per estimated token, at the last measurement (None: none yet).
+        self._ratio: float | None = None
         self._specs: tuple[ToolSpec, ...] = ()
         self._specs_tokens = 0
 
-    def measured(self, usage: ModelUsage, chars: int, messages: int) -> None:
+    def measured(
+        self, usage: ModelUsage, chars: int, messages: int, specs: tuple[ToolSpec, ...]
+    ) -> None:
         """A request finished with ``usage``; the conversation now has this size."""
         tokens = usage.input_tokens + usage.output_tokens
-        self._base = (tokens, chars, messages) if tokens > 0 else None
+        if tokens <= 0:
+            self._base = None
+            return
+        self._base = (tokens, chars, messages)
+        self._ratio = None
+        self._ratio = tokens / max(self.estimated(chars, messages, specs), 1)
 
     def reset(self) -> None:
-        """Forget the last measurement (the conversation was compacted)."""
+        """Forget the last measurement (the conversation was compacted); keep its calibration."""
         self._base = None
 
     def estimated(self, chars: int, messages: int, specs: tuple[ToolSpec, ...]) -> int:
-        """The estimate of a request with this conversation and these tool specs."""
+        """The (calibrated) estimate of a request with this conversation and these tool specs."""
         if specs is not self._specs:
             # Invariant: the registry hands out the same tuple until its tools change.
             self._specs = specs
             self._specs_tokens = sum(_spec_tokens(spec) for spec in specs)
-        return estimate(chars, messages) + self._specs_tokens
+        return self._scaled(estimate(chars, messages) + self._specs_tokens)
+
+    def _scaled(self, tokens: int) -> int:
+        return tokens if self._ratio is None else round(tokens * self._ratio)
 
     def usage(
         self, chars: int, messages: int, specs: tuple[ToolSpec, ...], window: int | None
@@ -94,7 +110,7 @@ class ContextMeter:
         if base is None or chars < base[1] or messages < base[2]:
             return ContextUsage(self.estimated(chars, messages, specs), window, False)
         tokens, base_chars, base_messages = base
-        added = estimate(chars - base_chars, messages - base_messages)
+        added = self._scaled(estimate(chars - base_chars, messages - base_messages))
         return ContextUsage(tokens + added, window, True)
 
 
