@@ -383,3 +383,40 @@ def test_a_bad_policy_setting_is_refused() -> None:
     with pytest.raises(TypeError, match=r"^a compactor has due\(context\) and async compact"):
         ag.CompactionPlugin(object())  # type: ignore[arg-type]
     assert ag.SummarizingCompactor(model="echo?context_window=50").model is not None
+
+
+@attrs.define
+class CancelsAt:
+    """A policy with ``checkpoints`` checkpoints that cancels its agent just before the k-th."""
+
+    k: int
+    checkpoints: int = 3
+    agent: ag.Agent | None = None
+
+    def due(self, context: ag.ContextUsage) -> bool:
+        return True
+
+    async def compact(self, request: ag.CompactionRequest) -> ag.Compaction | None:
+        for i in range(self.checkpoints):
+            if i == self.k:
+                assert self.agent is not None
+                self.agent.cancel(UserCancel())
+            await trio.lowlevel.checkpoint()
+        return ag.Compaction(summary="s", kept_from_seq=request.turns[-1].seq)
+
+
+@pytest.mark.parametrize("k", range(3))
+async def test_a_cancel_before_any_checkpoint_of_a_policy_records_nothing(k: int) -> None:
+    """Whichever checkpoint of the policy a cancel reaches, no Compacted is recorded and the
+    turn ends cancelled with the cause; the model is not asked."""
+    policy = CancelsAt(k)
+    model = Witness()
+    async with ag.open_runtime(model=model, compactor=policy) as root:
+        agent = policy.agent = (await root.agents.create()).agent
+        agent.prompt("hello")
+        await agent.when_idle()
+        records = agent.session.records
+    assert not any(isinstance(r, Compacted) for r in records)
+    ended = [r for r in records if isinstance(r, TurnEnded)][-1]
+    assert (ended.stop_reason, ended.cause) == (StopReason.CANCELLED, UserCancel())
+    assert model.seen == []
