@@ -30,7 +30,7 @@ from ..cancel import (
     current_cause,
 )
 from ..cancel._causes import check_cause
-from ..model import Model, ModelError, ToolSpec
+from ..model import Model, ToolSpec
 from ..session import (
     Compacted,
     InboxSpliced,
@@ -453,10 +453,8 @@ class Agent:
             if turn.scope.cancelled_caught:
                 cause = DisposedCancel() if self._closing else turn.scope.cause
                 job.error = CompactionError(f"compaction cancelled by {cause!r}", cause)
-        except CompactionError as exc:
+        except CompactionError as exc:  # compact_history wraps every failure of the policy
             job.error = exc
-        except ModelError as exc:
-            job.error = CompactionError(f"compaction failed: {exc}; the history is unchanged")
         finally:
             self._turn = None
             if not job.finished and job.error is None:
