@@ -420,3 +420,40 @@ async def test_a_cancel_before_any_checkpoint_of_a_policy_records_nothing(k: int
     ended = [r for r in records if isinstance(r, TurnEnded)][-1]
     assert (ended.stop_reason, ended.cause) == (StopReason.CANCELLED, UserCancel())
     assert model.seen == []
+
+
+async def test_a_queued_compaction_waits_for_the_turn_and_a_cancelled_caller_withdraws_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """compact() during a turn waits for it; cancelling the caller before it starts
+    withdraws it (nothing recorded), and one left queued at dispose fails with
+    AgentClosedError."""
+    model = Witness(inner=ScriptedModel.echo(delay=10.0), context_window=None)
+    async with ag.open_runtime(model=model) as root:
+        handle = await root.agents.create()
+        agent = handle.agent
+        await _turns(agent, range(4))
+        agent.prompt("slow")
+        await trio.sleep(1)
+        with trio.move_on_after(2):
+            await agent.compact()
+        assert agent.statistics().running_turn == "t-5"
+        await agent.when_idle()
+        assert not any(isinstance(r, Compacted) for r in agent.session.records)
+        agent.prompt("slow again")
+        await trio.sleep(1)
+        errors: list[BaseException] = []
+
+        async def compact() -> None:
+            try:
+                await agent.compact()
+            except ag.AgentClosedError as exc:
+                errors.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(compact)
+            await trio.testing.wait_all_tasks_blocked()
+            await handle.dispose()
+        assert [str(e) for e in errors] == [f"agent {agent.id} closed before it compacted"]
+        with pytest.raises(ag.AgentClosedError, match=r"it cannot compact any more$"):
+            await agent.compact()
