@@ -10,6 +10,8 @@ import attrs
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 import trio_agents.agent as ag
 from trio_agents.agent._history import SUMMARY_HEADING, History, conversation, message_chars
@@ -30,6 +32,10 @@ from trio_agents.model import (
 from trio_agents.session import (
     AssistantMessage,
     Compacted,
+    Record,
+    Session,
+    ToolCall,
+    ToolCallEnded,
     JsonlStore,
     MemoryStore,
     StopReason,
@@ -457,3 +463,60 @@ async def test_a_queued_compaction_waits_for_the_turn_and_a_cancelled_caller_wit
         assert [str(e) for e in errors] == [f"agent {agent.id} closed before it compacted"]
         with pytest.raises(ag.AgentClosedError, match=r"it cannot compact any more$"):
             await agent.compact()
+
+
+_ids = st.sampled_from(["c1", "c2"])
+_records = st.lists(
+    st.one_of(
+        st.builds(
+            UserMessage, message_id=st.just("m"), content=st.text(max_size=3), turn_id=st.just("t")
+        ),
+        st.builds(AssistantMessage, turn_id=st.just("t"), content=st.text(max_size=3)),
+        st.builds(
+            ToolCall, turn_id=st.just("t"), call_id=_ids, name=st.just("x"), arguments=st.just({})
+        ),
+        st.builds(
+            ToolCallEnded,
+            turn_id=st.just("t"),
+            call_id=_ids,
+            name=st.just("x"),
+            content=st.just("r"),
+        ),
+        st.builds(TurnEnded, turn_id=st.just("t"), stop_reason=st.just(StopReason.COMPLETED)),
+        st.builds(TurnStarted, turn_id=st.just("t")),
+    ),
+    max_size=30,
+)
+
+
+@given(_records, _records, st.integers(0, 31), st.text(max_size=3), st.sampled_from([None, "sys"]))
+def test_a_compacted_history_is_the_summary_and_the_fold_of_the_kept_records(
+    before: list[Record], after: list[Record], cut: int, summary: str, instructions: str | None
+) -> None:
+    """Whatever the records and the cut, the history after a Compacted is the system text,
+    the summary, and one fresh fold of the records from the first turn start at or after the
+    cut (the Compacted itself excluded), also as records keep coming; its size is the size of
+    those messages."""
+    session = Session("s-1")
+    for record in before:
+        session.append(record)
+    history = History(instructions).update(session)
+    draft = Compacted(summary=summary, kept_from_seq=cut)
+    predicted = history.size_after(draft)
+    compacted = session.append(draft)
+    history.update(session)
+    assert history.size() == predicted
+    for record in after:
+        session.append(record)
+    history.update(session)
+    starts = [r.seq for r in session.records[: compacted.seq] if isinstance(r, TurnStarted)]
+    first = next((seq for seq in starts if seq >= cut), compacted.seq)
+    kept = [r for r in session.records[first:] if r.seq != compacted.seq]
+    head = conversation([], instructions)
+    if summary:
+        head.append(SystemText(f"{SUMMARY_HEADING}\n{summary}"))
+    fresh = History()
+    fresh.fold(kept)
+    expected = [*head, *fresh.messages()]
+    assert list(history.messages()) == expected
+    assert history.size() == (sum(message_chars(m) for m in expected), len(expected))

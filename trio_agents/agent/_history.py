@@ -14,7 +14,8 @@ Rules:
 - A ``Compacted`` record replaces the conversation with the system text, its summary (as system
   text under :data:`SUMMARY_HEADING`) and the messages from the turn at ``kept_from_seq`` on.
   It builds a new message list (the views taken before stay valid) and costs the kept messages
-  only. A ``kept_from_seq`` between two marks cuts at the next mark.
+  only. A ``kept_from_seq`` between two marks cuts at the next mark; past the last mark, no
+  turn is kept (nor the step still open).
 - :meth:`History.size` is the size of the conversation in characters and messages, kept up to
   date as messages are added, so metering it costs nothing per request.
 """
@@ -205,6 +206,8 @@ class History:
         """What :meth:`size` would be once ``compaction`` is folded in."""
         start = self._cut(compaction.kept_from_seq)
         head = self._head(compaction.summary)
+        if not self._kept_turns(compaction.kept_from_seq):
+            return sum(message_chars(m) for m in head), len(head)
         chars, count = self.size()
         kept = self._chars - sum(message_chars(m) for m in self._messages[:start])
         return (
@@ -217,6 +220,10 @@ class History:
         if summary:
             head.append(SystemText(f"{SUMMARY_HEADING}\n{summary}"))
         return head
+
+    def _kept_turns(self, seq: int) -> int:
+        """How many turns a cut at ``seq`` keeps."""
+        return len(self._marks) - bisect.bisect_left(self._marks, seq, key=lambda mark: mark.seq)
 
     def _cut(self, seq: int) -> int:
         """The index of the first message kept by a cut at ``seq``."""
@@ -274,6 +281,12 @@ class History:
         self._messages = [*head, *self._messages[start:]]
         self._chars = sum(message_chars(m) for m in self._messages)
         self._marks = [TurnMark(mark.seq, mark.index + shift) for mark in self._marks[at:]]
+        if not self._marks:
+            # No turn kept: the step still open belongs to the records replaced too.
+            self._text = None
+            self._calls = []
+            self._open = []
+            self._answered.clear()
 
     def _close_assistant(self) -> None:
         if self._text is not None or self._calls:
