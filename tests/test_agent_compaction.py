@@ -520,3 +520,21 @@ def test_a_compacted_history_is_the_summary_and_the_fold_of_the_kept_records(
     expected = [*head, *fresh.messages()]
     assert list(history.messages()) == expected
     assert history.size() == (sum(message_chars(m) for m in expected), len(expected))
+
+
+async def test_the_transcript_is_clipped_to_the_summarizers_window() -> None:
+    """The summary request fits the summarizer's own window: the transcript keeps its newest
+    part (half the window, in characters at 4 per token) and says that it was cut."""
+    small = Witness(name="small", context_window=40)
+    policy = ag.SummarizingCompactor(model=small, keep_turns=1)
+    async with ag.open_runtime(model=Witness(context_window=None), compactor=policy) as root:
+        agent = (await root.agents.create()).agent
+        await _turns(agent, range(3))
+        assert await agent.compact() is not None
+    [(system, ask)] = small.seen
+    assert isinstance(system, SystemText)
+    transcript = system.content.split("The conversation:\n\n", 1)[1]
+    assert transcript.startswith("[the oldest part is cut off]\n")
+    assert len(transcript) == len("[the oldest part is cut off]\n") + 40 // 2 * 4
+    assert transcript.endswith(_prompt(1))  # the last 80 characters: the newest answer
+    assert ask == UserText("Summarize the conversation above in at most 200 words.")
