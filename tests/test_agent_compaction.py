@@ -538,3 +538,26 @@ async def test_the_transcript_is_clipped_to_the_summarizers_window() -> None:
     assert len(transcript) == len("[the oldest part is cut off]\n") + 40 // 2 * 4
     assert transcript.endswith(_prompt(1))  # the last 80 characters: the newest answer
     assert ask == UserText("Summarize the conversation above in at most 200 words.")
+
+
+class _OldModel:
+    """A model written before Model.context_window: a name and a stream, nothing more."""
+
+    name = "old"
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        async with aclosing(ScriptedModel.echo().stream(request)) as events:
+            async for event in events:
+                yield event
+
+
+async def test_a_model_without_a_context_window_still_works_and_never_compacts() -> None:
+    """An application's model object without ``context_window`` is a model of unknown window:
+    the agent runs it, records its name, and the default policy never compacts."""
+    async with ag.open_runtime() as root:
+        agent = (await root.agents.create(model=_OldModel())).agent
+        await _turns(agent, range(30))
+        assert agent.context_window is None
+        assert agent.context.window is None
+        assert agent.config.model_name == "old"
+        assert not any(isinstance(r, Compacted) for r in agent.session.records)
