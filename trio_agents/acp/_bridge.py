@@ -31,11 +31,11 @@ from typing import Any, Final, final
 import attrs
 import trio
 
-from ..agent import AgentDisposed, AgentHandle, AgentIdInUseError, AgentOutput
+from ..agent import AGENTS, TOOLS, AgentDisposed, AgentHandle, AgentIdInUseError, AgentOutput
 from ..cancel import UserCancel
 from ..kernel import Context
 from ..mcp import McpServer
-from ..session import InvalidSessionIdError, SessionAppended, SessionNotFoundError
+from ..session import SESSIONS, InvalidSessionIdError, SessionAppended, SessionNotFoundError
 from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
@@ -113,7 +113,7 @@ class AcpBridge:
     """
 
     name = "acp"
-    inject = ("agents", "sessions", "tools")
+    inject = (AGENTS, SESSIONS, TOOLS)
 
     def __init__(
         self,
@@ -172,7 +172,7 @@ class AcpBridge:
         ctx.on(SessionAppended, self._sessions.on_appended)
         ctx.on(AgentDisposed, self._sessions.on_disposed)
         if not self.allow_bash:
-            ctx.tools.add_guard(self._permissions.guard)
+            ctx.service(TOOLS).add_guard(self._permissions.guard)
         # Invariant: pushed last, so a teardown shuts the connection down first.
         ctx.defer(self.aclose)
         host.ctx.start_soon(self._serve, name="acp serve")
@@ -283,7 +283,7 @@ class AcpBridge:
         servers = parse_mcp_servers(params, cwd)
         ctx = self._ctx
         assert ctx is not None
-        session = await self._publish(lambda: ctx.agents.create(cwd=cwd), cwd)
+        session = await self._publish(lambda: ctx.service(AGENTS).create(cwd=cwd), cwd)
         await self._start_servers(session, servers)
         return {"sessionId": session.agent.id}
 
@@ -295,7 +295,7 @@ class AcpBridge:
         assert ctx is not None
         assert host is not None
         try:
-            await start_mcp_servers(host, ctx.agents, session.agent, servers)
+            await start_mcp_servers(host, ctx.service(AGENTS), session.agent, servers)
         except BaseException:
             with trio.CancelScope(shield=True):
                 await self._dispose(session)
@@ -313,7 +313,9 @@ class AcpBridge:
         if session is None:
             try:
                 # The cwd the client gives now is the session's from here on (and recorded).
-                session = await self._publish(lambda: ctx.agents.resume(session_id, cwd=cwd), cwd)
+                session = await self._publish(
+                    lambda: ctx.service(AGENTS).resume(session_id, cwd=cwd), cwd
+                )
             except (SessionNotFoundError, InvalidSessionIdError):
                 raise RpcError(
                     ErrorCode.RESOURCE_NOT_FOUND,
@@ -343,7 +345,7 @@ class AcpBridge:
         assert ctx is not None
         here = os.getcwd()
         entries = []
-        for info in await ctx.sessions.list():
+        for info in await ctx.service(SESSIONS).list():
             live = self._sessions.get(info.id)
             # A session that recorded no cwd (stored before cwds were, or created without
             # one) runs its commands in this process's directory.

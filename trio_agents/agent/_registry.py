@@ -44,7 +44,7 @@ from ._handle import AgentHandle
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from ._models import ModelCatalog
+    from ..model import ModelCatalog
     from ._tools import ToolRegistry
 
 __all__ = ["AgentRegistry", "AgentScope"]

@@ -18,6 +18,7 @@ from ._plugin import Plugin as Plugin
 from ._plugin import config_converter as config_converter
 from ._runtime import Runtime as Runtime
 from ._runtime import open_root as open_root
+from ._service_key import ServiceKey as ServiceKey
 from ._stack import Entry as Entry
 from ._states import FiberState as FiberState
 from ._strict import StrictConverter as StrictConverter
@@ -46,6 +47,7 @@ __all__ = [
     "Runtime",
     "ServiceAccessError",
     "ServiceConflictError",
+    "ServiceKey",
     "StrictConverter",
     "StrictTypeError",
     "Wording",

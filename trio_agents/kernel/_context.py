@@ -5,6 +5,9 @@ Rules:
 - ``ctx.<service>`` is strict: the fiber (or an ancestor) must declare the service in
   ``inject``, and the call must come from a task of that fiber's subtree. ``ctx.get(name)`` is
   the lookup that needs neither and returns ``None`` when the service is absent.
+- Both take a typed :class:`ServiceKey` too: ``ctx.service(AGENTS)`` is ``ctx.agents`` and
+  ``ctx.get(AGENTS)`` is ``ctx.get("agents")``, typed ``AgentRegistry`` and
+  ``AgentRegistry | None`` instead of ``Any``.
 - :func:`current_context` names the fiber whose task is running (listeners run in the
   emitter's task, so there it is the emitter's fiber).
 """
@@ -14,9 +17,10 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, TypeVar, final
+from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 
 from ._errors import ServiceAccessError
+from ._service_key import ServiceKey, service_name
 
 if TYPE_CHECKING:
     from ._fiber import Fiber
@@ -118,23 +122,48 @@ class Context:
 
     # -- services ------------------------------------------------------------------------------
 
-    def provide(self, name: str, service: object) -> Entry:
-        """Publish ``service`` under ``name`` for as long as the fiber is loaded.
+    @overload
+    def provide(self, name: ServiceKey[T], service: T) -> Entry: ...
+    @overload
+    def provide(self, name: str, service: object) -> Entry: ...
+    def provide(self, name: ServiceKey[Any] | str, service: object) -> Entry:
+        """Publish ``service`` under ``name`` (a name or a :class:`ServiceKey`) for as long as
+        the fiber is loaded. With a key, the type checker checks that ``service`` is its type.
 
         When it leaves, the fibers that inject it are unloaded back to ``pending`` first.
 
         Raises:
             ServiceConflictError: the name is taken, or collides with a Context attribute.
         """
-        return self._fiber.runtime._provide(self._fiber, name, service)
+        return self._fiber.runtime._provide(self._fiber, service_name(name), service)
 
-    def get(self, name: str) -> Any:
-        """The service ``name``, or ``None``: works from any task and needs no declaration."""
-        return self._fiber.runtime._lookup(name)
+    @overload
+    def get(self, name: ServiceKey[T]) -> T | None: ...
+    @overload
+    def get(self, name: str) -> Any: ...
+    def get(self, name: ServiceKey[Any] | str) -> Any:
+        """The service ``name``, or ``None``: works from any task and needs no declaration.
+
+        With a :class:`ServiceKey` the result is typed ``T | None``; with a name, ``Any``.
+        """
+        return self._fiber.runtime._lookup(service_name(name))
+
+    def service(self, key: ServiceKey[T]) -> T:
+        """The service of ``key``, typed: the same strict access as ``ctx.<name>``.
+
+        Raises:
+            ServiceAccessError: the fiber did not declare the service in ``inject``, the call
+                comes from a foreign fiber's task, or the service is not provided.
+        """
+        found: T = self._strict(key.name)
+        return found
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
+        return self._strict(name)
+
+    def _strict(self, name: str) -> Any:
         fiber = self._fiber
         if not fiber._declares(name):
             raise ServiceAccessError(

@@ -4,6 +4,7 @@
 from ._errors import JobNotFoundError as JobNotFoundError
 from ._errors import ShellError as ShellError
 from ._errors import ShellRequestError as ShellRequestError
+from ._executor import SHELL as SHELL
 from ._executor import JobListener as JobListener
 from ._executor import ShellExecutor as ShellExecutor
 from ._local import LocalShell as LocalShell
@@ -23,6 +24,7 @@ from ._types import ShellExecSpec as ShellExecSpec
 from ._types import ShellResult as ShellResult
 
 __all__ = [
+    "SHELL",
     "BashArgs",
     "BashTask",
     "JobArgs",

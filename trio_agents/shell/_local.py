@@ -35,7 +35,7 @@ import trio
 from ..kernel import Context, Entry, ListenerFailed, current_context
 from ._child import Child, GroupChild, SupervisedChild, supervisor_available
 from ._errors import JobNotFoundError, ShellRequestError
-from ._executor import JobListener, ShellExecutor
+from ._executor import SHELL, JobListener, ShellExecutor
 from ._output import OutputBuffer
 from ._types import (
     BashTask,
@@ -448,4 +448,4 @@ class LocalShell:
         """Provide the executor; its teardown kills every process and awaits every exit."""
         executor = LocalShellExecutor(ctx, config)
         ctx.defer(executor.aclose)
-        ctx.provide("shell", executor)
+        ctx.provide(SHELL, executor)

@@ -18,15 +18,15 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, final
+from typing import final
 
 import attrs
 import trio
 
-from ..agent import AgentClosedError, Tool, ToolContext, ToolResult
+from ..agent import AGENTS, TOOLS, Agent, AgentClosedError, Tool, ToolContext, ToolResult
 from ..kernel import Context, FiberClosedError
 from ._errors import JobNotFoundError, ShellRequestError
-from ._executor import ShellExecutor
+from ._executor import SHELL, ShellExecutor
 from ._types import JobDone, JobOutput, JobStatus, ShellExecRequest, ShellResult
 
 __all__ = ["BashArgs", "JobArgs", "ToolBash", "tool_bash"]
@@ -62,7 +62,7 @@ class JobArgs:
 
 def _token(call: ToolContext) -> str | None:
     agent = call.agent
-    return None if agent is None else str(agent.id)
+    return None if agent is None else agent.id
 
 
 def _status_line(
@@ -167,9 +167,9 @@ class _BashTools:
                 )
         return ToolResult(task.id)
 
-    async def _tie(self, agent: Any, job_id: str) -> bool:
+    async def _tie(self, agent: Agent, job_id: str) -> bool:
         """Make the agent's scope own the job: its teardown kills and awaits it."""
-        agents = self._ctx.get("agents")
+        agents = self._ctx.get(AGENTS)
         if agents is None:
             return True
         try:
@@ -213,7 +213,7 @@ class _BashTools:
             return
         if owner is None:
             return
-        agents = self._ctx.get("agents")
+        agents = self._ctx.get(AGENTS)
         if agents is None:
             return
         for agent in agents.list():
@@ -228,14 +228,15 @@ class ToolBash:
     """The plugin ``tool-bash``; apply it with ``await ctx.plugin(tool_bash)``."""
 
     name = "tool-bash"
-    inject = ("shell", "tools")
+    inject = (SHELL, TOOLS)
 
     async def apply(self, ctx: Context, config: None) -> None:
         """Register the three tools and the completion listener, all owned by this fiber."""
-        tools = _BashTools(ctx, ctx.shell)
-        ctx.shell.on_job_done(tools.notify)
+        shell, registry = ctx.service(SHELL), ctx.service(TOOLS)
+        tools = _BashTools(ctx, shell)
+        shell.on_job_done(tools.notify)
         for tool in tools.tools():
-            ctx.tools.register(tool)
+            registry.register(tool)
 
 
 tool_bash = ToolBash()
