@@ -476,3 +476,14 @@ async def test_cancelling_the_caller_of_plugin_disposes_the_loading_fiber() -> N
     assert log == ["enter e", "exit e"]
     with pytest.raises(FiberClosedError):
         await fibers[0].context.effect(rec(log, "late"))
+
+
+def test_the_agent_status_table_uses_the_same_check_and_wording() -> None:
+    """One StateTable checks fibers and agents: the refusal names the legal next states."""
+    from trio_agents.agent._status import AgentStatus, check_status
+
+    with pytest.raises(
+        InvalidTransitionError,
+        match=r"^an agent cannot go from 'disposing' to 'idle'; legal next states: \['disposed'\]$",
+    ):
+        check_status(AgentStatus.DISPOSING, AgentStatus.IDLE)

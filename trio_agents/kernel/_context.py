@@ -194,6 +194,17 @@ class Context:
         """Call the sync listeners of ``event`` in order; their failures are contained."""
         self._fiber.runtime.bus.emit(event)
 
+    def call_listener(
+        self, listener: Callable[[T], object], event: T, *, async_error: str | None = None
+    ) -> None:
+        """Call a listener a service keeps itself the way :meth:`emit` calls one.
+
+        A failure is logged and reported as :class:`ListenerFailed` (never raised); an async
+        listener is not run and fails with a ``TypeError`` saying ``async_error``.
+        """
+        label = getattr(listener, "__qualname__", repr(listener))
+        self._fiber.runtime.bus.call(listener, event, label=label, async_error=async_error)
+
     async def emit_serial(self, event: object) -> None:
         """Await the listeners of ``event`` one after another (failures contained)."""
         await self._fiber.runtime.bus.emit_serial(event)

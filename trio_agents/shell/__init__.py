@@ -22,6 +22,7 @@ from ._types import JobStatus as JobStatus
 from ._types import ShellExecRequest as ShellExecRequest
 from ._types import ShellExecSpec as ShellExecSpec
 from ._types import ShellResult as ShellResult
+from ._types import job_state as job_state
 
 __all__ = [
     "SHELL",
@@ -44,5 +45,6 @@ __all__ = [
     "ShellResult",
     "ShellStatistics",
     "ToolBash",
+    "job_state",
     "tool_bash",
 ]

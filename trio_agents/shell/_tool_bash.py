@@ -27,7 +27,7 @@ from ..agent import AGENTS, TOOLS, Agent, AgentClosedError, Tool, ToolContext, T
 from ..kernel import Context, FiberClosedError
 from ._errors import JobNotFoundError, ShellRequestError
 from ._executor import SHELL, ShellExecutor
-from ._types import JobDone, JobOutput, JobStatus, ShellExecRequest, ShellResult
+from ._types import JobDone, JobOutput, JobStatus, ShellExecRequest, ShellResult, job_state
 
 __all__ = ["BashArgs", "JobArgs", "ToolBash", "tool_bash"]
 
@@ -68,14 +68,7 @@ def _token(call: ToolContext) -> str | None:
 def _status_line(
     status: JobStatus, exit_code: int | None, timed_out: bool, timeout: float | None = None
 ) -> str:
-    if status is JobStatus.RUNNING:
-        return "[running]"
-    if timed_out:
-        after = f" after {timeout:g} s" if timeout is not None else ""
-        return f"[timed out{after}; killed (exit code {exit_code})]"
-    if status is JobStatus.KILLED:
-        return f"[killed (exit code {exit_code})]"
-    return f"[exited with code {exit_code}]"
+    return f"[{job_state(status, exit_code, timed_out=timed_out, timeout=timeout)}]"
 
 
 def truncation_marker(dropped: int) -> str:
@@ -106,7 +99,7 @@ def format_output(output: JobOutput) -> str:
 
 def notice(event: JobDone) -> str:
     """The message injected into the owning agent when its job ends."""
-    line = _status_line(event.status, event.exit_code, False).strip("[]")
+    line = job_state(event.status, event.exit_code)
     return (
         f"background job {event.job_id} ended: {line}; read its output with "
         f'bash_output(job_id="{event.job_id}")'
