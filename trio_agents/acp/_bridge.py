@@ -77,19 +77,6 @@ class BridgeStatistics:
     closed: bool
 
 
-@final
-class _Host:
-    """The child fiber whose tasks serve the connection (and so co-own its agents)."""
-
-    name = "acp-sessions"
-
-    def __init__(self) -> None:
-        self.ctx: Context | None = None
-
-    async def apply(self, ctx: Context, config: None) -> None:
-        self.ctx = ctx
-
-
 def _version() -> str:
     try:
         return importlib.metadata.version("trio-agents")
@@ -164,10 +151,8 @@ class AcpBridge:
             raise RuntimeError("this AcpBridge already served its connection; make a new one")
         self._started = True
         self._ctx = ctx
-        host = _Host()
-        await ctx.plugin(host)
-        assert host.ctx is not None
-        self._host = host.ctx
+        # The child fiber whose tasks serve the connection (and so co-own its agents).
+        host = self._host = await ctx.child("acp-sessions")
         ctx.on(AgentOutput, self._sessions.on_output)
         ctx.on(SessionAppended, self._sessions.on_appended)
         ctx.on(AgentDisposed, self._sessions.on_disposed)
@@ -175,7 +160,7 @@ class AcpBridge:
             ctx.service(TOOLS).add_guard(self._permissions.guard)
         # Invariant: pushed last, so a teardown shuts the connection down first.
         ctx.defer(self.aclose)
-        host.ctx.start_soon(self._serve, name="acp serve")
+        host.start_soon(self._serve, name="acp serve")
 
     async def aclose(self) -> None:
         """Shut the connection down (memoized): dispose every session, close the streams."""

@@ -27,7 +27,6 @@ from ._strict import Wording as Wording
 from ._strict import count_problems as count_problems
 from ._strict import json_type as json_type
 from ._strict import list_problems as list_problems
-from ._strict import strict_converter as strict_converter
 from ._watch import watch_plugins as watch_plugins
 
 __all__ = [
@@ -57,6 +56,5 @@ __all__ = [
     "json_type",
     "list_problems",
     "open_root",
-    "strict_converter",
     "watch_plugins",
 ]

@@ -76,6 +76,18 @@ class Context:
         """
         return await self._fiber.runtime._spawn(self._fiber, plugin, config)
 
+    async def child(self, name: str) -> Context:
+        """A new, empty child fiber named ``name``, active; its context.
+
+        What is added to it is owned by it and unwinds when it is disposed (its ``fiber``),
+        or with this fiber, as any child fiber does. Its tasks are its own: a service this
+        fiber declared is reachable from them.
+        """
+        holder = _Child(name)
+        await self.plugin(holder)
+        assert holder.ctx is not None  # apply ran: a plugin with no inject never waits
+        return holder.ctx
+
     async def effect(self, cm: AbstractAsyncContextManager[T]) -> T:
         """Enter ``cm`` in the fiber's task and own it; it exits when the fiber unloads.
 
@@ -239,6 +251,18 @@ class Context:
 
     def __repr__(self) -> str:
         return f"<Context of {self._fiber!r}>"
+
+
+@final
+class _Child:
+    """The plugin of :meth:`Context.child`: it only keeps its context."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ctx: Context | None = None
+
+    async def apply(self, ctx: Context, config: None) -> None:
+        self.ctx = ctx
 
 
 def _name(fn: object) -> str:

@@ -20,13 +20,13 @@ import attrs
 from ._errors import ConfigError, PluginError
 from ._origin import PluginOrigin, origin_of
 from ._service_key import ServiceKey, service_name
-from ._strict import count_problems, list_problems, strict_converter
+from ._strict import StrictConverter, count_problems, list_problems
 
 __all__ = ["Plugin", "PluginSpec", "config_converter", "describe_plugin"]
 
 #: The kernel's converter for plugin configuration; never the global one. Strict: a config
 #: file's ``3`` is not the string ``"3"``, its ``"bash"`` is not a list of characters.
-config_converter = strict_converter()
+config_converter = StrictConverter()
 
 
 class Plugin(Protocol):

@@ -319,7 +319,7 @@ class LocalShellExecutor(ShellExecutor):
                     proc.scope.cancel()
                 try:
                     async with trio.open_nursery() as nursery:
-                        nursery.start_soon(self._pump, proc)
+                        nursery.start_soon(self._drain, proc)
                         await proc.process.wait()
                         nursery.cancel_scope.cancel()
                 except BaseExceptionGroup as group:
@@ -377,9 +377,6 @@ class LocalShellExecutor(ShellExecutor):
                 await proc.process.settle()
                 await self._drain(proc)
         await proc.process.aclose()
-
-    async def _pump(self, proc: _Process) -> None:
-        await self._drain(proc)
 
     async def _drain(self, proc: _Process) -> bool:
         """Read until EOF; ``True`` once it came."""
