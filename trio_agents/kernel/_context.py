@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 
 from ._errors import ServiceAccessError
 from ._service_key import ServiceKey, service_name
+from ._stack import Entry
 
 if TYPE_CHECKING:
     from ._fiber import Fiber
-    from ._stack import Entry
 
 __all__ = ["Context", "current_context"]
 
@@ -104,7 +104,6 @@ class Context:
 
         Returns the :class:`Entry`, whose ``close()`` runs it early and ``discard()`` forgets it.
         """
-        from ._stack import Entry
 
         async def exit_() -> None:
             await fn(*args)
@@ -245,9 +244,7 @@ class Context:
                 (the old plugin is running again); or ``target`` is not defined at the top
                 level of a module.
         """
-        from ._reload import reload
-
-        return await reload(self._fiber.runtime, target)
+        return await self._fiber.runtime._reload(target)
 
     def __repr__(self) -> str:
         return f"<Context of {self._fiber!r}>"
