@@ -40,7 +40,7 @@ from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
 from ._permission import Permissions
-from ._prompts import Session, Sessions
+from ._prompts import AcpSession, Sessions
 from ._protocol import (
     PROTOCOL_VERSION,
     absolute_cwd,
@@ -228,7 +228,7 @@ class AcpBridge:
             for session in self._sessions:
                 nursery.start_soon(self._dispose, session)
 
-    async def _dispose(self, session: Session) -> None:
+    async def _dispose(self, session: AcpSession) -> None:
         try:
             await session.dispose()
         except Exception:
@@ -236,14 +236,14 @@ class AcpBridge:
             # fiber's teardown unwinds every entry.
             log.exception("disposing the agent of ACP session %s failed", session.agent.id)
 
-    async def _publish(self, make: Callable[[], Awaitable[AgentHandle]], cwd: str) -> Session:
+    async def _publish(self, make: Callable[[], Awaitable[AgentHandle]], cwd: str) -> AcpSession:
         # Shielded: a handle must never be lost between its creation and its record.
         with trio.CancelScope(shield=True):
             handle = await make()
             if self._closed:
                 await handle.dispose()
                 raise RpcError(ErrorCode.INTERNAL_ERROR, "the connection is closing")
-        session = Session(handle.agent, handle.dispose, cwd)
+        session = AcpSession(handle.agent, handle.dispose, cwd)
         self._sessions.add(session)
         return session
 
@@ -272,7 +272,7 @@ class AcpBridge:
         await self._start_servers(session, servers)
         return {"sessionId": session.agent.id}
 
-    async def _start_servers(self, session: Session, servers: tuple[McpServer, ...]) -> None:
+    async def _start_servers(self, session: AcpSession, servers: tuple[McpServer, ...]) -> None:
         """Start the session's own MCP servers; one that fails disposes the session."""
         if not servers:
             return

@@ -33,6 +33,7 @@ __all__ = [
     "ConfigError",
     "Context",
     "Entry",
+    "Fiber",
     "FiberClosedError",
     "FiberFailed",
     "FiberState",
