@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -244,6 +245,12 @@ def test_the_transition_table_is_the_five_legal_moves() -> None:
     }
 
 
+def _moves(*, legal: bool) -> list[tuple[str, str, str]]:
+    """Every (side, state, move) that the table has (``legal``) or has not."""
+    every = itertools.product(_SIDES, _STATES, _MOVES)
+    return [m for m in every if (m in _jsonrpc._TRANSITIONS) is legal]
+
+
 def _connection_with(side: str, state: str) -> Connection:
     """A connection where request id 0 on ``side`` is in ``state``."""
     connection = Connection()
@@ -254,16 +261,7 @@ def _connection_with(side: str, state: str) -> Connection:
     return connection
 
 
-@pytest.mark.parametrize(
-    ("side", "state", "move"),
-    [
-        (side, state, move)
-        for side in _SIDES
-        for state in _STATES
-        for move in _MOVES
-        if (side, state, move) in _jsonrpc._TRANSITIONS
-    ],
-)
+@pytest.mark.parametrize(("side", "state", "move"), _moves(legal=True))
 def test_a_legal_move_writes_the_state_the_table_names(side: str, state: str, move: str) -> None:
     """The state after a move is exactly the table's entry: the lookup is the assignment."""
     connection = _connection_with(side, state)
@@ -271,16 +269,7 @@ def test_a_legal_move_writes_the_state_the_table_names(side: str, state: str, mo
     assert connection._state(side, 0) == _jsonrpc._TRANSITIONS[(side, state, move)]  # type: ignore[arg-type,index]
 
 
-@pytest.mark.parametrize(
-    ("side", "state", "move"),
-    [
-        (side, state, move)
-        for side in _SIDES
-        for state in _STATES
-        for move in _MOVES
-        if (side, state, move) not in _jsonrpc._TRANSITIONS
-    ],
-)
+@pytest.mark.parametrize(("side", "state", "move"), _moves(legal=False))
 def test_a_move_outside_the_table_raises_and_changes_nothing(
     side: str, state: str, move: str
 ) -> None:
