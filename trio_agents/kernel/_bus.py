@@ -82,32 +82,35 @@ class EventBus:
     def emit(self, event: object) -> None:
         for listener in self._matching(event):
             if listener.active:
-                self.call(listener.fn, event, label=listener.label)
+                self.call(listener, event)
 
-    def call(
-        self, fn: ListenerFn, event: object, *, label: str, async_error: str | None = None
-    ) -> None:
-        """Call the synchronous listener ``fn(event)``; a failure is logged and reported as
-        :class:`ListenerFailed`, never raised.
+    def call(self, listener: Listener, event: object, async_error: str | None = None) -> None:
+        """Call a synchronous listener as :meth:`emit` does: a failure is logged and reported
+        as :class:`ListenerFailed`, never raised.
 
         An async listener cannot run here: its coroutine is closed and it fails with a
         ``TypeError`` saying ``async_error`` (by default: how to emit the event awaited).
         """
         try:
-            result = fn(event)
+            result = listener.fn(event)
         except Exception as exc:
-            self._failed(label, event, exc)
+            self._failed(listener.label, event, exc)
             return
         if inspect.isawaitable(result):
-            if inspect.iscoroutine(result):
-                result.close()
-            if async_error is None:
-                async_error = (
-                    f"listener {label} is async, so the synchronous emit() cannot run it; "
-                    f"emit {type(event).__name__} with 'await ctx.emit_serial(event)', or make "
-                    f"the listener sync"
-                )
-            self._failed(label, event, TypeError(async_error))
+            self._refuse(listener, event, result, async_error)
+
+    def _refuse(
+        self, listener: Listener, event: object, result: object, async_error: str | None
+    ) -> None:
+        if inspect.iscoroutine(result):
+            result.close()
+        if async_error is None:
+            async_error = (
+                f"listener {listener.label} is async, so the synchronous emit() cannot run it; "
+                f"emit {type(event).__name__} with 'await ctx.emit_serial(event)', or make the "
+                f"listener sync"
+            )
+        self._failed(listener.label, event, TypeError(async_error))
 
     async def _call(self, listener: Listener, event: object) -> None:
         if not listener.active:

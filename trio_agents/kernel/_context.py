@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 
+from ._bus import Listener
 from ._errors import ServiceAccessError
 from ._service_key import ServiceKey, service_name
 from ._stack import Entry
@@ -213,8 +214,8 @@ class Context:
         A failure is logged and reported as :class:`ListenerFailed` (never raised); an async
         listener is not run and fails with a ``TypeError`` saying ``async_error``.
         """
-        label = getattr(listener, "__qualname__", repr(listener))
-        self._fiber.runtime.bus.call(listener, event, label=label, async_error=async_error)
+        entry = Listener(type(event), listener)
+        self._fiber.runtime.bus.call(entry, event, async_error)
 
     async def emit_serial(self, event: object) -> None:
         """Await the listeners of ``event`` one after another (failures contained)."""
