@@ -43,9 +43,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def typecheck(session: nox.Session) -> None:
-    """Type-check the package, tests and benchmarks with mypy in strict mode."""
+    """Type-check the package, tests and benchmarks with mypy in strict mode, and the typed
+    user plugin of tests/typing with no Any allowed."""
     session.install("-e", ".", *_groups("typing"))
     session.run("mypy")
+    # A user's plugin, checked the way its author would: strict, and no Any may reach it.
+    session.run("mypy", "--strict", "--disallow-any-expr", "tests/typing")
 
 
 @nox.session(python="3.11")

@@ -31,16 +31,16 @@ from typing import Any, Final, final
 import attrs
 import trio
 
-from ..agent import AgentDisposed, AgentHandle, AgentIdInUseError, AgentOutput
+from ..agent import AGENTS, TOOLS, AgentDisposed, AgentHandle, AgentIdInUseError, AgentOutput
 from ..cancel import UserCancel
 from ..kernel import Context
 from ..mcp import McpServer
-from ..session import InvalidSessionIdError, SessionAppended, SessionNotFoundError
+from ..session import SESSIONS, InvalidSessionIdError, SessionAppended, SessionNotFoundError
 from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
 from ._permission import Permissions
-from ._prompts import Session, Sessions
+from ._prompts import AcpSession, Sessions
 from ._protocol import (
     PROTOCOL_VERSION,
     absolute_cwd,
@@ -77,19 +77,6 @@ class BridgeStatistics:
     closed: bool
 
 
-@final
-class _Host:
-    """The child fiber whose tasks serve the connection (and so co-own its agents)."""
-
-    name = "acp-sessions"
-
-    def __init__(self) -> None:
-        self.ctx: Context | None = None
-
-    async def apply(self, ctx: Context, config: None) -> None:
-        self.ctx = ctx
-
-
 def _version() -> str:
     try:
         return importlib.metadata.version("trio-agents")
@@ -113,7 +100,7 @@ class AcpBridge:
     """
 
     name = "acp"
-    inject = ("agents", "sessions", "tools")
+    inject = (AGENTS, SESSIONS, TOOLS)
 
     def __init__(
         self,
@@ -164,18 +151,16 @@ class AcpBridge:
             raise RuntimeError("this AcpBridge already served its connection; make a new one")
         self._started = True
         self._ctx = ctx
-        host = _Host()
-        await ctx.plugin(host)
-        assert host.ctx is not None
-        self._host = host.ctx
+        # The child fiber whose tasks serve the connection (and so co-own its agents).
+        host = self._host = await ctx.child("acp-sessions")
         ctx.on(AgentOutput, self._sessions.on_output)
         ctx.on(SessionAppended, self._sessions.on_appended)
         ctx.on(AgentDisposed, self._sessions.on_disposed)
         if not self.allow_bash:
-            ctx.tools.add_guard(self._permissions.guard)
+            ctx.service(TOOLS).add_guard(self._permissions.guard)
         # Invariant: pushed last, so a teardown shuts the connection down first.
         ctx.defer(self.aclose)
-        host.ctx.start_soon(self._serve, name="acp serve")
+        host.start_soon(self._serve, name="acp serve")
 
     async def aclose(self) -> None:
         """Shut the connection down (memoized): dispose every session, close the streams."""
@@ -243,7 +228,7 @@ class AcpBridge:
             for session in self._sessions:
                 nursery.start_soon(self._dispose, session)
 
-    async def _dispose(self, session: Session) -> None:
+    async def _dispose(self, session: AcpSession) -> None:
         try:
             await session.dispose()
         except Exception:
@@ -251,14 +236,14 @@ class AcpBridge:
             # fiber's teardown unwinds every entry.
             log.exception("disposing the agent of ACP session %s failed", session.agent.id)
 
-    async def _publish(self, make: Callable[[], Awaitable[AgentHandle]], cwd: str) -> Session:
+    async def _publish(self, make: Callable[[], Awaitable[AgentHandle]], cwd: str) -> AcpSession:
         # Shielded: a handle must never be lost between its creation and its record.
         with trio.CancelScope(shield=True):
             handle = await make()
             if self._closed:
                 await handle.dispose()
                 raise RpcError(ErrorCode.INTERNAL_ERROR, "the connection is closing")
-        session = Session(handle.agent, handle.dispose, cwd)
+        session = AcpSession(handle.agent, handle.dispose, cwd)
         self._sessions.add(session)
         return session
 
@@ -283,11 +268,11 @@ class AcpBridge:
         servers = parse_mcp_servers(params, cwd)
         ctx = self._ctx
         assert ctx is not None
-        session = await self._publish(lambda: ctx.agents.create(cwd=cwd), cwd)
+        session = await self._publish(lambda: ctx.service(AGENTS).create(cwd=cwd), cwd)
         await self._start_servers(session, servers)
         return {"sessionId": session.agent.id}
 
-    async def _start_servers(self, session: Session, servers: tuple[McpServer, ...]) -> None:
+    async def _start_servers(self, session: AcpSession, servers: tuple[McpServer, ...]) -> None:
         """Start the session's own MCP servers; one that fails disposes the session."""
         if not servers:
             return
@@ -295,7 +280,7 @@ class AcpBridge:
         assert ctx is not None
         assert host is not None
         try:
-            await start_mcp_servers(host, ctx.agents, session.agent, servers)
+            await start_mcp_servers(host, ctx.service(AGENTS), session.agent, servers)
         except BaseException:
             with trio.CancelScope(shield=True):
                 await self._dispose(session)
@@ -313,7 +298,9 @@ class AcpBridge:
         if session is None:
             try:
                 # The cwd the client gives now is the session's from here on (and recorded).
-                session = await self._publish(lambda: ctx.agents.resume(session_id, cwd=cwd), cwd)
+                session = await self._publish(
+                    lambda: ctx.service(AGENTS).resume(session_id, cwd=cwd), cwd
+                )
             except (SessionNotFoundError, InvalidSessionIdError):
                 raise RpcError(
                     ErrorCode.RESOURCE_NOT_FOUND,
@@ -343,7 +330,7 @@ class AcpBridge:
         assert ctx is not None
         here = os.getcwd()
         entries = []
-        for info in await ctx.sessions.list():
+        for info in await ctx.service(SESSIONS).list():
             live = self._sessions.get(info.id)
             # A session that recorded no cwd (stored before cwds were, or created without
             # one) runs its commands in this process's directory.
