@@ -170,7 +170,7 @@ class Peer:
             assert data, "the bridge closed its output"
             for frame in self.framer.feed(data):
                 assert not isinstance(frame, Oversized)
-                message = json.loads(frame)
+                message: dict[str, Any] = json.loads(frame)
                 if message.get("id") == request_id and "method" not in message:
                     return message
                 self.received.append(message)
