@@ -46,7 +46,7 @@ def stress(session: nox.Session) -> None:
         "tests/test_agent_stateful.py",
         "tests/test_kernel_stateful.py",
     ]
-    session.run("pytest", "-s", "-p", "no:randomly", *files)
+    session.run("pytest", "-s", "-p", "no:randomly", "-o", "faulthandler_timeout=900", *files)
 
 
 @nox.session(python="3.11")

@@ -106,6 +106,20 @@ def _rss_mib() -> float:
         return int(f.read().split()[1]) * resource.getpagesize() / 2**20
 
 
+OPS = ("prompt", "prompt", "prompt", "nap", "steer", "cancel", "child", "dispose", "yield")
+
+
+def _pick(live: list[ag.AgentHandle], rng: random.Random) -> ag.AgentHandle | None:
+    """A random live agent (the disposed ones, also those gone with a parent, are dropped)."""
+    while live:
+        i = rng.randrange(len(live))
+        if not live[i].agent.done:
+            return live[i]
+        live[i] = live[-1]
+        live.pop()
+    return None
+
+
 @attrs.define
 class Book:
     """What the driver sent, to check against what the sessions recorded."""
@@ -123,6 +137,7 @@ async def _soak(
         root.on(ag.AgentCreated, lambda e: book.events.update(["created"]))
         root.on(ag.AgentDisposed, lambda e: book.events.update(["disposed"]))
         handles: dict[str, ag.AgentHandle] = {}
+        live: list[ag.AgentHandle] = []
         ids = iter(range(10**9))
         ops = Counter[str]()
         deadline = trio.current_time() + seconds
@@ -130,32 +145,16 @@ async def _soak(
         async def create(parent: ag.Agent | None = None) -> None:
             handle = await root.agents.create(session_id=f"s{next(ids)}", parent=parent)
             handles[handle.agent.id] = handle
+            live.append(handle)
             book.sent[handle.agent.id] = []
 
         for _ in range(agents_count):
             await create()
         while trio.current_time() < deadline:
-            live = [h for h in handles.values() if not h.agent.done]
-            handle = rng.choice(live) if live else None
-            op = rng.choice(
-                [
-                    "prompt",
-                    "prompt",
-                    "prompt",
-                    "nap",
-                    "steer",
-                    "cancel",
-                    "child",
-                    "dispose",
-                    "yield",
-                ]
-            )
+            handle = _pick(live, rng)
+            op = rng.choice(OPS)
             ops[op] += 1
-            if (
-                handle is None
-                or op == "yield"
-                or (op == "child" and len(handles) > 4 * agents_count)
-            ):
+            if handle is None or op == "yield" or (op == "child" and len(live) > 4 * agents_count):
                 await trio.sleep(0.001)
                 continue
             agent = handle.agent
@@ -203,7 +202,7 @@ async def test_a_soak_of_many_agents_leaves_nothing_behind() -> None:
     tasks = _tasks()
     rss_start = _rss_mib()
     book = Book()
-    ops = await _soak(agents_count, budget.seconds(2, 120), rng, book)
+    ops = await _soak(agents_count, budget.seconds(2, 90), rng, book)
     rss_end = _rss_mib()
     assert book.events["created"] == book.events["disposed"] > 0, book.events
     assert _fds() == fds
