@@ -180,7 +180,7 @@ def _answers(received: list[dict[str, Any]], request_id: int | str) -> list[dict
     return [m for m in received if "method" not in m and m.get("id") == request_id]
 
 
-async def _exercise(chunks: list[bytes], expected: list[int | str]) -> None:
+async def _exercise(chunks: list[bytes], expected: list[int | str], tail: bytes = b"") -> None:
     async with ag.open_runtime(model="echo") as root:
         ours, theirs = trio.testing.memory_stream_pair()
         bridge = AcpBridge(ours)
@@ -194,6 +194,7 @@ async def _exercise(chunks: list[bytes], expected: list[int | str]) -> None:
         await peer.send(
             _dump({"jsonrpc": "2.0", "id": "last", "method": "session/list", "params": {}}) + b"\n"
         )
+        await peer.send(tail)  # the client may go away in the middle of a frame
         await theirs.send_stream.aclose()
         await peer.read_to_end()
         await bridge.wait_closed()
@@ -215,14 +216,22 @@ def _split(data: bytes, cuts: list[int]) -> list[bytes]:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(programs(), st.lists(st.integers(min_value=0), max_size=6))
+@given(
+    programs(),
+    st.lists(st.integers(min_value=0), max_size=6),
+    st.sampled_from([b"", b'{"jsonrpc": "2.0", "id": 5, "meth', b"[[[[", b"\xe2\x82"]),
+)
 def test_hostile_frames_are_answered_and_serving_goes_on(
-    program: list[Frame], cuts: list[int]
+    program: list[Frame], cuts: list[int], tail: bytes
 ) -> None:
     data = b"".join(f.line + b"\n" for f in program)
     expected = [f.expect for f in program if f.expect is not None]
     trio.run(
-        _exercise, _split(data, cuts), expected, clock=trio.testing.MockClock(autojump_threshold=0)
+        _exercise,
+        _split(data, cuts),
+        expected,
+        tail,
+        clock=trio.testing.MockClock(autojump_threshold=0),
     )
 
 
