@@ -212,7 +212,7 @@ def _split(data: bytes, cuts: list[int]) -> list[bytes]:
 
 
 @settings(
-    max_examples=budget.examples(40, 2000),
+    max_examples=budget.examples(40, 500),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -236,7 +236,7 @@ def test_hostile_frames_are_answered_and_serving_goes_on(
 
 
 @settings(
-    max_examples=budget.examples(40, 2000),
+    max_examples=budget.examples(40, 500),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -73,7 +73,7 @@ WEIGHTS = [3] * (len(SHAPES) - 1) + [budget.count(0, 1)]
 async def test_the_command_keeps_serving_through_hostile_frames() -> None:
     seed = random.randrange(2**32)
     rng = random.Random(seed)
-    deadline = trio.current_time() + budget.seconds(3, 90)
+    deadline = trio.current_time() + budget.seconds(3, 60)
     process = await trio.lowlevel.open_process(
         [str(TRIO_AGENTS), "acp", "--store", "memory"],
         stdin=subprocess.PIPE,

@@ -83,7 +83,7 @@ async def test_sigkill_loses_no_flushed_turn_and_leaves_no_job(tmp_path: Path) -
     rng = random.Random(seed)
     mark = marker()
     durable: dict[str, set[int]] = {f"a{i}": set() for i in range(AGENTS)}
-    rounds = budget.count(3, 200)
+    rounds = budget.count(3, 100)
     checked = 0
     for _ in range(rounds):
         for agent_id, n in await _run_and_kill(tmp_path, mark, rng):

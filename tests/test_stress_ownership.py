@@ -242,7 +242,7 @@ async def execute(program: list[Step]) -> World:
 
 
 @settings(
-    max_examples=budget.examples(40, 2000),
+    max_examples=budget.examples(40, 500),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -202,7 +202,7 @@ async def test_a_soak_of_many_agents_leaves_nothing_behind() -> None:
     tasks = _tasks()
     rss_start = _rss_mib()
     book = Book()
-    ops = await _soak(agents_count, budget.seconds(2, 90), rng, book)
+    ops = await _soak(agents_count, budget.seconds(2, 60), rng, book)
     rss_end = _rss_mib()
     assert book.events["created"] == book.events["disposed"] > 0, book.events
     assert _fds() == fds
