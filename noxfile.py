@@ -34,6 +34,23 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11")
+def stress(session: nox.Session) -> None:
+    """The stress-style tests with the large budget (tests/budget.py); prints their figures."""
+    session.install("-e", ".", *_groups("test"))
+    session.env["TRIO_AGENTS_STRESS"] = "1"
+    files = session.posargs or [
+        "tests/test_stress_acp_fuzz.py",
+        "tests/test_stress_acp_process.py",
+        "tests/test_stress_crash_loop.py",
+        "tests/test_stress_soak.py",
+        "tests/test_stress_ownership.py",
+        "tests/test_agent_stateful.py",
+        "tests/test_kernel_stateful.py",
+    ]
+    session.run("pytest", "-s", "-p", "no:randomly", "-o", "faulthandler_timeout=900", *files)
+
+
+@nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
     """Check style and the async rules with ruff (lint and format)."""
     session.install(*_groups("lint"))

@@ -58,6 +58,10 @@ log = logging.getLogger("trio_agents.acp")
 
 # After the client's EOF, how long the answers already produced may take to leave.
 _DRAIN_SECONDS: Final = 1.0
+#: The default bound of the frames queued for a client that does not read: 64 MiB.
+MAX_UNSENT: Final = 64 * 1024 * 1024
+#: How long a client may read nothing while more than ``max_unsent`` bytes wait for it.
+_STALL_SECONDS: Final = 10.0
 
 
 @attrs.frozen
@@ -69,12 +73,14 @@ class BridgeStatistics:
         prompts: how many ``session/prompt`` requests await their answer.
         permission_requests: how many ``session/request_permission`` await the client.
         closed: whether the shutdown has begun.
+        unsent_bytes: frames queued for the client and not yet written.
     """
 
     sessions: tuple[str, ...]
     prompts: int
     permission_requests: int
     closed: bool
+    unsent_bytes: int = 0
 
 
 def _version() -> str:
@@ -94,6 +100,9 @@ class AcpBridge:
             ``send_stream`` is a bidirectional :class:`trio.abc.Stream`.
         allow_bash: run ``bash`` without asking the client for permission.
         max_frame: the largest incoming frame, in bytes.
+        max_unsent: bytes of frames queued for the client past which, when the client has
+            read nothing for 10 seconds, the connection is closed (with a warning) as if the
+            client had gone.
 
     Apply it with ``await ctx.plugin(bridge)``; it serves until the client closes its side
     (then :meth:`wait_closed` returns) or until its fiber is disposed.
@@ -109,6 +118,7 @@ class AcpBridge:
         *,
         allow_bash: bool = False,
         max_frame: int = MAX_FRAME,
+        max_unsent: int = MAX_UNSENT,
     ) -> None:
         if receive_stream is None:
             if not isinstance(send_stream, trio.abc.ReceiveStream):
@@ -122,6 +132,8 @@ class AcpBridge:
             send_stream,
             receive_stream,
             max_frame=max_frame,
+            max_unsent=max_unsent,
+            stall_seconds=_STALL_SECONDS,
             sync={"initialize": self._initialize, "session/prompt": self._prompt},
             concurrent={
                 "session/new": self._new,
@@ -191,6 +203,7 @@ class AcpBridge:
             prompts=self._sessions.prompts(),
             permission_requests=len(self._permissions),
             closed=self._closed,
+            unsent_bytes=self._serving.unsent,
         )
 
     # -- the lifecycle ------------------------------------------------------------------------
