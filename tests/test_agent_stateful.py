@@ -144,7 +144,7 @@ async def execute(program: list[Step]) -> None:
 
 
 @settings(
-    max_examples=budget.examples(60, 1000),
+    max_examples=budget.examples(60, 3000),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -304,7 +304,7 @@ class KernelMachine(RuleBasedStateMachine):
 
 
 KernelMachine.TestCase.settings = settings(
-    max_examples=budget.examples(40, 500),
+    max_examples=budget.examples(40, 200),
     stateful_step_count=budget.count(15, 40),
     deadline=None,
 )

@@ -242,7 +242,7 @@ async def execute(program: list[Step]) -> World:
 
 
 @settings(
-    max_examples=budget.examples(40, 500),
+    max_examples=budget.examples(40, 2000),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
