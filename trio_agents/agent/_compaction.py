@@ -52,6 +52,7 @@ from ..model import (
 )
 from ..session import Compacted
 from ._history import TurnMark, message_chars
+from ._keys import COMPACTION
 from ._meter import CHARS_PER_TOKEN, ContextUsage, estimate
 
 if TYPE_CHECKING:
@@ -290,7 +291,7 @@ class CompactionPlugin:
         self.compactor: Compactor = compactor if compactor is not None else SummarizingCompactor()
 
     async def apply(self, ctx: Context, config: None) -> None:
-        ctx.provide("compaction", self.compactor)
+        ctx.provide(COMPACTION, self.compactor)
 
 
 async def fit_window(agent: Agent, turn_id: str) -> None:
