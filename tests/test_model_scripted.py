@@ -299,11 +299,7 @@ async def test_requests_records_every_request_in_order_also_past_the_script() ->
     first = _request(UserText("hi"))
     second = _request(UserText("again"))
     assert model.requests == ()
-    async with aclosing(model.stream(first)) as events:
-        async for _ in events:
-            pass
+    await _collect(model, first)
     with pytest.raises(ModelError, match=r"^the script of ScriptedModel 'scripted' has no reply"):
-        async with aclosing(model.stream(second)) as events:
-            async for _ in events:
-                pass
+        await _collect(model, second)
     assert model.requests == (first, second)

@@ -32,8 +32,8 @@ from ..session import (
     UserMessage,
 )
 from ..session._convert import check_recordable_cause
-from ._config import AgentConfig
 from ._ask import AnswerFold
+from ._config import AgentConfig
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
 from ._history import History

@@ -64,8 +64,9 @@ class AnswerFold:
             and record.op == "remove"
             and record.message_id == self._message_id
         ):
+            reason = record.reason or "removed"
             raise MessageDroppedError(
-                f"message {self._message_id} of agent {self._agent_id} was {record.reason or 'removed'} "
+                f"message {self._message_id} of agent {self._agent_id} was {reason} "
                 f"before a turn ran it, so it has no answer",
                 self._message_id,
                 record.reason,
