@@ -298,7 +298,7 @@ async def test_requests_records_every_request_in_order_also_past_the_script() ->
     model = ScriptedModel(["one"])
     first = _request(UserText("hi"))
     second = _request(UserText("again"))
-    assert model.requests == ()
+    assert len(model.requests) == 0
     await _collect(model, first)
     with pytest.raises(ModelError, match=r"^the script of ScriptedModel 'scripted' has no reply"):
         await _collect(model, second)
