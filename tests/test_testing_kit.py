@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -110,6 +112,13 @@ def test_the_entry_point_is_named_like_its_module() -> None:
     assert entry_points == {PLUGIN: PLUGIN}
     assert plugin.__name__ == PLUGIN
     assert {"ta_agent", "ta_events", "ta_model", "ta_runtime"} <= set(plugin.__all__)
+
+
+def test_the_kit_itself_does_not_import_pytest() -> None:
+    """Programs may use collect_events without pytest installed; only the plugin needs it."""
+    code = "import sys, trio_agents.testing; print('pytest' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 USER_TESTS = '''
