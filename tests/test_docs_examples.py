@@ -7,7 +7,8 @@ prepared by ``SETUP``).
 
 A test file is a ``.. code-block:: python`` with ``def test_`` functions, followed the same way
 by the last line ``pytest -q`` prints (its timing left out). It runs under pytest in a fresh
-directory holding the page's first ``.. code-block:: ini`` as ``pytest.ini``.
+directory holding the page's first ``.. code-block:: ini`` as ``pytest.ini``. The README's
+example test runs the same way and must pass.
 """
 
 from __future__ import annotations
@@ -107,6 +108,36 @@ def test_an_example_prints_what_its_page_says(
     assert done.stdout.strip() == expected.strip()
 
 
+README = DOCS.parent / "README.md"
+FENCE = re.compile(r"^```python\n(?P<body>.*?)^```$", re.M | re.S)
+
+
+def _run_test_file(code: str, ini: str, where: Path) -> tuple[str, subprocess.CompletedProcess[str]]:
+    """Run ``code`` as a test module under pytest in ``where``; the summary line and the run."""
+    (where / "pytest.ini").write_text(ini)
+    (where / "test_example.py").write_text(code)
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"),
+            # Installed, the plugin loads itself; named, it also loads from a source checkout.
+            *("-p", "trio_agents.testing.pytest_plugin", "test_example.py"),
+        ],
+        cwd=where,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    return re.sub(r" in [0-9.]+s$", "", last), done
+
+
+def test_the_readme_example_test_passes(tmp_path: Path) -> None:
+    """The README's example test (its one python block with a test) passes with the kit."""
+    (code,) = [m["body"] for m in FENCE.finditer(README.read_text()) if "def test_" in m["body"]]
+    summary, done = _run_test_file(code, "[pytest]\ntrio_mode = true\n", tmp_path)
+    assert summary == "1 passed", done.stdout + done.stderr
+
+
 def test_the_pages_have_example_test_files() -> None:
     """The testing page's test files are found (the test below is not vacuous)."""
     assert "testing.rst" in {page for page, _, _ in example_test_files()}
@@ -116,19 +147,6 @@ def test_the_pages_have_example_test_files() -> None:
 def test_an_example_test_file_passes_as_its_page_says(
     page: str, code: str, expected: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "pytest.ini").write_text(first_block_of(page, "ini"))
-    (tmp_path / "test_example.py").write_text(code)
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"),
-            # Installed, the plugin loads itself; named, it also loads from a source checkout.
-            *("-p", "trio_agents.testing.pytest_plugin", "test_example.py"),
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    summary, done = _run_test_file(code, first_block_of(page, "ini"), tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert re.sub(r" in [0-9.]+s$", "", last) == expected.strip()
+    assert summary == expected.strip()
