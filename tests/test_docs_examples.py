@@ -112,7 +112,9 @@ README = DOCS.parent / "README.md"
 FENCE = re.compile(r"^```python\n(?P<body>.*?)^```$", re.M | re.S)
 
 
-def _run_test_file(code: str, ini: str, where: Path) -> tuple[str, subprocess.CompletedProcess[str]]:
+def _run_test_file(
+    code: str, ini: str, where: Path
+) -> tuple[str, subprocess.CompletedProcess[str]]:
     """Run ``code`` as a test module under pytest in ``where``; the summary line and the run."""
     (where / "pytest.ini").write_text(ini)
     (where / "test_example.py").write_text(code)
