@@ -40,7 +40,9 @@ def tests(session: nox.Session) -> None:
     session.run("coverage", "erase")
     session.run("coverage", "run", "-m", "pytest", *session.posargs)
     session.run("coverage", "combine", success_codes=[0, 1])
-    session.run("coverage", "report")
+    # The floor (fail_under in pyproject) is for the whole suite; a run of some tests
+    # (``nox -s tests -- tests/test_x.py``) reports without it.
+    session.run("coverage", "report", *(["--fail-under=0"] if session.posargs else []))
 
 
 @nox.session(python="3.11")
