@@ -15,6 +15,8 @@ from trio_agents.session import (
     AssistantMessage,
     InboxSpliced,
     StopReason,
+    ToolCall,
+    ToolCallEnded,
     TurnEnded,
     UserMessage,
 )
@@ -30,8 +32,21 @@ async def shout(text: str) -> str:
 # -- the fold (sans-IO) -------------------------------------------------------------------------
 
 
+def test_fold_answers_with_the_text_after_the_last_tool_call() -> None:
+    """A tool-calling step's text is not the answer; an empty final step answers ``""``."""
+    fold = AnswerFold("a", "m-1")
+    records = [
+        UserMessage(message_id="m-1", content="x", turn_id="t-1"),
+        AssistantMessage(turn_id="t-1", content="let me look"),
+        ToolCall(turn_id="t-1", call_id="c-1", name="look", arguments={}),
+        ToolCallEnded(turn_id="t-1", call_id="c-1", name="look", content="found"),
+        TurnEnded(turn_id="t-1", stop_reason=StopReason.COMPLETED),
+    ]
+    assert fold.feed(records) == ""
+
+
 def test_fold_answers_with_the_last_step_of_its_own_turn() -> None:
-    """Records of other turns are ignored; the last assistant text of the turn is the answer."""
+    """Records of other turns are ignored; the final step's text of the turn is the answer."""
     fold = AnswerFold("a", "m-2")
     assert fold.feed([UserMessage(message_id="m-1", content="x", turn_id="t-1")]) is None
     assert fold.feed([AssistantMessage(turn_id="t-1", content="other")]) is None
@@ -39,6 +54,7 @@ def test_fold_answers_with_the_last_step_of_its_own_turn() -> None:
     assert fold.turn_id == "t-2"
     steps = [
         AssistantMessage(turn_id="t-2", content="calling"),
+        ToolCall(turn_id="t-2", call_id="c-1", name="look", arguments={}),
         TurnEnded(turn_id="t-1", stop_reason=StopReason.ERROR, error="boom"),
         AssistantMessage(turn_id="t-2", content="final"),
         TurnEnded(turn_id="t-2", stop_reason=StopReason.COMPLETED),

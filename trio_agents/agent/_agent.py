@@ -203,9 +203,10 @@ class Agent:
     async def ask(self, content: str) -> str:
         """Prompt ``content``, wait for the turn that runs it to end, and return its answer.
 
-        The answer is the text of the turn's last model step (the reply after its last tool
-        results), ``""`` if the model said nothing. Cancelling the caller stops the wait only:
-        the message stays queued or its turn keeps running (``agent.cancel`` stops those).
+        The answer is the text the model said after the turn's last tool call (the reply to
+        the tool results), ``""`` if that final step said nothing. Cancelling the caller stops
+        the wait only: the message stays queued or its turn keeps running (``agent.cancel``
+        stops those).
 
         Raises:
             AgentClosedError: the agent is being disposed, before or while waiting.

@@ -4,9 +4,10 @@ Rules:
 - The message is found by its id. An ``InboxSpliced`` ``remove`` of it (discarded, or cleared
   by a cancel before a turn claimed it) ends the fold with :class:`MessageDroppedError`.
 - Its ``UserMessage`` names the turn that claimed it; from then on only that turn's records
-  count. Its ``TurnEnded`` ends the fold: ``completed`` answers with the text of the turn's last
-  ``AssistantMessage`` (the reply after the last tool results; ``""`` if the model said
-  nothing), any other stop reason raises :class:`TurnFailedError` carrying the record.
+  count. Its ``TurnEnded`` ends the fold: ``completed`` answers with the text the model said
+  after the turn's last ``ToolCall`` (a tool-calling step's own text is preamble, not the
+  answer; ``""`` if the final step said nothing), any other stop reason raises
+  :class:`TurnFailedError` carrying the record.
 - :meth:`AnswerFold.feed` takes records in ``seq`` order, each once; it never blocks. The
   waiting is :meth:`Agent.ask`'s.
 """
@@ -16,7 +17,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import final
 
-from ..session import AssistantMessage, InboxSpliced, Record, StopReason, TurnEnded, UserMessage
+from ..session import (
+    AssistantMessage,
+    InboxSpliced,
+    Record,
+    StopReason,
+    ToolCall,
+    TurnEnded,
+    UserMessage,
+)
 from ._errors import MessageDroppedError, TurnFailedError
 
 __all__ = ["AnswerFold"]
@@ -52,6 +61,8 @@ class AnswerFold:
             elif getattr(record, "turn_id", None) == self._turn_id:
                 if isinstance(record, AssistantMessage):
                     self._answer = record.content
+                elif isinstance(record, ToolCall):
+                    self._answer = ""
                 elif isinstance(record, TurnEnded):
                     return self._ended(record)
         return None
