@@ -11,6 +11,8 @@ from ._compaction import SummarizingCompactor as SummarizingCompactor
 from ._config import AgentConfig as AgentConfig
 from ._errors import AgentClosedError as AgentClosedError
 from ._errors import AgentIdInUseError as AgentIdInUseError
+from ._errors import MessageDroppedError as MessageDroppedError
+from ._errors import TurnFailedError as TurnFailedError
 from ._events import AgentCancelRequested as AgentCancelRequested
 from ._events import AgentCreated as AgentCreated
 from ._events import AgentDisposed as AgentDisposed
@@ -70,6 +72,7 @@ __all__ = [
     "ContextUsage",
     "DeclaredAgent",
     "Lane",
+    "MessageDroppedError",
     "MessageId",
     "QueuedMessage",
     "SummarizingCompactor",
@@ -79,6 +82,7 @@ __all__ = [
     "ToolNameInUseError",
     "ToolRegistry",
     "ToolResult",
+    "TurnFailedError",
     "TurnMark",
     "agent_loop",
     "open_runtime",
