@@ -20,6 +20,10 @@ from .agent import AgentClosedError as AgentClosedError
 from .agent import AgentHandle as AgentHandle
 from .agent import AgentIdInUseError as AgentIdInUseError
 from .agent import AgentStatus as AgentStatus
+from .agent import ApprovalRequest as ApprovalRequest
+from .agent import Approver as Approver
+from .agent import Decision as Decision
+from .agent import Refusal as Refusal
 from .agent import Tool as Tool
 from .agent import ToolContext as ToolContext
 from .agent import ToolNameInUseError as ToolNameInUseError
@@ -69,9 +73,12 @@ __all__ = [
     "AgentOutput",
     "AgentStatus",
     "AgentStatusChanged",
+    "ApprovalRequest",
+    "Approver",
     "CancelCause",
     "CauseScope",
     "Context",
+    "Decision",
     "DisposedCancel",
     "Fiber",
     "FiberFailed",
@@ -84,6 +91,7 @@ __all__ = [
     "Model",
     "ParentCancel",
     "PluginReloaded",
+    "Refusal",
     "ScriptedModel",
     "SessionAppended",
     "SessionCreated",
