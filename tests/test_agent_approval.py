@@ -366,7 +366,7 @@ async def test_the_approver_can_be_set_later_and_is_checked() -> None:
         agent = (await root.agents.create()).agent
         assert agent.approver is None
         with pytest.raises(TypeError, match=r"^an approver has 'async def approve"):
-            agent.approver = object()  # type: ignore[assignment]
+            agent.approver = object()
         asker = Asker(ta.Decision.ALLOW_ONCE)
         agent.approver = asker
         await run_prompts(agent, 1)

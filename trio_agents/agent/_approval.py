@@ -4,7 +4,9 @@ Rules:
 - A call needs approval when its tool is marked (``Tool(ask=True)``, ``@tool(ask=True)``, an
   MCP server's ``ask``), when the registry asks for its name (``tools.require_approval``,
   the config file's ``[approval]`` table), or when the calling agent's definition names it
-  (``create(ask=...)``, ``[[agents]] ask``). Nothing else is ever asked about.
+  (``create(ask=...)``, ``[[agents]] ask``), or when the agent's approver names it in its
+  optional ``ask`` attribute (a front end's own policy: the ACP bridge asks about ``bash``).
+  Nothing else is ever asked about.
 - There is one seam: the calling agent's :class:`Approver` (``agent.approver``, given to
   ``create``/``resume`` or set by the front end that shows the agent). A call that needs
   approval and has nobody to ask (no agent, or an agent without an approver) is refused.
@@ -113,9 +115,10 @@ class ApprovalRequest:
 class Approver(Protocol):
     """The seam a front end provides: ask someone whether a tool call may run.
 
-    ``approve`` may take as long as the person does; a cancel of the turn cancels it. An
-    optional ``name`` attribute says who answered in the session's records (default: the
-    class name).
+    ``approve`` may take as long as the person does; a cancel of the turn cancels it.
+    Optional attributes: ``name`` says who answered in the session's records (default: the
+    class name); ``ask``, a collection of tool names, adds those tools to the ones asked about
+    for the agents this approver serves.
     """
 
     async def approve(self, request: ApprovalRequest) -> Decision | Refusal:
@@ -159,6 +162,10 @@ class Approvals:
         self.approver = approver
         self._append = append
         self._standing = standing_answers(records)
+
+    def asks(self, name: str) -> bool:
+        """Whether the agent's definition or its approver names the tool ``name``."""
+        return name in self.ask or name in getattr(self.approver, "ask", ())
 
     def standing(self) -> dict[str, Decision]:
         """A copy of the standing answers, by tool name."""

@@ -386,7 +386,7 @@ class ToolRegistry:
         if tool.ask or tool.name in self._asked:
             return True
         approvals = getattr(agent, "_approvals", None)
-        return approvals is not None and tool.name in approvals.ask
+        return approvals is not None and approvals.asks(tool.name)
 
     async def _approved(self, tool: Tool, arguments: Any, call: ToolContext) -> ToolResult | None:
         agent = call.agent
