@@ -26,6 +26,8 @@ class DeclaredAgent:
     tools: list[str] | None = None
     max_steps: int = 50
     cwd: str | None = None
+    #: The tools whose calls need approval in this agent (see :doc:`/tools`).
+    ask: list[str] | None = None
 
 
 @final
@@ -57,6 +59,7 @@ class AgentLoop:
                     instructions=declared.instructions,
                     max_steps=declared.max_steps,
                     cwd=declared.cwd,
+                    ask=declared.ask,
                 )
                 continue
             await registry.create(
@@ -66,6 +69,7 @@ class AgentLoop:
                 instructions=declared.instructions,
                 max_steps=declared.max_steps,
                 cwd=declared.cwd,
+                ask=declared.ask,
             )
 
 
