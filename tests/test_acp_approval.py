@@ -12,7 +12,7 @@ from test_acp_client import Recorder, agent_process, run
 
 pytest.importorskip("acp")
 
-from acp import text_block  # noqa: E402
+from acp import text_block
 
 PLUGIN = '''
 import trio_agents as ta
