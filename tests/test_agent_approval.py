@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from support import Tools
 import trio_agents as ta
 import trio_agents.agent as ag
 from trio_agents.cancel import DisposedCancel, UserCancel
+from trio_agents.mcp import McpServer
 from trio_agents.model import CallTool, Say, ScriptedModel
 from trio_agents.session import (
     AgentConfigured,
@@ -380,3 +382,24 @@ def test_the_title_names_a_command_and_is_one_bounded_line() -> None:
     long = ta.ApprovalRequest("a", "write", {"text": "x" * 500}).title
     assert len(long) == 200
     assert long.endswith("…")
+
+
+async def test_an_mcp_servers_ask_list_marks_its_tools() -> None:
+    """McpServer(ask=[...]) marks those of the server's tools; a refused call never reaches it."""
+    server_py = str(Path(__file__).parent / "mcp_servers" / "tools_server.py")
+    model = ScriptedModel(
+        [[CallTool("t__add", {"a": 1, "b": 2}), CallTool("t__pid", {})], [Say("ok")]]
+    )
+    asker = Asker(ta.Decision.REJECT_ONCE)
+    async with ag.open_runtime(model=model) as root:
+        with trio.fail_after(30):
+            await root.plugin(McpServer("t", command=sys.executable, args=[server_py], ask=["add"]))
+        tools: ag.ToolRegistry = root.get("tools")
+        assert [n for n in tools.names() if tools.get(n).ask] == ["t__add"]  # type: ignore[union-attr]
+        agent = (await root.agents.create(approver=asker)).agent
+        with trio.fail_after(30):
+            await run_prompts(agent, 1)
+        assert [r.tool for r in asker.requests] == ["t__add"]
+        results = {r.name: r for r in of(agent, ToolCallEnded)}
+        assert results["t__add"].is_error
+        assert not results["t__pid"].is_error
