@@ -403,3 +403,26 @@ async def test_an_mcp_servers_ask_list_marks_its_tools() -> None:
         results = {r.name: r for r in of(agent, ToolCallEnded)}
         assert results["t__add"].is_error
         assert not results["t__pid"].is_error
+
+
+async def test_calls_of_one_step_are_asked_in_turn_and_always_covers_the_rest() -> None:
+    """Three concurrent calls: one question at a time; allow_always answers all of them."""
+    ran: list[str] = []
+    model = ScriptedModel([[CallTool("write", {"text": t}) for t in "abc"], [Say("ok")]])
+    asker = Asker(ta.Decision.ALLOW_ALWAYS, hold=True)
+    async with ag.open_runtime(model=model) as root:
+        await root.plugin(Tools(writer(ran)))
+        agent = (await root.agents.create(approver=asker)).agent
+        agent.prompt("go")
+        await asker.asking.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(asker.requests) == 1
+        asker.release.set()
+        await agent.when_idle()
+        assert sorted(ran) == ["a", "b", "c"]
+        assert len(asker.requests) == 1
+        assert sorted(r.by for r in of(agent, ToolApproval)) == [
+            "scripted",
+            "standing answer",
+            "standing answer",
+        ]

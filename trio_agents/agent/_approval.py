@@ -14,6 +14,8 @@ Rules:
   with an error result and the turn goes on; ``cancel`` does not run the call and cancels the
   turn with :class:`UserCancel`. An ``*_always`` answer stands, for that tool name, for the
   rest of the agent's session; a resumed agent restores it from the records.
+- One question at a time per agent: concurrent calls of one step are asked in turn, so an
+  ``*_always`` answer to the first stands for the rest.
 - Every answer is a :class:`~trio_agents.session.ToolApproval` record, written before the call
   runs or is refused; a standing answer is recorded too (``by="standing answer"``).
 - Asking is a checkpoint like any other: a cancel while the question is open propagates
@@ -148,7 +150,7 @@ class Approvals:
     """The approval state of one agent: who asks, what its definition asks about, and the
     standing answers of its session (see the module rules)."""
 
-    __slots__ = ("_append", "_standing", "approver", "ask")
+    __slots__ = ("_append", "_asking", "_standing", "approver", "ask")
 
     def __init__(
         self,
@@ -162,6 +164,9 @@ class Approvals:
         self.approver = approver
         self._append = append
         self._standing = standing_answers(records)
+        # One question at a time per agent: the calls of one step are asked in turn, and an
+        # *_always answer to one of them stands for the others still waiting.
+        self._asking = trio.Lock()
 
     def asks(self, name: str) -> bool:
         """Whether the agent's definition or its approver names the tool ``name``."""
@@ -181,15 +186,23 @@ class Approvals:
     ) -> str | None:
         """Ask about ``request`` (unless an answer stands); ``None`` lets the call run, a
         string is the refusal the model reads (the call did not run)."""
+        # Acquiring the lock is a checkpoint on every path, as if asked.
+        async with self._asking:
+            return await self._check(request, turn_id, scope, cancel_agent)
+
+    async def _check(
+        self,
+        request: ApprovalRequest,
+        turn_id: str | None,
+        scope: CauseScope | None,
+        cancel_agent: Callable[[], object],
+    ) -> str | None:
         standing = self._standing.get(request.tool)
         if standing is not None:
-            # A checkpoint on every path, as if asked.
-            await _checkpoint()
             self._record(request, turn_id, standing, "standing answer")
             return None if standing is Decision.ALLOW_ALWAYS else _refused(request.tool, True)
         approver = self.approver
         if approver is None:
-            await _checkpoint()
             return (
                 f"tool {request.tool!r} needs approval and nobody can be asked here; it did not "
                 f"run (the program must give the agent an approver)"
@@ -238,7 +251,3 @@ def _decision(tool: str, answer: object) -> tuple[Decision, str]:
     return Decision.REJECT_ONCE, (
         f"tool {tool!r} was refused: the approver answered {answer!r}, not a Decision"
     )
-
-
-async def _checkpoint() -> None:
-    await trio.lowlevel.checkpoint()
