@@ -1,5 +1,6 @@
-"""Approval of a tool that is not bash, through the real ACP client: the client's
-``session/request_permission`` answer decides whether the tool runs."""
+"""Approval over ACP: a tool that is not bash, through the real ACP client (the client's
+``session/request_permission`` answer decides whether the tool runs), and standing answers
+kept across ``session/load``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_acp_bridge import CWD, allow, serve
 from test_acp_client import Recorder, agent_process, run
+
+from trio_agents.session import MemoryStore, ToolApproval
 
 pytest.importorskip("acp")
 
@@ -108,3 +112,30 @@ def test_allow_always_stops_asking_for_that_tool(tmp_path: Path) -> None:
 
     run(main)
     assert note.exists()
+
+
+async def test_always_answers_survive_session_load() -> None:
+    """allow_always in one connection; after session/load in another, bash runs unasked, and
+    the answers are recorded as ToolApproval (which replays as nothing)."""
+    store = MemoryStore()
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        s.client.permission = allow("allow-always")
+        session_id = await s.client.new_session()
+        await s.client.until(await s.client.prompt(session_id, "!bash one"))
+        assert len(s.client.permission_requests) == 1
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        params = {"sessionId": session_id, "cwd": CWD, "mcpServers": []}
+        request_id = await s.client.request("session/load", params)
+        replayed, _ = await s.client.until(request_id)
+        _, response = await s.client.until(await s.client.prompt(session_id, "!bash two"))
+        assert response["result"] == {"stopReason": "end_turn"}
+        assert s.bash.ran == ["two"]
+        assert s.client.permission_requests == []
+        records = s.agent(session_id).session.records
+        assert [(r.decision, r.by) for r in records if isinstance(r, ToolApproval)] == [
+            ("allow_always", "acp client"),
+            ("allow_always", "standing answer"),
+        ]
+        assert all("approval" not in str(m) for m in replayed)
