@@ -22,7 +22,7 @@ import trio
 
 from ..agent import ApprovalRequest, Decision, Refusal
 from ._jsonrpc import Response
-from ._prompts import Session, Sessions
+from ._prompts import AcpSession, Sessions
 from ._protocol import PERMISSION_OPTIONS
 from ._serving import Serving
 
@@ -105,7 +105,7 @@ class Permissions:
             session.prompt.cancel_requested = True
         return Decision.CANCEL
 
-    async def _ask(self, session: Session, request: ApprovalRequest) -> str:
+    async def _ask(self, session: AcpSession, request: ApprovalRequest) -> str:
         params = {
             "sessionId": session.agent.id,
             "toolCall": {

@@ -31,7 +31,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, TypeAlias, final
+from typing import TYPE_CHECKING, Any, TypeAlias, final
 
 import attrs
 import trio
@@ -43,6 +43,9 @@ from ..model import ToolSpec
 from ._approval import ApprovalRequest
 from ._tool_schema import ArgumentsError, describe_params, params_schema, structure_arguments
 from ._tool_schema import tools_converter as tools_converter
+
+if TYPE_CHECKING:
+    from ._agent import Agent
 
 __all__ = [
     "Tool",
@@ -90,7 +93,7 @@ class ToolContext:
         scope: the turn's cancel scope, if any (cancelling it stops the whole turn).
     """
 
-    agent: Any = None
+    agent: Agent | None = None
     call_id: str | None = None
     scope: CauseScope | None = None
 
@@ -377,21 +380,21 @@ class ToolRegistry:
                 del self._asked[name]
         await trio.lowlevel.checkpoint()
 
-    def needs_approval(self, name: str, *, agent: Any = None) -> bool:
+    def needs_approval(self, name: str, *, agent: Agent | None = None) -> bool:
         """Whether a call of ``name`` by ``agent`` needs approval (see :mod:`._approval`)."""
-        registration = self._visible(getattr(agent, "id", None)).get(name)
+        registration = self._visible(agent.id if agent is not None else None).get(name)
         return registration is not None and self._needs(registration.tool, agent)
 
-    def _needs(self, tool: Tool, agent: Any) -> bool:
+    def _needs(self, tool: Tool, agent: Agent | None) -> bool:
         if tool.ask or tool.name in self._asked:
             return True
+        # getattr: invoke() accepts any object as the caller (a test's stand-in, say).
         approvals = getattr(agent, "_approvals", None)
-        return approvals is not None and approvals.asks(tool.name)
+        return approvals is not None and bool(approvals.asks(tool.name))
 
     async def _approved(self, tool: Tool, arguments: Any, call: ToolContext) -> ToolResult | None:
         agent = call.agent
-        approvals = getattr(agent, "_approvals", None)
-        if approvals is None:
+        if agent is None or getattr(agent, "_approvals", None) is None:
             await trio.lowlevel.checkpoint()
             refusal: str | None = (
                 f"tool {tool.name!r} needs approval, and a call without an agent has nobody to "
@@ -399,7 +402,7 @@ class ToolRegistry:
             )
         else:
             turn = agent._turn
-            refusal = await approvals.check(
+            refusal = await agent._approvals.check(
                 ApprovalRequest(
                     agent_id=agent.id,
                     tool=tool.name,
