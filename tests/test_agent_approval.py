@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import Tools
 
 import trio_agents as ta
@@ -426,3 +428,70 @@ async def test_calls_of_one_step_are_asked_in_turn_and_always_covers_the_rest() 
             "standing answer",
             "standing answer",
         ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["write", "erase"]),
+            st.sampled_from(list(ta.Decision.__members__.values())),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_any_sequence_of_answers_matches_the_model(
+    plan: list[tuple[str, ta.Decision]],
+) -> None:
+    """Sequential calls of two tools with random answers: what ran, what was asked, the
+    records and the stop reasons follow the rules (always answers stand per tool)."""
+    ran: list[str] = []
+
+    class Scripted:
+        name = "plan"
+
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        async def approve(self, request: ta.ApprovalRequest) -> ta.Decision:
+            await trio.lowlevel.checkpoint()
+            self.asked.append(request.arguments["text"])
+            return plan[int(request.arguments["text"])][1]
+
+    # The model of the rules.
+    standing: dict[str, ta.Decision] = {}
+    expect_ran, expect_asked, expect_stop = [], [], []
+    for n, (name, answer) in enumerate(plan):
+        decision = standing.get(name)
+        if decision is None:
+            expect_asked.append(str(n))
+            decision = answer
+            if answer in (ta.Decision.ALLOW_ALWAYS, ta.Decision.REJECT_ALWAYS):
+                standing[name] = answer
+        if decision in (ta.Decision.ALLOW_ONCE, ta.Decision.ALLOW_ALWAYS):
+            expect_ran.append(str(n))
+        cancelled = decision is ta.Decision.CANCEL
+        expect_stop.append(StopReason.CANCELLED if cancelled else StopReason.COMPLETED)
+    # A cancelled turn never asks the model again, so its script has no answer.
+    replies: list[Sequence[CallTool | Say]] = []
+    for n, (name, _) in enumerate(plan):
+        replies.append([CallTool(name, {"text": str(n)})])
+        if expect_stop[n] is StopReason.COMPLETED:
+            replies.append([Say("ok")])
+
+    async def main() -> None:
+        approver = Scripted()
+        async with ag.open_runtime(model=ScriptedModel(replies)) as root:
+            erase = ag.Tool("erase", "Erase.", writer(ran).params, writer(ran).fn, ask=True)
+            await root.plugin(Tools(writer(ran), erase))
+            agent = (await root.agents.create(approver=approver)).agent
+            for n in range(len(plan)):
+                agent.prompt(f"go {n}")
+                await agent.when_idle()
+            assert approver.asked == expect_asked
+            assert ran == expect_ran
+            assert [r.stop_reason for r in of(agent, TurnEnded)] == expect_stop
+            assert len(of(agent, ToolApproval)) == len(plan)
+
+    trio.run(main)
