@@ -107,8 +107,9 @@ def test_ctrl_c_while_asking_cancels_the_turn_unrun(
 def test_chat_from_a_pipe_reads_the_answer_as_the_next_line(
     store: Path, tmp_path: Path, config: Path
 ) -> None:
-    """Piped input: the line after the prompt answers its question."""
-    mark = tmp_path / "mark"
+    """Piped input: the line after a prompt answers its question, and the next line waits
+    for that turn (so /quit right after an answer still lets the call run)."""
+    first, second = tmp_path / "first", tmp_path / "second"
     result = command(
         "chat",
         "--store",
@@ -116,11 +117,14 @@ def test_chat_from_a_pipe_reads_the_answer_as_the_next_line(
         "--config",
         str(config),
         home=tmp_path,
-        stdin=f"!bash touch {mark}\ny\n/quit\n",
+        stdin=f"!bash touch {first}\ny\n!bash touch {second}\nn\n/quit\n",
     )
     assert result.returncode == 0, result
-    assert mark.exists()
-    assert "allow bash: touch" in result.stdout
+    assert first.exists()
+    assert not second.exists()
+    assert result.stdout.count("allow bash: touch") == 2
+    assert "exited with code 0" in result.stdout
+    assert "the user refused to let tool 'bash' run" in result.stdout
 
 
 def test_run_refuses_a_call_that_needs_approval_without_yes(

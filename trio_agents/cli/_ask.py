@@ -61,8 +61,8 @@ class TerminalAsker:
 
     @property
     def asking(self) -> bool:
-        """Whether a question waits for its answer."""
-        return self._open is not None
+        """Whether a question waits for its answer (one just answered does not)."""
+        return self._open is not None and not self._open.answered.is_set()
 
     async def approve(self, request: ApprovalRequest) -> Decision:
         """Ask about ``request`` and wait for the answer line."""
@@ -80,14 +80,15 @@ class TerminalAsker:
     def offer(self, line: str) -> bool:
         """Take ``line`` as the answer to the open question; ``False`` when none is open
         (the line is the chat's)."""
-        if self._open is None:
+        question = self._open
+        if question is None or question.answered.is_set():
             return False
         answer = _ANSWERS.get(line.strip().lower())
         if answer is None:
             self._show("answer y (yes, once), n (no) or a (always, for this session)", "magenta")
             return True
-        self._open.answer = answer
-        self._open.answered.set()
+        question.answer = answer
+        question.answered.set()
         return True
 
     async def until_idle_or_asked(self, agent: Agent) -> None:

@@ -101,6 +101,8 @@ async def _converse(
                 if not interactive:
                     view.echo(line)
                 if asker is not None and asker.offer(line):
+                    if not interactive:
+                        await asker.until_idle_or_asked(agent)
                     continue
                 if not _handle(line.strip(), root, agent, view, jobs):
                     nursery.cancel_scope.cancel()
