@@ -90,6 +90,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.acp._serving": frozenset({"LATER", "Serving"}),
     "trio_agents.agent._approval": frozenset({"Approvals", "standing_answers"}),
+    "trio_agents.agent._ask": frozenset({"AnswerFold"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._history": frozenset({"History", "Messages", "conversation"}),
     "trio_agents.agent._inbox": frozenset({"Inbox"}),

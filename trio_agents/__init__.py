@@ -25,12 +25,14 @@ from .agent import AgentStatus as AgentStatus
 from .agent import ApprovalRequest as ApprovalRequest
 from .agent import Approver as Approver
 from .agent import Decision as Decision
+from .agent import MessageDroppedError as MessageDroppedError
 from .agent import Refusal as Refusal
 from .agent import Tool as Tool
 from .agent import ToolContext as ToolContext
 from .agent import ToolNameInUseError as ToolNameInUseError
 from .agent import ToolRegistry as ToolRegistry
 from .agent import ToolResult as ToolResult
+from .agent import TurnFailedError as TurnFailedError
 from .agent import open_runtime as open_runtime
 from .agent import tool as tool
 from .cancel import CancelCause as CancelCause
@@ -99,6 +101,7 @@ __all__ = [
     "JsonlStore",
     "ListenerFailed",
     "MemoryStore",
+    "MessageDroppedError",
     "Model",
     "ParentCancel",
     "PluginReloaded",
@@ -116,6 +119,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "TrioAgentsError",
+    "TurnFailedError",
     "UserCancel",
     "acp",
     "agent",

@@ -9,6 +9,8 @@ from ._approval import Refusal as Refusal
 from ._config import AgentConfig as AgentConfig
 from ._errors import AgentClosedError as AgentClosedError
 from ._errors import AgentIdInUseError as AgentIdInUseError
+from ._errors import MessageDroppedError as MessageDroppedError
+from ._errors import TurnFailedError as TurnFailedError
 from ._events import AgentCancelRequested as AgentCancelRequested
 from ._events import AgentCreated as AgentCreated
 from ._events import AgentDisposed as AgentDisposed
@@ -61,6 +63,7 @@ __all__ = [
     "Decision",
     "DeclaredAgent",
     "Lane",
+    "MessageDroppedError",
     "MessageId",
     "QueuedMessage",
     "Refusal",
@@ -70,6 +73,7 @@ __all__ = [
     "ToolNameInUseError",
     "ToolRegistry",
     "ToolResult",
+    "TurnFailedError",
     "agent_loop",
     "open_runtime",
     "tool",
