@@ -2,6 +2,10 @@
 
 from ._agent import Agent as Agent
 from ._agent import AgentStatistics as AgentStatistics
+from ._approval import ApprovalRequest as ApprovalRequest
+from ._approval import Approver as Approver
+from ._approval import Decision as Decision
+from ._approval import Refusal as Refusal
 from ._compaction import Compaction as Compaction
 from ._compaction import CompactionError as CompactionError
 from ._compaction import CompactionPlugin as CompactionPlugin
@@ -64,17 +68,21 @@ __all__ = [
     "AgentStatus",
     "AgentStatusChanged",
     "AgentUsage",
+    "ApprovalRequest",
+    "Approver",
     "Compaction",
     "CompactionError",
     "CompactionPlugin",
     "CompactionRequest",
     "Compactor",
     "ContextUsage",
+    "Decision",
     "DeclaredAgent",
     "Lane",
     "MessageDroppedError",
     "MessageId",
     "QueuedMessage",
+    "Refusal",
     "SummarizingCompactor",
     "Tool",
     "ToolContext",

@@ -43,6 +43,7 @@ from ..session import (
     UserMessage,
 )
 from ..session._convert import check_recordable_cause
+from ._approval import Approvals, Approver
 from ._ask import AnswerFold
 from ._compaction import CompactionError, Compactor, SummarizingCompactor, compact_history
 from ._config import AgentConfig
@@ -114,6 +115,7 @@ class Agent:
         config: AgentConfig,
         parent: Agent | None = None,
         compactor: Callable[[], Compactor | None] | None = None,
+        approver: Approver | None = None,
     ) -> None:
         self.session = session
         self.model = model
@@ -137,6 +139,9 @@ class Agent:
         self._find_compactor = compactor
         self._compact_jobs: list[_CompactJob] = []
         self._compactions = 0
+        self._approvals = Approvals(
+            ask=config.ask, approver=approver, records=session.records, append=session.append
+        )
         # The agent's view of the registry's specs: (the registry's tuple, the subset offered).
         self._specs_seen: tuple[tuple[ToolSpec, ...], tuple[ToolSpec, ...]] | None = None
 
@@ -166,6 +171,20 @@ class Agent:
     def cwd(self) -> str | None:
         """The absolute working directory of the agent's shell commands, or ``None``."""
         return self._config.cwd
+
+    @property
+    def approver(self) -> Approver | None:
+        """Who is asked before a call that needs approval runs (see :doc:`/tools`), or
+        ``None``: such calls are refused. The front end that shows the agent sets it."""
+        return self._approvals.approver
+
+    @approver.setter
+    def approver(self, approver: Approver | None) -> None:
+        if approver is not None and not isinstance(approver, Approver):
+            raise TypeError(
+                f"an approver has 'async def approve(request) -> Decision'; got {approver!r}"
+            )
+        self._approvals.approver = approver
 
     @property
     def usage(self) -> AgentUsage:

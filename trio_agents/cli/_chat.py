@@ -14,6 +14,8 @@ Rules:
   Ctrl-C stops the work and the second leaves.
 - End of input (or EIO: a terminal that hung up) waits for the running turn, then exits;
   ``/quit`` exits at once (disposing the agent cancels its turn with ``DisposedCancel``).
+- A tool call that needs approval is asked on the terminal (:mod:`._ask`): the next input line
+  is the answer, offered to the asker before anything else.
 - On exit the last line says where the session is stored.
 """
 
@@ -32,6 +34,7 @@ from ..cancel import UserCancel
 from ..kernel import Context
 from ..session import ToolCall, ToolCallEnded
 from ..shell import JobDone, JobNotFoundError, job_state
+from ._ask import TerminalAsker
 from ._chat_view import ChatView
 from ._logs import CliLog
 from ._options import Settings, attach, open_cli_runtime, session_path
@@ -58,6 +61,8 @@ async def chat(args: argparse.Namespace) -> int:
         agent, handle = await attach(root, args.session)
         view = ChatView(console, agent)
         view.listen(root)
+        asker = TerminalAsker(view.note)
+        agent.approver = asker
         jobs: dict[str, JobDone] = {}
         root.on(JobDone, lambda event: jobs.__setitem__(event.job_id, event))
         path = session_path(root, agent.id)
@@ -66,7 +71,7 @@ async def chat(args: argparse.Namespace) -> int:
         if log is not None:
             log.go_live()
         try:
-            await _converse(root, agent, view, jobs, interactive=os.isatty(0))
+            await _converse(root, agent, view, jobs, interactive=os.isatty(0), asker=asker)
         finally:
             if log is not None:
                 log.hold()
@@ -79,7 +84,13 @@ async def chat(args: argparse.Namespace) -> int:
 
 
 async def _converse(
-    root: Context, agent: Agent, view: ChatView, jobs: dict[str, JobDone], *, interactive: bool
+    root: Context,
+    agent: Agent,
+    view: ChatView,
+    jobs: dict[str, JobDone],
+    *,
+    interactive: bool,
+    asker: TerminalAsker | None = None,
 ) -> None:
     send, lines = trio.open_memory_channel[str](0)
     async with trio.open_nursery() as nursery:
@@ -90,11 +101,15 @@ async def _converse(
             async for line in lines:
                 if not interactive:
                     view.echo(line)
+                if asker is not None and asker.offer(line):
+                    if not interactive:
+                        await asker.until_idle_or_asked(agent)
+                    continue
                 if not _handle(line.strip(), root, agent, view, jobs):
                     nursery.cancel_scope.cancel()
                     return
                 if not interactive:
-                    await agent.when_idle()
+                    await (agent.when_idle() if asker is None else asker.until_idle_or_asked(agent))
         # End of input: let the running turn answer, then leave.
         await agent.when_idle()
         nursery.cancel_scope.cancel()

@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run one prompt and print the answer")
     run.add_argument("prompt", help="the prompt text")
     run.add_argument("--session", default=None, help="resume (or create) this session id")
+    run.add_argument(
+        "--yes", action="store_true", help="allow the tool calls that need approval, unasked"
+    )
     add_common(run)
 
     sessions = commands.add_parser("sessions", help="manage stored sessions")

@@ -146,9 +146,10 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
     """Open the runtime the options describe and yield its root.
 
     Applies, in order: the core plugins (with the declared agents, owned by the AgentLoop),
-    ``LocalShell`` and ``tool_bash`` (when ``shell``), the config file's plugins with their
-    configs, its MCP servers (each a plugin; one that cannot start is an error), and with
-    ``--watch`` a background task that reloads their modules on change.
+    the ``[approval]`` table's ``ask`` (``tools.require_approval``), ``LocalShell`` and
+    ``tool_bash`` (when ``shell``), the config file's plugins with their configs, its MCP
+    servers (each a plugin; one that cannot start is an error), and with ``--watch`` a
+    background task that reloads their modules on change.
 
     A SIGINT, SIGTERM or SIGHUP that the command itself does not take ends the body (plugin
     start included) with :exc:`Terminated`, and the runtime unwinds (``_signals.py``).
@@ -165,6 +166,8 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
         store=make_store(settings.store), model=settings.model, agents=declared
     ) as root:
         with terminable(root):
+            if config.ask:
+                root.get("tools").require_approval(config.ask)
             if shell:
                 await root.plugin(LocalShell())
                 await root.plugin(tool_bash)

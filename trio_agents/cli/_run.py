@@ -2,6 +2,8 @@
 
 Rules:
 - stdout carries the answer only; the spinner (a terminal only) and notes go to stderr.
+- A tool call that needs approval is refused unless ``--yes`` (:mod:`._ask`); the model reads
+  the refusal and the turn goes on.
 - The exit status says how the turn ended: 0 completed; 1 error, max steps or blocked (one
   line on stderr); 130 cancelled by Ctrl-C, which cancels the turn with ``UserCancel`` so the
   session records it.
@@ -19,6 +21,7 @@ from rich.console import Console
 from ..agent import AgentOutput
 from ..cancel import UserCancel
 from ..session import Record, StopReason, TurnEnded, UserMessage
+from ._ask import RunApprover
 from ._options import Settings, attach, open_cli_runtime, session_path
 
 __all__ = ["run"]
@@ -31,6 +34,7 @@ async def run(args: argparse.Namespace) -> int:
     wrote = False
     async with open_cli_runtime(settings) as root:
         agent, handle = await attach(root, args.session)
+        agent.approver = RunApprover(getattr(args, "yes", False))
         status = err.status("thinking…", spinner="dots")
 
         def show(event: AgentOutput) -> None:

@@ -22,6 +22,7 @@ from ..session import (
     ModelUsage,
     SessionNotFoundError,
     SessionStore,
+    ToolApproval,
     ToolCall,
     ToolCallEnded,
     TurnEnded,
@@ -80,6 +81,8 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
             out.print(f"[bold green]agent[/]: {escape(record.content)}{cut}")
         elif isinstance(record, ToolCall):
             out.print(f"[yellow]tool call[/] {record.name} {escape(repr(record.arguments))}")
+        elif isinstance(record, ToolApproval):
+            out.print(f"[magenta]approval[/] {record.name}: {record.decision} by {record.by}")
         elif isinstance(record, ToolCallEnded):
             style = "red" if record.is_error else "yellow"
             out.print(f"[{style}]tool result[/] {escape(record.content)}")

@@ -27,6 +27,7 @@ from ._records import InboxSpliced as InboxSpliced
 from ._records import ModelUsage as ModelUsage
 from ._records import Record as Record
 from ._records import StopReason as StopReason
+from ._records import ToolApproval as ToolApproval
 from ._records import ToolCall as ToolCall
 from ._records import ToolCallEnded as ToolCallEnded
 from ._records import TurnEnded as TurnEnded
@@ -68,6 +69,7 @@ __all__ = [
     "SessionWriteError",
     "StopReason",
     "StoreStatistics",
+    "ToolApproval",
     "ToolCall",
     "ToolCallEnded",
     "TurnEnded",
