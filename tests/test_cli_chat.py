@@ -30,6 +30,7 @@ from trio_agents.agent import Agent, AgentOutput
 from trio_agents.cli import main
 from trio_agents.cli._chat import _converse, _jobs, _read_lines
 from trio_agents.cli._chat_view import ChatView
+from trio_agents.cli._input import Key
 from trio_agents.cli._options import Settings, open_cli_runtime, resolve_model
 from trio_agents.kernel import Context, PluginReloaded
 from trio_agents.model import CallTool, ModelRequest, ScriptedModel
@@ -60,6 +61,8 @@ class Terminal:
     def __init__(self, *args: str, home: Path) -> None:
         master, slave = os.openpty()
         env = {**os.environ, "TRIO_AGENTS_HOME": str(home), "TERM": "xterm", "COLUMNS": "120"}
+        # Nothing answers a cursor position request on this pty (a terminal would).
+        env["PROMPT_TOOLKIT_NO_CPR"] = "1"
         env.pop("NO_COLOR", None)
         self.process = subprocess.Popen(
             [str(TRIO_AGENTS), *args],
@@ -420,7 +423,7 @@ async def test_end_of_input_on_a_terminal_waits_for_the_running_turn(stdin_pipe:
 
 async def test_lines_are_split_and_decoded_as_they_come(stdin_pipe: int) -> None:
     """Chunks become lines; bad UTF-8 is replaced; a last line without newline is sent."""
-    send, receive = trio.open_memory_channel[str](10)
+    send, receive = trio.open_memory_channel[str | Key](10)
     os.write(stdin_pipe, b"one\ntw")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_read_lines, send)
