@@ -76,6 +76,7 @@ class Terminal:
         os.close(slave)
         self.fd = master
         self.seen = ""
+        self.raw = ""  # the output with its escape sequences
         self._unread = ""
 
     def send(self, text: str) -> None:
@@ -97,7 +98,9 @@ class Terminal:
             if chunk is None or not chunk:
                 reason = "timed out" if chunk is None else "the command closed the terminal"
                 raise AssertionError(f"{reason} waiting for {pattern!r}; output:\n{self.seen}")
-            text = _ESCAPES.sub("", chunk.decode("utf-8", errors="replace"))
+            decoded = chunk.decode("utf-8", errors="replace")
+            self.raw += decoded
+            text = _ESCAPES.sub("", decoded)
             self.seen += text
             self._unread += text
 

@@ -189,8 +189,8 @@ class ChatView:
             self._start_spinner()
         elif isinstance(record, InboxSpliced) and record.op == "add" and not record.wake:
             self.note(f"notice for the agent: {record.content}")
-        elif isinstance(record, InboxSpliced) and record.lane == "next_step":
-            self._end_line()  # the steered step's answer starts on its own line
+        elif isinstance(record, AssistantMessage):
+            self._end_line()  # so the next step's answer (a steered one) starts on its own line
         elif isinstance(record, TurnEnded):
             self._stop_spinner()
             self._end_line()

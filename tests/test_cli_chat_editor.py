@@ -1,0 +1,220 @@
+"""``trio-agents chat``'s line editor and screen, driven through a pseudo-terminal.
+
+What the model was sent is read back from the stored session (the screen is redrawn, so
+its text repeats); what the user sees is matched in the output, escapes removed, or in the
+raw bytes where the escapes are the point (Markdown rendering).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from test_cli_chat import Terminal
+
+from trio_agents.agent import open_runtime
+from trio_agents.cli import main
+from trio_agents.cli._chat_view import ChatView, split_blocks
+from trio_agents.cli._input import HISTORY_FILE
+from trio_agents.model import ScriptedModel
+
+LEFT, HOME, UP = "\x1b[D", "\x1b[H", "\x1b[A"
+
+
+def _prompts(store: Path, session_id: str | None = None) -> list[str]:
+    """The prompts the model was sent, in order, from the stored session(s)."""
+    paths = [store / f"{session_id}.jsonl"] if session_id else sorted(store.glob("*.jsonl"))
+    found = []
+    for path in paths:
+        for line in path.read_text().splitlines()[1:]:
+            record = json.loads(line)
+            if record["type"] == "user_message":
+                found.append(record["content"])
+    return found
+
+
+def _chat(store: Path, home: Path, *extra: str) -> Terminal:
+    terminal = Terminal("chat", "--store", str(store), *extra, home=home)
+    terminal.expect(r"you> ")
+    return terminal
+
+
+@pytest.fixture
+def editor_chat(store: Path, tmp_path: Path) -> Iterator[Terminal]:
+    """A chat on the instant echo model, at its first prompt."""
+    terminal = _chat(store, tmp_path)
+    try:
+        yield terminal
+    finally:
+        terminal.close()
+
+
+def _quit(terminal: Terminal) -> None:
+    terminal.send("/quit\r")
+    terminal.expect(r"session \S+: ")
+    assert terminal.wait() == 0
+
+
+def test_arrow_keys_edit_the_line_before_it_is_sent(editor_chat: Terminal, store: Path) -> None:
+    """Left and Home move the cursor; the model gets the edited line, not escape codes."""
+    editor_chat.send(f"wrld{LEFT * 3}o{HOME}hello \r")
+    editor_chat.expect(r"tokens: ")
+    _quit(editor_chat)
+    assert _prompts(store) == ["hello world"]
+
+
+def test_history_is_recalled_with_up_in_the_next_run(store: Path, tmp_path: Path) -> None:
+    """Lines entered in one run come back with Up in the next; the file is by the sessions."""
+    first = _chat(store, tmp_path, "--session", "one")
+    try:
+        first.send("remember this line\r")
+        first.expect(r"tokens: ")
+        _quit(first)
+    finally:
+        first.close()
+    assert "remember this line" in (store / HISTORY_FILE).read_text()
+    second = _chat(store, tmp_path, "--session", "two")
+    try:
+        second.send(f"{UP}{UP}\r")  # the newest entry is /quit, then the line before it
+        second.expect(r"tokens: ")
+        _quit(second)
+    finally:
+        second.close()
+    assert _prompts(store, "two") == ["remember this line"]
+
+
+def test_a_trailing_backslash_continues_the_prompt_on_the_next_line(
+    editor_chat: Terminal, store: Path
+) -> None:
+    """``one \\`` Enter ``two`` Enter sends one prompt of two lines."""
+    editor_chat.send("line one\\\rline two\r")
+    editor_chat.expect(r"tokens: ")
+    _quit(editor_chat)
+    assert _prompts(store) == ["line one\nline two"]
+
+
+def test_ctrl_c_clears_a_typed_line_and_ctrl_d_leaves(editor_chat: Terminal, store: Path) -> None:
+    """Ctrl-C on a line with text clears it (the chat goes on); Ctrl-D on an empty line exits."""
+    editor_chat.send("a draft I regret\x03")
+    editor_chat.send("kept\r")
+    editor_chat.expect(r"tokens: ")
+    editor_chat.send("\x04")
+    editor_chat.expect(r"session \S+: ")
+    assert editor_chat.wait() == 0
+    assert _prompts(store) == ["kept"]
+
+
+def test_typing_during_a_turn_queues_visibly_and_ctrl_c_cancels(
+    store: Path, tmp_path: Path
+) -> None:
+    """A line entered while a turn runs says ``queued: …``; Ctrl-C (empty line) cancels it."""
+    terminal = _chat(store, tmp_path, "--model", "echo?delay=30")
+    try:
+        terminal.send("a long question\r")
+        terminal.expect(r"thinking… \(Ctrl-C cancels\)")
+        terminal.send("the next one\r")
+        terminal.expect(r"queued: the next one \(sent when this turn ends\)")
+        terminal.send("\x03")
+        terminal.expect(r"cancelling… \(Ctrl-C at the prompt leaves\)")
+        terminal.expect(r"turn t-1 cancelled \(UserCancel\)")
+        _quit(terminal)
+    finally:
+        terminal.close()
+    assert _prompts(store) == ["a long question"]
+
+
+def test_a_steered_answer_starts_on_its_own_line(store: Path, tmp_path: Path) -> None:
+    """A steer mid-answer: the steered step's answer is a line of its own, not glued on."""
+    terminal = _chat(store, tmp_path, "--model", "echo?delay=0.3")
+    try:
+        terminal.send("one two three four five six\r")
+        terminal.expect(r"one ")
+        terminal.send("/steer actually this\r")
+        terminal.expect(r"steering with m-\d+")
+        terminal.expect(r"tokens: ")
+        _quit(terminal)
+    finally:
+        terminal.close()
+    # The first answer ends its line; the steered one is a line of its own (the spaces before
+    # it are the editor clearing the live area).
+    assert re.search(
+        r"^one two three four five six\n(.*\n)*? *actually this\n", terminal.seen, re.M
+    )
+
+
+def test_a_resumed_session_shows_its_last_exchanges(store: Path, tmp_path: Path) -> None:
+    """Resuming prints the last prompts with their answers before the first prompt."""
+    first = _chat(store, tmp_path, "--session", "again")
+    try:
+        for text in ("first words", "second words", "third words", "fourth words"):
+            first.send(f"{text}\r")
+            first.expect(r"tokens: ")
+        _quit(first)
+    finally:
+        first.close()
+    second = Terminal("chat", "--store", str(store), "--session", "again", home=tmp_path)
+    try:
+        second.expect(
+            r"resumed; the last exchanges \(1 earlier not shown; trio-agents sessions show\):"
+        )
+        second.expect(r"you> second words\nsecond words\n")
+        second.expect(r"you> fourth words\nfourth words\n")
+        second.expect(r"you> ")
+        _quit(second)
+    finally:
+        second.close()
+    assert "first words" not in second.seen
+
+
+def test_markdown_is_rendered_on_a_terminal(editor_chat: Terminal) -> None:
+    """On a terminal ``**bold**`` comes out bold, without its asterisks."""
+    editor_chat.send("some **strong** words\r")
+    editor_chat.expect(r"tokens: ")
+    _quit(editor_chat)
+    assert re.search(r"some strong words$", editor_chat.seen, re.M), editor_chat.seen
+    assert re.search(r"\x1b\[1mstrong\x1b\[0m", editor_chat.raw), editor_chat.raw
+
+
+def test_markdown_stays_plain_when_piped(
+    capsys: pytest.CaptureFixture[str], store: Path, stdin_pipe: int
+) -> None:
+    """From a pipe the answer is the text as the model wrote it, with no escape codes."""
+    os.write(stdin_pipe, b"some **strong** words\n")
+    os.close(stdin_pipe)
+    assert main(["chat", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "\nsome **strong** words\n" in out
+    assert "\x1b" not in out
+
+
+@pytest.mark.parametrize(
+    ("text", "finished", "unfinished"),
+    [
+        ("one line", "", "one line"),
+        ("a para\n\nnext", "a para", "next"),
+        ("a\nb\n\nc\n\nd", "a\nb\n\nc", "d"),
+        ("```\ncode\n\nmore\n", "", "```\ncode\n\nmore\n"),
+        ("```\ncode\n\n```\nafter", "```\ncode\n\n```", "after"),
+        ("- one\n- two\n\n", "- one\n- two", ""),
+    ],
+)
+def test_split_blocks_cuts_after_the_last_finished_block(
+    text: str, finished: str, unfinished: str
+) -> None:
+    """A blank line outside a fence ends a block; so does the line closing a fence."""
+    assert split_blocks(text) == (finished, unfinished)
+
+
+async def test_a_resumed_view_without_exchanges_prints_nothing() -> None:
+    """A session with no prompt yet shows no history header."""
+    async with open_runtime(model=ScriptedModel.echo()) as root:
+        agent = (await root.agents.create()).agent
+        out = io.StringIO()
+        ChatView(Console(file=out, width=100), agent).history(agent.session.records)
+    assert out.getvalue() == ""
