@@ -11,17 +11,21 @@ import io
 import json
 import os
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import trio
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
 from rich.console import Console
-from test_cli_chat import Terminal
+from test_cli_chat import DEADLINE, Terminal
 
 from trio_agents.agent import open_runtime
 from trio_agents.cli import main
 from trio_agents.cli._chat_view import ChatView, split_blocks
-from trio_agents.cli._input import HISTORY_FILE
+from trio_agents.cli._input import HISTORY_FILE, Key, LineEditor
 from trio_agents.model import ScriptedModel
 
 LEFT, HOME, UP = "\x1b[D", "\x1b[H", "\x1b[A"
@@ -218,3 +222,56 @@ async def test_a_resumed_view_without_exchanges_prints_nothing() -> None:
         out = io.StringIO()
         ChatView(Console(file=out, width=100), agent).history(agent.session.records)
     assert out.getvalue() == ""
+
+
+async def test_a_question_takes_the_prompts_place_and_gives_the_draft_back() -> None:
+    """ask() stops the prompt being typed, reads the answer, then the prompt resumes with
+    its text: how a y/n approval plugs into the chat."""
+    with create_pipe_input() as keys:
+        editor = LineEditor(None, terminal=(keys, DummyOutput()))
+        lines: list[str | Key] = []
+        async with trio.open_nursery() as nursery:
+
+            async def read() -> None:
+                lines.append(await editor.read())
+
+            nursery.start_soon(read)
+            keys.send_text("half a prom")
+            await _until(lambda: editor.typed() == "half a prom")
+            answer = trio.Event()
+            answers: list[str | Key] = []
+
+            async def ask() -> None:
+                answers.append(await editor.ask("run `rm -rf build`? [y/n] "))
+                answer.set()
+
+            nursery.start_soon(ask)
+            await _until(lambda: editor.typed() == "" and editor._questions == 1)
+            keys.send_text("y\r")
+            with trio.fail_after(DEADLINE):
+                await answer.wait()
+            await _until(lambda: editor.typed() == "half a prom")
+            keys.send_text("pt\r")
+        await editor.aclose()
+    assert answers == ["y"]
+    assert lines == ["half a prompt"]
+
+
+async def test_closing_the_editor_ends_a_prompt_in_flight() -> None:
+    """aclose() while a prompt waits for keys: the prompt's thread is done when it returns."""
+    with create_pipe_input() as keys:
+        editor = LineEditor(None, terminal=(keys, DummyOutput()))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(editor.read)
+            keys.send_text("x")
+            await _until(lambda: editor.typed() == "x")
+            nursery.cancel_scope.cancel()
+        await editor.aclose()
+        assert editor._idle.is_set()
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Wait for a condition set by the editor's thread (nothing announces it to trio)."""
+    with trio.fail_after(DEADLINE):
+        while not condition():
+            await trio.to_thread.run_sync(time.sleep, 0.01)

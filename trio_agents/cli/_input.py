@@ -35,7 +35,9 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
@@ -115,17 +117,25 @@ def _bindings() -> KeyBindings:
 
 @final
 class LineEditor:
-    """The input line of one chat; see the module rules."""
+    """The input line of one chat; see the module rules.
 
-    def __init__(self, history: Path | None) -> None:
+    Args:
+        history: the history file (created with its directory); ``None`` keeps it in memory.
+        terminal: where keys come from and the screen goes (default: the process's terminal).
+    """
+
+    def __init__(
+        self, history: Path | None, *, terminal: tuple[Input, Output] | None = None
+    ) -> None:
         store: History = InMemoryHistory()
         if history is not None:
             history.parent.mkdir(parents=True, exist_ok=True)
             store = FileHistory(str(history))
-        self._session: PromptSession[Any] = PromptSession(
-            history=store, key_bindings=_bindings(), style=_STYLE, multiline=True
-        )
-        self._quiet: PromptSession[Any] = PromptSession(key_bindings=_bindings(), style=_STYLE)
+        keys, screen = terminal if terminal is not None else (None, None)
+        common: dict[str, Any] = {"key_bindings": _bindings(), "style": _STYLE}
+        common.update(input=keys, output=screen)
+        self._session: PromptSession[Any] = PromptSession(history=store, multiline=True, **common)
+        self._quiet: PromptSession[Any] = PromptSession(**common)
         self._live: list[tuple[str, str]] = []
         self._lock = trio.Lock()
         self._questions = 0
@@ -226,6 +236,11 @@ class LineEditor:
                 self._idle.set()
 
         return await trio.to_thread.run_sync(prompt, abandon_on_cancel=True)
+
+    def typed(self) -> str:
+        """The text of the line being edited (``""`` when no prompt is on screen)."""
+        session = self._running
+        return session.app.current_buffer.text if session is not None else ""
 
     def _stop(self, *, preempt: bool) -> None:
         session = self._running
