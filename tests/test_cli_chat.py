@@ -30,7 +30,7 @@ from trio_agents.agent import Agent, AgentOutput
 from trio_agents.cli import main
 from trio_agents.cli._chat import _converse, _jobs, _read_lines
 from trio_agents.cli._chat_view import ChatView
-from trio_agents.cli._input import Key
+from trio_agents.cli._keys import Key
 from trio_agents.cli._options import Settings, open_cli_runtime, resolve_model
 from trio_agents.kernel import Context, PluginReloaded
 from trio_agents.model import CallTool, ModelRequest, ScriptedModel

@@ -11,6 +11,8 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -275,3 +277,21 @@ async def _until(condition: Callable[[], bool]) -> None:
     with trio.fail_after(DEADLINE):
         while not condition():
             await trio.to_thread.run_sync(time.sleep, 0.01)
+
+
+def test_a_chat_from_a_pipe_never_imports_the_line_editor(tmp_path: Path) -> None:
+    """prompt_toolkit (over a second to import on a loaded machine) only loads on a terminal."""
+    code = (
+        "import sys; from trio_agents.cli import main; status = main(['chat', '--store', "
+        "'memory']); print('prompt_toolkit' in sys.modules, status)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        input="/quit\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert result.stdout.splitlines()[-1] == "False 0", result

@@ -30,6 +30,7 @@ import errno
 import os
 import signal
 from contextlib import nullcontext
+from typing import TYPE_CHECKING
 
 import trio
 from rich.console import Console
@@ -40,9 +41,12 @@ from ..kernel import Context
 from ..session import ToolCall, ToolCallEnded
 from ..shell import JobDone, JobNotFoundError, JobStatus
 from ._chat_view import ChatView
-from ._input import Key, LineEditor, history_file
+from ._keys import Key
 from ._logs import CliLog
 from ._options import Settings, attach, open_cli_runtime, session_path, store_root
+
+if TYPE_CHECKING:
+    from ._input import LineEditor
 
 __all__ = ["chat"]
 
@@ -65,7 +69,7 @@ async def chat(args: argparse.Namespace) -> int:
     terminal = os.isatty(0) and os.isatty(1)
     async with open_cli_runtime(settings) as root:
         agent, handle = await attach(root, args.session)
-        editor = LineEditor(history_file(store_root(settings.store))) if terminal else None
+        editor = _editor(settings) if terminal else None
         with editor.screen() if editor is not None else nullcontext():
             view = ChatView(console, agent, editor)
             view.listen(root)
@@ -90,6 +94,12 @@ async def chat(args: argparse.Namespace) -> int:
     where = str(path) if path is not None else "memory only (--store memory): not kept"
     console.print(f"session {agent.id}: {where}")
     return 0
+
+
+def _editor(settings: Settings) -> LineEditor:
+    from ._input import LineEditor, history_file  # prompt_toolkit: a terminal needs it only
+
+    return LineEditor(history_file(store_root(settings.store)))
 
 
 async def _converse(

@@ -18,7 +18,7 @@ Rules:
 
 from __future__ import annotations
 
-from typing import final
+from typing import TYPE_CHECKING, final
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -38,7 +38,9 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
-from ._input import LineEditor
+
+if TYPE_CHECKING:
+    from ._input import LineEditor
 
 __all__ = ["ChatView", "split_blocks"]
 

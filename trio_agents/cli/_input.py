@@ -22,7 +22,6 @@ Rules:
 
 from __future__ import annotations
 
-import enum
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,19 +40,14 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
+from ._keys import Key
+
 __all__ = ["Key", "LineEditor", "history_file"]
 
 PROMPT = "you> "
 HISTORY_FILE = ".chat-history"
 # How long aclose waits for the prompt's thread to give the terminal back.
 _CLOSE_TIMEOUT = 5.0
-
-
-class Key(enum.Enum):
-    """What :meth:`LineEditor.read` returns instead of a line."""
-
-    INTERRUPT = "interrupt"  # Ctrl-C on an empty line
-    EOF = "eof"  # Ctrl-D on an empty line
 
 
 @attrs.frozen
