@@ -11,8 +11,10 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import termios
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -295,3 +297,25 @@ def test_a_chat_from_a_pipe_never_imports_the_line_editor(tmp_path: Path) -> Non
         cwd=tmp_path,
     )
     assert result.stdout.splitlines()[-1] == "False 0", result
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_the_terminal_is_given_back_in_cooked_mode(
+    signum: int, store: Path, tmp_path: Path
+) -> None:
+    """However the chat ends (a signal mid-edit, or /quit), echo and line mode are back on."""
+    terminal = _chat(store, tmp_path, "--model", "echo?delay=30")
+    try:
+        terminal.send("half typed")
+        terminal.expect(r"half typed")
+        raw = termios.tcgetattr(terminal.fd)[3]
+        assert not raw & termios.ICANON  # the editor has the terminal
+        terminal.process.send_signal(signum)
+        status = terminal.wait()
+        cooked = termios.tcgetattr(terminal.fd)[3]
+    finally:
+        terminal.close()
+    # SIGINT at the idle prompt leaves (0); SIGTERM tears down like everywhere else (143).
+    assert status == (0 if signum == signal.SIGINT else 128 + signum)
+    assert cooked & termios.ICANON
+    assert cooked & termios.ECHO

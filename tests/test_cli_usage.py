@@ -46,6 +46,7 @@ def _run(
             ["run", "hi", "--sesion=x"],
             r"unrecognized arguments: --sesion=x; did you mean --session\?",
         ),
+        (["--verison"], r"the following arguments are required: COMMAND; did you mean --version\?"),
         (["run"], r"the following arguments are required: prompt; see 'trio-agents run --help'"),
         (
             ["demo", "--frobnicate"],

@@ -55,14 +55,15 @@ def _chosen(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Ar
 def suggestion(parser: argparse.ArgumentParser, argv: Sequence[str], message: str) -> str | None:
     """The one option or command close to a word of ``argv`` that ``message`` complains of.
 
-    Only words the message quotes or lists count (an unknown option, an invalid choice), and
-    only the options and commands of the subcommand ``argv`` chose are candidates.
+    The words that count are those the message quotes (an unknown option, an invalid choice)
+    and any option the subcommand does not know (argparse may complain of a missing argument
+    first); only the options and commands of the subcommand ``argv`` chose are candidates.
     """
     where = _chosen(parser, argv)
     known = sorted(set(_words(where)))
     for word in argv:
         bare = word.partition("=")[0]
-        if bare in known or bare not in message:
+        if bare in known or not (bare in message or bare.startswith("--")):
             continue
         close = difflib.get_close_matches(bare, known, n=1, cutoff=0.6)
         if close:
