@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, final
 
@@ -238,7 +238,8 @@ class LineEditor:
 
     def _stop(self, *, preempt: bool) -> None:
         session = self._running
-        if session is None or session.app.loop is None:
+        loop = session.app.loop if session is not None else None
+        if session is None or loop is None:
             return
         app = session.app
         result = _Preempted(app.current_buffer.text) if preempt and not self._closing else _Closed()
@@ -247,7 +248,9 @@ class LineEditor:
             if app.is_running and not app.future.done():  # type: ignore[union-attr]
                 app.exit(result=result)
 
-        app.loop.call_soon_threadsafe(stop)  # type: ignore[union-attr]
+        # RuntimeError: the prompt ended meanwhile and its loop is closed; nothing to stop.
+        with suppress(RuntimeError):
+            loop.call_soon_threadsafe(stop)
 
     async def aclose(self) -> None:
         """End a running prompt and wait (at most a few seconds) for the terminal back."""
