@@ -319,3 +319,32 @@ def test_the_terminal_is_given_back_in_cooked_mode(
     assert status == (0 if signum == signal.SIGINT else 128 + signum)
     assert cooked & termios.ICANON
     assert cooked & termios.ECHO
+
+
+async def test_two_questions_are_asked_in_turn_then_the_prompt_resumes() -> None:
+    """Questions asked together are answered one after the other; the prompt waits for both."""
+    with create_pipe_input() as keys:
+        editor = LineEditor(None, terminal=(keys, DummyOutput()))
+        lines: list[str | Key] = []
+        answers: list[str | Key] = []
+        async with trio.open_nursery() as nursery:
+
+            async def read() -> None:
+                lines.append(await editor.read())
+
+            async def ask(question: str) -> None:
+                answers.append(await editor.ask(question))
+
+            nursery.start_soon(read)
+            await _until(lambda: editor._running is not None)
+            nursery.start_soon(ask, "first? ")
+            nursery.start_soon(ask, "second? ")
+            await _until(lambda: editor._questions == 2 and editor._running is not None)
+            for answer in ("a", "b"):
+                keys.send_text(f"{answer}\r")
+                await _until(lambda: len(answers) == "ab".index(answer) + 1)  # noqa: B023
+            await _until(lambda: editor._running is editor._session)
+            keys.send_text("the prompt\r")
+        await editor.aclose()
+    assert sorted(answers) == ["a", "b"]  # type: ignore[type-var]
+    assert lines == ["the prompt"]

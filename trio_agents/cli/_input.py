@@ -181,8 +181,7 @@ class LineEditor:
             if isinstance(result, _Preempted):
                 draft = result.draft
                 continue
-            assert not isinstance(result, _Closed)
-            return result
+            return Key.EOF if isinstance(result, _Closed) else result
 
     async def ask(self, question: str) -> str | Key:
         """Ask ``question`` in place of the prompt and return the answer (no history).
@@ -190,14 +189,15 @@ class LineEditor:
         The prompt being typed, if any, is stopped and given back with its text after.
         A plug-in point for the chat: a y/n approval or a command that needs an answer.
         """
+        if not self._questions:
+            self._answered = trio.Event()
         self._questions += 1
-        self._answered = trio.Event()
         try:
             self._stop(preempt=True)
             async with self._lock:
                 result = await self._run(self._quiet, FormattedText([("bold", question)]), "")
-            assert not isinstance(result, _Preempted | _Closed)
-            return result
+            # A question is never preempted; one cut short by aclose has no answer.
+            return result if isinstance(result, str | Key) else Key.EOF
         finally:
             self._questions -= 1
             if not self._questions:
