@@ -292,7 +292,7 @@ def test_chat_from_a_pipe_in_process_answers_every_command(
         r"you> /jobs\nno background jobs\n",
         r"you> /help\nTEXT +send a prompt",
         r"you> /frob\nunknown command /frob; /help lists the commands\n",
-        r"you> !bash echo hi\n→ bash\(command='echo hi'\)\n← hi  \(\+1 lines\)\n"
+        r'you> !bash echo hi\n→ bash \{"command": "echo hi"\}\n← hi  \(\+1 lines\)\n'
         r"bash `echo hi` exited: hi",
         r"you> last\nlast\n",
         rf"session talk: {re.escape(str(store / 'talk.jsonl'))}\n$",
@@ -458,7 +458,7 @@ async def test_the_view_draws_notices_reloads_failures_and_no_other_agent() -> N
         view.close()
     text = out.getvalue()
     assert "notice for the agent: a job finished\n" in text
-    assert re.search(r"→ nope\(\)\n← unknown tool 'nope'", text), text
+    assert re.search(r"→ nope\n← unknown tool 'nope'", text), text
     assert text.endswith("reloaded plugin tool_bash from trio_agents.shell._tool_bash\n")
     assert "not mine" not in text
 

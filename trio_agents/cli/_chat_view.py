@@ -6,6 +6,8 @@ Rules:
   in the emitter's task, synchronously: nothing here waits.
 - The spinner runs while the agent waits for its model (from the start of a turn, and again
   after each tool result) and stops at the first text, a tool call, or the end of the turn.
+- A tool call is one line, its name and JSON arguments (``→ bash {"command": "ls"}``); its
+  result another, the first line and how many more (``← bin  (+3 lines)``).
 - A turn that did not complete says so in one line: ``turn t-2 cancelled (UserCancel)``.
 - With a :class:`LineEditor` (a terminal), nothing is drawn on the input line: what is final
   is printed above it, and what is still changing (the answer's unfinished block, the
@@ -18,6 +20,7 @@ Rules:
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, final
 
 from rich.console import Console
@@ -182,8 +185,10 @@ class ChatView:
             self._usage_at_start = self._agent.usage
             self._start_spinner()
         elif isinstance(record, ToolCall):
-            args = ", ".join(f"{k}={v!r}" for k, v in record.arguments.items())
-            self.note(f"→ {record.name}({args})", "yellow")
+            args = json.dumps(dict(record.arguments), ensure_ascii=False, default=str)
+            self.note(
+                f"→ {record.name} {args}" if record.arguments else f"→ {record.name}", "yellow"
+            )
         elif isinstance(record, ToolCallEnded):
             lines = record.content.splitlines() or [""]
             more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
