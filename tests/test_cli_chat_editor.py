@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
@@ -30,7 +31,7 @@ from trio_agents.agent import open_runtime
 from trio_agents.cli import main
 from trio_agents.cli._chat_view import ChatView, split_blocks
 from trio_agents.cli._input import HISTORY_FILE, Key, LineEditor
-from trio_agents.model import ScriptedModel
+from trio_agents.model import Say, ScriptedModel, Wait
 
 LEFT, HOME, UP = "\x1b[D", "\x1b[H", "\x1b[A"
 
@@ -63,6 +64,16 @@ def editor_chat(store: Path, tmp_path: Path) -> Iterator[Terminal]:
         terminal.close()
 
 
+def _answered(terminal: Terminal) -> None:
+    """Wait for the end of a turn and for the input line drawn again after it.
+
+    The editor prints above the input line with the terminal briefly in cooked mode, where
+    a Ctrl-D or Ctrl-C is the terminal driver's, not a key: the next keys wait for the redraw.
+    """
+    terminal.expect(r"tokens: [^\n]*\n")
+    terminal.expect(r"you> ")
+
+
 def _quit(terminal: Terminal) -> None:
     terminal.send("/quit\r")
     terminal.expect(r"session \S+: ")
@@ -72,7 +83,7 @@ def _quit(terminal: Terminal) -> None:
 def test_arrow_keys_edit_the_line_before_it_is_sent(editor_chat: Terminal, store: Path) -> None:
     """Left and Home move the cursor; the model gets the edited line, not escape codes."""
     editor_chat.send(f"wrld{LEFT * 3}o{HOME}hello \r")
-    editor_chat.expect(r"tokens: ")
+    _answered(editor_chat)
     _quit(editor_chat)
     assert _prompts(store) == ["hello world"]
 
@@ -82,7 +93,7 @@ def test_history_is_recalled_with_up_in_the_next_run(store: Path, tmp_path: Path
     first = _chat(store, tmp_path, "--session", "one")
     try:
         first.send("remember this line\r")
-        first.expect(r"tokens: ")
+        _answered(first)
         _quit(first)
     finally:
         first.close()
@@ -90,7 +101,7 @@ def test_history_is_recalled_with_up_in_the_next_run(store: Path, tmp_path: Path
     second = _chat(store, tmp_path, "--session", "two")
     try:
         second.send(f"{UP}{UP}\r")  # the newest entry is /quit, then the line before it
-        second.expect(r"tokens: ")
+        _answered(second)
         _quit(second)
     finally:
         second.close()
@@ -102,7 +113,7 @@ def test_a_trailing_backslash_continues_the_prompt_on_the_next_line(
 ) -> None:
     """``one \\`` Enter ``two`` Enter sends one prompt of two lines."""
     editor_chat.send("line one\\\rline two\r")
-    editor_chat.expect(r"tokens: ")
+    _answered(editor_chat)
     _quit(editor_chat)
     assert _prompts(store) == ["line one\nline two"]
 
@@ -111,7 +122,7 @@ def test_ctrl_c_clears_a_typed_line_and_ctrl_d_leaves(editor_chat: Terminal, sto
     """Ctrl-C on a line with text clears it (the chat goes on); Ctrl-D on an empty line exits."""
     editor_chat.send("a draft I regret\x03")
     editor_chat.send("kept\r")
-    editor_chat.expect(r"tokens: ")
+    _answered(editor_chat)
     editor_chat.send("\x04")
     editor_chat.expect(r"session \S+: ")
     assert editor_chat.wait() == 0
@@ -142,18 +153,17 @@ def test_a_steered_answer_starts_on_its_own_line(store: Path, tmp_path: Path) ->
     terminal = _chat(store, tmp_path, "--model", "echo?delay=0.3")
     try:
         terminal.send("one two three four five six\r")
-        terminal.expect(r"one ")
+        terminal.expect(r"thinking")  # past the echo of the typed line
+        terminal.expect(r"one ")  # the first word of the answer: the first step is running
         terminal.send("/steer actually this\r")
         terminal.expect(r"steering with m-\d+")
-        terminal.expect(r"tokens: ")
+        _answered(terminal)
         _quit(terminal)
     finally:
         terminal.close()
     # The first answer ends its line; the steered one is a line of its own (the spaces before
     # it are the editor clearing the live area).
-    assert re.search(
-        r"^one two three four five six\n(.*\n)*? *actually this\n", terminal.seen, re.M
-    )
+    assert re.search(r"six\n(.*\n)*? *actually this\n", terminal.seen), terminal.seen
 
 
 def test_a_resumed_session_shows_its_last_exchanges(store: Path, tmp_path: Path) -> None:
@@ -162,7 +172,7 @@ def test_a_resumed_session_shows_its_last_exchanges(store: Path, tmp_path: Path)
     try:
         for text in ("first words", "second words", "third words", "fourth words"):
             first.send(f"{text}\r")
-            first.expect(r"tokens: ")
+            _answered(first)
         _quit(first)
     finally:
         first.close()
@@ -183,7 +193,7 @@ def test_a_resumed_session_shows_its_last_exchanges(store: Path, tmp_path: Path)
 def test_markdown_is_rendered_on_a_terminal(editor_chat: Terminal) -> None:
     """On a terminal ``**bold**`` comes out bold, without its asterisks."""
     editor_chat.send("some **strong** words\r")
-    editor_chat.expect(r"tokens: ")
+    _answered(editor_chat)
     _quit(editor_chat)
     assert re.search(r"some strong words$", editor_chat.seen, re.M), editor_chat.seen
     assert re.search(r"\x1b\[1mstrong\x1b\[0m", editor_chat.raw), editor_chat.raw
@@ -348,3 +358,22 @@ async def test_two_questions_are_asked_in_turn_then_the_prompt_resumes() -> None
         await editor.aclose()
     assert sorted(answers) == ["a", "b"]  # type: ignore[type-var]
     assert lines == ["the prompt"]
+
+
+async def test_each_step_of_a_steered_turn_is_its_own_block(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """With an editor, a steered step's answer is printed as a block of its own, after the
+    first step's, never glued to it."""
+    model = ScriptedModel([[Say("one two", delay=1), Wait(5)], "actually this"])
+    with create_pipe_input() as keys:
+        editor = LineEditor(None, terminal=(keys, DummyOutput()))
+        async with open_runtime(model=model) as root:
+            agent = (await root.agents.create()).agent
+            out = io.StringIO()
+            ChatView(Console(file=out, width=100), agent, editor).listen(root)
+            agent.prompt("go")
+            await trio.sleep(3)  # both words said; the step waits
+            agent.steer("more")
+            await agent.when_idle()
+    assert re.search(r"one two\n(.*\n)*actually this\n", out.getvalue()), out.getvalue()
