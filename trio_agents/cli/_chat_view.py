@@ -66,6 +66,7 @@ class ChatView:
         self._midline = False
         self._pending = ""  # with an editor: the answer's text not printed yet
         self._thinking = False
+        self._working = False  # with an editor: from a turn's start until the agent is idle
         self._usage_at_start = AgentUsage()
 
     def listen(self, root: Context) -> None:
@@ -79,8 +80,10 @@ class ChatView:
 
     def prompt(self) -> None:
         """Show that the agent is idle and waiting for the user."""
-        if self._editor is not None:
-            return  # the editor's input line is always there
+        if self._editor is not None:  # its input line is always there: it says idle
+            self._working = False
+            self._live()
+            return
         self._end_line()
         self.console.print(Text(PROMPT, style="bold cyan"), end="")
         self._midline = True
@@ -91,9 +94,10 @@ class ChatView:
         self._midline = False
 
     def note(self, text: str, style: str = "dim") -> None:
-        """A line of its own, outside the conversation."""
+        """A line of its own, outside the conversation (above an answer still streaming)."""
         self._stop_spinner()
-        self._end_line()
+        if self._editor is None:
+            self._end_line()
         self.console.print(Text(text, style=style))
 
     def close(self) -> None:
@@ -129,7 +133,7 @@ class ChatView:
     def _live(self) -> None:
         if self._editor is not None:
             tail = "\n".join(self._pending.splitlines()[-_LIVE_LINES:])
-            self._editor.show(tail, THINKING if self._thinking else "")
+            self._editor.show(tail, THINKING if self._thinking else "", busy=self._working)
 
     def _start_spinner(self) -> None:
         if self._editor is not None:
@@ -183,6 +187,7 @@ class ChatView:
                 self._midline = False  # the user's Enter ended the prompt's line
             self._end_line()
             self._usage_at_start = self._agent.usage
+            self._working = True
             self._start_spinner()
         elif isinstance(record, ToolCall):
             args = json.dumps(dict(record.arguments), ensure_ascii=False, default=str)

@@ -8,7 +8,8 @@ Rules:
   typing never share a line.
 - Above the input line sits the *live area* (:meth:`LineEditor.show`): the part of the answer
   still streaming and a status line (``thinking…``). It is redrawn, never printed; what is
-  final is printed above it.
+  final is printed above it. The prompt is ``you>`` when the agent is idle and ``queue>``
+  while it works (a line entered then is queued).
 - Keys: the usual editing (arrows, Home/End, Ctrl-A/E/K/U/W, Alt-B/F); Up/Down walk the
   history, kept in a file across runs; a line ending with ``\\`` (or Alt-Enter) continues on
   the next line; Ctrl-C clears a line that has text and otherwise is :data:`Key.INTERRUPT`
@@ -45,6 +46,7 @@ from ._keys import Key
 __all__ = ["Key", "LineEditor", "history_file"]
 
 PROMPT = "you> "
+BUSY_PROMPT = "queue> "
 HISTORY_FILE = ".chat-history"
 # How long aclose waits for the prompt's thread to give the terminal back.
 _CLOSE_TIMEOUT = 5.0
@@ -131,6 +133,7 @@ class LineEditor:
         self._session: PromptSession[Any] = PromptSession(history=store, multiline=True, **common)
         self._quiet: PromptSession[Any] = PromptSession(**common)
         self._live: list[tuple[str, str]] = []
+        self._busy = False
         self._lock = trio.Lock()
         self._questions = 0
         self._answered = trio.Event()
@@ -148,8 +151,13 @@ class LineEditor:
 
     # -- the live area ---------------------------------------------------------------------
 
-    def show(self, streaming: str = "", status: str = "") -> None:
-        """Set the live area (thread-safe; redrawn at once): text still streaming, a status."""
+    def show(self, streaming: str = "", status: str = "", *, busy: bool = False) -> None:
+        """Set the live area (thread-safe; redrawn at once): text still streaming, a status.
+
+        ``busy``: the agent is working, so a line entered now is queued; the prompt says so
+        (``queue>`` instead of ``you>``).
+        """
+        self._busy = busy
         live = []
         if streaming:
             live.append(("class:live", streaming + "\n"))
@@ -161,7 +169,7 @@ class LineEditor:
             session.app.invalidate()
 
     def _message(self) -> FormattedText:
-        prompt = [("class:prompt", PROMPT)]
+        prompt = [("class:prompt", BUSY_PROMPT if self._busy else PROMPT)]
         if get_app().is_done:  # the line as it stays on screen once entered
             return FormattedText(prompt)
         return FormattedText([*self._live, *prompt])
