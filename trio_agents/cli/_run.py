@@ -1,6 +1,9 @@
 """``trio-agents run PROMPT``: one prompt, the answer streamed to stdout.
 
 Rules:
+- The prompt is the argument; ``-`` reads it from stdin instead. Otherwise, text piped to stdin
+  (a pipe or a file, not a terminal) is sent after the argument, separated by a blank line,
+  so ``git diff | trio-agents run "review this"`` works.
 - stdout carries the answer only; the spinner (a terminal only) and notes go to stderr.
 - A tool call that needs approval is refused unless ``--yes`` (:mod:`._ask`); the model reads
   the refusal and the turn goes on.
@@ -12,7 +15,9 @@ Rules:
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import stat
 import sys
 
 import trio
@@ -22,7 +27,7 @@ from ..agent import AgentOutput
 from ..cancel import UserCancel
 from ..session import Record, StopReason, TurnEnded, UserMessage
 from ._ask import RunApprover
-from ._options import Settings, attach, open_cli_runtime, session_path
+from ._options import CliError, Settings, attach, open_cli_runtime, session_path
 
 __all__ = ["run"]
 
@@ -32,6 +37,7 @@ async def run(args: argparse.Namespace) -> int:
     settings: Settings = args.settings
     err = Console(stderr=True, highlight=False)
     wrote = False
+    prompt = await _prompt(args.prompt)
     async with open_cli_runtime(settings) as root:
         agent, handle = await attach(root, args.session)
         agent.approver = RunApprover(getattr(args, "yes", False))
@@ -46,7 +52,7 @@ async def run(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
 
         root.on(AgentOutput, show)
-        message_id = agent.prompt(args.prompt)
+        message_id = agent.prompt(prompt)
         status.start()
         try:
             with trio.open_signal_receiver(signal.SIGINT) as interrupts:
@@ -81,6 +87,40 @@ async def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 1
+
+
+def _piped() -> bool:
+    """Whether stdin is a pipe, a socket or a file (not a terminal, not ``/dev/null``)."""
+    try:
+        mode = os.fstat(0).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+async def _prompt(argument: str) -> str:
+    """The prompt to send: see the module rules.
+
+    Raises:
+        CliError: ``-`` with nothing on stdin.
+    """
+    if argument != "-" and not _piped():
+        return argument
+    fd = os.dup(0)  # an abandoned read (Ctrl-C) keeps its own descriptor
+    piped = await trio.to_thread.run_sync(_read_all, fd, abandon_on_cancel=True)
+    os.close(fd)
+    if argument != "-":
+        return f"{argument}\n\n{piped.rstrip()}" if piped.strip() else argument
+    if not piped.strip():
+        raise CliError("'run -' reads the prompt from stdin, which was empty; pipe the prompt in")
+    return piped.rstrip()
 
 
 def _turn_of(records: tuple[Record, ...], message_id: str) -> TurnEnded | None:

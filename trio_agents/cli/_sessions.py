@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 import attrs
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -61,7 +62,10 @@ async def _list(store: SessionStore, out: Console) -> None:
     if not infos:
         out.print("no stored sessions")
         return
-    table = Table("id", "records", "updated", "title")
+    # Box drawing only on a terminal: piped, the rows are plain columns for grep and cut.
+    table = Table(
+        "id", "records", "updated", "title", box=box.HEAVY_HEAD if out.is_terminal else None
+    )
     for info in infos:
         updated = f"{info.updated:%Y-%m-%d %H:%M}" if info.updated is not None else ""
         table.add_row(info.id, str(info.records), updated, escape(info.title or ""))
