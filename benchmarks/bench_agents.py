@@ -42,6 +42,7 @@ class _Echo:
     """Answers with the newest message in one delta: the same cost at every history length."""
 
     name = "bench-echo"
+    context_window: int | None = None
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         await trio.lowlevel.checkpoint()

@@ -43,6 +43,7 @@ SHORT = RECORDS // 10
 
 class _Echo:
     name = "bench-echo"
+    context_window: int | None = None
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         await trio.lowlevel.checkpoint()  # pragma: no cover - resume asks the model nothing

@@ -45,6 +45,7 @@ class Mood:
 
     delay: float = 0.001
     name: str = "mood"
+    context_window: int | None = None
     calls: int = 0
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:

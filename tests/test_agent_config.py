@@ -49,6 +49,7 @@ class Recorder:
     """A model that records each request; it calls ``read`` while ``loop`` is set, else says ok."""
 
     name: str = "recorder"
+    context_window: int | None = None
     loop: bool = False
     requests: list[ModelRequest] = attrs.Factory(list)
 

@@ -163,6 +163,7 @@ class Witness:
 
     inner: ScriptedModel
     name: str = "witness"
+    context_window: int | None = None
     session: Session | None = None
     seen: list[tuple[ModelRequest, tuple[Record, ...]]] = attrs.field(factory=list)
 

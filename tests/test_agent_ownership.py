@@ -267,6 +267,7 @@ class CountingModel:
     """Answers "ok" and counts the requests it was sent."""
 
     name: str = "counting"
+    context_window: int | None = None
     requests: list[ModelRequest] = attrs.Factory(list)
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:

@@ -46,6 +46,7 @@ class Streamer:
     fails (``fail``); later requests say "ok". It records every request."""
 
     name: str = "streamer"
+    context_window: int | None = None
     fail: bool = False
     usage: Usage = attrs.field(factory=lambda: Usage(7, 3))
     requests: list[ModelRequest] = attrs.Factory(list)

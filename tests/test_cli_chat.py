@@ -321,6 +321,7 @@ class Gate:
     """A model whose turns wait until the test opens the gate, then echo the prompt."""
 
     name = "gate"
+    context_window: int | None = None
 
     def __init__(self) -> None:
         self.opened = trio.Event()

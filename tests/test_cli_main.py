@@ -57,6 +57,7 @@ class CtrlC:
     """A model that presses Ctrl-C (SIGINT to this process) as its turn starts, then waits."""
 
     name = "ctrl-c"
+    context_window: int | None = None
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         signal.raise_signal(signal.SIGINT)

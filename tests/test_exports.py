@@ -92,7 +92,13 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._approval": frozenset({"Approvals", "standing_answers"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
-    "trio_agents.agent._history": frozenset({"History", "Messages", "conversation"}),
+    "trio_agents.agent._compaction": frozenset({"compact_history", "fit_window"}),
+    "trio_agents.agent._history": frozenset(
+        {"SUMMARY_HEADING", "History", "Messages", "conversation", "message_chars"}
+    ),
+    "trio_agents.agent._meter": frozenset(
+        {"CHARS_PER_TOKEN", "TOKENS_PER_MESSAGE", "ContextMeter", "estimate"}
+    ),
     "trio_agents.agent._inbox": frozenset({"Inbox"}),
     "trio_agents.agent._status": frozenset({"check_status"}),
     "trio_agents.agent._tool_schema": frozenset(
@@ -195,6 +201,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "retry_after",
         }
     ),
+    "trio_agents.model._protocol": frozenset({"check_context_window"}),
     "trio_agents.model._retry": frozenset(
         {
             "Assembler",

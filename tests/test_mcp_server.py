@@ -38,6 +38,7 @@ class Recording:
     inner: ScriptedModel
     requests: list[ModelRequest] = attrs.Factory(list)
     name: str = "recording"
+    context_window: int | None = None
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         self.requests.append(request)

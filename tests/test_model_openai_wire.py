@@ -263,7 +263,8 @@ def test_the_openai_model_reads_the_environment(monkeypatch: pytest.MonkeyPatch)
     [
         (
             "openai:m?temperature=1",
-            r"openai takes base_url, timeout, deadline, max_line and max_retries \(got 'temp",
+            r"openai takes base_url, timeout, deadline, max_line, max_retries and "
+            r"context_window \(got 'temp",
         ),
         ("openai:m?timeout=1&timeout=2", r"a repeated 'timeout'"),
         ("openai:m?timeout=0", r"timeout must be a number of seconds > 0, got '0'"),
@@ -273,7 +274,8 @@ def test_the_openai_model_reads_the_environment(monkeypatch: pytest.MonkeyPatch)
         ("openai:m?", r"openai takes base_url"),
         (
             "openai:m?timeout",
-            r"openai takes base_url, timeout, deadline, max_line and max_retries \(got ''\)$",
+            r"openai takes base_url, timeout, deadline, max_line, max_retries and "
+            r"context_window \(got ''\)$",
         ),
         ("openai:m?timeout=soon", r"timeout must be a number of seconds > 0, got 'soon'$"),
         ("openai:m?max_retries=1.5", r"max_retries must be a whole number >= 0, got '1\.5'$"),

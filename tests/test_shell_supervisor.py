@@ -95,6 +95,15 @@ async def test_disposing_the_shell_ends_every_descendant(tmp_path: Path) -> None
     assert alive(pids) == []
 
 
+def _session_of(pid: int) -> int | None:
+    """The session id of ``pid`` (``/proc/PID/stat`` field 6), or ``None`` if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[3])
+    except OSError:
+        return None
+
+
 async def test_without_the_supervisor_a_setsid_process_escapes(tmp_path: Path) -> None:
     """The fallback (and non-Linux) limit: a job is its process group, so ``setsid`` leaves."""
     async with open_root() as root:
@@ -102,8 +111,13 @@ async def test_without_the_supervisor_a_setsid_process_escapes(tmp_path: Path) -
         shell = shell_of(root)
         job = await shell.start(shell.resolve(ShellExecRequest(family(tmp_path), background=True)))
         pids = await family_pids(tmp_path)
+        escaped = int((tmp_path / "setsid").read_text())
+        # Invariant: the kill comes after setsid() ran; on a loaded machine the child may not
+        # have run it yet when the shell wrote its pid, and would then die with the group.
+        with trio.fail_after(10):
+            while _session_of(escaped) != escaped:  # noqa: ASYNC110
+                await trio.sleep(0.01)
         await shell.kill(job.id)
-    escaped = int((tmp_path / "setsid").read_text())
     try:
         assert alive(pids) == [escaped]
     finally:

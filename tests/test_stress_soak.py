@@ -55,6 +55,7 @@ class Mood:
     """A model that naps first when the prompt says ``nap``, then echoes the prompt."""
 
     name: str = "mood"
+    context_window: int | None = None
     calls: int = 0
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:

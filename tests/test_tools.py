@@ -520,6 +520,7 @@ class _ToolsSeen:
     """A model that notes the tools offered in each request and answers at once."""
 
     name: str = "tools-seen"
+    context_window: int | None = None
     offered: list[list[tuple[str, str]]] = attrs.field(factory=list)
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:

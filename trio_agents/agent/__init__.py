@@ -6,6 +6,12 @@ from ._approval import ApprovalRequest as ApprovalRequest
 from ._approval import Approver as Approver
 from ._approval import Decision as Decision
 from ._approval import Refusal as Refusal
+from ._compaction import Compaction as Compaction
+from ._compaction import CompactionError as CompactionError
+from ._compaction import CompactionPlugin as CompactionPlugin
+from ._compaction import CompactionRequest as CompactionRequest
+from ._compaction import Compactor as Compactor
+from ._compaction import SummarizingCompactor as SummarizingCompactor
 from ._config import AgentConfig as AgentConfig
 from ._errors import AgentClosedError as AgentClosedError
 from ._errors import AgentIdInUseError as AgentIdInUseError
@@ -17,14 +23,17 @@ from ._events import AgentDisposed as AgentDisposed
 from ._events import AgentOutput as AgentOutput
 from ._events import AgentStatusChanged as AgentStatusChanged
 from ._handle import AgentHandle as AgentHandle
+from ._history import TurnMark as TurnMark
 from ._inbox import Lane as Lane
 from ._inbox import MessageId as MessageId
 from ._inbox import QueuedMessage as QueuedMessage
 from ._keys import AGENTS as AGENTS
+from ._keys import COMPACTION as COMPACTION
 from ._keys import TOOLS as TOOLS
 from ._loop import AgentLoop as AgentLoop
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
+from ._meter import ContextUsage as ContextUsage
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
 from ._runtime import open_runtime as open_runtime
@@ -41,6 +50,7 @@ from ._usage import AgentUsage as AgentUsage
 
 __all__ = [
     "AGENTS",
+    "COMPACTION",
     "TOOLS",
     "Agent",
     "AgentCancelRequested",
@@ -60,6 +70,12 @@ __all__ = [
     "AgentUsage",
     "ApprovalRequest",
     "Approver",
+    "Compaction",
+    "CompactionError",
+    "CompactionPlugin",
+    "CompactionRequest",
+    "Compactor",
+    "ContextUsage",
     "Decision",
     "DeclaredAgent",
     "Lane",
@@ -67,6 +83,7 @@ __all__ = [
     "MessageId",
     "QueuedMessage",
     "Refusal",
+    "SummarizingCompactor",
     "Tool",
     "ToolContext",
     "ToolGuard",
@@ -74,6 +91,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "TurnFailedError",
+    "TurnMark",
     "agent_loop",
     "open_runtime",
     "tool",

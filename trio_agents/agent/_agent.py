@@ -10,6 +10,9 @@ Rules:
 - ``when_idle`` returns when the agent is idle with nothing wakeable queued (or is closed).
 - ``ask`` is ``prompt`` plus a wait on the session records for that message's turn
   (``_ask.AnswerFold``); the loop notifies after every turn, removal and exit.
+- ``compact()`` queues a compaction for the loop, which runs it between turns like a turn of
+  its own: ``cancel`` aborts it (or withdraws it while queued) and the history stays as it was.
+  A compaction that a turn needs runs inside that turn (see ``_compaction``).
 """
 
 from __future__ import annotations
@@ -20,10 +23,18 @@ from typing import TYPE_CHECKING, final
 import attrs
 import trio
 
-from ..cancel import CancelCause, CauseScope, DisposedCancel, ParentCancel, UserCancel
+from ..cancel import (
+    CancelCause,
+    CauseScope,
+    DisposedCancel,
+    ParentCancel,
+    UserCancel,
+    current_cause,
+)
 from ..cancel._causes import check_cause
 from ..model import Model, ToolSpec
 from ..session import (
+    Compacted,
     InboxSpliced,
     ModelUsage,
     Session,
@@ -34,11 +45,13 @@ from ..session import (
 from ..session._convert import check_recordable_cause
 from ._approval import Approvals, Approver
 from ._ask import AnswerFold
+from ._compaction import CompactionError, Compactor, SummarizingCompactor, compact_history
 from ._config import AgentConfig
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
 from ._history import History
 from ._inbox import Inbox, Lane, MessageId, QueuedMessage
+from ._meter import ContextMeter, ContextUsage
 from ._status import AgentStatus, check_status
 from ._turn import run_turn
 from ._usage import AgentUsage
@@ -71,6 +84,23 @@ class _Turn:
 
 
 @final
+class _CompactJob:
+    """One ``compact()`` call, queued for the loop."""
+
+    __slots__ = ("done", "error", "finished", "record", "turn")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.finished = False
+        self.turn: _Turn | None = None
+        self.record: Compacted | None = None
+        self.error: BaseException | None = None
+
+
+_DEFAULT_COMPACTOR = SummarizingCompactor()
+
+
+@final
 class Agent:
     """A long-lived agent. Made by ``ctx.agents.create``/``resume``, never directly."""
 
@@ -84,6 +114,7 @@ class Agent:
         emit: Callable[[object], None],
         config: AgentConfig,
         parent: Agent | None = None,
+        compactor: Callable[[], Compactor | None] | None = None,
         approver: Approver | None = None,
     ) -> None:
         self.session = session
@@ -104,6 +135,10 @@ class Agent:
         self._children: dict[str, Agent] = {}
         self._inbox, self._next_turn, self._usage = _restore(session)
         self._history = History(config.instructions).update(session)
+        self._meter = ContextMeter()
+        self._find_compactor = compactor
+        self._compact_jobs: list[_CompactJob] = []
+        self._compactions = 0
         self._approvals = Approvals(
             ask=config.ask, approver=approver, records=session.records, append=session.append
         )
@@ -155,6 +190,52 @@ class Agent:
     def usage(self) -> AgentUsage:
         """Token usage summed over every model request of the session, resumed ones too."""
         return self._usage
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens, or ``None`` when it is unknown."""
+        window: int | None = getattr(self.model, "context_window", None)
+        return window
+
+    @property
+    def context(self) -> ContextUsage:
+        """The size of the next model request, against the window (see the token meter)."""
+        chars, messages = self._history.update(self.session).size()
+        return self._meter.usage(chars, messages, self._tool_specs, self.context_window)
+
+    async def compact(self) -> Compacted | None:
+        """Compact the history now, with the ``compaction`` policy, between turns.
+
+        It waits for a running turn to end, then runs like a turn of its own: ``cancel()``
+        aborts it. Cancelling the caller withdraws it (or aborts it, with the caller's cause).
+
+        Returns:
+            The ``Compacted`` record, or ``None`` if there was nothing to compact.
+
+        Raises:
+            CompactionError: it failed or was cancelled (its ``cause``); the history is
+                unchanged and the agent goes on.
+            AgentClosedError: the agent is being disposed.
+        """
+        if self._closing:
+            raise AgentClosedError(
+                f"agent {self.id} is {self._status.value}; it cannot compact any more"
+            )
+        job = _CompactJob()
+        self._compact_jobs.append(job)
+        self._wake.set()
+        self._notify()
+        try:
+            await job.done.wait()
+        except BaseException:
+            if job in self._compact_jobs:
+                self._compact_jobs.remove(job)
+            elif job.turn is not None and self._turn is job.turn:
+                job.turn.scope.cancel(current_cause() or UserCancel())
+            raise
+        if job.error is not None:
+            raise job.error
+        return job.record
 
     @property
     def status(self) -> AgentStatus:
@@ -301,7 +382,9 @@ class Agent:
 
     def _has_work(self, keep_inbox: bool) -> bool:
         """Whether a cancel would clear or abort anything here or in a child."""
-        if self._turn is not None or (not keep_inbox and len(self._inbox) > 0):
+        if self._turn is not None or (
+            not keep_inbox and (len(self._inbox) > 0 or self._compact_jobs)
+        ):
             return True
         return any(child._has_work(keep_inbox) for child in self._children.values())
 
@@ -311,6 +394,7 @@ class Agent:
         if not keep_inbox:
             for message in self._inbox.clear():
                 self._record_removal(message, "cancelled")
+            self._fail_jobs(CompactionError(f"compaction cancelled by {cause!r}", cause))
         if self._turn is not None:
             self._turn.scope.cancel(cause)
         for child in list(self._children.values()):
@@ -331,7 +415,12 @@ class Agent:
     def _quiescent(self) -> bool:
         if self._done.is_set():
             return True
-        return self._status is AgentStatus.IDLE and self._turn is None and not self._inbox.wakeable
+        return (
+            self._status is AgentStatus.IDLE
+            and self._turn is None
+            and not self._inbox.wakeable
+            and not self._compact_jobs
+        )
 
     # -- the loop (driven by the registry's agent fiber) --------------------------------------
 
@@ -355,6 +444,23 @@ class Agent:
     def _record_usage(self, record: ModelUsage) -> None:
         self.session.append(record)
         self._usage = self._usage.plus(record)
+        chars, messages = self._history.update(self.session).size()
+        self._meter.measured(record, chars, messages, self._tool_specs)
+
+    def _compactor(self) -> Compactor:
+        found = self._find_compactor() if self._find_compactor is not None else None
+        return found if found is not None else _DEFAULT_COMPACTOR
+
+    def _compacted(self) -> None:
+        """A ``Compacted`` record was appended: fold it, and start metering afresh."""
+        self._history.update(self.session)
+        self._meter.reset()
+
+    def _fail_jobs(self, error: BaseException) -> None:
+        for job in self._compact_jobs:
+            job.error = error
+            job.done.set()
+        self._compact_jobs.clear()
 
     def _turn_closing(self) -> None:
         """The running turn left its cancel scope and is recording its end: a cancel from
@@ -373,6 +479,10 @@ class Agent:
         try:
             while not self._closing:
                 self._wake = trio.Event()
+                if self._compact_jobs:
+                    self._set_status(AgentStatus.RUNNING)
+                    await self._run_compaction(self._compact_jobs.pop(0))
+                    continue
                 if not self._inbox.wakeable:
                     self._set_status(AgentStatus.IDLE)
                     await self._wake.wait()
@@ -381,8 +491,31 @@ class Agent:
                 if self._claimable():
                     await self._run_one_turn()
         finally:
+            self._fail_jobs(AgentClosedError(f"agent {self.id} closed before it compacted"))
             self._done.set()
             self._notify()
+
+    async def _run_compaction(self, job: _CompactJob) -> None:
+        self._compactions += 1
+        turn = job.turn = self._turn = _Turn(f"compact-{self._compactions}")
+        try:
+            with turn.scope:
+                job.record = await compact_history(self, self._compactor(), None)
+                job.finished = True
+            if turn.scope.cancelled_caught:
+                cause = DisposedCancel() if self._closing else turn.scope.cause
+                job.error = CompactionError(f"compaction cancelled by {cause!r}", cause)
+        except CompactionError as exc:  # compact_history wraps every failure of the policy
+            job.error = exc
+        finally:
+            self._turn = None
+            if not job.finished and job.error is None:
+                job.error = CompactionError("compaction interrupted; the history is unchanged")
+            job.done.set()
+            self._notify()
+        if job.record is not None:
+            with trio.CancelScope(shield=True):
+                await self._store.flush(self.session)
 
     def _claimable(self) -> bool:
         # Checked again after the status change: a listener of it may have cancelled the

@@ -136,7 +136,9 @@ class AgentConfig:
         changes: dict[str, Any] = {}
         if not isinstance(model, Unset):
             changes["model"] = model if isinstance(model, str) else None
-            changes["model_name"] = model.name if isinstance(model, Model) else None
+            # Not isinstance(model, Model): a model object of an application that predates
+            # Model.context_window still has its name recorded.
+            changes["model_name"] = None if model is None or isinstance(model, str) else model.name
         if not isinstance(tools, Unset):
             changes["tools"] = _tools(tools)
         if not isinstance(instructions, Unset):

@@ -9,28 +9,68 @@ Rules:
 - :class:`History` folds in only the records it has not seen (``Session.records_since``), and
   :meth:`History.messages` is a :class:`Messages` view, not a copy: a model request costs the
   new records, never the length of the session. A resumed session is folded once.
+- Each ``TurnStarted`` marks where its turn begins (its ``seq`` and the index of its first
+  message): those marks are where a compaction may cut.
+- A ``Compacted`` record replaces the conversation with the system text, its summary (as system
+  text under :data:`SUMMARY_HEADING`) and the messages from the turn at ``kept_from_seq`` on.
+  It builds a new message list (the views taken before stay valid) and costs the kept messages
+  only. A ``kept_from_seq`` between two marks cuts at the next mark; past the last mark, no
+  turn is kept (nor the step still open).
+- :meth:`History.size` is the size of the conversation in characters and messages, kept up to
+  date as messages are added, so metering it costs nothing per request.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeAlias, final, overload
 
+import attrs
+
 from ..model import AssistantText, ChatMessage, SystemText, ToolCallPart, ToolOutput, UserText
 from ..session import (
     AssistantMessage,
+    Compacted,
     Record,
     Session,
     ToolCall,
     ToolCallEnded,
     TurnEnded,
+    TurnStarted,
     UserMessage,
 )
 
-__all__ = ["History", "Messages", "conversation"]
+__all__ = ["SUMMARY_HEADING", "History", "Messages", "TurnMark", "conversation", "message_chars"]
 
 _MISSING = "interrupted: no result was recorded"
+#: The first line of the system text that carries a compaction's summary.
+SUMMARY_HEADING = "Summary of the earlier conversation (it was compacted):"
+
+
+def message_chars(message: ChatMessage) -> int:
+    """The characters of ``message`` that a provider sends: its text, tool names, arguments."""
+    if isinstance(message, AssistantText):
+        return len(message.content) + sum(
+            len(call.name) + len(repr(call.arguments)) for call in message.tool_calls
+        )
+    if isinstance(message, ToolOutput):
+        return len(message.content) + len(message.name)
+    return len(message.content)
+
+
+@attrs.frozen
+class TurnMark:
+    """Where a turn begins in the conversation.
+
+    Attributes:
+        seq: the ``seq`` of the turn's ``TurnStarted`` record.
+        index: the index of the turn's first message in :meth:`History.messages`.
+    """
+
+    seq: int
+    index: int
 
 
 @final
@@ -100,10 +140,25 @@ class Messages(Sequence[ChatMessage]):
 class History:
     """The chat history of one session, kept up to date from its records."""
 
-    __slots__ = ("_answered", "_calls", "_messages", "_open", "_seen", "_text")
+    __slots__ = (
+        "_answered",
+        "_calls",
+        "_chars",
+        "_marks",
+        "_messages",
+        "_open",
+        "_seen",
+        "_system",
+        "_text",
+    )
 
     def __init__(self, instructions: str | None = None) -> None:
-        self._messages: list[ChatMessage] = [SystemText(instructions)] if instructions else []
+        self._system: tuple[ChatMessage, ...] = (SystemText(instructions),) if instructions else ()
+        self._messages: list[ChatMessage] = list(self._system)
+        # Invariant: _chars is the sum of message_chars() over _messages.
+        self._chars = sum(message_chars(m) for m in self._messages)
+        # Invariant: sorted by seq (records are folded in seq order); indexes into _messages.
+        self._marks: list[TurnMark] = []
         self._text: str | None = None
         self._calls: list[ToolCallPart] = []
         self._open: list[ToolCallPart] = []
@@ -130,6 +185,55 @@ class History:
             tail = AssistantText(self._text or "", tuple(self._calls))
         return Messages(self._messages, len(self._messages), tail)
 
+    @property
+    def system(self) -> int:
+        """How many leading messages are the agent's own system text (0 or 1)."""
+        return len(self._system)
+
+    def marks(self) -> tuple[TurnMark, ...]:
+        """Where each turn still in the conversation begins, oldest first."""
+        return tuple(self._marks)
+
+    def size(self) -> tuple[int, int]:
+        """The conversation's size: characters (see :func:`message_chars`) and messages."""
+        chars, count = self._chars, len(self._messages)
+        if self._text is not None or self._calls:
+            chars += message_chars(AssistantText(self._text or "", tuple(self._calls)))
+            count += 1
+        return chars, count
+
+    def size_after(self, compaction: Compacted) -> tuple[int, int]:
+        """What :meth:`size` would be once ``compaction`` is folded in."""
+        start = self._cut(compaction.kept_from_seq)
+        head = self._head(compaction.summary)
+        if not self._kept_turns(compaction.kept_from_seq):
+            return sum(message_chars(m) for m in head), len(head)
+        chars, count = self.size()
+        kept = self._chars - sum(message_chars(m) for m in self._messages[:start])
+        return (
+            chars - self._chars + kept + sum(message_chars(m) for m in head),
+            count - start + len(head),
+        )
+
+    def _head(self, summary: str) -> list[ChatMessage]:
+        head = list(self._system)
+        if summary:
+            head.append(SystemText(f"{SUMMARY_HEADING}\n{summary}"))
+        return head
+
+    def _kept_turns(self, seq: int) -> int:
+        """How many turns a cut at ``seq`` keeps."""
+        return len(self._marks) - bisect.bisect_left(self._marks, seq, key=lambda mark: mark.seq)
+
+    def _cut(self, seq: int) -> int:
+        """The index of the first message kept by a cut at ``seq``."""
+        at = bisect.bisect_left(self._marks, seq, key=lambda mark: mark.seq)
+        return self._marks[at].index if at < len(self._marks) else len(self._messages)
+
+    def _append(self, message: ChatMessage) -> None:
+        self._messages.append(message)
+        self._chars += message_chars(message)
+
     def _feed(self, record: Record) -> None:
         kind = type(record)
         try:
@@ -152,29 +256,48 @@ class History:
     def _tool_ended(self, record: ToolCallEnded) -> None:
         self._close_assistant()
         self._answered.add(record.call_id)
-        self._messages.append(
-            ToolOutput(record.call_id, record.name, record.content, record.is_error)
-        )
+        self._append(ToolOutput(record.call_id, record.name, record.content, record.is_error))
 
     def _user(self, record: UserMessage) -> None:
         self._close_assistant()
         self._answer_missing()
-        self._messages.append(UserText(record.content))
+        self._append(UserText(record.content))
 
     def _turn_ended(self, record: TurnEnded) -> None:
         self._close_assistant()
         self._answer_missing()
 
+    def _turn_started(self, record: TurnStarted) -> None:
+        self._close_assistant()
+        self._answer_missing()
+        self._marks.append(TurnMark(record.seq, len(self._messages)))
+
+    def _compacted(self, record: Compacted) -> None:
+        # Invariant: a new list, so the Messages views taken before keep their snapshot.
+        at = bisect.bisect_left(self._marks, record.kept_from_seq, key=lambda mark: mark.seq)
+        start = self._cut(record.kept_from_seq)
+        head = self._head(record.summary)
+        shift = len(head) - start
+        self._messages = [*head, *self._messages[start:]]
+        self._chars = sum(message_chars(m) for m in self._messages)
+        self._marks = [TurnMark(mark.seq, mark.index + shift) for mark in self._marks[at:]]
+        if not self._marks:
+            # No turn kept: the step still open belongs to the records replaced too.
+            self._text = None
+            self._calls = []
+            self._open = []
+            self._answered.clear()
+
     def _close_assistant(self) -> None:
         if self._text is not None or self._calls:
-            self._messages.append(AssistantText(self._text or "", tuple(self._calls)))
+            self._append(AssistantText(self._text or "", tuple(self._calls)))
         self._text = None
         self._calls = []
 
     def _answer_missing(self) -> None:
         for call in self._open:
             if call.call_id not in self._answered:
-                self._messages.append(ToolOutput(call.call_id, call.name, _MISSING, True))
+                self._append(ToolOutput(call.call_id, call.name, _MISSING, True))
         self._open = []
         self._answered.clear()
 
@@ -193,6 +316,8 @@ def _feed_of(kind: type) -> _Feed | None:
         (ToolCallEnded, History._tool_ended),
         (UserMessage, History._user),
         (TurnEnded, History._turn_ended),
+        (TurnStarted, History._turn_started),
+        (Compacted, History._compacted),
     )
     return next((feed for base, feed in feeds if issubclass(kind, base)), None)
 

@@ -41,6 +41,7 @@ from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
 from ._errors import AgentIdInUseError
 from ._events import AgentCreated, AgentDisposed
 from ._handle import AgentHandle
+from ._keys import COMPACTION
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -311,6 +312,7 @@ class AgentRegistry:
                 emit=self._ctx.emit,
                 config=config,
                 parent=parent,
+                compactor=lambda: self._ctx.get(COMPACTION),
                 approver=approver,
             )
 

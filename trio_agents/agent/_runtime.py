@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from ..kernel import Context, open_root
 from ..model import Model, ModelsPlugin
 from ..session import MemoryStore, SessionStore
+from ._compaction import CompactionPlugin, Compactor
 from ._loop import AgentLoop, DeclaredAgent, agent_loop
 from ._tools import tools_plugin
 
@@ -20,6 +21,7 @@ async def open_runtime(
     store: SessionStore | None = None,
     model: Model | str | None = None,
     agents: list[DeclaredAgent] | None = None,
+    compactor: Compactor | None = None,
     core: bool = True,
 ) -> AsyncIterator[Context]:
     """Open a runtime and yield its root :class:`Context`.
@@ -29,16 +31,20 @@ async def open_runtime(
         model: the default model (a :class:`Model` or a spec such as ``"echo?delay=1"``);
             ``ScriptedModel.echo()`` when ``None``.
         agents: agents to declare in the ``AgentLoop``'s configuration (it owns them).
+        compactor: the compaction policy (the service ``compaction``); a
+            :class:`SummarizingCompactor` when ``None``.
         core: apply the core plugins (sessions, models, tools, agent loop); ``False`` gives a
             bare kernel root.
 
     Leaving the block tears everything down in reverse order of set-up: the agent loop (and so
-    every agent, each flushing its session) before the tools, models and session store.
+    every agent, each flushing its session) before the compaction policy, the tools, models and
+    session store.
     """
     async with open_root() as root:
         if core:
             await root.plugin(store if store is not None else MemoryStore())
             await root.plugin(ModelsPlugin(model))
             await root.plugin(tools_plugin)
+            await root.plugin(CompactionPlugin(compactor))
             await root.plugin(agent_loop, AgentLoop.Config(agents=list(agents or ())))
         yield root

@@ -3,9 +3,10 @@
 Rules:
 - A turn is ``TurnStarted`` → steps → ``TurnEnded``; ``TurnEnded`` is written and flushed on
   every path (completed, cancelled, error, max steps), shielded from cancellation.
-- Each step claims the next-step lane, asks the model with the history rebuilt from the
-  session's records, records what the model said, and runs the tool calls it asked for
-  concurrently inside the turn's cancel scope.
+- Each step claims the next-step lane, compacts the history first when the request would
+  not fit the policy's share of the window (``_compaction.fit_window``), asks the model with
+  the history rebuilt from the session's records, records what the model said, and runs the
+  tool calls it asked for concurrently inside the turn's cancel scope.
 - A tool call cancelled before it began is recorded ``started=False`` (no side effects); one
   cancelled while running is ``started=True`` (side effects possible).
 - Stop reason of a cancelled turn: ``blocked`` for a :class:`HookCancel`, else ``cancelled``;
@@ -31,6 +32,7 @@ from ..session import (
     TurnEnded,
     TurnStarted,
 )
+from ._compaction import CompactionError, fit_window
 from ._events import AgentOutput
 from ._inbox import QueuedMessage
 from ._tools import ToolResult
@@ -61,7 +63,7 @@ async def run_turn(
             stop = await _steps(agent, turn_id, scope, open_calls, started)
         if scope.cancelled_caught:
             cause = scope.cause
-    except ModelError as exc:
+    except (ModelError, CompactionError) as exc:
         stop, error = StopReason.ERROR, str(exc)
     except Exception as exc:
         log.exception("turn %s of agent %s failed", turn_id, agent.id)
@@ -138,6 +140,7 @@ async def _steps(
     for step in range(agent.max_steps):
         if step > 0:
             agent._claim(agent._inbox.claim_step(), turn_id)
+        await fit_window(agent, turn_id)
         request = ModelRequest(
             messages=agent._history.update(agent.session).messages(),
             tools=agent._tool_specs,

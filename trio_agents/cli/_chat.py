@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import trio
 from rich.console import Console
 
-from ..agent import Agent, AgentStatus
+from ..agent import Agent, AgentClosedError, AgentStatus, CompactionError
 from ..cancel import UserCancel
 from ..kernel import Context
 from ..session import ToolCall, ToolCallEnded
@@ -58,6 +58,7 @@ HELP = (
     "/steer TEXT   steer the running turn (its next step sees TEXT)\n"
     "/cancel       cancel the running turn and clear the queue\n"
     "/jobs         the background jobs of this agent\n"
+    "/compact      summarize the older turns now (the session file keeps them)\n"
     "/help         this list\n"
     "/quit         leave (Ctrl-D waits for the answer first; Ctrl-C at the prompt leaves)\n"
     "a line ending with \\ (or Alt-Enter) continues on the next; Up/Down recall earlier lines"
@@ -177,6 +178,8 @@ def _handle(
     elif command == "/jobs":
         for row in _jobs(root, agent, jobs) or ["no background jobs"]:
             view.note(row)
+    elif command == "/compact":
+        root.start_soon(_compact, agent, view)
     elif command == "/help":
         view.note(HELP)
     elif line:
@@ -184,6 +187,18 @@ def _handle(
     if not _busy(agent):
         view.prompt()
     return True
+
+
+async def _compact(agent: Agent, view: ChatView) -> None:
+    try:
+        record = await agent.compact()
+    except (CompactionError, AgentClosedError) as exc:
+        view.note(str(exc), "red")
+        return
+    if record is None:
+        view.note("nothing to compact: the conversation is only its latest turns")
+    else:
+        view.note(f"compacted: {record.tokens_before:,} -> {record.tokens_after:,} tokens")
 
 
 def _busy(agent: Agent) -> bool:

@@ -18,6 +18,7 @@ from ..agent import AgentUsage
 from ..kernel import open_root
 from ..session import (
     AssistantMessage,
+    Compacted,
     InboxSpliced,
     ModelUsage,
     SessionNotFoundError,
@@ -99,6 +100,12 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
             turn = AgentUsage()
         elif isinstance(record, ModelUsage):
             turn, total = turn.plus(record), total.plus(record)
+        elif isinstance(record, Compacted):
+            out.print(
+                f"[magenta]-- compacted ({record.tokens_before:,} -> {record.tokens_after:,} "
+                f"tokens): the model sees a summary, then the records from seq "
+                f"{record.kept_from_seq} on --[/]"
+            )
         elif isinstance(record, InboxSpliced):
             if record.op == "add" and record.wake:
                 pending[record.message_id] = record.content or ""

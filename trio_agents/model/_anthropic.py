@@ -30,6 +30,7 @@ import trio
 from ._anthropic_wire import EventAssembler, describe_failure, request_body
 from ._errors import ModelError
 from ._messages import ModelRequest
+from ._protocol import check_context_window
 from ._retry import DEFAULT_DEADLINE, Attempts, Failure, StreamSettings
 from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_number, spec_params
 from ._sse import DEFAULT_MAX_LINE
@@ -60,16 +61,19 @@ class AnthropicModel:
             ``None``: no limit.
         max_line: the longest line (and event) of the event stream, in characters.
         max_retries: how many times a failed request is tried again before any output.
+        context_window: the model's context window in tokens, or ``None`` when unknown (an
+            agent compacts its history only when it knows the window).
         http_client: an ``httpx.AsyncClient`` to send through (its connection pool is then
             shared, and it stays open: its owner closes it). By default each stream uses a
             client of its own, closed with the stream.
 
     Raises:
         ValueError: no model name, ``max_tokens`` or ``max_line`` below 1, ``timeout`` or
-            ``deadline`` not positive, or ``max_retries`` negative.
+            ``deadline`` not positive, ``max_retries`` negative, or ``context_window``
+            below 1.
     """
 
-    __slots__ = ("_api_key", "_attempts", "_base_url", "_max_tokens", "name")
+    __slots__ = ("_api_key", "_attempts", "_base_url", "_max_tokens", "context_window", "name")
 
     def __init__(
         self,
@@ -83,6 +87,7 @@ class AnthropicModel:
         max_line: int = DEFAULT_MAX_LINE,
         max_retries: int = 3,
         http_client: httpx.AsyncClient | None = None,
+        context_window: int | None = None,
     ) -> None:
         if not model:
             raise ValueError("AnthropicModel needs a model name, such as 'claude-sonnet-4-5'")
@@ -90,6 +95,7 @@ class AnthropicModel:
             raise ValueError(f"max_tokens must be a whole number >= 1; got {max_tokens!r}")
         settings = StreamSettings(timeout, deadline, max_line, max_retries)
         self.name = model
+        self.context_window = check_context_window(context_window)
         url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         self._base_url = url.rstrip("/")
         self._api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")

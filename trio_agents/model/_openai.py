@@ -29,6 +29,7 @@ import trio
 from ._errors import ModelError
 from ._messages import ModelRequest
 from ._openai_wire import ChunkAssembler, describe_failure, request_body
+from ._protocol import check_context_window
 from ._retry import DEFAULT_DEADLINE, Attempts, Failure, StreamSettings
 from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_params
 from ._sse import DEFAULT_MAX_LINE
@@ -56,16 +57,18 @@ class OpenAIChatModel:
             ``None``: no limit.
         max_line: the longest line (and event) of the event stream, in characters.
         max_retries: how many times a failed request is tried again before any output.
+        context_window: the model's context window in tokens, or ``None`` when unknown (an
+            agent compacts its history only when it knows the window).
         http_client: an ``httpx.AsyncClient`` to send through (its connection pool is then
             shared, and it stays open: its owner closes it). By default each stream uses a
             client of its own, closed with the stream.
 
     Raises:
         ValueError: ``timeout`` or ``deadline`` is not positive, ``max_line`` is below 1, or
-            ``max_retries`` is negative.
+            ``max_retries`` is negative, or ``context_window`` is below 1.
     """
 
-    __slots__ = ("_api_key", "_attempts", "_base_url", "name")
+    __slots__ = ("_api_key", "_attempts", "_base_url", "context_window", "name")
 
     def __init__(
         self,
@@ -78,11 +81,13 @@ class OpenAIChatModel:
         max_line: int = DEFAULT_MAX_LINE,
         max_retries: int = 3,
         http_client: httpx.AsyncClient | None = None,
+        context_window: int | None = None,
     ) -> None:
         if not model:
             raise ValueError("OpenAIChatModel needs a model name, such as 'gpt-4o-mini'")
         settings = StreamSettings(timeout, deadline, max_line, max_retries)
         self.name = model
+        self.context_window = check_context_window(context_window)
         url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._base_url = url.rstrip("/")
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")

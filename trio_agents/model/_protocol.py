@@ -1,4 +1,11 @@
-"""The one interface every model provider implements."""
+"""The one interface every model provider implements.
+
+Rules:
+- ``context_window`` is the most tokens one request (conversation, tools and answer) may
+  hold, as the provider counts them; ``None`` means unknown, and an agent then never compacts
+  on its own. Every built-in model takes it as a constructor keyword and a spec parameter
+  (``?context_window=TOKENS``), checked by :func:`check_context_window`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ from typing import Protocol, runtime_checkable
 from ._messages import ModelRequest
 from ._stream import ModelEvent
 
-__all__ = ["Model"]
+__all__ = ["Model", "check_context_window"]
 
 
 @runtime_checkable
@@ -22,7 +29,22 @@ class Model(Protocol):
     """
 
     name: str
+    #: The most tokens one request may hold, or ``None`` when unknown.
+    context_window: int | None
 
     def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """Stream the model's answer to ``request``."""
         ...
+
+
+def check_context_window(value: int | None) -> int | None:
+    """``value`` if it is ``None`` or a whole number of tokens >= 1.
+
+    Raises:
+        ValueError: anything else (``0``, a negative number, a float, a bool).
+    """
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(
+            f"context_window is a number of tokens >= 1, or None when unknown; got {value!r}"
+        )
+    return value

@@ -23,6 +23,7 @@ import trio
 
 from ._errors import ModelError
 from ._messages import AssistantText, ChatMessage, ModelRequest, ToolOutput, UserText
+from ._protocol import check_context_window
 from ._stream import Finished, FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
 
 __all__ = ["CallTool", "Fail", "Reply", "Say", "ScriptedModel", "Step", "Wait", "split_words"]
@@ -120,15 +121,32 @@ class ScriptedModel:
     Args:
         replies: the script; each reply is a string or a sequence of steps.
         name: the model's name (``model.name``).
+        context_window: the window it declares, in tokens (``None``: unknown).
 
     Raises:
         TypeError: a reply or a step has the wrong type.
+        ValueError: ``context_window`` is not a whole number >= 1.
     """
 
-    __slots__ = ("_call_ids", "_replies", "_requests", "_respond", "_served", "name")
+    __slots__ = (
+        "_call_ids",
+        "_replies",
+        "_requests",
+        "_respond",
+        "_served",
+        "context_window",
+        "name",
+    )
 
-    def __init__(self, replies: Sequence[Reply], *, name: str = "scripted") -> None:
+    def __init__(
+        self,
+        replies: Sequence[Reply],
+        *,
+        name: str = "scripted",
+        context_window: int | None = None,
+    ) -> None:
         self.name = name
+        self.context_window = check_context_window(context_window)
         self._replies = tuple(_normalize(r, i) for i, r in enumerate(replies))
         self._respond: Responder | None = None
         self._served = 0
@@ -136,7 +154,7 @@ class ScriptedModel:
         self._call_ids = itertools.count(1)
 
     @classmethod
-    def echo(cls, delay: float = 0.0) -> ScriptedModel:
+    def echo(cls, delay: float = 0.0, *, context_window: int | None = None) -> ScriptedModel:
         """The embedded default model, answering the request:
 
         - if the latest messages are tool outputs, it reports them
@@ -150,11 +168,15 @@ class ScriptedModel:
         ``delay`` seconds of trio time pass before each word it says, and before a tool call,
         so a chat on ``echo?delay=0.2`` streams visibly.
 
+        ``context_window`` is the window it declares (``None``: unknown), so that a test or a
+        benchmark can drive an agent into compaction.
+
         Raises:
-            ValueError: ``delay`` is negative or not a number.
+            ValueError: ``delay`` is negative or not a number, or ``context_window`` is not a
+                whole number >= 1.
         """
         Wait(delay)  # validates delay now, not at the first request
-        model = cls((), name="echo")
+        model = cls((), name="echo", context_window=context_window)
         model._respond = lambda request: _echo_steps(request.messages, delay)
         return model
 

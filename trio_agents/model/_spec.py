@@ -1,34 +1,35 @@
 """Model spec strings: one string selects a model everywhere (CLI, config).
 
 Rules:
-- ``echo`` and ``echo?delay=SECONDS`` are built in; ``delay`` is the only parameter.
+- ``echo`` is built in; its parameters are ``delay`` (seconds) and ``context_window`` (tokens):
+  ``echo?delay=2.5&context_window=2000``.
 - ``SCHEME:REST`` goes to the factory registered for ``SCHEME`` (``openai:MODEL``), which gets
   ``REST``. An unregistered scheme is an error that lists the known forms.
 - ``openai`` is registered here: ``openai:MODEL?base_url=URL&timeout=SECONDS&deadline=SECONDS&
-  max_line=N&max_retries=N``.
+  max_line=N&max_retries=N&context_window=TOKENS``.
 - ``anthropic`` too: ``anthropic:MODEL?base_url=URL&max_tokens=N&timeout=SECONDS&
-  deadline=SECONDS&max_line=N&max_retries=N``.
+  deadline=SECONDS&max_line=N&max_retries=N&context_window=TOKENS``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TypeAlias
-from urllib.parse import parse_qsl
 
 from ._anthropic import anthropic_from_spec
 from ._errors import ModelSpecError
 from ._openai import openai_from_spec
 from ._protocol import Model
 from ._scripted import ScriptedModel
+from ._spec_query import spec_number, spec_params
 
 __all__ = ["ModelFactory", "model_from_spec", "register_model_scheme"]
 
 #: Builds a model from what follows ``SCHEME:`` in a spec.
 ModelFactory: TypeAlias = Callable[[str], Model]
 
-_ECHO_FORMS = ("echo", "echo?delay=SECONDS")
+_ECHO_FORMS = ("echo", "echo?delay=SECONDS&context_window=TOKENS")
+_ECHO_KEYS = ("delay", "context_window")
 _schemes: dict[str, ModelFactory] = {}
 
 
@@ -68,7 +69,7 @@ def model_from_spec(spec: str) -> Model:
     text = spec.strip()
     base, sep, query = text.partition("?")
     if base == "echo":
-        return ScriptedModel.echo(_echo_delay(spec, query) if sep else 0.0)
+        return _echo(spec, query) if sep else ScriptedModel.echo()
     scheme, colon, rest = text.partition(":")
     factory = _schemes.get(scheme) if colon else None
     if factory is None:
@@ -78,29 +79,25 @@ def model_from_spec(spec: str) -> Model:
     return factory(rest)
 
 
-def _echo_delay(spec: str, query: str) -> float:
+def _echo(spec: str, query: str) -> ScriptedModel:
     try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
-    except ValueError:
-        pairs = [("", "")]
-    keys = [k for k, _ in pairs]
-    if keys != ["delay"]:
-        bad = ", ".join(repr(k) for k in keys if k != "delay") or "a repeated 'delay'"
+        _, params = spec_params("echo", f"echo?{query}", _ECHO_KEYS)
+    except ModelSpecError as exc:
         raise ModelSpecError(
-            f"invalid model spec {spec!r}: echo takes only 'delay' (got {bad}); "
+            f"invalid model spec {spec!r}: {str(exc).partition(': ')[2]}; "
             f"valid forms: {', '.join(_ECHO_FORMS)}"
-        )
-    raw = pairs[0][1]
+        ) from None
+    delay = 0.0
+    window: int | None = None
     try:
-        delay = float(raw)
-    except ValueError:
-        delay = math.nan
-    if not (math.isfinite(delay) and delay >= 0):
-        raise ModelSpecError(
-            f"invalid model spec {spec!r}: delay must be a number of seconds >= 0, "
-            f"got {raw!r}; valid forms: {', '.join(_ECHO_FORMS)}"
-        )
-    return delay
+        if "delay" in params:
+            delay = float(spec_number(spec, "delay", params["delay"], float, zero=True))
+        if "context_window" in params:
+            raw = params["context_window"]
+            window = int(spec_number(spec, "context_window", raw, int, minimum=1))
+    except ModelSpecError as exc:
+        raise ModelSpecError(f"{exc}; valid forms: {', '.join(_ECHO_FORMS)}") from None
+    return ScriptedModel.echo(delay, context_window=window)
 
 
 register_model_scheme("openai", openai_from_spec)

@@ -4,6 +4,7 @@ Rules:
 - Everything after ``SCHEME:`` up to the first ``?`` is the model name (it may hold colons).
 - The query is ``key=value`` pairs; each key is one of the scheme's and appears at most once.
 - Values are checked here (URLs, seconds, whole numbers), so the constructor accepts them.
+- ``context_window`` (tokens, >= 1) is a key of every scheme, the built-in ``echo`` too.
 - The HTTP providers share ``HTTP_SPEC_KEYS`` (their endpoint, bounds and retries), read by
   ``http_spec_kwargs``; a provider adds keys of its own.
 """
@@ -20,9 +21,9 @@ from ._errors import ModelSpecError
 __all__ = ["HTTP_SPEC_KEYS", "http_spec_kwargs", "spec_number", "spec_params", "spec_url"]
 
 #: The query keys of every HTTP provider, in the order error messages list them.
-HTTP_SPEC_KEYS = ("base_url", "timeout", "deadline", "max_line", "max_retries")
+HTTP_SPEC_KEYS = ("base_url", "timeout", "deadline", "max_line", "max_retries", "context_window")
 _SECONDS = ("timeout", "deadline")
-_COUNTS = {"max_line": 1, "max_retries": 0}  # the smallest value of each
+_COUNTS = {"max_line": 1, "max_retries": 0, "context_window": 1}  # the smallest value of each
 
 
 def spec_params(scheme: str, rest: str, keys: Sequence[str]) -> tuple[str, dict[str, str]]:
@@ -63,16 +64,25 @@ def spec_url(spec: str, key: str, raw: str) -> str:
 
 
 def spec_number(
-    spec: str, key: str, raw: str, kind: type[float] | type[int], *, minimum: int = 0
+    spec: str,
+    key: str,
+    raw: str,
+    kind: type[float] | type[int],
+    *,
+    minimum: int = 0,
+    zero: bool = False,
 ) -> float | int:
-    """``raw`` as seconds > 0 (``float``) or a whole number >= ``minimum`` (``int``)."""
+    """``raw`` as seconds > 0 (``float``; >= 0 with ``zero``) or a whole number >= ``minimum``
+    (``int``)."""
     try:
         value = kind(raw)
     except ValueError:
         value = math.nan
     # An int is never converted to float: math.isfinite(10**400) raises OverflowError.
-    if not (value >= minimum and (kind is int or (math.isfinite(value) and value > 0))):
-        unit = "a number of seconds > 0" if kind is float else f"a whole number >= {minimum}"
+    seconds = kind is float and math.isfinite(value) and (value > 0 or (zero and value == 0))
+    if not (value >= minimum and (kind is int or seconds)):
+        bound = ">= 0" if zero else "> 0"
+        unit = f"a number of seconds {bound}" if kind is float else f"a whole number >= {minimum}"
         raise ModelSpecError(f"invalid model spec {spec!r}: {key} must be {unit}, got {raw!r}")
     return value
 

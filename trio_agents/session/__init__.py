@@ -22,6 +22,7 @@ from ._keys import SESSIONS as SESSIONS
 from ._memory import MemoryStore as MemoryStore
 from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage
+from ._records import Compacted as Compacted
 from ._records import InboxSpliced as InboxSpliced
 from ._records import ModelUsage as ModelUsage
 from ._records import Record as Record
@@ -43,6 +44,7 @@ __all__ = [
     "SESSIONS",
     "AgentConfigured",
     "AssistantMessage",
+    "Compacted",
     "InboxSpliced",
     "InvalidSessionIdError",
     "JsonlStore",

@@ -20,6 +20,7 @@ from ..kernel._tags import TagRegistry
 __all__ = [
     "AgentConfigured",
     "AssistantMessage",
+    "Compacted",
     "InboxSpliced",
     "ModelUsage",
     "Record",
@@ -177,6 +178,32 @@ class TurnEnded(Record):
 
 
 @attrs.frozen(kw_only=True)
+class Compacted(Record):
+    """The model-visible history was compacted; nothing was removed from the session.
+
+    From this record on, the conversation a model sees is the system text, then ``summary``
+    (as system text), then what the records from ``kept_from_seq`` on say. Every record before
+    it stays in the session (``sessions show`` prints them all, with this as a marker).
+
+    Attributes:
+        summary: what stands for the records before ``kept_from_seq`` (it includes what an
+            earlier compaction's summary said); empty when they are simply dropped.
+        kept_from_seq: the ``seq`` of the first record still seen as it is: the
+            ``TurnStarted`` of the oldest turn kept (or the seq of this record: none kept).
+        turn_id: the turn that needed the compaction, or ``None`` for one asked for on demand
+            (``await agent.compact()``).
+        tokens_before: the estimated size of the conversation before, in tokens.
+        tokens_after: the estimated size after, in tokens.
+    """
+
+    summary: str
+    kept_from_seq: int
+    turn_id: str | None = None
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
+@attrs.frozen(kw_only=True)
 class AgentConfigured(Record):
     """What defines the agent of this session; the latest one is in force.
 
@@ -276,6 +303,7 @@ for _cls in (
     ModelUsage,
     TurnStarted,
     TurnEnded,
+    Compacted,
 ):
     register_record(_cls)
 # The tool's answer is ``agent.ToolResult``; the record of it kept its format-1 tag.
