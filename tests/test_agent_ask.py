@@ -87,11 +87,12 @@ def test_fold_refuses_a_message_removed_before_its_turn() -> None:
 async def test_ask_returns_the_answer_after_the_model_delay(
     echo_runtime: Context, autojump_clock: trio.testing.MockClock
 ) -> None:
-    """``ask`` returns the echoed text once its turn has ended, 1 s of trio time later."""
+    """``ask`` returns the echoed text once its turn has ended: 1 s of trio time before each
+    of its two words."""
     handle = await echo_runtime.agents.create()
     start = trio.current_time()
     assert await handle.agent.ask("hello there") == "hello there"
-    assert trio.current_time() - start == pytest.approx(1.0)
+    assert trio.current_time() - start == pytest.approx(2.0)
     assert isinstance(handle.agent.session.records[-1], TurnEnded)
     await handle.dispose()
 

@@ -116,7 +116,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.cli._acp": frozenset({"acp"}),
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
-    "trio_agents.cli._chat_view": frozenset({"ChatView"}),
+    "trio_agents.cli._chat_view": frozenset({"ChatView", "split_blocks"}),
     "trio_agents.cli._config": frozenset(
         {
             "Approval",
@@ -129,12 +129,15 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.cli._demo": frozenset({"demo"}),
+    "trio_agents.cli._input": frozenset({"Key", "LineEditor", "history_file"}),
+    "trio_agents.cli._keys": frozenset({"Key"}),
     "trio_agents.cli._logs": frozenset({"CliLog"}),
     "trio_agents.cli._options": frozenset(
         {
             "CliError",
             "Settings",
             "add_common",
+            "announce_store",
             "attach",
             "make_store",
             "open_cli_runtime",
@@ -145,6 +148,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.cli._run": frozenset({"run"}),
+    "trio_agents.cli._usage": frozenset({"Parser", "UsageExit", "suggestion", "version"}),
     "trio_agents.cli._sessions": frozenset({"sessions"}),
     "trio_agents.cli._signals": frozenset(
         {
