@@ -12,6 +12,7 @@ from ._errors import SessionInUseError as SessionInUseError
 from ._errors import SessionNotFoundError as SessionNotFoundError
 from ._errors import SessionStoreClosedError as SessionStoreClosedError
 from ._errors import SessionWriteError as SessionWriteError
+from ._errors import UnstorableRecordError as UnstorableRecordError
 from ._events import SessionAppended as SessionAppended
 from ._events import SessionCreated as SessionCreated
 from ._events import SessionDisposed as SessionDisposed
@@ -66,6 +67,7 @@ __all__ = [
     "ToolCallEnded",
     "TurnEnded",
     "TurnStarted",
+    "UnstorableRecordError",
     "UserMessage",
     "default_root",
     "dump_record",
