@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import bench_agents, bench_fibers, bench_memory, bench_sessions
+from . import bench_agents, bench_fibers, bench_memory, bench_resume, bench_sessions, bench_shell
 
 
 def main() -> None:
@@ -11,6 +11,8 @@ def main() -> None:
     bench_agents.main()
     bench_memory.main()
     bench_sessions.main()
+    bench_resume.main()
+    bench_shell.main()
 
 
 if __name__ == "__main__":

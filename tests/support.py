@@ -1,4 +1,5 @@
-"""Helpers shared by the test modules: plugin fakes, the installed command, /proc scans, FIFOs.
+"""Helpers shared by the test modules: plugin fakes, the installed command, /proc scans, FIFOs,
+a loopback HTTP server for the model providers.
 
 Imported as ``from support import ...`` (like ``strategies``): pytest's default ``prepend``
 import mode puts this directory, which has no ``__init__.py``, on ``sys.path``.
@@ -7,15 +8,19 @@ Fixtures live in ``conftest.py``; everything here is a plain function or class.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
+import httpx
 import trio
 
 import trio_agents.agent as ag
@@ -152,3 +157,171 @@ def shell_of(root: Context) -> LocalShellExecutor:
     shell = root.get("shell")
     assert isinstance(shell, LocalShellExecutor)
     return shell
+
+
+# -- a job's process family (the shell, a setsid sleep, a double-forked sleep, a sleep) ------
+
+
+def family(directory: Path) -> str:
+    """A command that starts a ``setsid`` sleep, a double-forked (orphaned) sleep and a plain
+    background sleep, writes their pids and its own, and waits."""
+    d = directory
+    return (
+        f"setsid sleep 1000 & echo $! > {d}/setsid; "
+        f"(sleep 1000 & echo $! > {d}/double); "
+        f"sleep 1000 & echo $! > {d}/sleep; "
+        f"echo $$ > {d}/sh.tmp; mv {d}/sh.tmp {d}/sh; wait"
+    )
+
+
+def alive(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that exist and are not zombies."""
+    found = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state not in ("Z", "X"):
+            found.append(pid)
+    return found
+
+
+def unreaped(pid: int) -> list[int]:
+    """``[pid]`` while the process has a /proc entry (running, or a zombie not yet reaped)."""
+    return [pid] if os.path.exists(f"/proc/{pid}") else []
+
+
+# -- a loopback HTTP server for the model providers ------------------------------------------------
+
+
+@attrs.frozen
+class Reply:
+    """One scripted HTTP response: ``chunks``, then ``repeat`` sent forever if given (every
+    ``every`` seconds), until the client closes the connection."""
+
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+    chunks: Sequence[bytes] = ()
+    hang: bool = False  # after the chunks, keep the connection open until the client closes
+    cut: bool = False  # close the connection without ending the chunked body
+    repeat: bytes = b""
+    every: float = 0.0
+
+
+@attrs.define
+class Seen:
+    """One request the server received, and how many body bytes it sent back."""
+
+    path: str
+    headers: dict[str, str]
+    body: Any
+    at: float
+    sent: int = 0
+    closed: trio.Event = attrs.Factory(trio.Event)
+
+
+@attrs.define
+class FakeServer:
+    """A raw-socket HTTP/1.1 server playing scripted replies (chunked bodies, one request per
+    connection), run in-process under trio. ``prefix`` is the API root's path (``/v1``)."""
+
+    prefix: str = ""
+    replies: deque[Reply] = attrs.Factory(deque)
+    seen: list[Seen] = attrs.Factory(list)
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.prefix}"
+
+    def script(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        buffer = b""
+        while b"\r\n\r\n" not in buffer:
+            data = await stream.receive_some()
+            if not data:
+                return
+            buffer += data
+        head, _, rest = buffer.partition(b"\r\n\r\n")
+        request_line, *lines = head.decode("latin-1").split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines)}
+        length = int(headers.get("content-length", "0"))
+        while len(rest) < length:
+            rest += await stream.receive_some()
+        seen = Seen(request_line.split()[1], headers, json.loads(rest), trio.current_time())
+        self.seen.append(seen)
+        reply = self.replies.popleft()
+        try:
+            await self._respond(stream, reply, seen)
+            if reply.hang:
+                while await stream.receive_some():
+                    pass
+        except trio.BrokenResourceError:
+            pass
+        finally:
+            seen.closed.set()
+            await stream.aclose()
+
+    @staticmethod
+    async def _respond(stream: trio.SocketStream, reply: Reply, seen: Seen) -> None:
+        head = [f"HTTP/1.1 {reply.status} X", "Transfer-Encoding: chunked", "Connection: close"]
+        kind = "text/event-stream" if reply.status == 200 else "application/json"
+        head.append(f"Content-Type: {kind}")
+        head += [f"{k}: {v}" for k, v in reply.headers]
+        await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode())
+
+        async def send(chunk: bytes) -> None:
+            await stream.send_all(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            seen.sent += len(chunk)
+
+        for chunk in reply.chunks:
+            await send(chunk)
+        while reply.repeat:
+            await trio.sleep(reply.every)
+            await send(reply.repeat)
+        if not (reply.cut or reply.hang):
+            await stream.send_all(b"0\r\n\r\n")
+
+
+async def serve(nursery: trio.Nursery, prefix: str = "") -> FakeServer:
+    """A :class:`FakeServer` listening on a free port of 127.0.0.1, served in ``nursery``."""
+    fake = FakeServer(prefix)
+    listeners = await nursery.start(partial(trio.serve_tcp, fake.handle, 0, host="127.0.0.1"))
+    fake.port = listeners[0].socket.getsockname()[1]
+    return fake
+
+
+@attrs.define(eq=False)
+class _Counted(httpx.AsyncByteStream):
+    inner: httpx.AsyncByteStream
+    transport: CountingTransport
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self.inner:
+            self.transport.received += len(part)
+            yield part
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class CountingTransport(httpx.AsyncHTTPTransport):
+    """httpx's own transport, counting the body bytes the client took from the network."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.received = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_Counted(response.stream, self),
+            extensions=response.extensions,
+        )

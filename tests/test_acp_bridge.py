@@ -690,10 +690,9 @@ async def test_agents_of_another_owner_are_neither_streamed_nor_loaded_nor_guard
         await handle.dispose()
 
 
-async def test_list_refuses_a_cursor_and_new_checks_mcp_servers(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """A cursor is -32602; mcpServers must be an array, and given servers are ignored."""
+async def test_list_refuses_a_cursor_and_new_checks_mcp_servers() -> None:
+    """A cursor is -32602; mcpServers must be an array; a server that cannot start fails
+    session/new and leaves no agent (test_acp_mcp.py has the servers that start)."""
     async with serve() as s:
         await s.client.initialize()
         _, listed = await s.client.until(await s.client.request("session/list", {"cursor": "c"}))
@@ -706,10 +705,12 @@ async def test_list_refuses_a_cursor_and_new_checks_mcp_servers(
             "message": "invalid params: 'mcpServers' must be an array",
         }
         assert s.agents.list() == ()
-        server = {"name": "fs", "command": "mcp-fs", "args": [], "env": []}
-        result = await s.client.call("session/new", {"cwd": CWD, "mcpServers": [server]})
-        assert [a.id for a in s.agents.list()] == [result["sessionId"]]
-        assert "MCP servers are not supported; ignoring 1 of them" in caplog.messages
+        server = {"name": "fs", "command": "/nonexistent/mcp-fs", "args": [], "env": []}
+        request_id = await s.client.request("session/new", {"cwd": CWD, "mcpServers": [server]})
+        _, refused = await s.client.until(request_id)
+        assert refused["error"]["code"] == -32603
+        assert re.match(r"^MCP server 'fs' could not start", refused["error"]["message"])
+        assert s.agents.list() == ()
 
 
 async def test_a_prompt_while_the_agent_is_being_disposed_is_an_internal_error() -> None:

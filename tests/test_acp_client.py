@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -98,6 +100,9 @@ async def agent_process(
         "acp",
         *args,
         transport_kwargs={"stderr": None},
+        # The client's default environment drops PYTHONPATH (and the rest): pass the test's
+        # own, so the subprocess runs the code under test with the test's settings.
+        env=dict(os.environ),
         observers=[wire] if wire is not None else None,
     ) as (conn, process):
         await conn.initialize(protocol_version=1)
@@ -140,6 +145,7 @@ def test_initialize_announces_version_1_and_load_session() -> None:
             "--store",
             "memory",
             transport_kwargs={"stderr": None},
+            env=dict(os.environ),
         ) as (conn, _):
             answer = await conn.initialize(protocol_version=1)
             assert answer.protocol_version == 1
@@ -321,3 +327,114 @@ def test_client_disconnect_mid_turn_exits_without_waiting_for_children(tmp_path:
     run(main)
     assert processes_with(tag) == []
     assert processes_with(sleeper) == []
+
+
+def test_a_session_works_in_its_own_cwd_and_lists_it(tmp_path: Path) -> None:
+    """session/new with a project directory as cwd (the agent process runs elsewhere):
+    ``!bash pwd`` prints that directory, session/list reports it and filters by it, and a
+    later process that loads the session lists it there too."""
+    project = tmp_path / "project"
+    project.mkdir()
+    store = tmp_path / "sessions"
+
+    async def first() -> str:
+        recorder = Recorder()
+        async with agent_process(recorder, "--store", str(store), "--allow-bash") as (conn, _):
+            assert Path.cwd() != project
+            session_id: str = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+            other = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            response = await conn.prompt(session_id=session_id, prompt=[text_block("!bash pwd")])
+            assert response.stop_reason == "end_turn"
+
+            await recorder.wait_for(lambda: str(project) in recorder.texts(session_id))
+            listed = {s.session_id: s.cwd for s in (await conn.list_sessions()).sessions}
+            assert listed == {session_id: str(project), other: str(tmp_path)}
+            only = await conn.list_sessions(cwd=str(project))
+            assert [s.session_id for s in only.sessions] == [session_id]
+            return session_id
+
+    session_id = run(first)
+
+    async def second() -> None:
+        async with agent_process(Recorder(), "--store", str(store)) as (conn, _):
+            # Listed from the store, before anything is loaded.
+            only = await conn.list_sessions(cwd=str(project))
+            assert [(s.session_id, s.cwd) for s in only.sessions] == [(session_id, str(project))]
+
+    run(second)
+
+
+def test_new_session_with_an_mcp_server_runs_it_until_the_agent_exits() -> None:
+    """The real client names a stdio MCP server in session/new: the agent starts it (its
+    process is there while the session lives) and ends it when the connection closes."""
+    from acp.schema import EnvVariable, McpServerStdio
+
+    word = f"marker-{uuid.uuid4().hex}"
+    server = McpServerStdio(
+        name="tools",
+        command=sys.executable,
+        args=[str(Path(__file__).parent / "mcp_servers" / "tools_server.py"), word],
+        env=[EnvVariable(name="MCP_TEST", value="1")],
+    )
+
+    async def main() -> None:
+        recorder = Recorder()
+        # The whole environment (the client passes on only a safe few by default), so the
+        # command imports the trio_agents under test wherever PYTHONPATH points.
+        async with acp.spawn_agent_process(
+            recorder,
+            str(TRIO_AGENTS),
+            "acp",
+            "--store",
+            "memory",
+            env=dict(os.environ),
+            transport_kwargs={"stderr": None},
+        ) as (conn, process):
+            answer = await conn.initialize(protocol_version=1)
+            assert answer.agent_capabilities.mcp_capabilities.http is True
+            session = await conn.new_session(cwd=os.getcwd(), mcp_servers=[server])
+            assert processes_with(word) != []
+            response = await conn.prompt(
+                session_id=session.session_id, prompt=[text_block("still answers")]
+            )
+            assert response.stop_reason == "end_turn"
+        await process.wait()
+        for _ in range(1000):
+            if not processes_with(word):
+                break
+            await asyncio.sleep(0.01)
+        assert processes_with(word) == []
+
+    run(main)
+
+
+def test_sigint_of_the_command_ends_its_mcp_servers(tmp_path: Path) -> None:
+    """Ctrl-C of ``trio-agents acp`` with a config file's MCP server: both exit, no orphan."""
+    import signal
+    import subprocess
+
+    word = f"marker-{uuid.uuid4().hex}"
+    script = str(Path(__file__).parent / "mcp_servers" / "tools_server.py")
+    config = tmp_path / "trio-agents.toml"
+    config.write_text(
+        f"[[mcp_servers]]\nname = 't'\ncommand = {sys.executable!r}\n"
+        f"args = [{script!r}, {word!r}]\n"
+    )
+    with subprocess.Popen(
+        [str(TRIO_AGENTS), "acp", "--store", "memory", "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as agent:
+        # The server is applied before serving starts: wait until its process exists.
+        deadline = time.monotonic() + LIMIT
+        while not processes_with(word):
+            assert agent.poll() is None, agent.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        agent.send_signal(signal.SIGINT)
+        agent.communicate(timeout=LIMIT)
+    deadline = time.monotonic() + LIMIT
+    while processes_with(word):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)

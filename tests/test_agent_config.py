@@ -23,7 +23,14 @@ from trio_agents.model import (
     TextDelta,
     ToolCallRequested,
 )
-from trio_agents.session import AgentConfigured, JsonlStore, MemoryStore, StopReason, TurnEnded
+from trio_agents.session import (
+    AgentConfigured,
+    JsonlStore,
+    MemoryStore,
+    SessionInfo,
+    StopReason,
+    TurnEnded,
+)
 
 
 async def noop(call: ag.ToolContext, params: None) -> str:
@@ -197,3 +204,25 @@ async def test_an_agent_definition_is_not_in_the_model_history() -> None:
         agent.prompt("hi")
         await agent.when_idle()
         assert [type(m).__name__ for m in model.requests[0].messages] == ["SystemText", "UserText"]
+
+
+@pytest.mark.parametrize("backend", ["memory", "jsonl"])
+async def test_the_store_lists_each_sessions_latest_cwd(tmp_path: Path, backend: str) -> None:
+    """SessionInfo.cwd is the cwd of the latest definition: live, stored, and after a resume
+    that moved the agent; a session created without one lists None."""
+    store = MemoryStore() if backend == "memory" else JsonlStore(tmp_path / "s")
+    first, second = tmp_path / "one", tmp_path / "two"
+    async with ag.open_runtime(store=store) as root:
+        moved = await root.agents.create(session_id="moved", cwd=first)
+        await root.agents.create(session_id="plain")
+
+        def cwds(infos: list[SessionInfo]) -> dict[str, str | None]:
+            return {i.id: i.cwd for i in infos}
+
+        assert cwds(await root.sessions.list()) == {"moved": str(first), "plain": None}
+        await moved.dispose()
+        assert cwds(await root.sessions.list()) == {"moved": str(first), "plain": None}
+        again = await root.agents.resume("moved", cwd=second)
+        assert cwds(await root.sessions.list())["moved"] == str(second)
+        await again.dispose()
+        assert cwds(await root.sessions.list())["moved"] == str(second)

@@ -48,3 +48,35 @@ def test_sessions_show_names_the_cause_of_a_cancelled_turn(tmp_path: Path) -> No
     )
     assert ": cancelled by UserCancel\n" in show(store, "parent", tmp_path)
     assert ": cancelled by ParentCancel(parent_id='parent')\n" in show(store, "child", tmp_path)
+
+
+async def store_a_cut_and_a_finished_turn(store: Path) -> None:
+    model = ScriptedModel(["hello there", "ok"])
+    async with ag.open_runtime(store=JsonlStore(store), model=model) as root:
+        agent = (await root.agents.create(session_id="cut")).agent
+        cut: list[str] = []
+
+        def show_word(event: ag.AgentOutput) -> None:
+            cut.append(event.text)
+            if len(cut) == 1:
+                agent.cancel()
+
+        entry = root.on(ag.AgentOutput, show_word)
+        agent.prompt("greet")
+        await agent.when_idle()
+        await entry.close()
+        agent.prompt("again")
+        await agent.when_idle()
+
+
+def test_sessions_show_marks_interrupted_text_and_shows_usage(tmp_path: Path) -> None:
+    """The text of a cut stream is shown marked interrupted; each turn shows the tokens its
+    requests used, and the session's total closes the listing."""
+    store = tmp_path / "sessions"
+    trio.run(store_a_cut_and_a_finished_turn, store)
+    out = show(store, "cut", tmp_path)
+    assert "agent: hello  (interrupted)\n" in out  # "hello " as streamed
+    assert "turn t-1: cancelled by UserCancel\n" in out  # a cut request reports no usage
+    # ScriptedModel counts words: "greet", "hello ", "again" in (3), "ok" out (1).
+    assert "turn t-2: completed · 3 in, 1 out tokens (1 request)\n" in out
+    assert out.endswith("usage: 3 in, 1 out tokens (1 request)\n")

@@ -180,6 +180,34 @@ def test_a_second_ctrl_c_at_the_prompt_exits_cleanly(chat: Terminal) -> None:
     assert "Traceback" not in chat.seen
 
 
+def test_closing_the_terminal_ends_the_chat_its_jobs_and_flushes(
+    store: Path, tmp_path: Path
+) -> None:
+    """A hung-up terminal (SIGHUP, and EIO on reads and writes): the running bash call's
+    shell and its sleep are gone, the turn is closed in the session, the status is 129."""
+    terminal = Terminal("chat", "--store", str(store), home=tmp_path)
+    try:
+        terminal.expect(r"you> ")
+        terminal.send(
+            f"!bash sleep 1000 & echo $! > {tmp_path}/pid; echo $$ > {tmp_path}/sh; wait\n"
+        )
+        deadline = time.monotonic() + DEADLINE
+        # The shell writes the file; nothing announces it: poll with a deadline.
+        while not (tmp_path / "sh").exists():
+            assert time.monotonic() < deadline, terminal.seen
+            time.sleep(0.02)
+        pids = [int((tmp_path / n).read_text()) for n in ("sh", "pid")]
+        os.close(terminal.fd)
+        status = terminal.process.wait(timeout=DEADLINE)
+        terminal.fd = os.open(os.devnull, os.O_RDONLY)  # for close()
+    finally:
+        terminal.close()
+    assert status == 128 + signal.SIGHUP
+    assert [p for p in pids if os.path.exists(f"/proc/{p}")] == []
+    (session,) = store.glob("*.jsonl")
+    assert '"stop_reason":"cancelled"' in session.read_text().replace(": ", ":")
+
+
 def test_help_and_unknown_commands_answer_at_the_prompt(quick_chat: Terminal) -> None:
     """/help lists the commands, an unknown command says so, and the prompt comes back."""
     quick_chat.send("/help\n")

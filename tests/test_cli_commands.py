@@ -103,7 +103,8 @@ def test_sessions_list_show_and_delete_a_stored_session(store: Path, tmp_path: P
     assert shown.stdout.splitlines() == [
         "user: hello there",
         "agent: hello there",
-        "turn t-1: completed",
+        "turn t-1: completed · 2 in, 2 out tokens (1 request)",
+        "usage: 2 in, 2 out tokens (1 request)",
     ]
 
     deleted = _run("sessions", "delete", session_id, "--store", str(store), home=tmp_path)
@@ -197,3 +198,26 @@ def test_the_readme_embedding_example_runs(tmp_path: Path) -> None:
     stored = re.search(r"session stored in \./sessions/(\S+)\.jsonl", result.stdout)
     assert stored is not None
     assert (tmp_path / "sessions" / f"{stored[1]}.jsonl").is_file()
+
+
+def test_run_records_the_directory_it_was_started_in(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run`` gives its agent the directory the command was started in: it is recorded in
+    the session (so an editor's session/list can report it), and a resume from elsewhere
+    moves it there."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+
+    def recorded_cwds() -> list[str]:
+        (path,) = store.glob("*.jsonl")
+        lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+        return [r["cwd"] for r in lines if r["type"] == "agent_configured"]
+
+    monkeypatch.chdir(first)
+    assert _run("run", "hi", "--store", str(store), "--session", "w", home=tmp_path).returncode == 0
+    assert recorded_cwds() == [str(first)]
+    monkeypatch.chdir(second)
+    assert _run("run", "hi", "--store", str(store), "--session", "w", home=tmp_path).returncode == 0
+    assert recorded_cwds() == [str(first), str(second)]

@@ -7,14 +7,14 @@ every request it was sent.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
-from support import TRIO_AGENTS
-from test_model_openai import FakeServer, text_reply
-from test_model_openai import server as server  # the fixture, shared
+from support import TRIO_AGENTS, FakeServer, Reply, serve
 
 CONFIG = """\
 [[agents]]
@@ -23,6 +23,18 @@ model = "openai:test-model?base_url={url}&max_retries=0"
 instructions = "Review tersely."
 tools = []
 """
+
+
+@pytest.fixture
+async def server(nursery: trio.Nursery) -> FakeServer:
+    return await serve(nursery, "/v1")
+
+
+def text_reply(*words: str) -> Reply:
+    """An OpenAI chat-completions stream of ``words``, then a stop."""
+    chunks = [json.dumps({"choices": [{"index": 0, "delta": {"content": w}}]}) for w in words]
+    chunks.append(json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+    return Reply(chunks=[f"data: {c}\n\n".encode() for c in [*chunks, "[DONE]"]])
 
 
 async def run_command(config: Path, store: Path, home: Path, prompt: str) -> str:

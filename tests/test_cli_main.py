@@ -282,7 +282,11 @@ def test_sessions_show_prints_every_kind_of_record(
         "tool call nope {}",
     ]
     assert re.fullmatch(r"tool result unknown tool 'nope'.*", lines[5]), lines
-    assert lines[6:9] == ["agent: tools [done]", "turn t-1: completed", "user: fail"]
+    assert lines[6:9] == [
+        "agent: tools [done]",
+        "turn t-1: completed · 26 in, 2 out tokens (3 requests)",
+        "user: fail",
+    ]
     assert re.fullmatch(r"turn t-2: error: .*it \[broke\].*", lines[9]), lines
     assert lines[10:14] == [
         "user: wait",
@@ -291,7 +295,7 @@ def test_sessions_show_prints_every_kind_of_record(
         "turn t-4: cancelled by DisposedCancel",
     ]
     assert re.fullmatch(r"queued \(m-\d+\): left \[queued\]", lines[14]), lines
-    assert len(lines) == 15, lines
+    assert lines[15:] == ["usage: 26 in, 2 out tokens (3 requests)"]
 
 
 def test_sessions_of_the_memory_store(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,8 +19,21 @@ import pytest
 
 DOCS = Path(__file__).parent.parent / "docs"
 BLOCK = re.compile(r"^\.\. code-block:: (?P<lang>\w+)\n\n(?P<body>(?:(?:   .*)?\n)+)", re.M)
+#: Stands for the page's first python block (the MCP server the page's example starts).
+FIRST_BLOCK = "<the page's first python block>"
 #: Files an example reads, by page.
-SETUP = {"tools.rst": {"notes.txt": "one\ntwo\nthree\n"}}
+SETUP = {
+    "tools.rst": {"notes.txt": "one\ntwo\nthree\n"},
+    "mcp.rst": {"greet_server.py": FIRST_BLOCK},
+}
+
+
+def first_block(page: str) -> str:
+    """The first ``.. code-block:: python`` of ``page``, dedented."""
+    for block in BLOCK.finditer((DOCS / page).read_text()):
+        if block["lang"] == "python":
+            return textwrap.dedent(block["body"])
+    raise AssertionError(f"{page} has no python block")
 
 
 def examples() -> list[tuple[str, str, str]]:
@@ -52,7 +65,7 @@ def test_an_example_prints_what_its_page_says(
     page: str, code: str, expected: str, tmp_path: Path
 ) -> None:
     for name, content in SETUP.get(page, {}).items():
-        (tmp_path / name).write_text(content)
+        (tmp_path / name).write_text(first_block(page) if content == FIRST_BLOCK else content)
     (tmp_path / "example.py").write_text(code)
     done = subprocess.run(
         [sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60

@@ -10,6 +10,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "trio_agents"
 
 LAYERS = {"kernel": 0, "cancel": 0, "session": 1, "model": 1, "agent": 2, "shell": 3, "acp": 3}
+LAYERS["mcp"] = 3
 LAYERS["cli"] = 4
 # ``python -m trio_agents`` is the command's other entry point: the top layer.
 LAYERS["__main__"] = 4

@@ -14,10 +14,8 @@ import os
 import re
 import socket
 import subprocess
-from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import aclosing
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from support import TRIO_AGENTS, Tools
+from support import TRIO_AGENTS, FakeServer, Reply, Tools, serve
 
 import trio_agents.agent as ag
 from trio_agents.model import (
@@ -49,87 +47,9 @@ from trio_agents.session import JsonlStore, StopReason, ToolCallEnded, TurnEnded
 # -- the server --------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class Reply:
-    """One scripted HTTP response."""
-
-    status: int = 200
-    headers: tuple[tuple[str, str], ...] = ()
-    chunks: Sequence[bytes] = ()
-    hang: bool = False  # after the chunks, keep the connection open until the client closes
-    cut: bool = False  # close the connection without ending the chunked body
-
-
-@attrs.define
-class Seen:
-    """One request the server received."""
-
-    path: str
-    headers: dict[str, str]
-    body: Any
-    at: float
-    closed: trio.Event = attrs.Factory(trio.Event)
-
-
-@attrs.define
-class FakeServer:
-    replies: deque[Reply] = attrs.Factory(deque)
-    seen: list[Seen] = attrs.Factory(list)
-    port: int = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def script(self, *replies: Reply) -> None:
-        self.replies.extend(replies)
-
-    async def handle(self, stream: trio.SocketStream) -> None:
-        buffer = b""
-        while b"\r\n\r\n" not in buffer:
-            data = await stream.receive_some()
-            if not data:
-                return
-            buffer += data
-        head, _, rest = buffer.partition(b"\r\n\r\n")
-        request_line, *lines = head.decode("latin-1").split("\r\n")
-        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines)}
-        length = int(headers.get("content-length", "0"))
-        while len(rest) < length:
-            rest += await stream.receive_some()
-        seen = Seen(request_line.split()[1], headers, json.loads(rest), trio.current_time())
-        self.seen.append(seen)
-        reply = self.replies.popleft()
-        try:
-            await self._respond(stream, reply)
-            if reply.hang:
-                while await stream.receive_some():
-                    pass
-        except trio.BrokenResourceError:
-            pass
-        finally:
-            seen.closed.set()
-            await stream.aclose()
-
-    @staticmethod
-    async def _respond(stream: trio.SocketStream, reply: Reply) -> None:
-        head = [f"HTTP/1.1 {reply.status} X", "Transfer-Encoding: chunked", "Connection: close"]
-        kind = "text/event-stream" if reply.status == 200 else "application/json"
-        head.append(f"Content-Type: {kind}")
-        head += [f"{k}: {v}" for k, v in reply.headers]
-        await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode())
-        for chunk in reply.chunks:
-            await stream.send_all(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-        if not (reply.cut or reply.hang):
-            await stream.send_all(b"0\r\n\r\n")
-
-
 @pytest.fixture
 async def server(nursery: trio.Nursery) -> FakeServer:
-    fake = FakeServer()
-    listeners = await nursery.start(partial(trio.serve_tcp, fake.handle, 0, host="127.0.0.1"))
-    fake.port = listeners[0].socket.getsockname()[1]
-    return fake
+    return await serve(nursery, "")
 
 
 # -- stream helpers: the events of the Messages API ----------------------------------------------
@@ -630,7 +550,7 @@ def test_the_anthropic_scheme_builds_the_model_with_its_parameters() -> None:
     [
         (
             "anthropic:m?temperature=1",
-            r"anthropic takes base_url, max_tokens, timeout and max_retries "
+            r"anthropic takes base_url, max_tokens, timeout, deadline, max_line and max_retries "
             r"\(got 'temperature'\)$",
         ),
         ("anthropic:m?max_tokens=0", r"max_tokens must be a whole number >= 1, got '0'$"),

@@ -355,16 +355,44 @@ def test_malformed_events_are_model_errors(data: str) -> None:
         EventAssembler(URL).feed(data)
 
 
-def test_malformed_fields_are_ignored() -> None:
-    """Wrong types inside known events do not crash the assembler."""
+def test_malformed_usage_is_ignored() -> None:
+    """Counts of the wrong type carry no part of the answer: they are skipped."""
     events = play(
         ev("message_start", message=[]),
-        ev("content_block_delta", index="0", delta="x"),
-        ev("content_block_delta", index=0, delta={"type": "text_delta", "text": 5}),
         ev("message_delta", delta=None, usage={"output_tokens": True}),
         message_delta("end_turn", 1),
     )
     assert events == [Finished(FinishReason.STOP, Usage(0, 1))]
+
+
+TEXT = {"type": "text_delta"}
+
+
+@pytest.mark.parametrize(
+    ("event", "problem"),
+    [
+        (ev("content_block_delta", index=0, delta={**TEXT, "text": 5}),
+         r"content_block_delta\.delta\.text is 5, not a string"),
+        (ev("content_block_delta", index=0, delta="x"),
+         r'content_block_delta\.delta is "x", not an object'),
+        (ev("content_block_delta", index="0", delta={"type": "input_json_delta"}),
+         r'content_block_delta\.index is "0", not a whole number'),
+        (ev("content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": {}}),
+         r"content_block_delta\.delta\.partial_json is \{\}, not a string"),
+        (ev("content_block_start", index=0, content_block={"type": "text", "text": 1}),
+         r"content_block_start\.content_block\.text is 1, not a string"),
+        (ev("content_block_start", index=0, content_block={"type": "tool_use", "name": 3}),
+         r"content_block_start\.content_block\.name is 3, not a string"),
+        (ev("message_delta", delta={"stop_reason": 2}),
+         r"message_delta\.delta\.stop_reason is 2, not a string"),
+    ],
+    ids=["text", "delta", "index", "partial-json", "block-text", "tool-name", "stop-reason"],
+)  # fmt: skip
+def test_a_malformed_field_of_the_answer_is_a_model_error(event: str, problem: str) -> None:
+    """A field that carries the answer with the wrong JSON type is refused, naming the field:
+    dropping it would silently lose text or change a tool call (issue #18)."""
+    with pytest.raises(ModelError, match=rf"^{URL} sent a malformed stream event: {problem}$"):
+        EventAssembler(URL).feed(event)
 
 
 # -- error responses ---------------------------------------------------------------------------

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_agents.model._sse import SSEDecoder, SSEEvent
+from trio_agents.model._sse import DEFAULT_MAX_LINE, SSEDecoder, SSEEvent, SSELimitError
 
 
 def decode(*chunks: bytes) -> list[SSEEvent]:
@@ -94,6 +95,51 @@ def test_end_reports_a_truncated_event() -> None:
     clean = SSEDecoder()
     clean.feed(b"data: x\n\n")
     assert clean.end() is False
+
+
+def test_a_line_at_the_bound_passes_and_one_past_it_is_refused() -> None:
+    """max_line characters in a line are fine; one more is an SSELimitError, raised while the
+    line is still unfinished (no line end needed) or within one chunk."""
+    assert decode_with(10, b"data: 1234\n\n") == [SSEEvent("1234")]
+    with pytest.raises(SSELimitError, match=r"^a line longer than 10 characters$"):
+        SSEDecoder(10).feed(b"data: 12345")
+    with pytest.raises(SSELimitError, match=r"^a line longer than 10 characters$"):
+        SSEDecoder(10).feed(b"data: 12345\n\n")
+    growing = SSEDecoder(10)
+    for piece in (b"da", b"ta: ", b"1234"):
+        assert growing.feed(piece) == []
+    with pytest.raises(SSELimitError):
+        growing.feed(b"5")
+
+
+def test_comments_count_toward_the_line_bound() -> None:
+    """A comment line is held like any other until its end: it is bounded too."""
+    with pytest.raises(SSELimitError):
+        SSEDecoder(8).feed(b": " + b"k" * 7)
+
+
+def test_the_data_of_one_event_is_bounded_across_lines() -> None:
+    """Short data lines add up: the joined data may not exceed max_line either; a blank line
+    starts the count again."""
+    assert decode_with(12, b"data:123456\ndata:12345\n\ndata:1234567\n\n") == [
+        SSEEvent("123456\n12345"),
+        SSEEvent("1234567"),
+    ]
+    with pytest.raises(SSELimitError, match=r"^the data of an event longer than 12 characters$"):
+        SSEDecoder(12).feed(b"data:123456\ndata:123456\n")
+
+
+def test_the_default_bound_is_one_mebibyte_and_must_be_positive() -> None:
+    """1 MiB by default; a bound below 1 is refused."""
+    assert DEFAULT_MAX_LINE == 1 << 20
+    assert decode(b"data: " + b"x" * (DEFAULT_MAX_LINE - 6) + b"\n\n")[0].data[-1] == "x"
+    with pytest.raises(ValueError, match=r"^max_line must be a whole number >= 1; got 0$"):
+        SSEDecoder(0)
+
+
+def decode_with(max_line: int, *chunks: bytes) -> list[SSEEvent]:
+    decoder = SSEDecoder(max_line)
+    return [event for chunk in chunks for event in decoder.feed(chunk)]
 
 
 _FIELD = st.sampled_from(["data", "event", "id", "retry", ":", "other"])

@@ -261,14 +261,20 @@ def test_the_openai_model_reads_the_environment(monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.parametrize(
     ("spec", "problem"),
     [
-        ("openai:m?temperature=1", r"openai takes base_url, timeout and max_retries \(got 'temp"),
+        (
+            "openai:m?temperature=1",
+            r"openai takes base_url, timeout, deadline, max_line and max_retries \(got 'temp",
+        ),
         ("openai:m?timeout=1&timeout=2", r"a repeated 'timeout'"),
         ("openai:m?timeout=0", r"timeout must be a number of seconds > 0, got '0'"),
         ("openai:m?timeout=inf", r"timeout must be a number of seconds > 0, got 'inf'"),
         ("openai:m?max_retries=-1", r"max_retries must be a whole number >= 0, got '-1'"),
         ("openai:m?base_url=localhost:8000", r"base_url must be an http:// or https:// URL"),
         ("openai:m?", r"openai takes base_url"),
-        ("openai:m?timeout", r"openai takes base_url, timeout and max_retries \(got ''\)$"),
+        (
+            "openai:m?timeout",
+            r"openai takes base_url, timeout, deadline, max_line and max_retries \(got ''\)$",
+        ),
         ("openai:m?timeout=soon", r"timeout must be a number of seconds > 0, got 'soon'$"),
         ("openai:m?max_retries=1.5", r"max_retries must be a whole number >= 0, got '1\.5'$"),
     ],
@@ -332,22 +338,58 @@ def test_a_json_event_that_is_not_an_object_is_a_model_error() -> None:
         ChunkAssembler(URL).feed("[1, 2]")
 
 
-def test_other_choices_and_malformed_parts_are_ignored() -> None:
-    """Choices other than index 0, non-object choices or call parts, and fields of the
-    wrong JSON type are skipped; the rest of the stream still assembles."""
+def test_other_choices_null_fields_and_bad_usage_are_ignored() -> None:
+    """Choices other than index 0, null fields and malformed usage counts carry no part of
+    the answer: they are skipped and the rest of the stream still assembles."""
     assembler = ChunkAssembler(URL)
-    other = {"index": 1, "delta": {"content": "from choice 1"}}
-    assert assembler.feed(json.dumps({"choices": ["x", other]})) == []
-    assert assembler.feed(json.dumps({"choices": 5})) == []
-    assert assembler.feed(json.dumps({"choices": [{"delta": "text"}]})) == []
-    assert assembler.feed(chunk({"tool_calls": 3, "content": "kept"})) == [TextDelta("kept")]
-    assert assembler.feed(chunk({"tool_calls": ["junk", {"index": 0, "function": "f"}]})) == []
-    assembler.feed(chunk(call_delta(0, id="a", name="bash")))
+    other = {"index": 1, "delta": {"content": 5}}
+    assert assembler.feed(json.dumps({"choices": [other, None]})) == []
+    assert assembler.feed(json.dumps({"choices": None, "usage": {"prompt_tokens": "3"}})) == []
+    assert assembler.feed(chunk({"tool_calls": None, "content": "kept"})) == [TextDelta("kept")]
+    assembler.feed(chunk(call_delta(0, id="a", name="bash", arguments=None)))
     assembler.feed(chunk(None, "tool_calls"))
     assert assembler.end() == [
         ToolCallRequested("a", "bash", {}),
         Finished(FinishReason.TOOL_CALLS),
     ]
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ({"choices": [{"delta": {"content": 5}}]}, r"choices\[0\]\.delta\.content is 5, not a str"),
+        ({"choices": 5}, r"choices is 5, not an array"),
+        ({"choices": ["x"]}, r'choices\[0\] is "x", not an object'),
+        ({"choices": [{"delta": "text"}]}, r'choices\[0\]\.delta is "text", not an object'),
+        ({"choices": [{"delta": {"tool_calls": 3}}]}, r"delta\.tool_calls is 3, not an array"),
+        (
+            {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": "f"}]}}]},
+            r'choices\[0\]\.delta\.tool_calls\[0\]\.function is "f", not an object',
+        ),
+        (
+            {"choices": [{"delta": call_delta(0, id=7, name="bash")}]},
+            r"tool_calls\[0\]\.id is 7, not a string",
+        ),
+        (
+            {"choices": [{"delta": call_delta(0, id="a", name=["bash"])}]},
+            r'tool_calls\[0\]\.function\.name is \["bash"\], not a string',
+        ),
+        (
+            {"choices": [{"delta": call_delta(0, id="a", name="b", arguments=1)}]},
+            r"tool_calls\[0\]\.function\.arguments is 1, not a string",
+        ),
+        ({"choices": [{"delta": {}, "finish_reason": True}]}, r"finish_reason is true, not a"),
+    ],
+    ids=["content", "choices", "choice", "delta", "tool-calls", "function", "id", "name",
+         "arguments", "finish"],
+)  # fmt: skip
+def test_a_malformed_field_of_the_answer_is_a_model_error(
+    payload: dict[str, Any], problem: str
+) -> None:
+    """A field that carries the answer with the wrong JSON type is refused, naming the field:
+    dropping it would silently lose text or change a tool call (issue #18)."""
+    with pytest.raises(ModelError, match=rf"^{URL} sent a malformed stream event: .*{problem}"):
+        ChunkAssembler(URL).feed(json.dumps(payload))
 
 
 def test_arguments_sent_as_an_object_are_taken_as_they_are() -> None:

@@ -221,6 +221,28 @@ async def test_corrupt_middle_line_is_refused_with_its_line_number(tmp_path: Pat
             await store.load("bad")
 
 
+async def test_a_bad_line_before_a_torn_tail_is_corruption(tmp_path: Path) -> None:
+    """Only the very last line can be torn: a bad complete line before a torn tail is refused."""
+    write_file(tmp_path / "two.jsonl", HEADER % "two", "not json\n", '{"type":"turn_sta')
+    async with running(JsonlStore(tmp_path)) as store:
+        with pytest.raises(SessionFormatError, match=r"two\.jsonl:2 is not valid JSON"):
+            await store.load("two")
+
+
+async def test_a_line_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 are refused in the middle of a file, left out at its end."""
+    good = dump_record(TurnStarted(turn_id="t", seq=0)).encode() + b"\n"
+    header = (HEADER % "bytes").encode()
+    (tmp_path / "bytes.jsonl").write_bytes(header + good + b'{"x":"\xff"}\n')
+    (tmp_path / "mid.jsonl").write_bytes((HEADER % "mid").encode() + b'{"\xff"}\n' + good)
+    async with running(JsonlStore(tmp_path)) as store:
+        assert (await store.load("bytes")).records[:1] == (TurnStarted(turn_id="t", seq=0),)
+        with pytest.raises(SessionFormatError, match=r"mid\.jsonl:2 is not UTF-8 text"):
+            await store.load("mid")
+    # Reading never writes: the bad last line stays until the session is resumed.
+    assert (tmp_path / "bytes.jsonl").read_bytes() == header + good + b'{"x":"\xff"}\n'
+
+
 async def test_interrupted_turn_is_repaired_and_persisted(tmp_path: Path) -> None:
     """A file whose turn never ended loads with TurnEnded(interrupted), written on enter."""
     started = dump_record(TurnStarted(turn_id="t9", seq=0)) + "\n"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import enum
+import importlib
 import logging
+from collections.abc import AsyncGenerator
+from pathlib import Path
 from typing import Any, Literal
 
 import attrs
@@ -11,6 +14,7 @@ import pytest
 import trio
 import trio.testing
 
+import trio_agents.agent as ag
 from trio_agents.agent._tool_signature import tool
 from trio_agents.agent._tools import (
     Tool,
@@ -22,7 +26,14 @@ from trio_agents.agent._tools import (
 )
 from trio_agents.cancel import CauseScope, UserCancel, current_cause
 from trio_agents.kernel import Context, FiberState, open_root
-from trio_agents.model import ToolSpec
+from trio_agents.model import (
+    Finished,
+    FinishReason,
+    ModelEvent,
+    ModelRequest,
+    ToolSpec,
+    Usage,
+)
 
 
 @attrs.frozen
@@ -476,3 +487,181 @@ async def test_invoke_is_a_checkpoint_even_for_an_unknown_tool() -> None:
             await tools.invoke("missing", {})
         assert scope.cancelled_caught
     assert started == []
+
+
+# -- the specs cache -------------------------------------------------------------------------------
+
+
+async def test_specs_are_computed_once_until_a_tool_comes_or_goes() -> None:
+    """specs() is the same tuple until register or unregister; each change is seen at once."""
+    async with open_root() as root:
+        tools = await _registry(root)
+        empty = tools.specs()
+        assert empty == ()
+        first = tools.register(bash)
+        specs = tools.specs()
+        assert specs == (bash.spec(),)
+        assert tools.specs() is specs
+        second = tools.register(now_tool)
+        both = tools.specs()
+        assert both == (bash.spec(), now_tool.spec())
+        await first.close()
+        assert tools.specs() == (now_tool.spec(),)
+        after = tools.specs()
+        await first.close()  # closing it again changes nothing, and keeps the cache
+        assert tools.specs() is after
+        await second.close()
+        assert tools.specs() == ()
+
+
+@attrs.define(eq=False)
+class _ToolsSeen:
+    """A model that notes the tools offered in each request and answers at once."""
+
+    name: str = "tools-seen"
+    offered: list[list[tuple[str, str]]] = attrs.field(factory=list)
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        self.offered.append([(s.name, s.description) for s in request.tools])
+        await trio.lowlevel.checkpoint()
+        yield Finished(FinishReason.STOP, Usage())
+
+
+async def _turn(agent: ag.Agent) -> None:
+    agent.prompt("go")
+    await agent.when_idle()
+
+
+async def test_each_request_offers_the_tools_registered_at_that_moment() -> None:
+    """An agent's requests follow register and unregister, whole and with a tools filter."""
+    model = _ToolsSeen()
+    async with ag.open_runtime(model=model) as root:
+        registry = root.get("tools")
+        assert isinstance(registry, ToolRegistry)
+        every = (await root.agents.create()).agent
+        only_now = (await root.agents.create(tools=["now"])).agent
+        entry = registry.register(bash)
+        await _turn(every)
+        await _turn(only_now)
+        registry.register(now_tool)
+        await _turn(every)
+        await _turn(only_now)
+        await entry.close()
+        await _turn(every)
+        await _turn(only_now)
+    bash_, now_ = ("bash", "Run a shell command."), ("now", "Say the time.")
+    assert model.offered == [[bash_], [], [bash_, now_], [now_], [now_], [now_]]
+
+
+TOOL_MODULE = '''
+from trio_agents.agent import ToolContext, tool
+
+name = "described"
+inject = ("tools",)
+
+
+@tool(params=None)
+async def described(ctx: ToolContext, params: None) -> str:
+    """{description}"""
+    return "ok"
+
+
+async def apply(ctx, config):
+    ctx.tools.register(described)
+'''
+
+
+async def test_a_reloaded_tool_is_offered_with_its_new_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a reload of the plugin that registers a tool, requests carry the new spec."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = tmp_path / "described_tool_plugin.py"
+    source.write_text(TOOL_MODULE.format(description="Version one."), encoding="utf-8")
+    module = importlib.import_module("described_tool_plugin")
+    model = _ToolsSeen()
+    async with ag.open_runtime(model=model) as root:
+        await root.plugin(module)
+        agent = (await root.agents.create(tools=["described"])).agent
+        await _turn(agent)
+        source.write_text(TOOL_MODULE.format(description="Version two."), encoding="utf-8")
+        await root.reload(module)
+        await _turn(agent)
+    assert model.offered == [[("described", "Version one.")], [("described", "Version two.")]]
+
+
+# -- tools with a ready JSON schema, and tools private to one agent ------------------------------
+
+SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+
+
+async def _echo_arguments(ctx: ToolContext, arguments: Any) -> str:
+    await trio.lowlevel.checkpoint()
+    return repr(arguments)
+
+
+def test_a_schema_tool_tells_the_model_its_schema_as_is() -> None:
+    """``schema=`` is what the model sees (a copy: changing it changes nothing registered)."""
+    remote = Tool("search", "Search.", None, _echo_arguments, schema=SCHEMA)
+    spec = remote.spec()
+    assert spec == ToolSpec("search", "Search.", SCHEMA)
+    spec.parameters["properties"]["q"]["type"] = "integer"
+    assert remote.spec().parameters["properties"]["q"]["type"] == "string"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"schema": {"type": "string"}}, r"^a tool's schema must be a JSON schema of an object"),
+        ({"schema": SCHEMA, "params": BashArgs}, r"^a tool takes either params .* or a JSON"),
+    ],
+)
+def test_a_bad_schema_tool_is_refused(kwargs: dict[str, Any], message: str) -> None:
+    """A schema that is not an object's, or a schema with params: refused when made."""
+    params = kwargs.pop("params", None)
+    with pytest.raises(TypeError, match=message):
+        Tool("search", "Search.", params, _echo_arguments, **kwargs)
+
+
+async def test_a_schema_tool_gets_the_arguments_as_a_dict() -> None:
+    """The model's JSON object reaches the function as a dict; a non-object is refused."""
+    async with open_root() as root:
+        tools = await _registry(root)
+        tools.register(Tool("search", "Search.", None, _echo_arguments, schema=SCHEMA))
+        assert (await tools.invoke("search", {"q": "trio"})).content == "{'q': 'trio'}"
+        refused = await tools.invoke("search", ["trio"])  # type: ignore[arg-type]
+        assert (refused.is_error, refused.started) == (True, False)
+        assert "the arguments must be a JSON object" in refused.content
+
+
+@attrs.frozen
+class _Caller:
+    id: str
+
+
+async def test_a_private_tool_is_seen_and_called_by_its_agent_only() -> None:
+    """``register(tool, agent=ID)``: that agent sees and calls it, others get 'unknown tool';
+    two agents may each have one of the same name; a shared name is refused."""
+    async with open_root() as root:
+        tools = await _registry(root)
+        tools.register(bash)
+        first = Tool("mine", "Mine.", None, _echo_arguments, schema=SCHEMA)
+        second = Tool("mine", "Also mine.", None, _echo_arguments, schema=SCHEMA)
+        entry = tools.register(first, agent="a")
+        tools.register(second, agent="b")
+        assert tools.names() == ("bash",)
+        assert tools.names(agent="a") == ("bash", "mine")
+        assert tools.get("mine", agent="b") is second
+        assert [s.description for s in tools.specs(agent="a")][-1] == "Mine."
+        assert not (await tools.invoke("mine", {"q": "x"}, _Caller("a"))).is_error
+        refused = await tools.invoke("mine", {"q": "x"}, _Caller("c"))
+        assert refused.content.startswith("unknown tool 'mine'")
+        with pytest.raises(ToolNameInUseError, match=r"^tool 'mine' is already registered"):
+            tools.register(first, agent="a")
+        with pytest.raises(ToolNameInUseError, match=r"^tool 'mine' is already registered"):
+            tools.register(Tool("mine", "Shared.", None, _echo_arguments, schema=SCHEMA))
+        with pytest.raises(ToolNameInUseError, match=r"^tool 'bash' is already registered"):
+            tools.register(bash, agent="a")
+        await entry.close()
+        assert tools.names(agent="a") == ("bash",)
+        assert tools.names(agent="b") == ("bash", "mine")

@@ -10,6 +10,7 @@ from . import agent as agent
 from . import cancel as cancel
 from . import events as events
 from . import kernel as kernel
+from . import mcp as mcp
 from . import model as model
 from . import session as session
 from . import shell as shell
@@ -102,6 +103,7 @@ __all__ = [
     "current_cause",
     "events",
     "kernel",
+    "mcp",
     "model",
     "model_from_spec",
     "open_root",

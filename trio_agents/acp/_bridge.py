@@ -34,9 +34,11 @@ import trio
 from ..agent import AgentDisposed, AgentHandle, AgentIdInUseError, AgentOutput
 from ..cancel import UserCancel
 from ..kernel import Context
+from ..mcp import McpServer
 from ..session import InvalidSessionIdError, SessionAppended, SessionNotFoundError
 from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
+from ._mcp import parse_mcp_servers, start_mcp_servers
 from ._permission import Permissions
 from ._prompts import Session, Sessions
 from ._protocol import (
@@ -146,6 +148,7 @@ class AcpBridge:
         self._sessions = Sessions(self._serving)
         self._permissions = Permissions(self._serving, self._sessions, lambda: self._closed)
         self._ctx: Context | None = None
+        self._host: Context | None = None
         self._client_capabilities: Mapping[str, Any] | None = None
         self._closed = False
         self._scope = trio.CancelScope()
@@ -164,6 +167,7 @@ class AcpBridge:
         host = _Host()
         await ctx.plugin(host)
         assert host.ctx is not None
+        self._host = host.ctx
         ctx.on(AgentOutput, self._sessions.on_output)
         ctx.on(SessionAppended, self._sessions.on_appended)
         ctx.on(AgentDisposed, self._sessions.on_disposed)
@@ -276,23 +280,40 @@ class AcpBridge:
     async def _new(self, request: Request) -> Any:
         params = params_object(request.params)
         cwd = absolute_cwd(params)
-        _check_mcp(params)
+        servers = parse_mcp_servers(params, cwd)
         ctx = self._ctx
         assert ctx is not None
-        session = await self._publish(lambda: ctx.agents.create(), cwd)
+        session = await self._publish(lambda: ctx.agents.create(cwd=cwd), cwd)
+        await self._start_servers(session, servers)
         return {"sessionId": session.agent.id}
+
+    async def _start_servers(self, session: Session, servers: tuple[McpServer, ...]) -> None:
+        """Start the session's own MCP servers; one that fails disposes the session."""
+        if not servers:
+            return
+        ctx, host = self._ctx, self._host
+        assert ctx is not None
+        assert host is not None
+        try:
+            await start_mcp_servers(host, ctx.agents, session.agent, servers)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await self._dispose(session)
+            raise
 
     async def _load(self, request: Request) -> Any:
         params = params_object(request.params)
         session_id = required_str(params, "sessionId")
         cwd = absolute_cwd(params)
-        _check_mcp(params)
+        servers = parse_mcp_servers(params, cwd)
         ctx = self._ctx
         assert ctx is not None
         session = self._sessions.get(session_id)
+        # A session live here already has the servers it was opened with.
         if session is None:
             try:
-                session = await self._publish(lambda: ctx.agents.resume(session_id), cwd)
+                # The cwd the client gives now is the session's from here on (and recorded).
+                session = await self._publish(lambda: ctx.agents.resume(session_id, cwd=cwd), cwd)
             except (SessionNotFoundError, InvalidSessionIdError):
                 raise RpcError(
                     ErrorCode.RESOURCE_NOT_FOUND,
@@ -304,6 +325,7 @@ class AcpBridge:
                     ErrorCode.INVALID_REQUEST,
                     f"session {session_id!r} is live in another owner; it cannot be loaded",
                 ) from None
+            await self._start_servers(session, servers)
         # Invariant: no checkpoint between the snapshot and the answer, so what happens next
         # in the session is streamed after the replay.
         self._sessions.replay(session)
@@ -323,7 +345,9 @@ class AcpBridge:
         entries = []
         for info in await ctx.sessions.list():
             live = self._sessions.get(info.id)
-            cwd = live.cwd if live is not None else here
+            # A session that recorded no cwd (stored before cwds were, or created without
+            # one) runs its commands in this process's directory.
+            cwd = live.cwd if live is not None else info.cwd or here
             if wanted is None or wanted == cwd:
                 entries.append(session_info(info, cwd))
         return {"sessions": entries}
@@ -354,11 +378,3 @@ def _leaf(exc: Exception) -> Exception:
     while isinstance(exc, ExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
-
-
-def _check_mcp(params: Mapping[str, Any]) -> None:
-    servers = params.get("mcpServers")
-    if servers is not None and not isinstance(servers, list):
-        raise RpcError(ErrorCode.INVALID_PARAMS, "invalid params: 'mcpServers' must be an array")
-    if servers:
-        log.warning("MCP servers are not supported; ignoring %d of them", len(servers))

@@ -71,7 +71,8 @@ def agent_capabilities() -> dict[str, Any]:
     return {
         "loadSession": True,
         "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
-        "mcpCapabilities": {"http": False, "sse": False},
+        # stdio servers need no announcement; http is the streamable HTTP transport.
+        "mcpCapabilities": {"http": True, "sse": False},
         "sessionCapabilities": {"list": {}},
     }
 

@@ -31,6 +31,7 @@ from ._tools import ToolNameInUseError as ToolNameInUseError
 from ._tools import ToolRegistry as ToolRegistry
 from ._tools import ToolResult as ToolResult
 from ._tools import tools_plugin as tools_plugin
+from ._usage import AgentUsage as AgentUsage
 
 __all__ = [
     "Agent",
@@ -48,6 +49,7 @@ __all__ = [
     "AgentStatistics",
     "AgentStatus",
     "AgentStatusChanged",
+    "AgentUsage",
     "DeclaredAgent",
     "Lane",
     "MessageId",

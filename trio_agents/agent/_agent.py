@@ -21,7 +21,14 @@ import trio
 from ..cancel import CancelCause, CauseScope, DisposedCancel, ParentCancel, UserCancel
 from ..cancel._causes import check_cause
 from ..model import Model, ToolSpec
-from ..session import InboxSpliced, Session, SessionStore, TurnStarted, UserMessage
+from ..session import (
+    InboxSpliced,
+    ModelUsage,
+    Session,
+    SessionStore,
+    TurnStarted,
+    UserMessage,
+)
 from ..session._convert import check_recordable_cause
 from ._config import AgentConfig
 from ._errors import AgentClosedError
@@ -30,6 +37,7 @@ from ._history import History
 from ._inbox import Inbox, Lane, MessageId, QueuedMessage
 from ._status import AgentStatus, check_status
 from ._turn import run_turn
+from ._usage import AgentUsage
 
 if TYPE_CHECKING:
     from ._tools import ToolRegistry
@@ -89,8 +97,10 @@ class Agent:
         self._changed = trio.Event()
         self._done = trio.Event()
         self._children: dict[str, Agent] = {}
-        self._inbox, self._next_turn = _restore(session)
-        self._history = History(config.instructions)
+        self._inbox, self._next_turn, self._usage = _restore(session)
+        self._history = History(config.instructions).update(session)
+        # The agent's view of the registry's specs: (the registry's tuple, the subset offered).
+        self._specs_seen: tuple[tuple[ToolSpec, ...], tuple[ToolSpec, ...]] | None = None
 
     # -- identity and state -----------------------------------------------------------------
 
@@ -118,6 +128,11 @@ class Agent:
     def cwd(self) -> str | None:
         """The absolute working directory of the agent's shell commands, or ``None``."""
         return self._config.cwd
+
+    @property
+    def usage(self) -> AgentUsage:
+        """Token usage summed over every model request of the session, resumed ones too."""
+        return self._usage
 
     @property
     def status(self) -> AgentStatus:
@@ -300,6 +315,10 @@ class Agent:
                 UserMessage(message_id=message.id, content=message.content, turn_id=turn_id)
             )
 
+    def _record_usage(self, record: ModelUsage) -> None:
+        self.session.append(record)
+        self._usage = self._usage.plus(record)
+
     def _turn_closing(self) -> None:
         """The running turn left its cancel scope and is recording its end: a cancel from
         now on has no turn to abort."""
@@ -358,17 +377,25 @@ class Agent:
 
     @property
     def _tool_specs(self) -> tuple[ToolSpec, ...]:
-        specs = self._tools.specs()
-        if self._tool_names is None:
+        names = self._tool_names
+        specs = self._tools.specs(agent=self.id)
+        if names is None:
             return specs
-        return tuple(s for s in specs if s.name in self._tool_names)
+        seen = self._specs_seen
+        # Invariant: the registry returns the same tuple until its tools change, so the
+        # identity check is the whole invalidation.
+        if seen is None or seen[0] is not specs:
+            seen = self._specs_seen = (specs, tuple(s for s in specs if s.name in names))
+        return seen[1]
 
 
-def _restore(session: Session) -> tuple[Inbox, int]:
-    """Rebuild the pending inbox and the turn counter from the session's records."""
+def _restore(session: Session) -> tuple[Inbox, int, AgentUsage]:
+    """Rebuild the pending inbox, the turn counter and the usage totals from the session's
+    records, in one pass."""
     pending: dict[str, InboxSpliced] = {}
     highest = 0
     turns = 0
+    usage = AgentUsage()
     for record in session.records:
         if isinstance(record, InboxSpliced):
             highest = max(highest, _number(record.message_id))
@@ -380,12 +407,14 @@ def _restore(session: Session) -> tuple[Inbox, int]:
             pending.pop(record.message_id, None)
         elif isinstance(record, TurnStarted):
             turns = max(turns, _number(record.turn_id))
+        elif isinstance(record, ModelUsage):
+            usage = usage.plus(record)
     inbox = Inbox(next_number=highest + 1)
     for record in pending.values():
         inbox.add(
             record.lane, record.content or "", wake=record.wake, id=MessageId(record.message_id)
         )
-    return inbox, turns + 1
+    return inbox, turns + 1, usage
 
 
 def _number(ident: str) -> int:

@@ -25,6 +25,7 @@ class DeclaredAgent:
     instructions: str | None = None
     tools: list[str] | None = None
     max_steps: int = 50
+    cwd: str | None = None
 
 
 @final
@@ -55,6 +56,7 @@ class AgentLoop:
                     tools=declared.tools,
                     instructions=declared.instructions,
                     max_steps=declared.max_steps,
+                    cwd=declared.cwd,
                 )
                 continue
             await registry.create(
@@ -63,6 +65,7 @@ class AgentLoop:
                 tools=declared.tools,
                 instructions=declared.instructions,
                 max_steps=declared.max_steps,
+                cwd=declared.cwd,
             )
 
 

@@ -5,18 +5,26 @@ Rules:
   the validation of what the model sends both come from that one class (:mod:`._tool_schema`).
   ``@tool`` (:mod:`._tool_signature`) makes that class from a function's typed signature.
 - ``ToolRegistry.register`` is an effect of the *calling* fiber: the tool is unregistered when
-  that fiber unloads (or when the returned entry is closed). Names are unique while registered.
+  that fiber unloads (or when the returned entry is closed). Names are unique while registered
+  among the tools one agent sees: a tool is for every agent, or private to one agent id.
 - ``ToolRegistry.invoke`` never raises for anything the model or the tool did wrong: an unknown
   tool, invalid arguments or a tool raising an :class:`Exception` become an error result the
   model can read. Cancellation is not a failure: :class:`trio.Cancelled` propagates untouched.
 - Arguments are validated strictly, as JSON: no string-to-number or number-to-bool coercion.
+  A tool made with a ready JSON ``schema`` instead of ``params`` (one a remote server
+  describes, such as an MCP server's) gets the model's JSON object as a ``dict``; checking it
+  against the schema is the remote side's job.
 - Guards (``add_guard``) run in order after the arguments validated and before the tool's
   function; the first that answers with a result stops the call (``started=False``). A guard,
   like a tool, is an entry of the fiber that added it.
+- ``ToolRegistry.specs`` is computed once per set of registered tools and cached: every
+  register and unregister (a reload is both) drops the cache, so a request never pays for the
+  tools' JSON schemas again, and never sees a stale one.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import re
@@ -113,6 +121,17 @@ def _check_params(_: object, __: object, params: Any) -> None:
     describe_params(params)  # raises TypeError for a field type with no JSON schema
 
 
+def _check_schema(tool: Any, _: object, schema: Any) -> None:
+    if schema is None:
+        return
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        raise TypeError(
+            f"a tool's schema must be a JSON schema of an object (type 'object'); got {schema!r}"
+        )
+    if tool.params is not None:
+        raise TypeError("a tool takes either params (an attrs class) or a JSON schema, not both")
+
+
 def _check_fn(_: object, __: object, fn: Any) -> None:
     if not callable(fn):
         raise TypeError(f"a tool's fn must be an async function; got {fn!r}")
@@ -128,20 +147,28 @@ class Tool:
         params: an attrs class describing the arguments, or ``None`` for a tool that takes no
             arguments. A field's ``metadata={"description": ...}`` documents it for the model.
         fn: ``async def fn(ctx: ToolContext, params) -> str | ToolResult``; it receives an
-            instance of ``params`` (or ``None``).
+            instance of ``params`` (or ``None``), or with ``schema`` the arguments as a dict.
+        schema: instead of ``params``, the JSON schema of the arguments as is (an object
+            schema); the model's arguments then reach ``fn`` as a ``dict``, unchecked.
 
     Raises:
         ValueError: the name is not valid.
-        TypeError: ``params`` is not an attrs class, or has a field type with no JSON schema.
+        TypeError: ``params`` is not an attrs class, or has a field type with no JSON schema;
+            or ``schema`` is not an object schema, or is given with ``params``.
     """
 
     name: str = attrs.field(validator=_check_name)
     description: str
     params: type | None = attrs.field(validator=_check_params)
     fn: ToolFn = attrs.field(validator=_check_fn)
+    schema: Mapping[str, Any] | None = attrs.field(
+        default=None, kw_only=True, validator=_check_schema, hash=False
+    )
 
     def spec(self) -> ToolSpec:
         """The tool as the model sees it, with the JSON schema of its arguments."""
+        if self.schema is not None:
+            return ToolSpec(self.name, self.description, copy.deepcopy(dict(self.schema)))
         return ToolSpec(self.name, self.description, params_schema(self.params))
 
 
@@ -178,6 +205,8 @@ def _invalid(name: str, problems: list[str]) -> ToolResult:
 class _Registration:
     tool: Tool
     owner: str
+    #: The one agent that sees the tool, or ``None`` for every agent.
+    agent: str | None = None
 
 
 @final
@@ -192,43 +221,74 @@ class ToolRegistry:
     """The service ``tools``: the tools agents can call, each owned by the fiber that
     registered it."""
 
-    __slots__ = ("_guards", "_tools")
+    __slots__ = ("_guards", "_private", "_specs", "_tools")
 
     def __init__(self) -> None:
         # Invariant: dict order is registration order (specs() keeps it).
         self._tools: dict[str, _Registration] = {}
+        # The tools of one agent each, by agent id. Invariant: no name is in both maps.
+        self._private: dict[str, dict[str, _Registration]] = {}
+        # Invariant: the specs each agent id (None: no agent's own) sees now; emptied on
+        # every register and unregister.
+        self._specs: dict[str | None, tuple[ToolSpec, ...]] = {}
         # Invariant: guards run in the order they were added.
         self._guards: list[_Guard] = []
 
-    def register(self, tool: Tool) -> Entry:
+    def register(self, tool: Tool, *, agent: str | None = None) -> Entry:
         """Register ``tool`` for as long as the calling fiber is loaded.
+
+        Args:
+            tool: the tool.
+            agent: the id of the one agent that sees and may call the tool (an ACP session's
+                own MCP servers, say); ``None``, every agent. Two agents may each have their
+                own tool of one name; a name registered for every agent is taken for all.
 
         Returns:
             The calling fiber's entry; ``await entry.close()`` unregisters the tool early.
 
         Raises:
-            ToolNameInUseError: a tool with the same name is registered.
+            ToolNameInUseError: a tool with the same name is registered (for every agent, or
+                for this one).
             FiberClosedError: the calling fiber is unloading.
             RuntimeError: called outside every fiber.
         """
         if not isinstance(tool, Tool):
             raise TypeError(f"register() takes a Tool; got {type(tool).__name__} {tool!r}")
         existing = self._tools.get(tool.name)
+        if existing is None and agent is not None:
+            existing = self._private.get(agent, {}).get(tool.name)
+        if existing is None and agent is None:
+            existing = next(
+                (tools[tool.name] for tools in self._private.values() if tool.name in tools), None
+            )
         if existing is not None:
             raise ToolNameInUseError(
                 f"tool {tool.name!r} is already registered by fiber {existing.owner}; "
                 f"dispose that fiber (or close its registration entry) first"
             )
         ctx = current_context()
-        registration = _Registration(tool, ctx.fiber.id)
+        registration = _Registration(tool, ctx.fiber.id, agent)
         entry = ctx.defer(self._unregister, registration)
-        self._tools[tool.name] = registration
+        if agent is None:
+            self._tools[tool.name] = registration
+        else:
+            self._private.setdefault(agent, {})[tool.name] = registration
+        self._specs.clear()
         return entry
 
     async def _unregister(self, registration: _Registration) -> None:
-        if self._tools.get(registration.tool.name) is registration:
-            del self._tools[registration.tool.name]
+        name, agent = registration.tool.name, registration.agent
+        tools = self._tools if agent is None else self._private.get(agent, {})
+        if tools.get(name) is registration:
+            del tools[name]
+            if agent is not None and not tools:
+                del self._private[agent]
+            self._specs.clear()
         await trio.lowlevel.checkpoint()
+
+    def _visible(self, agent: str | None) -> dict[str, _Registration]:
+        private = self._private.get(agent) if agent is not None else None
+        return {**self._tools, **private} if private else self._tools
 
     def add_guard(self, guard: ToolGuard) -> Entry:
         """Run ``guard`` before every tool call, for as long as the calling fiber is loaded.
@@ -275,18 +335,29 @@ class ToolRegistry:
                 return attrs.evolve(answer, started=False)
         return None
 
-    def get(self, name: str) -> Tool | None:
-        """The registered tool ``name``, or ``None``."""
-        registration = self._tools.get(name)
+    def get(self, name: str, *, agent: str | None = None) -> Tool | None:
+        """The registered tool ``name`` that the agent ``agent`` sees, or ``None``."""
+        registration = self._visible(agent).get(name)
         return None if registration is None else registration.tool
 
-    def names(self) -> tuple[str, ...]:
-        """The names of the registered tools, in registration order."""
-        return tuple(self._tools)
+    def names(self, *, agent: str | None = None) -> tuple[str, ...]:
+        """The names of the tools the agent ``agent`` sees (``None``: the tools of every
+        agent), in registration order."""
+        return tuple(self._visible(agent))
 
-    def specs(self) -> tuple[ToolSpec, ...]:
-        """What the model is told about every registered tool, in registration order."""
-        return tuple(r.tool.spec() for r in self._tools.values())
+    def specs(self, *, agent: str | None = None) -> tuple[ToolSpec, ...]:
+        """What the model is told about every tool the agent ``agent`` sees, in registration
+        order.
+
+        The same tuple is returned until a tool is registered or unregistered; it is shared,
+        so treat it (and each spec's ``parameters``) as read-only.
+        """
+        # Agents without tools of their own share the one tuple (10,000 agents, one copy).
+        key = agent if agent in self._private else None
+        specs = self._specs.get(key)
+        if specs is None:
+            specs = self._specs[key] = tuple(r.tool.spec() for r in self._visible(key).values())
+        return specs
 
     async def invoke(
         self,
@@ -317,9 +388,10 @@ class ToolRegistry:
             trio.Cancelled: the call was cancelled; it propagates untouched.
         """
         await trio.lowlevel.checkpoint()
-        registration = self._tools.get(name)
+        visible = self._visible(getattr(agent, "id", None))
+        registration = visible.get(name)
         if registration is None:
-            available = ", ".join(sorted(self._tools)) or "none"
+            available = ", ".join(sorted(visible)) or "none"
             return ToolResult(
                 f"unknown tool {name!r}; available: {available}", is_error=True, started=False
             )
@@ -342,6 +414,10 @@ class ToolRegistry:
         return _answer(name, result)
 
     def _structure(self, tool: Tool, arguments: object) -> Any:
+        if tool.schema is not None:
+            if isinstance(arguments, Mapping):
+                return dict(arguments)
+            return _invalid(tool.name, [f"the arguments must be a JSON object; got {arguments!r}"])
         try:
             return structure_arguments(tool.params, arguments)
         except ArgumentsError as exc:

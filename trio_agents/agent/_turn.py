@@ -24,6 +24,7 @@ from ..cancel import CancelCause, CauseScope, DisposedCancel, HookCancel, curren
 from ..model import Finished, ModelError, ModelRequest, TextDelta, ToolCallRequested
 from ..session import (
     AssistantMessage,
+    ModelUsage,
     StopReason,
     ToolCall,
     ToolCallEnded,
@@ -138,22 +139,38 @@ async def _steps(
         if step > 0:
             agent._claim(agent._inbox.claim_step(), turn_id)
         request = ModelRequest(
-            messages=agent._history.update(agent.session.records).messages(),
+            messages=agent._history.update(agent.session).messages(),
             tools=agent._tool_specs,
         )
         text: list[str] = []
         calls: list[ToolCallRequested] = []
-        async with aclosing(agent.model.stream(request)) as stream:
-            async for event in stream:
-                if isinstance(event, TextDelta):
-                    text.append(event.text)
-                    agent._emit(AgentOutput(agent_id=agent.id, turn_id=turn_id, text=event.text))
-                elif isinstance(event, ToolCallRequested):
-                    calls.append(event)
-                elif isinstance(event, Finished):
-                    break
-        if text:
-            agent.session.append(AssistantMessage(turn_id=turn_id, content="".join(text)))
+        finished: Finished | None = None
+        streamed = False
+        try:
+            async with aclosing(agent.model.stream(request)) as stream:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        text.append(event.text)
+                        agent._emit(
+                            AgentOutput(agent_id=agent.id, turn_id=turn_id, text=event.text)
+                        )
+                    elif isinstance(event, ToolCallRequested):
+                        calls.append(event)
+                    elif isinstance(event, Finished):
+                        finished = event
+                        break
+            streamed = True
+        finally:
+            # What was streamed to the user is kept, also when the stream was cut: the
+            # session holds what the user saw (no checkpoint here, so a cancel cannot lose it).
+            if text:
+                agent.session.append(
+                    AssistantMessage(
+                        turn_id=turn_id, content="".join(text), interrupted=not streamed
+                    )
+                )
+        if finished is not None:
+            agent._record_usage(_usage_record(turn_id, finished))
         for call in calls:
             agent.session.append(
                 ToolCall(
@@ -173,6 +190,14 @@ async def _steps(
             continue
         return StopReason.COMPLETED
     return StopReason.MAX_STEPS
+
+
+def _usage_record(turn_id: str, finished: Finished) -> ModelUsage:
+    return ModelUsage(
+        turn_id=turn_id,
+        input_tokens=finished.usage.input_tokens,
+        output_tokens=finished.usage.output_tokens,
+    )
 
 
 async def _call_tool(

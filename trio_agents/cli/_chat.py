@@ -12,14 +12,15 @@ Rules:
 - Ctrl-C (SIGINT, through ``trio.open_signal_receiver``): with a turn running or prompts
   queued, ``agent.cancel(UserCancel())``; at the idle prompt, exit (status 0). So the first
   Ctrl-C stops the work and the second leaves.
-- End of input waits for the running turn, then exits; ``/quit`` exits at once (disposing
-  the agent cancels its turn with ``DisposedCancel``).
+- End of input (or EIO: a terminal that hung up) waits for the running turn, then exits;
+  ``/quit`` exits at once (disposing the agent cancels its turn with ``DisposedCancel``).
 - On exit the last line says where the session is stored.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 
@@ -160,7 +161,15 @@ async def _read_lines(send: trio.MemorySendChannel[str]) -> None:
         async with send:
             while True:
                 in_flight = True
-                chunk = await trio.to_thread.run_sync(os.read, fd, 65536, abandon_on_cancel=True)
+                try:
+                    chunk = await trio.to_thread.run_sync(
+                        os.read, fd, 65536, abandon_on_cancel=True
+                    )
+                except OSError as exc:
+                    # EIO: the terminal hung up, which is the end of its input.
+                    if exc.errno != errno.EIO:
+                        raise
+                    chunk = b""
                 in_flight = False
                 if not chunk:
                     break

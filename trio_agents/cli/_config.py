@@ -9,6 +9,12 @@ The format::
     attr = "plugin"                   # optional: the plugin object in the module
     config = { greeting = "hi" }      # optional: structured into the plugin's Config
 
+    [[mcp_servers]]                   # an MCP server: its tools are <name>__<tool>
+    name = "files"
+    command = "npx"                   # a stdio server (or: url = "http://..." and headers)
+    args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+    tools = ["read_file"]             # optional allow-list (the server's own tool names)
+
     [[agents]]                        # owned by the AgentLoop
     id = "helper"
     model = "echo"
@@ -44,6 +50,7 @@ from ..kernel import (
     list_problems,
     strict_converter,
 )
+from ..mcp import McpServer
 from ..model import ModelSpecError, model_from_spec
 
 __all__ = ["Config", "ConfigFileError", "LoadedPlugin", "PluginEntry", "load_config", "parse"]
@@ -68,6 +75,7 @@ class _File:
 
     model: str | None = None
     plugins: list[PluginEntry] = attrs.Factory(list)
+    mcp_servers: list[McpServer] = attrs.Factory(list)
     agents: list[DeclaredAgent] = attrs.Factory(list)
 
 
@@ -102,6 +110,7 @@ class Config:
     model: str | None = None
     plugins: tuple[LoadedPlugin, ...] = ()
     agents: tuple[DeclaredAgent, ...] = ()
+    mcp_servers: tuple[McpServer, ...] = ()
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -167,6 +176,16 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
                     f"(agents[{seen[agent_id]}]); ids are unique"
                 )
             seen.setdefault(agent_id, index)
+    names: dict[str, int] = {}
+    for index, server in enumerate(_tables(data, "mcp_servers")):
+        name = _text(server, "name")
+        if name is not None:
+            if name in names:
+                problems.append(
+                    f"mcp_servers[{index}].name: {name!r} is declared already "
+                    f"(mcp_servers[{names[name]}]); names are unique"
+                )
+            names.setdefault(name, index)
     plugins = []
     for index, table in enumerate(_tables(data, "plugins")):
         entry = _entry(table)
@@ -178,7 +197,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         raise ConfigFileError(
             f"{where} has {count_problems(problems)}:{list_problems(problems)}", tuple(problems)
         )
-    return Config(path, raw.model, tuple(plugins), tuple(raw.agents))
+    return Config(path, raw.model, tuple(plugins), tuple(raw.agents), tuple(raw.mcp_servers))
 
 
 def _text(table: Mapping[str, Any], key: str) -> str | None:
@@ -215,6 +234,13 @@ def _check_model(where: str, spec: str | None) -> list[str]:
 def _load_plugin(where: str, entry: PluginEntry, problems: list[str]) -> LoadedPlugin | None:
     try:
         module = importlib.import_module(entry.module)
+    except SystemExit as exc:
+        # A module that ends the process at import would end the command silently.
+        problems.append(
+            f"{where}.module: importing {entry.module!r} called sys.exit({exc.code!r}); "
+            f"a plugin module must not exit when it is imported"
+        )
+        return None
     except Exception as exc:
         problems.append(
             f"{where}.module: cannot import {entry.module!r}: {type(exc).__name__}: {exc}"

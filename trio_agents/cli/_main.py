@@ -2,12 +2,15 @@
 
 Exit statuses: 0 success; 1 an error (one readable line on stderr, never a traceback, for
 anything the user got wrong: a bad option, an unknown session, an invalid model spec or config
-file); 2 a usage error (from argparse); 130 interrupted or cancelled with Ctrl-C.
+file, a plugin whose teardown failed); 2 a usage error (from argparse); 130 interrupted or
+cancelled with Ctrl-C; 143 SIGTERM; 129 SIGHUP (``_signals.py`` says how each tears down).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -16,6 +19,7 @@ import trio
 from .._errors import TrioAgentsError
 from ._logs import CliLog
 from ._options import add_common, settings_from
+from ._signals import Terminated, Termination, guarded
 
 __all__ = ["main"]
 
@@ -96,6 +100,26 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
+# The kernel's wording of a failed teardown (Fiber.dispose); test_cli_signals pins it.
+_TEARDOWN = re.compile(r"teardown of fiber (\S+) failed")
+
+
+def _located(
+    exc: BaseException, fiber: str | None = None
+) -> list[tuple[str | None, BaseException]]:
+    """Every leaf of ``exc`` with the innermost fiber whose teardown it broke (or ``None``)."""
+    if isinstance(exc, BaseExceptionGroup):
+        found = _TEARDOWN.fullmatch(exc.message)
+        inner = found[1] if found else fiber
+        return [leaf for sub in exc.exceptions for leaf in _located(sub, inner)]
+    return [(fiber, exc)]
+
+
+def _plugin_teardown(fiber: str | None) -> bool:
+    # The root fiber's own entries are the command's: a failure there is a bug, not a plugin's.
+    return fiber is not None and not fiber.startswith("root#")
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and not isinstance(exc, TrioAgentsError) and exc.strerror:
         return f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror
@@ -108,19 +132,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = CliLog().install()
     args.log = log
     reported: BaseException | None = None
+    termination = Termination()
     try:
         if args.command in _RUNTIME_COMMANDS:
             args.settings = settings_from(args)
-        return trio.run(_command(args.command), args)
+        status = trio.run(guarded, termination, functools.partial(_command(args.command), args))
+        if termination.status is not None:
+            print(termination.line, file=sys.stderr)
+        return status
     except BaseException as exc:
-        leaves = _leaves(exc)
+        located = _located(exc)
+        torn = [(fiber, leaf) for fiber, leaf in located if _plugin_teardown(fiber)]
+        leaves = [leaf for fiber, leaf in located if not _plugin_teardown(fiber)]
         # A Ctrl-C that lands mid-work may bring follow-on errors of the teardown it caused
         # (an agent that is disposing refuses messages): Ctrl-C is what the user did.
         if not all(
-            isinstance(leaf, KeyboardInterrupt | TrioAgentsError | OSError) for leaf in leaves
+            isinstance(leaf, KeyboardInterrupt | Terminated | TrioAgentsError | OSError)
+            for leaf in leaves
         ):
             raise
         reported = exc
+        for fiber, leaf in torn:
+            assert fiber is not None
+            name = fiber.rpartition("#")[0]
+            print(
+                f"trio-agents: error: plugin {name!r} failed to tear down ({fiber}): "
+                f"{type(leaf).__name__}: {_describe(leaf)}",
+                file=sys.stderr,
+            )
+        if termination.status is not None:
+            for leaf in leaves:
+                if not isinstance(leaf, KeyboardInterrupt | Terminated):
+                    print(f"trio-agents: error: {_describe(leaf)}", file=sys.stderr)
+            print(termination.line, file=sys.stderr)
+            return termination.status
         if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
             print("trio-agents: interrupted", file=sys.stderr)
             return 130

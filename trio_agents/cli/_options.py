@@ -28,6 +28,7 @@ from ..model import Model, model_from_spec
 from ..session import JsonlStore, MemoryStore, SessionNotFoundError, SessionStore, default_root
 from ..shell import LocalShell, tool_bash
 from ._config import Config, load_config
+from ._signals import terminable
 
 __all__ = [
     "CliError",
@@ -146,33 +147,44 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
 
     Applies, in order: the core plugins (with the declared agents, owned by the AgentLoop),
     ``LocalShell`` and ``tool_bash`` (when ``shell``), the config file's plugins with their
-    configs, and with ``--watch`` a background task that reloads their modules on change.
+    configs, its MCP servers (each a plugin; one that cannot start is an error), and with
+    ``--watch`` a background task that reloads their modules on change.
+
+    A SIGINT, SIGTERM or SIGHUP that the command itself does not take ends the body (plugin
+    start included) with :exc:`Terminated`, and the runtime unwinds (``_signals.py``).
 
     Raises:
         CliError: a plugin of the config file failed to start.
+        Terminated: a signal ended the body.
     """
     config = settings.config
+    # Declared agents without a cwd work in the directory the command was started in.
+    here = os.getcwd()
+    declared = [a if a.cwd is not None else attrs.evolve(a, cwd=here) for a in config.agents]
     async with open_runtime(
-        store=make_store(settings.store), model=settings.model, agents=list(config.agents)
+        store=make_store(settings.store), model=settings.model, agents=declared
     ) as root:
-        if shell:
-            await root.plugin(LocalShell())
-            await root.plugin(tool_bash)
-        for loaded in config.plugins:
-            try:
-                await root.plugin(loaded.plugin, loaded.config)
-            except TrioAgentsError:
-                raise
-            except Exception as exc:
-                raise CliError(
-                    f"plugin {loaded.label} failed to start: {type(exc).__name__}: {exc}"
-                ) from exc
-        if settings.watch:
-            files = sorted({p.file for p in config.plugins if p.file is not None})
-            if files:
-                directories = sorted({os.path.dirname(f) for f in files})
-                root.start_soon(watch_plugins, root, directories, name="watch plugins")
-        yield root
+        with terminable(root):
+            if shell:
+                await root.plugin(LocalShell())
+                await root.plugin(tool_bash)
+            for loaded in config.plugins:
+                try:
+                    await root.plugin(loaded.plugin, loaded.config)
+                except TrioAgentsError:
+                    raise
+                except Exception as exc:
+                    raise CliError(
+                        f"plugin {loaded.label} failed to start: {type(exc).__name__}: {exc}"
+                    ) from exc
+            for server in config.mcp_servers:
+                await root.plugin(server)
+            if settings.watch:
+                files = sorted({p.file for p in config.plugins if p.file is not None})
+                if files:
+                    directories = sorted({os.path.dirname(f) for f in files})
+                    root.start_soon(watch_plugins, root, directories, name="watch plugins")
+            yield root
 
 
 async def attach(root: Context, session_id: str | None) -> tuple[Agent, AgentHandle | None]:
@@ -184,17 +196,18 @@ async def attach(root: Context, session_id: str | None) -> tuple[Agent, AgentHan
     - no ``session_id``: the first declared agent if there is one, else a new agent.
     """
     agents = root.agents
+    here = os.getcwd()  # the agent's shell commands run where the command was started
     if session_id is not None:
         live = agents.get(session_id)
         if live is not None:
             return live, None
         try:
-            handle = await agents.resume(session_id)
+            handle = await agents.resume(session_id, cwd=here)
         except SessionNotFoundError:
-            handle = await agents.create(session_id=session_id)
+            handle = await agents.create(session_id=session_id, cwd=here)
         return handle.agent, handle
     declared = agents.list()
     if declared:
         return declared[0], None
-    handle = await agents.create()
+    handle = await agents.create(cwd=here)
     return handle.agent, handle

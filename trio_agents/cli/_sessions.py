@@ -13,10 +13,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..agent import AgentUsage
 from ..kernel import open_root
 from ..session import (
     AssistantMessage,
     InboxSpliced,
+    ModelUsage,
     SessionNotFoundError,
     SessionStore,
     ToolCall,
@@ -67,12 +69,14 @@ async def _list(store: SessionStore, out: Console) -> None:
 async def _show(store: SessionStore, session_id: str, out: Console) -> None:
     session = await store.load(session_id)
     pending: dict[str, str] = {}
+    turn = total = AgentUsage()
     for record in session.records:
         if isinstance(record, UserMessage):
             pending.pop(record.message_id, None)
             out.print(f"[bold cyan]user[/]: {escape(record.content)}")
         elif isinstance(record, AssistantMessage):
-            out.print(f"[bold green]agent[/]: {escape(record.content)}")
+            cut = " [dim](interrupted)[/]" if record.interrupted else ""
+            out.print(f"[bold green]agent[/]: {escape(record.content)}{cut}")
         elif isinstance(record, ToolCall):
             out.print(f"[yellow]tool call[/] {record.name} {escape(repr(record.arguments))}")
         elif isinstance(record, ToolCallEnded):
@@ -81,7 +85,13 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
         elif isinstance(record, TurnEnded):
             cause = f" by {_describe(record.cause)}" if record.cause is not None else ""
             error = f": {escape(record.error)}" if record.error else ""
-            out.print(f"[dim]turn {record.turn_id}: {record.stop_reason.value}{cause}{error}[/]")
+            tokens = f" · {_tokens(turn)}" if turn.requests else ""
+            out.print(
+                f"[dim]turn {record.turn_id}: {record.stop_reason.value}{cause}{error}{tokens}[/]"
+            )
+            turn = AgentUsage()
+        elif isinstance(record, ModelUsage):
+            turn, total = turn.plus(record), total.plus(record)
         elif isinstance(record, InboxSpliced):
             if record.op == "add" and record.wake:
                 pending[record.message_id] = record.content or ""
@@ -89,6 +99,17 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
                 pending.pop(record.message_id, None)
     for message_id, content in pending.items():
         out.print(f"[dim]queued ({message_id}): {escape(content)}[/]")
+    if total.requests:
+        out.print(f"[dim]usage: {_tokens(total)}[/]")
+
+
+def _tokens(usage: AgentUsage) -> str:
+    """``11 in, 4 out tokens (1 request)``."""
+    plural = "" if usage.requests == 1 else "s"
+    return (
+        f"{usage.input_tokens:,} in, {usage.output_tokens:,} out tokens "
+        f"({usage.requests:,} request{plural})"
+    )
 
 
 def _describe(cause: object) -> str:

@@ -19,6 +19,8 @@ Rules:
 - The stream is finished by ``message_stop``, or by the end of the body after a stop reason.
   Any other end is a lost connection: :class:`ModelError`. An ``error`` event is a
   :class:`StreamFailure`, retryable when it says the API is overloaded.
+- A field that carries the answer with the wrong JSON type (``"text": 5``) is a
+  :class:`ModelError` naming it (the rules of ``_wire``); usage counts stay lenient.
 - Tool input that is not a JSON object is a :class:`ModelError`: a tool cannot run on
   arguments nobody can read. No input at all means ``{}``.
 - ``describe_failure`` turns an HTTP error response into one short line a user can act on,
@@ -29,15 +31,16 @@ Rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, final
 
 import attrs
 
 from ._errors import ModelError
 from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
-from ._retry import Failure
-from ._stream import Finished, FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
+from ._retry import Failure, StreamFailure
+from ._stream import FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
+from ._wire import clip, field, finished, lost_mid_stream
 
 __all__ = [
     "EventAssembler",
@@ -59,7 +62,6 @@ _STOP = {
 _RETRY_STATUS = frozenset({408, 409, 429, 529})
 _RETRY_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 _INPUT_COUNTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-_SHOWN = 300  # characters of a server's error text kept in a message
 
 
 def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
@@ -83,7 +85,7 @@ def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
     raise TypeError(f"not a chat message: {type(message).__name__} {message!r}")
 
 
-def conversation(messages: tuple[ChatMessage, ...]) -> tuple[str, list[dict[str, Any]]]:
+def conversation(messages: Sequence[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
     """The ``system`` text and the ``messages`` list of the API for ``messages``."""
     system: list[str] = []
     merged: list[dict[str, Any]] = []
@@ -120,14 +122,6 @@ def request_body(model: str, request: ModelRequest, *, max_tokens: int) -> dict[
             for s in request.tools
         ]
     return body
-
-
-class StreamFailure(ModelError):
-    """The API reported an error inside a stream; ``retryable`` if another attempt may help."""
-
-    def __init__(self, message: str, *, retryable: bool) -> None:
-        super().__init__(message)
-        self.retryable = retryable
 
 
 @attrs.define
@@ -173,7 +167,7 @@ class EventAssembler:
             event = json.loads(data)
         except ValueError:
             raise ModelError(
-                f"{self._where} sent a stream event that is not JSON: {_clip(data)!r}"
+                f"{self._where} sent a stream event that is not JSON: {clip(data)!r}"
             ) from None
         if not isinstance(event, dict):
             raise ModelError(f"{self._where} sent a stream event that is not an object")
@@ -186,8 +180,9 @@ class EventAssembler:
             self._count(_fields(_fields(event.get("message")).get("usage")))
         elif kind == "message_delta":
             self._count(_fields(event.get("usage")))
-            stop = _fields(event.get("delta")).get("stop_reason")
-            if isinstance(stop, str) and stop:
+            delta = field(self._where, event, "delta", dict, "message_delta.delta") or {}
+            stop = field(self._where, delta, "stop_reason", str, "message_delta.delta.stop_reason")
+            if stop:
                 self._stop = stop
         elif kind == "message_stop":
             self._done = True
@@ -201,28 +196,37 @@ class EventAssembler:
         return []  # ping, content_block_stop and unknown events carry nothing to show
 
     def _delta(self, event: dict[str, Any]) -> list[ModelEvent]:
-        delta = _fields(event.get("delta"))
+        at = "content_block_delta.delta"
+        delta = field(self._where, event, "delta", dict, at) or {}
         kind = delta.get("type")
         if kind == "text_delta":
-            text = delta.get("text")
-            return [TextDelta(text)] if isinstance(text, str) and text else []
+            text = field(self._where, delta, "text", str, f"{at}.text")
+            return [TextDelta(text)] if text else []
         if kind == "input_json_delta":
-            call = self._calls.get(_index(event))
-            piece = delta.get("partial_json")
-            if call is not None and isinstance(piece, str):
+            call = self._calls.get(self._index(event, "content_block_delta"))
+            piece = field(self._where, delta, "partial_json", str, f"{at}.partial_json")
+            if call is not None and piece:
                 call.pieces.append(piece)
         return []  # thinking, signature and citation deltas are not part of the answer text
 
     def _start(self, event: dict[str, Any]) -> list[ModelEvent]:
-        block = _fields(event.get("content_block"))
+        at = "content_block_start.content_block"
+        block = field(self._where, event, "content_block", dict, at) or {}
         if block.get("type") == "tool_use":
-            self._calls[_index(event)] = _PartialCall(
-                str(block.get("id") or ""), str(block.get("name") or ""), block.get("input")
+            self._calls[self._index(event, "content_block_start")] = _PartialCall(
+                field(self._where, block, "id", str, f"{at}.id") or "",
+                field(self._where, block, "name", str, f"{at}.name") or "",
+                block.get("input"),
             )
-        elif block.get("type") == "text" and block.get("text"):
+        elif block.get("type") == "text":
             # The API starts text blocks empty; text a server puts there is not lost.
-            return [TextDelta(str(block["text"]))]
+            text = field(self._where, block, "text", str, f"{at}.text")
+            return [TextDelta(text)] if text else []
         return []
+
+    def _index(self, event: dict[str, Any], kind: str) -> int:
+        index = field(self._where, event, "index", int, f"{kind}.index")
+        return -1 if index is None else index
 
     def _count(self, usage: dict[str, Any]) -> None:
         for key, value in usage.items():
@@ -244,18 +248,9 @@ class EventAssembler:
                 unusable (no name, input that is not a JSON object).
         """
         if not self._done and self._stop is None:
-            raise ModelError(
-                f"the connection to {self._where} was lost mid-stream "
-                "(the answer ended before the model finished); try again"
-            )
-        events: list[ModelEvent] = [
-            self._requested(n, self._calls[i]) for n, i in enumerate(sorted(self._calls), 1)
-        ]
-        reason = _STOP.get(self._stop or "end_turn", FinishReason.STOP)
-        if self._calls and reason is FinishReason.STOP:
-            reason = FinishReason.TOOL_CALLS
-        events.append(Finished(reason, self.usage()))
-        return events
+            raise lost_mid_stream(self._where)
+        calls = [self._requested(n, self._calls[i]) for n, i in enumerate(sorted(self._calls), 1)]
+        return finished(calls, _STOP.get(self._stop or "end_turn", FinishReason.STOP), self.usage())
 
     def _requested(self, number: int, call: _PartialCall) -> ToolCallRequested:
         if not call.name:
@@ -272,30 +267,21 @@ class EventAssembler:
             shown = raw or json.dumps(call.start_input)
             raise ModelError(
                 f"the model called tool {call.name!r} with input that is not a JSON "
-                f"object: {_clip(shown)!r}"
+                f"object: {clip(shown)!r}"
             )
         return ToolCallRequested(call.call_id or f"toolu-{number}", call.name, arguments)
 
 
-def _index(event: dict[str, Any]) -> int:
-    index = event.get("index")
-    return index if isinstance(index, int) and not isinstance(index, bool) else -1
-
-
 def _fields(value: object) -> dict[str, Any]:
-    """A JSON object of an event, or an empty one: a malformed field is ignored, not a crash."""
+    """A JSON object of an event's metadata, or an empty one: a malformed value is ignored."""
     return value if isinstance(value, dict) else {}
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
 
 
 def _error_fields(body: object) -> tuple[str, str]:
     """(type, message) of an error body ``{"type": "error", "error": {...}}``, on one line."""
     error = _fields(_fields(body).get("error"))
     message = " ".join(str(error.get("message") or "").split())
-    return str(error.get("type") or ""), _clip(message)
+    return str(error.get("type") or ""), clip(message)
 
 
 def describe_failure(
@@ -309,7 +295,7 @@ def describe_failure(
         body = None
     error_type, message = _error_fields(body)
     if not isinstance(body, dict):
-        message = _clip(" ".join(text.split()))
+        message = clip(" ".join(text.split()))
     failure = _classify(status, error_type, message, url, model)
     should = headers.get("x-should-retry", "").strip().lower()
     if should in ("true", "false"):

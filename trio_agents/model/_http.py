@@ -1,12 +1,15 @@
-"""Where an HTTP provider's streams get their ``httpx.AsyncClient``.
+"""The HTTP side of a provider's stream: where its ``httpx.AsyncClient`` comes from, and how a
+response body is read within bounds.
 
 Rules:
 - A client the caller gave is shared and stays open: its owner closes it.
 - Otherwise each stream opens a client of its own, closed with the stream.
-- The wording of a failed exchange (:func:`transport_message`) is shared by the providers;
-  only the environment variable named in its hint differs.
 - For an https:// endpoint the CA bundle is loaded once per provider, in a worker thread
   (loading it blocks for a while), and reused by every later client.
+- An error body is read up to ``ERROR_BODY_LIMIT`` bytes and no further (:func:`read_limited`):
+  a server that answers 500 with an endless body costs one bounded read, not all memory.
+- A body iterator left early is finished (:func:`finish_body`), so no generator of httpx
+  stays suspended.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from typing import final
 import httpx
 import trio
 
-from ._retry import gave_up
+__all__ = ["ERROR_BODY_LIMIT", "ClientSource", "finish_body", "read_limited"]
 
-__all__ = ["ClientSource", "retryable_transport", "transport_message"]
+#: The most bytes of an error response's body that are read (64 KiB).
+ERROR_BODY_LIMIT = 64 * 1024
 
 
 @final
@@ -50,44 +54,34 @@ class ClientSource:
             yield client
 
 
-def retryable_transport(exc: httpx.RequestError) -> bool:
-    """Whether a request that failed with ``exc`` (before any output) may be sent again."""
-    return isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.UnsupportedProtocol)
+async def read_limited(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """The first ``limit`` bytes of the body of ``response``, and whether there was more.
 
-
-def transport_message(
-    exc: httpx.RequestError,
-    *,
-    url: str,
-    timeout: float | None,
-    yielded: bool,
-    attempt: int,
-    endpoint_variable: str,
-) -> str:
-    """The one line of a provider's :class:`ModelError` for a failed HTTP exchange.
-
-    Args:
-        yielded: whether the stream had produced output (then it is never retried).
-        attempt: the number of retries made so far.
-        endpoint_variable: the environment variable that sets the endpoint, named in the
-            "cannot reach" hint.
+    Invariant: at most ``limit`` bytes plus one chunk of the network are held; the rest of
+    the body is never read (the caller closes the response, and with it the connection).
     """
-    detail = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.UnsupportedProtocol):
-        return f"cannot send to {url}: base_url must start with http:// or https://"
-    if isinstance(exc, httpx.DecodingError):
-        return f"cannot decode the answer of {url}: {detail}"
-    if isinstance(exc, httpx.TimeoutException):
-        within = f" within {timeout:g} s" if timeout is not None else ""
-        if yielded:
-            return f"{url} stopped sending mid-answer (nothing{within}); try again"
-        return gave_up(f"{url} did not answer{within} ({type(exc).__name__})", attempt)
-    if yielded:
-        return f"the connection to {url} was lost mid-stream ({detail}); try again"
-    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-        return gave_up(f"the connection to {url} failed: {detail}", attempt)
-    return gave_up(
-        f"cannot reach {url}: {detail}; is the server running? "
-        f"(set {endpoint_variable} or base_url= to change the endpoint)",
-        attempt,
-    )
+    chunks = response.aiter_bytes()
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for data in chunks:
+            parts.append(data)
+            size += len(data)
+            if size > limit:
+                break
+    finally:
+        await finish_body(chunks)
+    return b"".join(parts)[:limit], size > limit
+
+
+async def finish_body(chunks: AsyncIterator[bytes]) -> None:
+    """Finish a body iterator that was left early, so no generator of httpx stays suspended.
+
+    httpx's byte iterators wrap generators of httpcore that ``aclose()`` does not reach; a
+    cancellation at their next checkpoint unwinds the whole chain (the response itself is
+    closed by its context right after).
+    """
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        async for _ in chunks:
+            pass

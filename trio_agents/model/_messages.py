@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
 import attrs
@@ -79,7 +79,12 @@ class ToolSpec:
 
 @attrs.frozen
 class ModelRequest:
-    """One model call: the conversation so far and the tools on offer."""
+    """One model call: the conversation so far and the tools on offer.
 
-    messages: tuple[ChatMessage, ...]
+    ``messages`` is any read-only sequence: a tuple, or the agent's own snapshot view of its
+    history (which costs nothing to take however long the conversation is). Providers iterate
+    it; they do not change it.
+    """
+
+    messages: Sequence[ChatMessage]
     tools: tuple[ToolSpec, ...] = ()

@@ -7,6 +7,9 @@ Rules:
   ``max_retries`` times, after ``Retry-After`` (seconds, at most 60) or an exponential
   backoff with jitter, slept with ``trio.sleep``. Invariant: only while nothing has been
   yielded, so a retry never repeats text the consumer has seen.
+- Bounds: ``timeout`` for a silence (a keep-alive counts as a read), ``deadline`` for the
+  whole answer with its retries, 64 KiB of an error body, ``max_line`` characters of a line
+  or event. The attempts and the bounds are the shared driver's (``_retry.Attempts``).
 - Everything the stream opens (the client it made, the response) is closed when the stream
   ends, raises, is cancelled, or is closed by the consumer's ``aclosing``: no request outlives
   the turn that made it.
@@ -15,23 +18,20 @@ Rules:
 
 from __future__ import annotations
 
-import math
 import os
-import random
-import time
-from collections.abc import AsyncGenerator
-from typing import Any, final
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
+from typing import final
 
 import httpx
 import trio
 
 from ._errors import ModelError
-from ._http import ClientSource, retryable_transport, transport_message
 from ._messages import ModelRequest
 from ._openai_wire import ChunkAssembler, describe_failure, request_body
-from ._retry import backoff, finish_body, gave_up, retry_after
-from ._spec_query import spec_number, spec_params, spec_url
-from ._sse import SSEDecoder
+from ._retry import DEFAULT_DEADLINE, Attempts, Failure, StreamSettings
+from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_params
+from ._sse import DEFAULT_MAX_LINE
 from ._stream import ModelEvent
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIChatModel", "openai_from_spec"]
@@ -50,26 +50,22 @@ class OpenAIChatModel:
             ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``.
         api_key: sent as a bearer token; default ``$OPENAI_API_KEY``. Only the OpenAI
             endpoint requires one: local servers (llama.cpp, vLLM, Ollama) usually need none.
-        timeout: seconds allowed to connect, and between two pieces of the streamed answer;
-            ``None`` waits forever.
+        timeout: seconds allowed to connect, and between two reads of the streamed answer
+            (a keep-alive counts); ``None`` waits forever.
+        deadline: seconds allowed for the whole answer, attempts and waits included;
+            ``None``: no limit.
+        max_line: the longest line (and event) of the event stream, in characters.
         max_retries: how many times a failed request is tried again before any output.
         http_client: an ``httpx.AsyncClient`` to send through (its connection pool is then
             shared, and it stays open: its owner closes it). By default each stream uses a
             client of its own, closed with the stream.
 
     Raises:
-        ValueError: ``timeout`` is not positive, or ``max_retries`` is negative.
+        ValueError: ``timeout`` or ``deadline`` is not positive, ``max_line`` is below 1, or
+            ``max_retries`` is negative.
     """
 
-    __slots__ = (
-        "_api_key",
-        "_base_url",
-        "_clients",
-        "_max_retries",
-        "_random",
-        "_timeout",
-        "name",
-    )
+    __slots__ = ("_api_key", "_attempts", "_base_url", "name")
 
     def __init__(
         self,
@@ -78,23 +74,27 @@ class OpenAIChatModel:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float | None = 60.0,
+        deadline: float | None = DEFAULT_DEADLINE,
+        max_line: int = DEFAULT_MAX_LINE,
         max_retries: int = 3,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
         if not model:
             raise ValueError("OpenAIChatModel needs a model name, such as 'gpt-4o-mini'")
-        if timeout is not None and not (timeout > 0 and not math.isnan(timeout)):
-            raise ValueError(f"timeout must be a number of seconds > 0 or None; got {timeout!r}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0; got {max_retries!r}")
+        settings = StreamSettings(timeout, deadline, max_line, max_retries)
         self.name = model
         url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._base_url = url.rstrip("/")
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self._timeout = timeout
-        self._max_retries = max_retries
-        self._clients = ClientSource(self._base_url, http_client)
-        self._random = random.Random()
+        self._attempts = Attempts(
+            self.url,
+            settings=settings,
+            base_url=self._base_url,
+            http_client=http_client,
+            describe=self._describe,
+            assembler=lambda: ChunkAssembler(self.url),
+            endpoint_variable="OPENAI_BASE_URL",
+        )
 
     @property
     def base_url(self) -> str:
@@ -105,6 +105,9 @@ class OpenAIChatModel:
     def url(self) -> str:
         """The endpoint every request is posted to."""
         return f"{self._base_url}/chat/completions"
+
+    def _describe(self, status: int, content: bytes, headers: Mapping[str, str]) -> Failure:
+        return describe_failure(status, content, url=self.url, model=self.name)
 
     def __repr__(self) -> str:
         return f"<OpenAIChatModel {self.name!r} at {self._base_url}>"
@@ -123,81 +126,20 @@ class OpenAIChatModel:
         headers = {"accept": "text/event-stream", "user-agent": _USER_AGENT}
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
-        timeout = httpx.Timeout(self._timeout)
-        yielded = False
-        attempt = 0
-        final: list[ModelEvent] = []
-        # The Model protocol has its consumer close the stream with aclosing(), so the
-        # contexts below unwind in the consumer's task even when it stops early.
-        async with self._clients.open() as client:
-            while True:
-                wait: float | None = None
-                try:
-                    async with client.stream(
-                        "POST", self.url, json=body, headers=headers, timeout=timeout
-                    ) as response:
-                        if response.status_code >= 400:
-                            content = await response.aread()
-                            failure = describe_failure(
-                                response.status_code, content, url=self.url, model=self.name
-                            )
-                            if not failure.retryable or attempt >= self._max_retries:
-                                raise ModelError(gave_up(failure.message, attempt))
-                            wait = retry_after(response.headers, time.time())
-                        else:
-                            decoder = SSEDecoder()
-                            assembler = ChunkAssembler(self.url)
-                            chunks = response.aiter_bytes()
-                            try:
-                                async for data in chunks:
-                                    for sse in decoder.feed(data):
-                                        for event in assembler.feed(sse.data):
-                                            yielded = True
-                                            yield event
-                                    if assembler.done:
-                                        break
-                            finally:
-                                await finish_body(chunks)
-                            final = assembler.end()
-                            break
-                except httpx.RequestError as exc:
-                    if yielded or not retryable_transport(exc) or attempt >= self._max_retries:
-                        message = transport_message(
-                            exc,
-                            url=self.url,
-                            timeout=self._timeout,
-                            yielded=yielded,
-                            attempt=attempt,
-                            endpoint_variable="OPENAI_BASE_URL",
-                        )
-                        raise ModelError(message) from exc
-                if wait is None:
-                    wait = backoff(attempt, self._random)
-                attempt += 1
-                await trio.sleep(wait)
-        for event in final:
-            yield event
-
-
-_SPEC_KEYS = ("base_url", "timeout", "max_retries")
+        async with aclosing(self._attempts.stream(body, headers)) as events:
+            async for event in events:
+                yield event
 
 
 def openai_from_spec(rest: str) -> OpenAIChatModel:
-    """Build the model of ``openai:MODEL[?base_url=URL&timeout=SECONDS&max_retries=N]``.
+    """Build the model of ``openai:MODEL[?base_url=URL&timeout=SECONDS&deadline=SECONDS&
+    max_line=N&max_retries=N]``.
 
     ``rest`` is what follows ``openai:``.
 
     Raises:
         ModelSpecError: an unknown or repeated parameter, or a bad value.
     """
-    model, params = spec_params("openai", rest, _SPEC_KEYS)
-    spec = f"openai:{rest}"
-    kwargs: dict[str, Any] = {}
-    if "base_url" in params:
-        kwargs["base_url"] = spec_url(spec, "base_url", params["base_url"])
-    if "timeout" in params:
-        kwargs["timeout"] = spec_number(spec, "timeout", params["timeout"], float)
-    if "max_retries" in params:
-        kwargs["max_retries"] = spec_number(spec, "max_retries", params["max_retries"], int)
-    # Invariant: every value was checked above, so the constructor accepts them all.
-    return OpenAIChatModel(model, **kwargs)
+    model, params = spec_params("openai", rest, HTTP_SPEC_KEYS)
+    # Invariant: every value was checked, so the constructor accepts them all.
+    return OpenAIChatModel(model, **http_spec_kwargs(f"openai:{rest}", params))

@@ -9,6 +9,9 @@ Rules:
   stream is finished, followed by one ``Finished``.
 - The stream is finished by ``[DONE]``, or by the end of the body after a ``finish_reason``
   (some servers omit ``[DONE]``). Any other end is a lost connection: :class:`ModelError`.
+- A field that carries the answer with the wrong JSON type (``"content": 5``) is a
+  :class:`ModelError` naming it (the rules of ``_wire``); usage counts and other choices
+  stay lenient.
 - Tool arguments that are not a JSON object are a :class:`ModelError` (the turn records it):
   a tool cannot run on arguments nobody can read, and guessing would hide a model fault.
   Empty arguments mean ``{}``.
@@ -26,7 +29,8 @@ import attrs
 from ._errors import ModelError
 from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
 from ._retry import Failure, retry_after
-from ._stream import Finished, FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
+from ._stream import FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
+from ._wire import checked, clip, field, finished, lost_mid_stream
 
 __all__ = [
     "ChunkAssembler",
@@ -46,7 +50,6 @@ _FINISH = {
 }
 #: Status codes worth another attempt (the same set as the official OpenAI clients).
 _RETRY_STATUS = frozenset({408, 409, 429})
-_SHOWN = 300  # characters of a server's error text kept in a message
 
 
 def message_json(message: ChatMessage) -> dict[str, Any]:
@@ -141,7 +144,7 @@ class ChunkAssembler:
             chunk = json.loads(data)
         except ValueError:
             raise ModelError(
-                f"{self._where} sent a stream event that is not JSON: {_clip(data)!r}"
+                f"{self._where} sent a stream event that is not JSON: {clip(data)!r}"
             ) from None
         if not isinstance(chunk, dict):
             raise ModelError(f"{self._where} sent a stream event that is not an object")
@@ -154,35 +157,45 @@ class ChunkAssembler:
                 output_tokens=_count(usage.get("completion_tokens")),
             )
         events: list[ModelEvent] = []
-        for choice in _items(chunk.get("choices")):
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+        where = self._where
+        for n, choice in enumerate(field(where, chunk, "choices", list, "choices") or []):
+            if isinstance(choice, dict) and choice.get("index", 0) != 0:
                 continue  # only one completion is asked for (n=1)
-            delta = _fields(choice.get("delta"))
-            content = delta.get("content")
-            if isinstance(content, str) and content:
+            at = f"choices[{n}]"
+            if checked(where, choice, dict, at) is None:
+                continue  # a null choice carries nothing
+            delta = field(where, choice, "delta", dict, f"{at}.delta") or {}
+            content = field(where, delta, "content", str, f"{at}.delta.content")
+            if content:
                 events.append(TextDelta(content))
-            for part in _items(delta.get("tool_calls")):
-                self._add_call_delta(part)
-            if choice.get("finish_reason"):
-                self._finish = str(choice["finish_reason"])
+            parts = field(where, delta, "tool_calls", list, f"{at}.delta.tool_calls") or []
+            for k, part in enumerate(parts):
+                self._add_call_delta(part, f"{at}.delta.tool_calls[{k}]")
+            finish = field(where, choice, "finish_reason", str, f"{at}.finish_reason")
+            if finish:
+                self._finish = finish
         return events
 
-    def _add_call_delta(self, part: Any) -> None:
-        if not isinstance(part, dict):
+    def _add_call_delta(self, part: Any, at: str) -> None:
+        part = checked(self._where, part, dict, at)
+        if part is None:
             return
         index = part.get("index", len(self._calls))
         call = self._calls.setdefault(index if isinstance(index, int) else -1, _PartialCall())
-        if part.get("id"):
-            call.call_id = str(part["id"])
-        function = _fields(part.get("function"))
-        if function.get("name"):
+        call_id = field(self._where, part, "id", str, f"{at}.id")
+        if call_id:
+            call.call_id = call_id
+        function = field(self._where, part, "function", dict, f"{at}.function") or {}
+        name = field(self._where, function, "name", str, f"{at}.function.name")
+        if name:
             # Invariant: a name arrives whole in one delta; a repeat is the same name.
-            call.name = str(function["name"])
+            call.name = name
         arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            call.arguments.append(arguments)
-        elif isinstance(arguments, dict):  # some local servers send the object itself
+        if isinstance(arguments, dict):  # some local servers send the object itself
             call.arguments.append(json.dumps(arguments))
+        else:
+            piece = field(self._where, function, "arguments", str, f"{at}.function.arguments")
+            call.arguments.append(piece or "")
 
     def end(self) -> list[ModelEvent]:
         """The body ended: the assembled tool calls, then ``Finished``.
@@ -192,18 +205,9 @@ class ChunkAssembler:
                 unusable (no name, arguments that are not a JSON object).
         """
         if not self._done and self._finish is None:
-            raise ModelError(
-                f"the connection to {self._where} was lost mid-stream "
-                "(the answer ended before the model finished); try again"
-            )
-        events: list[ModelEvent] = [
-            self._requested(n, self._calls[i]) for n, i in enumerate(sorted(self._calls), 1)
-        ]
-        reason = _FINISH.get(self._finish or "stop", FinishReason.STOP)
-        if self._calls and reason is FinishReason.STOP:
-            reason = FinishReason.TOOL_CALLS  # some servers say "stop" after tool calls
-        events.append(Finished(reason, self._usage))
-        return events
+            raise lost_mid_stream(self._where)
+        calls = [self._requested(n, self._calls[i]) for n, i in enumerate(sorted(self._calls), 1)]
+        return finished(calls, _FINISH.get(self._finish or "stop", FinishReason.STOP), self._usage)
 
     def _requested(self, number: int, call: _PartialCall) -> ToolCallRequested:
         if not call.name:
@@ -216,27 +220,13 @@ class ChunkAssembler:
         if not isinstance(arguments, dict):
             raise ModelError(
                 f"the model called tool {call.name!r} with arguments that are not a JSON "
-                f"object: {_clip(raw)!r}"
+                f"object: {clip(raw)!r}"
             )
         return ToolCallRequested(call.call_id or f"call-{number}", call.name, arguments)
 
 
-def _items(value: object) -> list[Any]:
-    """A JSON array of a chunk, or none: a malformed field is ignored, not a crash."""
-    return value if isinstance(value, list) else []
-
-
-def _fields(value: object) -> dict[str, Any]:
-    """A JSON object of a chunk, or an empty one: a malformed field is ignored, not a crash."""
-    return value if isinstance(value, dict) else {}
-
-
 def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
 
 
 def _error_fields(body: object) -> tuple[str, str]:
@@ -257,7 +247,7 @@ def _error_fields(body: object) -> tuple[str, str]:
 
 def _error_text(body: object) -> str:
     message, code = _error_fields(body)
-    return _clip(message or code or json.dumps(body))
+    return clip(message or code or json.dumps(body))
 
 
 def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Failure:
@@ -270,7 +260,7 @@ def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Fa
     message, code = _error_fields(body)
     if not isinstance(body, dict):
         message = " ".join(text.split())
-    said = f": {_clip(message)}" if message else ""
+    said = f": {clip(message)}" if message else ""
     if status == 401:
         return Failure(
             f"{url} refused the API key (401 Unauthorized){said}; check OPENAI_API_KEY", False

@@ -4,8 +4,10 @@ Rules:
 - ``echo`` and ``echo?delay=SECONDS`` are built in; ``delay`` is the only parameter.
 - ``SCHEME:REST`` goes to the factory registered for ``SCHEME`` (``openai:MODEL``), which gets
   ``REST``. An unregistered scheme is an error that lists the known forms.
-- ``openai`` is registered here: ``openai:MODEL?base_url=URL&timeout=SECONDS&max_retries=N``.
-- ``anthropic`` too: ``anthropic:MODEL?base_url=URL&max_tokens=N&timeout=SECONDS&max_retries=N``.
+- ``openai`` is registered here: ``openai:MODEL?base_url=URL&timeout=SECONDS&deadline=SECONDS&
+  max_line=N&max_retries=N``.
+- ``anthropic`` too: ``anthropic:MODEL?base_url=URL&max_tokens=N&timeout=SECONDS&
+  deadline=SECONDS&max_line=N&max_retries=N``.
 """
 
 from __future__ import annotations

@@ -4,17 +4,25 @@ Rules:
 - Everything after ``SCHEME:`` up to the first ``?`` is the model name (it may hold colons).
 - The query is ``key=value`` pairs; each key is one of the scheme's and appears at most once.
 - Values are checked here (URLs, seconds, whole numbers), so the constructor accepts them.
+- The HTTP providers share ``HTTP_SPEC_KEYS`` (their endpoint, bounds and retries), read by
+  ``http_spec_kwargs``; a provider adds keys of its own.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import parse_qsl
 
 from ._errors import ModelSpecError
 
-__all__ = ["spec_number", "spec_params", "spec_url"]
+__all__ = ["HTTP_SPEC_KEYS", "http_spec_kwargs", "spec_number", "spec_params", "spec_url"]
+
+#: The query keys of every HTTP provider, in the order error messages list them.
+HTTP_SPEC_KEYS = ("base_url", "timeout", "deadline", "max_line", "max_retries")
+_SECONDS = ("timeout", "deadline")
+_COUNTS = {"max_line": 1, "max_retries": 0}  # the smallest value of each
 
 
 def spec_params(scheme: str, rest: str, keys: Sequence[str]) -> tuple[str, dict[str, str]]:
@@ -67,3 +75,16 @@ def spec_number(
         unit = "a number of seconds > 0" if kind is float else f"a whole number >= {minimum}"
         raise ModelSpecError(f"invalid model spec {spec!r}: {key} must be {unit}, got {raw!r}")
     return value
+
+
+def http_spec_kwargs(spec: str, params: Mapping[str, str]) -> dict[str, Any]:
+    """The constructor arguments of ``params`` (keys of ``HTTP_SPEC_KEYS``), checked."""
+    kwargs: dict[str, Any] = {}
+    for key, raw in params.items():
+        if key == "base_url":
+            kwargs[key] = spec_url(spec, key, raw)
+        elif key in _SECONDS:
+            kwargs[key] = spec_number(spec, key, raw, float)
+        else:
+            kwargs[key] = spec_number(spec, key, raw, int, minimum=_COUNTS[key])
+    return kwargs

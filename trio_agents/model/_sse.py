@@ -10,6 +10,10 @@ Rules (the WHATWG HTML "event stream interpretation", minus reconnection):
   without a colon is a field with an empty value; unknown fields are ignored.
 - ``end()`` marks the end of the stream: an event not closed by a blank line is discarded
   (it may be truncated); ``end()`` returns whether that happened.
+- Memory is bounded by ``max_line`` (characters): a line longer than that, or an event whose
+  ``data`` grows longer, raises :class:`SSELimitError` as soon as it is seen, so a stream
+  with no line end never grows without limit. Invariant: the decoder holds at most
+  ``max_line`` characters of an unfinished line plus the last chunk fed.
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ from typing import final
 
 import attrs
 
-__all__ = ["SSEDecoder", "SSEEvent"]
+__all__ = ["DEFAULT_MAX_LINE", "SSEDecoder", "SSEEvent", "SSELimitError"]
+
+#: The default bound of one line, and of one event's data, in characters (1 MiB).
+DEFAULT_MAX_LINE = 1 << 20
 
 
 @attrs.frozen
@@ -32,13 +39,41 @@ class SSEEvent:
     retry: int | None = None
 
 
+class SSELimitError(ValueError):
+    """A line, or an event's data, is longer than the decoder's ``max_line``."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(f"{what} longer than {limit} characters")
+        self.what = what
+        self.limit = limit
+
+
 @final
 class SSEDecoder:
-    """Decode a ``text/event-stream`` byte stream into :class:`SSEEvent` values."""
+    """Decode a ``text/event-stream`` byte stream into :class:`SSEEvent` values.
 
-    __slots__ = ("_data", "_decoder", "_event", "_id", "_partial", "_retry", "_skip_lf", "_start")
+    Args:
+        max_line: the longest line, and the longest data of one event, in characters.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = (
+        "_data",
+        "_decoder",
+        "_event",
+        "_id",
+        "_max",
+        "_partial",
+        "_retry",
+        "_size",
+        "_skip_lf",
+        "_start",
+    )
+
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+        if max_line < 1:
+            raise ValueError(f"max_line must be a whole number >= 1; got {max_line!r}")
+        self._max = max_line
+        self._size = 0  # characters of data in the event being built
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._partial = ""  # text of the current line so far
         self._skip_lf = False  # the last chunk ended with "\r": a leading "\n" is its line end
@@ -63,6 +98,7 @@ class SSEDecoder:
         truncated = bool(rest or self._data or self._event)
         self._partial = ""
         self._data.clear()
+        self._size = 0
         self._event = ""
         return truncated
 
@@ -77,7 +113,11 @@ class SSEDecoder:
         # Invariant: the last piece is the start of a line not yet ended ("" after a line end).
         lines[0] = self._partial + lines[0]
         self._partial = lines.pop()
+        if len(self._partial) > self._max:
+            raise SSELimitError("a line", self._max)
         for line in lines:
+            if len(line) > self._max:
+                raise SSELimitError("a line", self._max)
             event = self._line(line)
             if event is not None:
                 events.append(event)
@@ -92,6 +132,9 @@ class SSEDecoder:
         if colon:
             value = value.removeprefix(" ")
         if field == "data":
+            self._size += len(value) + 1
+            if self._size > self._max + 1:
+                raise SSELimitError("the data of an event", self._max)
             self._data.append(value)
         elif field == "event":
             self._event = value
@@ -104,7 +147,7 @@ class SSEDecoder:
 
     def _dispatch(self) -> SSEEvent | None:
         data, event = self._data, self._event
-        self._data, self._event = [], ""
+        self._data, self._event, self._size = [], "", 0
         if not data:
             return None
         return SSEEvent("\n".join(data), event or "message", self._id, self._retry)

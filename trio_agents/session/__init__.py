@@ -23,6 +23,7 @@ from ._memory import MemoryStore as MemoryStore
 from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage
 from ._records import InboxSpliced as InboxSpliced
+from ._records import ModelUsage as ModelUsage
 from ._records import Record as Record
 from ._records import StopReason as StopReason
 from ._records import ToolCall as ToolCall
@@ -44,6 +45,7 @@ __all__ = [
     "InvalidSessionIdError",
     "JsonlStore",
     "MemoryStore",
+    "ModelUsage",
     "Record",
     "Session",
     "SessionAppended",

@@ -89,6 +89,8 @@ def check_recordable_cause(cause: CancelCause) -> CancelCause:
 
 def _strict(kind: type, name: str) -> Callable[[object, type], object]:
     def structure(value: object, target: type) -> object:
+        if type(value) is kind and target is kind:
+            return value  # the common case, first: a resume structures every field
         if isinstance(value, bool) and kind is not bool:
             raise TypeError(f"expected {name}, got a boolean")
         if kind is float and isinstance(value, int):
@@ -164,7 +166,8 @@ def _tagged_structure(
         cls = lookup(tag)
         if cls is None:
             raise ValueError(f"unknown {base.__name__} type {tag!r}; known: {', '.join(known())}")
-        rest = {k: v for k, v in value.items() if k != "type"}
+        rest = dict(value)
+        del rest["type"]
         return converter.structure(rest, cls)
 
     return structure
@@ -287,7 +290,7 @@ def parse_line(line: str | bytes, *, where: str = "record") -> Any:
     except UnicodeDecodeError as exc:
         raise SessionFormatError(f"{where} is not UTF-8 text: {exc}") from None
     try:
-        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        data = _strict_decode(text)
     except RecursionError:
         raise SessionFormatError(f"{where} is nested too deep to be a record") from None
     except ValueError as exc:  # JSONDecodeError, and the hooks'
@@ -339,6 +342,10 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"the number {text[:40]} is too large for a float")
     return value
+
+
+# Built once: json.loads with hooks would build a decoder per line (a resume parses them all).
+_strict_decode = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float).decode
 
 
 def _where_surrogate(value: Any) -> str | None:

@@ -392,6 +392,7 @@ class JsonlStore(SessionStore):
                 live=False,
                 title=f.title,
                 damaged=f.damaged,
+                cwd=f.cwd,
             )
             for f in found
         ]

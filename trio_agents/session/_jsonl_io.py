@@ -38,7 +38,7 @@ from ._convert import parse_line, structure_record
 from ._errors import SessionFormatError, SessionNotFoundError, SessionWriteError
 from ._ids import check_session_id
 from ._records import Record
-from ._store import _title_of_records
+from ._store import _cwd_of_records, _title_of_records
 
 __all__ = [
     "FORMAT",
@@ -452,6 +452,7 @@ class StoredFile:
         mtime: when it last changed.
         title: the title of its records (see ``title_of``), or ``None``.
         damaged: why it cannot be loaded, or ``None``.
+        cwd: the ``cwd`` of its latest ``AgentConfigured`` record, or ``None``.
     """
 
     id: str
@@ -459,6 +460,7 @@ class StoredFile:
     mtime: float | None
     title: str | None
     damaged: str | None = None
+    cwd: str | None = None
 
 
 def scan_root(root: Path) -> list[StoredFile]:
@@ -489,6 +491,7 @@ def scan_root(root: Path) -> list[StoredFile]:
                 records=len(loaded.records),
                 mtime=loaded.mtime,
                 title=_title_of_records(loaded.records),
+                cwd=_cwd_of_records(loaded.records),
             )
         )
     return found

@@ -14,7 +14,7 @@ from ._convert import dump_record
 from ._errors import SessionNotFoundError
 from ._records import Record
 from ._session import Session
-from ._store import SessionInfo, SessionStore, _title_of_records
+from ._store import SessionInfo, SessionStore, _cwd_of_records, _title_of_records
 
 __all__ = ["MemoryStore"]
 
@@ -91,6 +91,7 @@ class MemoryStore(SessionStore):
                 updated=datetime.fromtimestamp(stored.updated, UTC),
                 live=False,
                 title=_title_of_records(stored.records),
+                cwd=_cwd_of_records(stored.records),
             )
             for session_id, stored in self._data.items()
         ]

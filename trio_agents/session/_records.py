@@ -21,6 +21,7 @@ __all__ = [
     "AgentConfigured",
     "AssistantMessage",
     "InboxSpliced",
+    "ModelUsage",
     "Record",
     "StopReason",
     "ToolCall",
@@ -88,10 +89,15 @@ class UserMessage(Record):
 
 @attrs.frozen(kw_only=True)
 class AssistantMessage(Record):
-    """The model's text output of one step."""
+    """The model's text output of one step.
+
+    ``interrupted`` marks the text of a step whose stream was cut (a cancel, a model error):
+    what had been streamed to the user when it stopped. It stays part of the history.
+    """
 
     turn_id: str
     content: str
+    interrupted: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -118,6 +124,15 @@ class ToolCallEnded(Record):
     content: str
     is_error: bool = False
     started: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class ModelUsage(Record):
+    """The token usage the model reported for one request of a turn."""
+
+    turn_id: str
+    input_tokens: int
+    output_tokens: int
 
 
 @attrs.frozen(kw_only=True)
@@ -250,6 +265,7 @@ for _cls in (
     UserMessage,
     AssistantMessage,
     ToolCall,
+    ModelUsage,
     TurnStarted,
     TurnEnded,
 ):

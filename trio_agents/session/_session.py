@@ -2,7 +2,9 @@
 
 Rules:
 - ``append`` stamps each record with ``seq`` equal to its index, so ``seq`` is contiguous from 0.
-- ``records`` is an immutable snapshot (a tuple), cached until the next append.
+- ``records`` is an immutable snapshot (a tuple), cached until the next append; building it
+  costs every record, so code that runs per step reads ``records_since`` instead (the cost of
+  the new records only).
 - A session belongs to the store that prepared or loaded it; the store is told of each append
   (before the record counts, so a record the store cannot serialize is refused, not half-kept)
   and publishes it as ``SessionAppended`` once the session is entered.
@@ -92,6 +94,20 @@ class Session:
         if snapshot is None:
             snapshot = self._snapshot = tuple(self._records)
         return snapshot
+
+    def records_since(self, seq: int) -> tuple[Record, ...]:
+        """The records whose ``seq`` is ``seq`` or later, in order: a snapshot that costs the
+        records it holds, not the whole history.
+
+        Args:
+            seq: the first ``seq`` wanted (``0`` for all; past the end: none).
+
+        Raises:
+            ValueError: ``seq`` is negative.
+        """
+        if seq < 0:
+            raise ValueError(f"records_since() takes a seq >= 0; got {seq}")
+        return tuple(self._records[seq:])
 
     def append(self, record: R) -> R:
         """Append ``record`` and return it stamped with its ``seq`` (its index).

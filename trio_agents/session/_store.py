@@ -37,7 +37,15 @@ from ._errors import (
 )
 from ._events import SessionAppended, SessionCreated, SessionDisposed, SessionFlushed
 from ._ids import check_session_id, new_session_id
-from ._records import InboxSpliced, Record, StopReason, TurnEnded, TurnStarted, UserMessage
+from ._records import (
+    AgentConfigured,
+    InboxSpliced,
+    Record,
+    StopReason,
+    TurnEnded,
+    TurnStarted,
+    UserMessage,
+)
 from ._session import Session
 
 if TYPE_CHECKING:
@@ -62,6 +70,8 @@ class SessionInfo:
         title: the first user message, shortened, or ``None``.
         damaged: why the stored session cannot be loaded (a damaged file, a symbolic link,
             ...), or ``None``; a damaged session has ``records == 0`` and no title.
+        cwd: the working directory the latest ``AgentConfigured`` record gives the session's
+            agent, or ``None`` (none recorded, or the process's own).
     """
 
     id: str
@@ -70,6 +80,7 @@ class SessionInfo:
     live: bool
     title: str | None
     damaged: str | None = None
+    cwd: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -106,6 +117,13 @@ def _title_of_records(records: Sequence[Record]) -> str | None:
         if isinstance(r, InboxSpliced) and r.op == "add" and r.content is not None
     ]
     return title_of(claimed) or title_of(queued)
+
+
+def _cwd_of_records(records: Sequence[Record]) -> str | None:
+    for record in reversed(records):
+        if isinstance(record, AgentConfigured):
+            return record.cwd
+    return None
 
 
 def open_turns(records: Sequence[Record]) -> list[str]:
@@ -382,6 +400,7 @@ class SessionStore(abc.ABC):
                 live=True,
                 title=_title_of_records(session._records)
                 or (stored.title if stored is not None else None),
+                cwd=_cwd_of_records(session._records),
             )
         epoch = datetime.fromtimestamp(0, UTC)
         return sorted(infos.values(), key=lambda i: (i.updated or epoch, i.id), reverse=True)

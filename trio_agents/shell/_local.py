@@ -1,15 +1,18 @@
 """``LocalShell``: the Service Provider of ``shell`` that runs ``/bin/sh -c`` on this machine.
 
 Rules:
-- Every process is the leader of its own session and process group
-  (``start_new_session=True``), gets ``/dev/null`` as stdin, and has stdout and stderr merged
-  into one pipe, read as it comes into a bounded :class:`OutputBuffer`.
+- Every job's shell is the leader of its own process group, gets ``/dev/null`` as stdin, and
+  has stdout and stderr merged into one pipe, read as it comes into a bounded
+  :class:`OutputBuffer`. On Linux (unless ``supervise=False``) a per-job supervisor process
+  stands between the executor and the shell and reaches every descendant, ``setsid`` or not,
+  also after the executor's process died (``_child.py``, ``_supervisor.py``); elsewhere the
+  job is its process group.
 - One driver awaits each process (the only waiter, so ``Process.wait`` is never shared); it
   runs inside the process's own cancel scope. Cancelling that scope (``kill``), its deadline
   (the timeout) and an outer cancellation (a cancelled caller, the fiber's teardown) all end
-  in the same shielded stop: SIGTERM to the group, ``kill_grace`` seconds, SIGKILL to the
-  group, await the exit.
-- When the shell has exited, what is left of its group gets the same treatment, and the pipe
+  in the same shielded stop: SIGTERM to the job, ``kill_grace`` seconds, SIGKILL to the
+  job, await the shell's exit.
+- When the shell has exited, what is left of the job gets the same treatment, and the pipe
   is drained to EOF (bounded by ``kill_grace``): no process outlives its job, and the output
   of a job that is no longer running is complete.
 - Background jobs are tasks of the executor's fiber. The first of them cancelled by the
@@ -24,13 +27,13 @@ import logging
 import math
 import os
 import signal
-import subprocess
 from typing import Any, final
 
 import attrs
 import trio
 
 from ..kernel import Context, Entry, ListenerFailed, current_context
+from ._child import Child, GroupChild, SupervisedChild, supervisor_available
 from ._errors import JobNotFoundError, ShellRequestError
 from ._executor import JobListener, ShellExecutor
 from ._output import OutputBuffer
@@ -71,7 +74,7 @@ class _Process:
     """One process and what its driver knows about it."""
 
     spec: ShellExecSpec
-    process: trio.Process
+    process: Child
     buffer: OutputBuffer
     job_id: str | None
     scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
@@ -83,10 +86,7 @@ class _Process:
     @property
     def stdout(self) -> trio.abc.ReceiveStream:
         """The merged stdout and stderr pipe."""
-        # Invariant: _spawn always asks for stdout=PIPE.
-        stdout = self.process.stdout
-        assert stdout is not None
-        return stdout
+        return self.process.stdout
 
     @property
     def status(self) -> JobStatus:
@@ -309,15 +309,13 @@ class LocalShellExecutor(ShellExecutor):
     # -- processes -----------------------------------------------------------------------------
 
     async def _spawn(self, spec: ShellExecSpec, job_id: str | None) -> _Process:
-        process = await trio.lowlevel.open_process(
-            ["/bin/sh", "-c", spec.command],
-            cwd=spec.cwd,
-            env=dict(spec.env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process: Child
+        if self._config.supervise and supervisor_available():
+            process = await SupervisedChild.spawn(
+                spec.command, spec.cwd, spec.env, self._config.kill_grace
+            )
+        else:
+            process = await GroupChild.spawn(spec.command, spec.cwd, spec.env)
         return _Process(spec, process, OutputBuffer(spec.output_cap), job_id)
 
     async def _drive(self, proc: _Process) -> None:
@@ -375,18 +373,20 @@ class LocalShellExecutor(ShellExecutor):
             await proc.process.wait()
 
     async def _sweep(self, proc: _Process) -> None:
-        """The shell has exited: end what is left of its group, then drain the pipe."""
+        """The shell has exited: end what is left of the job, then drain the pipe."""
         grace = self._config.kill_grace
         eof = False
-        if self._signal_group(proc, signal.SIGTERM):
+        if proc.process.signal(signal.SIGTERM):
             with trio.move_on_after(grace):
+                await proc.process.settle()
                 eof = await self._drain(proc)
             if not eof:
-                self._signal_group(proc, signal.SIGKILL)
+                proc.process.signal(signal.SIGKILL)
         if not eof:
             with trio.move_on_after(grace):
+                await proc.process.settle()
                 await self._drain(proc)
-        await proc.stdout.aclose()
+        await proc.process.aclose()
 
     async def _pump(self, proc: _Process) -> None:
         await self._drain(proc)
@@ -408,17 +408,8 @@ class LocalShellExecutor(ShellExecutor):
             if proc.term_at is not None:
                 return
             proc.term_at = trio.current_time()
-        self._signal_group(proc, signum)
-
-    def _signal_group(self, proc: _Process, signum: signal.Signals) -> bool:
-        """Signal the process group; ``False`` when it has no member left."""
         # Invariant: only called while the driver owns the process (before `done`).
-        try:
-            os.killpg(proc.process.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            # PermissionError: the group id was reused by another user's process.
-            return False
-        return True
+        proc.process.signal(signum)
 
 
 @final
@@ -436,12 +427,15 @@ class LocalShell:
             max_timeout: the largest timeout a request may ask for (more is an error).
             output_cap: bytes of unread output kept per process (older bytes are dropped).
             kill_grace: seconds between SIGTERM and SIGKILL.
+            supervise: run each job under a supervisor process where the platform allows
+                (Linux), so that no process of a job outlives it (see docs/shell.rst).
         """
 
         default_timeout: float = attrs.field(default=120.0, validator=_positive)
         max_timeout: float = attrs.field(default=600.0, validator=_positive)
         output_cap: int = attrs.field(default=1 << 20, validator=_positive)
         kill_grace: float = attrs.field(default=2.0, validator=_positive)
+        supervise: bool = True
 
         def __attrs_post_init__(self) -> None:
             if self.default_timeout > self.max_timeout:

@@ -1,0 +1,354 @@
+"""The task of an :class:`McpServer` fiber: one connection, and the tools it registers.
+
+Rules:
+- Everything the SDK starts (the child process and its pipe tasks, the HTTP client, the
+  session's dispatcher) lives under this one task, so the fiber owns it: the fiber's teardown
+  cancels the task, and the SDK's own shielded, bounded shutdown closes the child's stdin,
+  then terminates and kills its process group. No process outlives the plugin.
+- The registry holds one entry per offered tool, each an entry of the fiber: registered after
+  ``initialize``, re-synced on every ``notifications/tools/list_changed`` (added tools are
+  registered, removed ones unregistered, changed ones replaced), all gone at teardown.
+- The connection ending while the plugin is loaded (the server exited, the endpoint went
+  away) is a failure of the fiber: the task raises :class:`McpServerError` (with the tail of
+  the server's stderr), the kernel logs it and emits ``FiberFailed``, the teardown removes the
+  tools. A call in flight at that moment answers the model with an error result. No restart:
+  apply the plugin again to reconnect.
+- A call runs in the calling agent's task; cancelling it (a cancelled turn) makes the SDK send
+  ``notifications/cancelled`` to the server (shielded, bounded) and the cancel propagates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import IO, Any, TextIO, cast, final
+
+import attrs
+import mcp.types as mt
+import trio
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client._transport import TransportStreams
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from ..agent import Tool, ToolContext, ToolResult
+from ..kernel import Context, Entry, current_context
+from ._errors import McpServerError
+from ._events import McpToolsChanged
+from ._results import to_result, tool_name
+from ._server import McpServer
+from ._watched import Watched
+
+__all__ = ["Connection"]
+
+log = logging.getLogger("trio_agents.mcp")
+
+_CONNECTION_CLOSED = -32000
+_REQUEST_TIMEOUT = -32001
+_STDERR_TAIL = 2000
+
+
+@final
+@attrs.define(eq=False)
+class _Offered:
+    """One server tool as registered here."""
+
+    remote: str
+    tool: Tool
+    entry: Entry
+    listed: mt.Tool
+
+
+@final
+class Connection:
+    """One connection to one server; :meth:`run` is the fiber's task."""
+
+    def __init__(self, server: McpServer) -> None:
+        self._server = server
+        self._session: ClientSession | None = None
+        self._offered: dict[str, _Offered] = {}
+        self._wake = trio.Event()
+        self._changed = False
+        self._closed = False
+        self._stderr: IO[str] | None = None
+        self._started = False
+
+    # -- the task ------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None]) -> None:
+        """Connect, register, report started, then follow the server until cancelled."""
+        ctx = current_context()
+        with contextlib.ExitStack() as files:
+            if self._server.command is not None:
+                self._stderr = files.enter_context(
+                    tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+                )
+            try:
+                failure = await self._serve(ctx, task_status)
+            except Exception as exc:
+                # A transport's failure (a refused connection, an HTTP error) comes out of
+                # the SDK's task groups; cancellation is not an Exception and passes.
+                raise McpServerError(self._failed(_leaf(exc))) from exc
+        raise McpServerError(failure)
+
+    async def _serve(self, ctx: Context, task_status: trio.TaskStatus[None]) -> str:
+        """Serve until the connection ends; the reason it ended (cancellation propagates)."""
+        name = self._server.name
+        roots = self._list_roots if self._server.roots is not None else None
+        try:
+            async with (
+                self._transport() as (read, write),
+                ClientSession(
+                    Watched(read, self._on_closed),
+                    write,
+                    message_handler=self._on_message,
+                    logging_callback=self._on_log,
+                    list_roots_callback=roots,
+                ) as session,
+            ):
+                failure = await self._start(ctx, session)
+                if failure is not None:
+                    return failure
+                self._started = True
+                task_status.started()
+                try:
+                    return await self._follow(ctx, session)
+                finally:
+                    self._session = None
+        except OSError as exc:
+            if self._started:
+                raise
+            return f"MCP server {name!r} could not start: {self._what()}: {exc}{self._tail()}"
+
+    async def _start(self, ctx: Context, session: ClientSession) -> str | None:
+        server = self._server
+        with trio.move_on_after(server.startup_timeout) as startup:
+            try:
+                await session.initialize()
+                self._session = session
+                await self._sync(ctx, session)
+            except MCPError as exc:
+                return (
+                    f"MCP server {server.name!r} failed to start ({self._what()}): "
+                    f"{self._reason(exc)}{self._tail()}"
+                )
+        if startup.cancelled_caught:
+            return (
+                f"MCP server {server.name!r} did not answer 'initialize' within "
+                f"{server.startup_timeout:g} s ({self._what()}); check that it speaks MCP "
+                f"over {server.transport}, or raise startup_timeout{self._tail()}"
+            )
+        return None
+
+    async def _follow(self, ctx: Context, session: ClientSession) -> str:
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            if self._closed:
+                return self._ended()
+            if self._changed:
+                self._changed = False
+                try:
+                    await self._sync(ctx, session)
+                except MCPError as exc:
+                    if self._closed or exc.code == _CONNECTION_CLOSED:
+                        return self._ended()
+                    log.warning(
+                        "MCP server %r: re-listing its tools failed: %s", self._server.name, exc
+                    )
+
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[TransportStreams]:
+        server = self._server
+        if server.command is not None:
+            params = StdioServerParameters(
+                command=server.command, args=list(server.args), env=server.env, cwd=server.cwd
+            )
+            assert self._stderr is not None
+            async with stdio_client(params, errlog=cast(TextIO, self._stderr)) as streams:
+                yield streams
+            return
+        assert server.url is not None
+        async with (
+            create_mcp_http_client(headers=server.headers) as client,
+            streamable_http_client(server.url, http_client=client) as streams,
+        ):
+            yield streams
+
+    # -- the registry --------------------------------------------------------------------------
+
+    async def _sync(self, ctx: Context, session: ClientSession) -> None:
+        listed = await _list_tools(session)
+        server = self._server
+        wanted: dict[str, mt.Tool] = {}
+        for remote in listed:
+            if server.tools is not None and remote.name not in server.tools:
+                continue
+            name = tool_name(server.tool_prefix, remote.name)
+            if name in wanted:
+                log.warning(
+                    "MCP server %r: tools %r and %r both become %r here; only the first is offered",
+                    server.name,
+                    wanted[name].name,
+                    remote.name,
+                    name,
+                )
+                continue
+            wanted[name] = remote
+        if server.tools is not None:
+            missing = sorted(set(server.tools) - {t.name for t in listed})
+            if missing:
+                log.warning(
+                    "MCP server %r does not offer %s (named in its tools allow-list)",
+                    server.name,
+                    ", ".join(repr(m) for m in missing),
+                )
+        for name, offered in list(self._offered.items()):
+            if wanted.get(name) != offered.listed:
+                del self._offered[name]
+                await offered.entry.close()
+        registry = ctx.tools
+        for name, remote in wanted.items():
+            if name in self._offered:
+                continue
+            tool = self._tool(name, remote)
+            entry = registry.register(tool, agent=server.agent)
+            self._offered[name] = _Offered(remote.name, tool, entry, remote)
+        ctx.emit(McpToolsChanged(server=server.name, tools=tuple(self._offered)))
+
+    def _tool(self, name: str, remote: mt.Tool) -> Tool:
+        schema: dict[str, Any] = dict(remote.input_schema)
+        schema.setdefault("type", "object")
+        description = remote.description or remote.title or f"the MCP tool {remote.name!r}"
+
+        async def call(call: ToolContext, arguments: Mapping[str, Any]) -> ToolResult:
+            return await self._call(remote.name, arguments)
+
+        return Tool(name, description, None, call, schema=schema)
+
+    async def _call(self, remote: str, arguments: Mapping[str, Any]) -> ToolResult:
+        server = self._server.name
+        session = self._session
+        if session is None:
+            await trio.lowlevel.checkpoint()
+            return ToolResult(
+                f"MCP server {server!r} is not connected (it exited or is stopping)",
+                is_error=True,
+                started=False,
+            )
+        try:
+            timeout = self._server.call_timeout
+            result = await session.call_tool(remote, dict(arguments), read_timeout_seconds=timeout)
+        except MCPError as exc:
+            if exc.code == _REQUEST_TIMEOUT and timeout is not None:
+                return ToolResult(
+                    f"MCP server {server!r} did not answer the call to {remote!r} within "
+                    f"{timeout:g} s (its call_timeout); the call was cancelled on the server",
+                    is_error=True,
+                )
+            if exc.code == _CONNECTION_CLOSED:
+                return ToolResult(
+                    f"MCP server {server!r} closed its connection during the call to "
+                    f"{remote!r}; its tools are gone until the plugin is applied again",
+                    is_error=True,
+                )
+            return ToolResult(
+                f"MCP server {server!r} refused the call to {remote!r}: {self._reason(exc)}",
+                is_error=True,
+            )
+        return to_result(result)
+
+    # -- what the SDK tells us -----------------------------------------------------------------
+
+    def _on_closed(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+    async def _on_message(self, message: mt.ServerNotification | Exception) -> None:
+        await trio.lowlevel.checkpoint()
+        if isinstance(message, mt.ToolListChangedNotification):
+            self._changed = True
+            self._wake.set()
+        elif isinstance(message, Exception):
+            log.warning("MCP server %r sent something unreadable: %s", self._server.name, message)
+
+    async def _list_roots(self, context: Any) -> mt.ListRootsResult:
+        await trio.lowlevel.checkpoint()
+        roots = [
+            mt.Root(uri=Path(root).as_uri(), name=Path(root).name or root)  # type: ignore[arg-type]
+            for root in self._server.roots or ()
+        ]
+        return mt.ListRootsResult(roots=roots)
+
+    async def _on_log(self, params: mt.LoggingMessageNotificationParams) -> None:
+        await trio.lowlevel.checkpoint()
+        level = (
+            logging.WARNING
+            if params.level in ("error", "critical", "alert", "emergency")
+            else logging.INFO
+        )
+        log.log(level, "MCP server %r says: %s", self._server.name, params.data)
+
+    # -- wording -------------------------------------------------------------------------------
+
+    def _what(self) -> str:
+        server = self._server
+        if server.command is not None:
+            return " ".join([server.command, *server.args])
+        return str(server.url)
+
+    def _reason(self, exc: MCPError) -> str:
+        if exc.code == _CONNECTION_CLOSED:
+            return "the connection closed (the server exited?)"
+        return f"{exc.message} (error {exc.code})"
+
+    def _failed(self, exc: BaseException) -> str:
+        what = "failed" if self._started else "failed to start"
+        return (
+            f"MCP server {self._server.name!r} {what} ({self._what()}): "
+            f"{type(exc).__name__}: {exc}{self._tail()}"
+        )
+
+    def _ended(self) -> str:
+        return (
+            f"MCP server {self._server.name!r} closed its connection ({self._what()}); its "
+            f"tools were removed; apply the plugin again to reconnect{self._tail()}"
+        )
+
+    def _tail(self) -> str:
+        """The end of the server's stderr, as a suffix of a message (stdio servers only)."""
+        stderr = self._stderr
+        if stderr is None:
+            return ""
+        fd = stderr.fileno()
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, _STDERR_TAIL, max(0, size - _STDERR_TAIL))
+        text = data.decode("utf-8", errors="replace").strip()
+        if not text:
+            return ""
+        # One line, so a command's error stays one line: the last few lines, joined.
+        lines = [line.strip() for line in text.splitlines() if line.strip()][-3:]
+        return f"; its stderr ends with: {' | '.join(lines)}"
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    # The first real error inside the task groups' exception groups.
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def _list_tools(session: ClientSession) -> list[mt.Tool]:
+    tools: list[mt.Tool] = []
+    cursor: str | None = None
+    while True:
+        params = mt.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools

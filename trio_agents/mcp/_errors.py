@@ -1,0 +1,19 @@
+"""The errors of :mod:`trio_agents.mcp`."""
+
+from __future__ import annotations
+
+from .._errors import TrioAgentsError
+
+__all__ = ["McpConfigError", "McpError", "McpServerError"]
+
+
+class McpError(TrioAgentsError):
+    """Something about an MCP server went wrong."""
+
+
+class McpConfigError(McpError, ValueError):
+    """An :class:`McpServer` description cannot be used (the message says which field)."""
+
+
+class McpServerError(McpError, RuntimeError):
+    """An MCP server could not start, or its connection ended while the plugin was loaded."""
