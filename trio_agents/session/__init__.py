@@ -17,6 +17,7 @@ from ._events import SessionAppended as SessionAppended
 from ._events import SessionCreated as SessionCreated
 from ._events import SessionDisposed as SessionDisposed
 from ._events import SessionFlushed as SessionFlushed
+from ._events import SessionWriteFailed as SessionWriteFailed
 from ._ids import default_root as default_root
 from ._jsonl import JsonlStore as JsonlStore
 from ._memory import MemoryStore as MemoryStore
@@ -63,6 +64,7 @@ __all__ = [
     "SessionStore",
     "SessionStoreClosedError",
     "SessionWriteError",
+    "SessionWriteFailed",
     "StopReason",
     "StoreStatistics",
     "ToolCall",

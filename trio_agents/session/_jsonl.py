@@ -35,6 +35,7 @@ import trio
 from . import _jsonl_io as io
 from ._convert import dump_record
 from ._errors import SessionStoreClosedError, SessionWriteError
+from ._events import SessionWriteFailed
 from ._ids import default_root
 from ._records import Record
 from ._session import Session
@@ -257,8 +258,10 @@ class JsonlStore(SessionStore):
             f"records from seq {state.written_seq + 1} on are not durable — fix the "
             f"cause, then load the session again"
         )
-        log.error("%s", state.error)
+        # The error itself rides along, so a command that reports it drops this line.
+        log.error("session %r could not be written", session.id, exc_info=state.error)
         self._dirty.pop(session, None)
+        self._emit(SessionWriteFailed(session_id=session.id, error=state.error))
         self._unsynced.pop(session, None)
 
     def _settle(
