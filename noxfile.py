@@ -34,6 +34,23 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11")
+def stress(session: nox.Session) -> None:
+    """The stress-style tests with the large budget (tests/budget.py); prints their figures."""
+    session.install("-e", ".", *_groups("test"))
+    session.env["TRIO_AGENTS_STRESS"] = "1"
+    files = session.posargs or [
+        "tests/test_stress_acp_fuzz.py",
+        "tests/test_stress_acp_process.py",
+        "tests/test_stress_crash_loop.py",
+        "tests/test_stress_soak.py",
+        "tests/test_stress_ownership.py",
+        "tests/test_agent_stateful.py",
+        "tests/test_kernel_stateful.py",
+    ]
+    session.run("pytest", "-s", "-p", "no:randomly", "-o", "faulthandler_timeout=900", *files)
+
+
+@nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
     """Check style and the async rules with ruff (lint and format)."""
     session.install(*_groups("lint"))
@@ -43,9 +60,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def typecheck(session: nox.Session) -> None:
-    """Type-check the package, tests and benchmarks with mypy in strict mode."""
+    """Type-check the package, tests and benchmarks with mypy in strict mode, and the typed
+    user plugin of tests/typing with no Any allowed."""
     session.install("-e", ".", *_groups("typing"))
     session.run("mypy")
+    # A user's plugin, checked the way its author would: strict, and no Any may reach it.
+    session.run("mypy", "--strict", "--disallow-any-expr", "tests/typing")
 
 
 @nox.session(python="3.11")

@@ -25,7 +25,7 @@ import trio
 
 import trio_agents.agent as ag
 from trio_agents.kernel import Context, Fiber, FiberState
-from trio_agents.shell import LocalShellExecutor
+from trio_agents.shell import LocalShellExecutor, OutputBuffer
 
 T = TypeVar("T")
 
@@ -150,6 +150,21 @@ async def write_fifo(path: Path, text: str) -> None:
             f.write(text)
 
     await trio.to_thread.run_sync(write, abandon_on_cancel=True)
+
+
+class CountingBuffer:
+    """An :class:`OutputBuffer` that also counts every byte fed (what a test sums drops to)."""
+
+    def __init__(self, cap: int) -> None:
+        self.buffer = OutputBuffer(cap)
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        self.buffer.feed(data)
+
+    def take(self, *, final: bool = False) -> tuple[str, int]:
+        return self.buffer.take(final=final)
 
 
 def shell_of(root: Context) -> LocalShellExecutor:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -20,6 +21,7 @@ from trio_agents.acp import (
     ProtocolStateError,
     Request,
     Response,
+    _jsonrpc,
     encode_frame,
 )
 from trio_agents.acp._framing import MAX_FRAME
@@ -223,6 +225,73 @@ def test_error_answer_carries_code_message_and_data() -> None:
     connection.receive(frame({"jsonrpc": "2.0", "id": "q", "method": "m"}))
     answer = json.loads(connection.respond_error("q", -32002, "unknown", {"sessionId": "s"}))
     assert answer["error"] == {"code": -32002, "message": "unknown", "data": {"sessionId": "s"}}
+
+
+# -- the transition table ------------------------------------------------------------------------
+
+_SIDES = ("incoming", "outgoing")
+_STATES = ("absent", "open")
+_MOVES = ("receive", "answer", "send", "response", "abandon")
+
+
+def test_the_transition_table_is_the_five_legal_moves() -> None:
+    """Incoming: receive opens, answer closes; outgoing: send opens, response or abandon close."""
+    assert _jsonrpc._TRANSITIONS == {
+        ("incoming", "absent", "receive"): "open",
+        ("incoming", "open", "answer"): "absent",
+        ("outgoing", "absent", "send"): "open",
+        ("outgoing", "open", "response"): "absent",
+        ("outgoing", "open", "abandon"): "absent",
+    }
+
+
+def _moves(*, legal: bool) -> list[tuple[str, str, str]]:
+    """Every (side, state, move) that the table has (``legal``) or has not."""
+    every = itertools.product(_SIDES, _STATES, _MOVES)
+    return [m for m in every if (m in _jsonrpc._TRANSITIONS) is legal]
+
+
+def _connection_with(side: str, state: str) -> Connection:
+    """A connection where request id 0 on ``side`` is in ``state``."""
+    connection = Connection()
+    if state == "open" and side == "incoming":
+        connection.receive(frame({"jsonrpc": "2.0", "id": 0, "method": "m"}))
+    elif state == "open":
+        assert connection.request("m", None)[0] == 0
+    return connection
+
+
+@pytest.mark.parametrize(("side", "state", "move"), _moves(legal=True))
+def test_a_legal_move_writes_the_state_the_table_names(side: str, state: str, move: str) -> None:
+    """The state after a move is exactly the table's entry: the lookup is the assignment."""
+    connection = _connection_with(side, state)
+    connection._move(side, 0, move, "m")  # type: ignore[arg-type]
+    assert connection._state(side, 0) == _jsonrpc._TRANSITIONS[(side, state, move)]  # type: ignore[arg-type,index]
+
+
+@pytest.mark.parametrize(("side", "state", "move"), _moves(legal=False))
+def test_a_move_outside_the_table_raises_and_changes_nothing(
+    side: str, state: str, move: str
+) -> None:
+    """Every undefined (side, state, move) raises ProtocolStateError naming it; nothing moves."""
+    connection = _connection_with(side, state)
+    before = connection.statistics()
+    with pytest.raises(
+        ProtocolStateError, match=rf"^cannot {move} {side} request 0: it is {state}; "
+    ):
+        connection._move(side, 0, move, "m")  # type: ignore[arg-type]
+    assert connection.statistics() == before
+    assert connection._state(side, 0) == state  # type: ignore[arg-type]
+
+
+def test_a_response_with_id_true_answers_nothing() -> None:
+    """The key keeps the id's type: ``true`` is not the open request 1."""
+    connection = Connection()
+    connection.request("m", None)
+    connection.request("m", None)
+    reply = reply_of(connection.receive(frame({"jsonrpc": "2.0", "id": True, "result": 1})))
+    assert reply["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert connection.statistics().outgoing_open == 2
 
 
 # -- outgoing requests ---------------------------------------------------------------------------

@@ -194,7 +194,7 @@ async def test_cancel_during_dispose_returns_false(
     results: list[bool] = []
 
     def on_status(event: ag.AgentStatusChanged) -> None:
-        if event.new == "disposing":
+        if event.new is ag.AgentStatus.DISPOSING:
             results.append(agent.cancel())
 
     echo_runtime.on(ag.AgentStatusChanged, on_status)

@@ -252,7 +252,7 @@ async def test_events_at_creation_come_in_order_and_the_agent_is_findable() -> N
 
         root.on(SessionCreated, on_session)
         root.on(ag.AgentCreated, lambda e: log.append("agent"))
-        root.on(ag.AgentStatusChanged, lambda e: log.append(f"status {e.new}"))
+        root.on(ag.AgentStatusChanged, lambda e: log.append(f"status {e.new.value}"))
         handle = await root.agents.create()
         handle.agent.prompt("hi")
         await handle.agent.when_idle()
@@ -285,7 +285,7 @@ async def test_a_cancel_from_a_running_status_listener_starts_no_turn() -> None:
         armed = [True]
 
         def on_status(event: ag.AgentStatusChanged) -> None:
-            if event.new == "running" and armed[0]:
+            if event.new is ag.AgentStatus.RUNNING and armed[0]:
                 armed[0] = False
                 assert agent.cancel()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 import attrs
+import budget
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
@@ -142,7 +143,11 @@ async def execute(program: list[Step]) -> None:
         check(root, slots, forbidden)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=budget.examples(60, 3000),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(steps)
 def test_random_lifecycles_keep_the_invariants(program: list[Step]) -> None:
     """No agent listed after dispose; turns paired; cancelled messages never run; seq contiguous."""

@@ -245,7 +245,9 @@ def _store_a_session(store: Path) -> str:
             await root.plugin(LocalShell())
             await root.plugin(tool_bash)
             running = trio.Event()
-            root.on(ag.AgentStatusChanged, lambda e: e.new == "running" and running.set())
+            root.on(
+                ag.AgentStatusChanged, lambda e: e.new is ag.AgentStatus.RUNNING and running.set()
+            )
             handle = await root.agents.create(session_id="kept")
             agent: ag.Agent = handle.agent
             for prompt in ("use [the] tools", "fail"):

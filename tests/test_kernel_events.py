@@ -211,3 +211,23 @@ def test_listener_removed_during_a_sync_emit_is_skipped() -> None:
     bus.emit(Ping())
     bus.emit(Ping())
     assert log == ["first", "first"]
+
+
+async def test_call_listener_contains_a_service_listener_like_emit_does() -> None:
+    """A listener a service keeps itself fails as ListenerFailed, and the caller goes on."""
+    failures: list[ListenerFailed] = []
+
+    def broken(event: Ping) -> None:
+        raise ValueError("boom")
+
+    async def not_sync(event: Ping) -> None:
+        raise AssertionError("never runs")  # pragma: no cover - never awaited
+
+    async with open_root() as root:
+        root.on(ListenerFailed, failures.append)
+        root.call_listener(broken, Ping())
+        root.call_listener(not_sync, Ping(), async_error="these listeners are sync")
+    assert [(f.listener.rsplit(".", 1)[-1], str(f.error)) for f in failures] == [
+        ("broken", "boom"),
+        ("not_sync", "these listeners are sync"),
+    ]

@@ -476,3 +476,47 @@ async def test_cancelling_the_caller_of_plugin_disposes_the_loading_fiber() -> N
     assert log == ["enter e", "exit e"]
     with pytest.raises(FiberClosedError):
         await fibers[0].context.effect(rec(log, "late"))
+
+
+def test_the_agent_status_table_uses_the_same_check_and_wording() -> None:
+    """One StateTable checks fibers and agents: the refusal names the legal next states."""
+    from trio_agents.agent._status import AgentStatus, check_status
+
+    with pytest.raises(
+        InvalidTransitionError,
+        match=r"^an agent cannot go from 'disposing' to 'idle'; legal next states: \['disposed'\]$",
+    ):
+        check_status(AgentStatus.DISPOSING, AgentStatus.IDLE)
+
+
+async def test_a_child_context_owns_its_entries_and_unwinds_in_its_parents_order() -> None:
+    """ctx.child() is an empty active child fiber: disposing it unwinds only its entries, and
+    a child still live unwinds with its parent, in the reverse order of set-up."""
+    log: list[str] = []
+
+    async def apply(ctx: Context, config: None) -> None:
+        await ctx.effect(rec(log, "before"))
+        gone = await ctx.child("gone")
+        await gone.effect(rec(log, "gone"))
+        kept = await ctx.child("kept")
+        await kept.effect(rec(log, "kept"))
+        await ctx.effect(rec(log, "after"))
+        assert (kept.fiber.name, state_of(kept.fiber)) == ("kept", FiberState.ACTIVE)
+        assert kept.fiber.parent is ctx.fiber
+        await gone.fiber.dispose()
+        log.append("gone disposed")
+
+    async with open_root() as root:
+        fiber = await root.plugin(P("owner", apply))
+        await fiber.dispose()
+    assert log == [
+        "enter before",
+        "enter gone",
+        "enter kept",
+        "enter after",
+        "exit gone",
+        "gone disposed",
+        "exit after",
+        "exit kept",
+        "exit before",
+    ]

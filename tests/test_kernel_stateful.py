@@ -28,6 +28,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import attrs
+import budget
 import trio
 import trio.testing
 from hypothesis import settings
@@ -302,5 +303,9 @@ class KernelMachine(RuleBasedStateMachine):
         assert self.ledger.running == {}
 
 
-KernelMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=15, deadline=None)
+KernelMachine.TestCase.settings = settings(
+    max_examples=budget.examples(40, 200),
+    stateful_step_count=budget.count(15, 40),
+    deadline=None,
+)
 test_kernel_lifecycle = KernelMachine.TestCase

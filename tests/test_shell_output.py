@@ -7,6 +7,7 @@ import string
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support import CountingBuffer
 
 from trio_agents.shell import OutputBuffer
 
@@ -23,7 +24,7 @@ def test_take_returns_what_was_fed_since_the_previous_take() -> None:
 
 def test_over_the_cap_the_oldest_bytes_are_dropped_and_counted() -> None:
     """The newest `cap` bytes are kept; the drop count says how many went."""
-    buffer = OutputBuffer(4)
+    buffer = CountingBuffer(4)
     buffer.feed(b"abc")
     buffer.feed(b"defg")
     assert buffer.take() == ("defg", 3)
@@ -75,7 +76,7 @@ _ASCII = st.text(alphabet=string.ascii_letters + "\n", max_size=50).map(str.enco
 @given(chunks=st.lists(_ASCII, max_size=20), cap=st.integers(1, 64), every=st.integers(1, 5))
 def test_kept_plus_dropped_is_everything_fed(chunks: list[bytes], cap: int, every: int) -> None:
     """No byte is lost silently: what readers got plus what was dropped is all the output."""
-    buffer = OutputBuffer(cap)
+    buffer = CountingBuffer(cap)
     kept = dropped = 0
     for i, chunk in enumerate(chunks):
         buffer.feed(chunk)

@@ -15,6 +15,8 @@ from . import model as model
 from . import session as session
 from . import shell as shell
 from ._errors import TrioAgentsError as TrioAgentsError
+from .agent import AGENTS as AGENTS
+from .agent import TOOLS as TOOLS
 from .agent import Agent as Agent
 from .agent import AgentClosedError as AgentClosedError
 from .agent import AgentHandle as AgentHandle
@@ -50,15 +52,24 @@ from .events import SessionFlushed as SessionFlushed
 from .kernel import Context as Context
 from .kernel import Fiber as Fiber
 from .kernel import FiberState as FiberState
+from .kernel import ServiceKey as ServiceKey
 from .kernel import open_root as open_root
+from .model import MODELS as MODELS
 from .model import Model as Model
 from .model import ScriptedModel as ScriptedModel
 from .model import model_from_spec as model_from_spec
+from .session import SESSIONS as SESSIONS
 from .session import JsonlStore as JsonlStore
 from .session import MemoryStore as MemoryStore
 from .session import SessionStore as SessionStore
+from .shell import SHELL as SHELL
 
 __all__ = [
+    "AGENTS",
+    "MODELS",
+    "SESSIONS",
+    "SHELL",
+    "TOOLS",
     "Agent",
     "AgentCancelRequested",
     "AgentClosedError",
@@ -85,6 +96,7 @@ __all__ = [
     "ParentCancel",
     "PluginReloaded",
     "ScriptedModel",
+    "ServiceKey",
     "SessionAppended",
     "SessionCreated",
     "SessionDisposed",

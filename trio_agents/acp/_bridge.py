@@ -31,11 +31,12 @@ from typing import Any, Final, final
 import attrs
 import trio
 
-from ..agent import AgentDisposed, AgentHandle, AgentIdInUseError, AgentOutput
+from ..agent import AGENTS, TOOLS, AgentDisposed, AgentHandle, AgentIdInUseError, AgentOutput
 from ..cancel import UserCancel
 from ..kernel import Context
 from ..mcp import McpServer
 from ..session import (
+    SESSIONS,
     InvalidSessionIdError,
     SessionAppended,
     SessionFormatError,
@@ -45,7 +46,7 @@ from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
 from ._permission import Permissions
-from ._prompts import Session, Sessions
+from ._prompts import AcpSession, Sessions
 from ._protocol import (
     PROTOCOL_VERSION,
     absolute_cwd,
@@ -63,6 +64,10 @@ log = logging.getLogger("trio_agents.acp")
 
 # After the client's EOF, how long the answers already produced may take to leave.
 _DRAIN_SECONDS: Final = 1.0
+#: The default bound of the frames queued for a client that does not read: 64 MiB.
+MAX_UNSENT: Final = 64 * 1024 * 1024
+#: How long a client may read nothing while more than ``max_unsent`` bytes wait for it.
+_STALL_SECONDS: Final = 10.0
 
 
 @attrs.frozen
@@ -74,25 +79,14 @@ class BridgeStatistics:
         prompts: how many ``session/prompt`` requests await their answer.
         permission_requests: how many ``session/request_permission`` await the client.
         closed: whether the shutdown has begun.
+        unsent_bytes: frames queued for the client and not yet written.
     """
 
     sessions: tuple[str, ...]
     prompts: int
     permission_requests: int
     closed: bool
-
-
-@final
-class _Host:
-    """The child fiber whose tasks serve the connection (and so co-own its agents)."""
-
-    name = "acp-sessions"
-
-    def __init__(self) -> None:
-        self.ctx: Context | None = None
-
-    async def apply(self, ctx: Context, config: None) -> None:
-        self.ctx = ctx
+    unsent_bytes: int = 0
 
 
 def _version() -> str:
@@ -112,13 +106,16 @@ class AcpBridge:
             ``send_stream`` is a bidirectional :class:`trio.abc.Stream`.
         allow_bash: run ``bash`` without asking the client for permission.
         max_frame: the largest incoming frame, in bytes.
+        max_unsent: bytes of frames queued for the client past which, when the client has
+            read nothing for 10 seconds, the connection is closed (with a warning) as if the
+            client had gone.
 
     Apply it with ``await ctx.plugin(bridge)``; it serves until the client closes its side
     (then :meth:`wait_closed` returns) or until its fiber is disposed.
     """
 
     name = "acp"
-    inject = ("agents", "sessions", "tools")
+    inject = (AGENTS, SESSIONS, TOOLS)
 
     def __init__(
         self,
@@ -127,6 +124,7 @@ class AcpBridge:
         *,
         allow_bash: bool = False,
         max_frame: int = MAX_FRAME,
+        max_unsent: int = MAX_UNSENT,
     ) -> None:
         if receive_stream is None:
             if not isinstance(send_stream, trio.abc.ReceiveStream):
@@ -140,6 +138,8 @@ class AcpBridge:
             send_stream,
             receive_stream,
             max_frame=max_frame,
+            max_unsent=max_unsent,
+            stall_seconds=_STALL_SECONDS,
             sync={"initialize": self._initialize, "session/prompt": self._prompt},
             concurrent={
                 "session/new": self._new,
@@ -169,18 +169,16 @@ class AcpBridge:
             raise RuntimeError("this AcpBridge already served its connection; make a new one")
         self._started = True
         self._ctx = ctx
-        host = _Host()
-        await ctx.plugin(host)
-        assert host.ctx is not None
-        self._host = host.ctx
+        # The child fiber whose tasks serve the connection (and so co-own its agents).
+        host = self._host = await ctx.child("acp-sessions")
         ctx.on(AgentOutput, self._sessions.on_output)
         ctx.on(SessionAppended, self._sessions.on_appended)
         ctx.on(AgentDisposed, self._sessions.on_disposed)
         if not self.allow_bash:
-            ctx.tools.add_guard(self._permissions.guard)
+            ctx.service(TOOLS).add_guard(self._permissions.guard)
         # Invariant: pushed last, so a teardown shuts the connection down first.
         ctx.defer(self.aclose)
-        host.ctx.start_soon(self._serve, name="acp serve")
+        host.start_soon(self._serve, name="acp serve")
 
     async def aclose(self) -> None:
         """Shut the connection down (memoized): dispose every session, close the streams."""
@@ -211,6 +209,7 @@ class AcpBridge:
             prompts=self._sessions.prompts(),
             permission_requests=len(self._permissions),
             closed=self._closed,
+            unsent_bytes=self._serving.unsent,
         )
 
     # -- the lifecycle ------------------------------------------------------------------------
@@ -248,7 +247,7 @@ class AcpBridge:
             for session in self._sessions:
                 nursery.start_soon(self._dispose, session)
 
-    async def _dispose(self, session: Session) -> None:
+    async def _dispose(self, session: AcpSession) -> None:
         try:
             await session.dispose()
         except Exception:
@@ -256,14 +255,14 @@ class AcpBridge:
             # fiber's teardown unwinds every entry.
             log.exception("disposing the agent of ACP session %s failed", session.agent.id)
 
-    async def _publish(self, make: Callable[[], Awaitable[AgentHandle]], cwd: str) -> Session:
+    async def _publish(self, make: Callable[[], Awaitable[AgentHandle]], cwd: str) -> AcpSession:
         # Shielded: a handle must never be lost between its creation and its record.
         with trio.CancelScope(shield=True):
             handle = await make()
             if self._closed:
                 await handle.dispose()
                 raise RpcError(ErrorCode.INTERNAL_ERROR, "the connection is closing")
-        session = Session(handle.agent, handle.dispose, cwd)
+        session = AcpSession(handle.agent, handle.dispose, cwd)
         self._sessions.add(session)
         return session
 
@@ -288,11 +287,11 @@ class AcpBridge:
         servers = parse_mcp_servers(params, cwd)
         ctx = self._ctx
         assert ctx is not None
-        session = await self._publish(lambda: ctx.agents.create(cwd=cwd), cwd)
+        session = await self._publish(lambda: ctx.service(AGENTS).create(cwd=cwd), cwd)
         await self._start_servers(session, servers)
         return {"sessionId": session.agent.id}
 
-    async def _start_servers(self, session: Session, servers: tuple[McpServer, ...]) -> None:
+    async def _start_servers(self, session: AcpSession, servers: tuple[McpServer, ...]) -> None:
         """Start the session's own MCP servers; one that fails disposes the session."""
         if not servers:
             return
@@ -300,7 +299,7 @@ class AcpBridge:
         assert ctx is not None
         assert host is not None
         try:
-            await start_mcp_servers(host, ctx.agents, session.agent, servers)
+            await start_mcp_servers(host, ctx.service(AGENTS), session.agent, servers)
         except BaseException:
             with trio.CancelScope(shield=True):
                 await self._dispose(session)
@@ -318,7 +317,9 @@ class AcpBridge:
         if session is None:
             try:
                 # The cwd the client gives now is the session's from here on (and recorded).
-                session = await self._publish(lambda: ctx.agents.resume(session_id, cwd=cwd), cwd)
+                session = await self._publish(
+                    lambda: ctx.service(AGENTS).resume(session_id, cwd=cwd), cwd
+                )
             except (SessionNotFoundError, InvalidSessionIdError):
                 raise RpcError(
                     ErrorCode.RESOURCE_NOT_FOUND,
@@ -356,7 +357,7 @@ class AcpBridge:
         assert ctx is not None
         here = os.getcwd()
         entries = []
-        for info in await ctx.sessions.list():
+        for info in await ctx.service(SESSIONS).list():
             live = self._sessions.get(info.id)
             # A session that recorded no cwd (stored before cwds were, or created without
             # one) runs its commands in this process's directory.

@@ -10,9 +10,11 @@ Rules:
 - Ids are echoed exactly: ``0``, ``"0"`` and ``null`` are three different ids (a request with
   ``"id": null`` is a request, and is answered with ``"id": null``). Booleans, fractions and
   other JSON are not ids; a frame whose id cannot be read is answered with ``"id": null``.
-- Every request is answered once. The legal moves of a request are the table below; anything
-  else (answering twice, answering an id never received, a response to a request not sent)
-  raises :class:`ProtocolStateError` when this side does it, and leaves the state unchanged.
+- Every request is answered once. The legal moves of a request are the table below, and the
+  table lookup *is* the move: :meth:`Connection._move` writes the state it finds there and
+  nothing else writes one. Anything else (answering twice, answering an id never received, a
+  response to a request not sent) raises :class:`ProtocolStateError` when this side does it,
+  and leaves the state unchanged.
 - A notification is never answered, not even a malformed one (``"params": null`` is taken
   as no params). Batches (JSON arrays) are not used by ACP and are answered ``-32600``.
 - Frames are decoded strictly (:func:`._framing.decode_frame`): deep nesting, a lone
@@ -29,7 +31,7 @@ from __future__ import annotations
 import enum
 import itertools
 from collections.abc import Mapping
-from typing import Any, Final, Literal, TypeAlias, final
+from typing import Any, Final, Literal, TypeAlias, TypeGuard, final
 
 import attrs
 
@@ -135,7 +137,8 @@ _Side: TypeAlias = Literal["incoming", "outgoing"]
 _State: TypeAlias = Literal["absent", "open"]
 _Move: TypeAlias = Literal["receive", "answer", "send", "response", "abandon"]
 
-#: (side, state, move) -> the new state. Every legal move of one request id.
+#: (side, state, move) -> the new state. Every legal move of one request id; an "absent" id
+#: is one with no entry in the side's table, so a closed request leaves nothing behind.
 _TRANSITIONS: Final[dict[tuple[_Side, _State, _Move], _State]] = {
     ("incoming", "absent", "receive"): "open",
     ("incoming", "open", "answer"): "absent",
@@ -164,28 +167,43 @@ def _valid_id(value: object) -> bool:
 class Connection:
     """The JSON-RPC state of one connection (either side; the ACP agent here)."""
 
-    __slots__ = ("_ids", "_incoming", "_outgoing")
+    __slots__ = ("_ids", "_open")
 
     def __init__(self) -> None:
-        self._incoming: set[_Key] = set()
-        self._outgoing: dict[int, str] = {}
+        # side -> the open requests (their key -> their method); absent ids have no entry.
+        self._open: dict[_Side, dict[_Key, str]] = {"incoming": {}, "outgoing": {}}
         self._ids = itertools.count()
 
     # -- the state machine ------------------------------------------------------------------
 
-    def _move(self, side: _Side, key: object, move: _Move) -> None:
-        table = self._incoming if side == "incoming" else self._outgoing
-        state: _State = "open" if key in table else "absent"
+    def _state(self, side: _Side, request_id: RequestId) -> _State:
+        return "open" if _key(request_id) in self._open[side] else "absent"
+
+    def _move(self, side: _Side, request_id: RequestId, move: _Move, method: str = "") -> str:
+        """Make ``move`` on one request: the table gives the new state, which is written here.
+
+        Returns the request's method (``method`` when it opens, the stored one when it closes).
+
+        Raises:
+            ProtocolStateError: the table has no such move from the request's state; nothing
+                changed.
+        """
+        state = self._state(side, request_id)
         new = _TRANSITIONS.get((side, state, move))
         if new is None:
             raise ProtocolStateError(
-                f"cannot {move} {side} request {key!r}: it is {state}; every request is "
+                f"cannot {move} {side} request {request_id!r}: it is {state}; every request is "
                 f"answered exactly once"
             )
+        requests = self._open[side]
+        if new == "open":
+            requests[_key(request_id)] = method
+            return method
+        return requests.pop(_key(request_id))
 
     def statistics(self) -> ConnectionStatistics:
         """How many requests are open each way."""
-        return ConnectionStatistics(len(self._incoming), len(self._outgoing))
+        return ConnectionStatistics(len(self._open["incoming"]), len(self._open["outgoing"]))
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -239,15 +257,13 @@ class Connection:
             return self._invalid(ErrorCode.INVALID_REQUEST, reason, request_id)
         if not has_id:
             return Notification(method, params)
-        key = _key(request_id)
-        if key in self._incoming:
+        if self.is_open(request_id):
             # Answering with this id would look like the answer to the open request.
             return self._invalid(
                 ErrorCode.INVALID_REQUEST,
                 f"invalid request: id {request_id!r} is in use by a request not yet answered",
             )
-        self._move("incoming", key, "receive")
-        self._incoming.add(key)
+        self._move("incoming", request_id, "receive", method)
         return Request(request_id, method, params)
 
     def _response(self, message: dict[str, Any], has_id: bool, request_id: RequestId) -> Event:
@@ -258,10 +274,9 @@ class Connection:
                 "invalid request: no method (a response needs an id and one of result, error)",
                 request_id,
             )
-        if not isinstance(request_id, int) or request_id not in self._outgoing:
+        if not self._awaits(request_id):
             return Invalid(f"a response to id {request_id!r}, which this side did not send", None)
-        self._move("outgoing", request_id, "response")
-        method = self._outgoing.pop(request_id)
+        method = self._move("outgoing", request_id, "response")
         error = message.get("error")
         if has_error and not isinstance(error, dict):
             error = {"code": ErrorCode.INTERNAL_ERROR, "message": f"malformed error {error!r}"}
@@ -275,16 +290,19 @@ class Connection:
         if "id" not in message and "method" in message:
             return Invalid(f"{reason} (a notification; not answered)", None)
         if "method" not in message and ("result" in message or "error" in message):
-            if not (clean and isinstance(raw_id, int) and raw_id in self._outgoing):
+            if not (clean and self._awaits(raw_id)):
                 return Invalid(f"{reason} (a response to no open request; dropped)", None)
             # The peer did answer: close the request as failed rather than leave it open.
-            self._move("outgoing", raw_id, "response")
-            method = self._outgoing.pop(raw_id)
+            method = self._move("outgoing", raw_id, "response")
             error = {"code": ErrorCode.INVALID_REQUEST, "message": f"refused: {reason}"}
             return Response(raw_id, method, None, error)
-        if not clean or _key(raw_id) in self._incoming or "method" not in message:
+        if not clean or self.is_open(raw_id) or "method" not in message:
             return self._invalid(ErrorCode.PARSE_ERROR, reason)
         return self._invalid(ErrorCode.PARSE_ERROR, reason, raw_id)
+
+    def _awaits(self, request_id: object) -> TypeGuard[int]:
+        # Only ints are sent as ids (and the key tells True from 1), so no other id is open.
+        return isinstance(request_id, int) and self._state("outgoing", request_id) == "open"
 
     def _invalid(self, code: int, message: str, request_id: RequestId = None) -> Invalid:
         # The id of a refused frame is never open, so this answer is not bookkept.
@@ -311,25 +329,22 @@ class Connection:
         return self._answer(request_id, _error_message(request_id, code, message, data))
 
     def _answer(self, request_id: RequestId, message: dict[str, Any]) -> bytes:
-        key = _key(request_id)
-        self._move("incoming", key, "answer")
-        # Invariant: encoded between the check and the move, so a failure changes nothing.
+        # Invariant: encoded before the move, so a failure to encode changes nothing.
         frame = encode_frame(message)
-        self._incoming.discard(key)
+        self._move("incoming", request_id, "answer")
         return frame
 
     def is_open(self, request_id: RequestId) -> bool:
         """Whether the peer's request ``request_id`` awaits its answer."""
-        return _key(request_id) in self._incoming
+        return self._state("incoming", request_id) == "open"
 
     def request(self, method: str, params: Any) -> tuple[int, bytes]:
         """A new request to the peer: its id and its frame."""
         request_id = next(self._ids)
-        self._move("outgoing", request_id, "send")
         frame = encode_frame(
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         )
-        self._outgoing[request_id] = method
+        self._move("outgoing", request_id, "send", method)
         return request_id, frame
 
     def abandon(self, request_id: int) -> None:
@@ -339,7 +354,6 @@ class Connection:
             ProtocolStateError: the request is not open.
         """
         self._move("outgoing", request_id, "abandon")
-        del self._outgoing[request_id]
 
     def notify(self, method: str, params: Any) -> bytes:
         """The frame of a notification to the peer."""

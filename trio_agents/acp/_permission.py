@@ -22,7 +22,7 @@ import trio
 from ..agent import ToolContext, ToolResult
 from ..cancel import UserCancel
 from ._jsonrpc import Response
-from ._prompts import Session, Sessions
+from ._prompts import AcpSession, Sessions
 from ._protocol import PERMISSION_OPTIONS
 from ._serving import Serving
 
@@ -104,7 +104,9 @@ class Permissions:
             session.agent.cancel(UserCancel(), keep_inbox=True)
         return ToolResult("the user cancelled; the command did not run", is_error=True)
 
-    async def _ask(self, session: Session, arguments: Mapping[str, Any], call: ToolContext) -> str:
+    async def _ask(
+        self, session: AcpSession, arguments: Mapping[str, Any], call: ToolContext
+    ) -> str:
         command = arguments.get("command")
         params = {
             "sessionId": session.agent.id,

@@ -43,7 +43,7 @@ from ._protocol import (
 )
 from ._serving import Serving
 
-__all__ = ["Policy", "Prompt", "Session", "Sessions"]
+__all__ = ["AcpSession", "Policy", "Prompt", "Sessions"]
 
 log = logging.getLogger("trio_agents.acp")
 
@@ -64,7 +64,7 @@ class Prompt:
 
 @final
 @attrs.define(eq=False)
-class Session:
+class AcpSession:
     """An ACP session: its agent, the disposer of its handle, and its pending prompt."""
 
     agent: Agent
@@ -80,9 +80,9 @@ class Sessions:
 
     def __init__(self, serving: Serving) -> None:
         self._serving = serving
-        self._live: dict[str, Session] = {}
+        self._live: dict[str, AcpSession] = {}
 
-    def __iter__(self) -> Iterator[Session]:
+    def __iter__(self) -> Iterator[AcpSession]:
         return iter(tuple(self._live.values()))
 
     def ids(self) -> tuple[str, ...]:
@@ -93,11 +93,11 @@ class Sessions:
         """How many prompts await their answer."""
         return sum(1 for s in self._live.values() if s.prompt is not None)
 
-    def get(self, session_id: object) -> Session | None:
+    def get(self, session_id: object) -> AcpSession | None:
         """The session ``session_id``, or ``None`` (also for a non-string id)."""
         return self._live.get(session_id) if isinstance(session_id, str) else None
 
-    def lookup(self, params: Mapping[str, Any]) -> Session:
+    def lookup(self, params: Mapping[str, Any]) -> AcpSession:
         """The session named by ``params["sessionId"]``.
 
         Raises:
@@ -114,11 +114,11 @@ class Sessions:
             )
         return session
 
-    def add(self, session: Session) -> None:
+    def add(self, session: AcpSession) -> None:
         """Publish ``session`` under its agent's id."""
         self._live[session.agent.id] = session
 
-    def replay(self, session: Session) -> None:
+    def replay(self, session: AcpSession) -> None:
         """Stream the conversation so far as ``session/update`` notifications."""
         for update in replay(session.agent.session.records):
             self._serving.update(session.agent.id, update)
@@ -146,7 +146,7 @@ class Sessions:
             raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
         session.prompt = Prompt(request.id, str(message_id))
 
-    def _finish(self, session: Session, ended: TurnEnded | None) -> None:
+    def _finish(self, session: AcpSession, ended: TurnEnded | None) -> None:
         prompt = session.prompt
         assert prompt is not None
         session.prompt = None

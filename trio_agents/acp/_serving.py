@@ -1,8 +1,13 @@
 """The serving of one JSON-RPC connection: frames in, routed to handlers, frames out in order.
 
 Rules (ordering):
-- Every frame goes through one unbounded outbound queue and one writer task, so frames leave
-  in the order they were produced (:meth:`Serving.send` never blocks and never reorders).
+- Every frame goes through one outbound queue and one writer task, so frames leave in the
+  order they were produced (:meth:`Serving.send` never blocks and never reorders).
+- A client that stops reading must not make the queue grow without end, and a client that
+  reads must get every frame however fast the agents produce them. So the queue may pass
+  ``max_unsent`` bytes for a moment, but when it stays past the bound with no frame written
+  for ``stall_seconds``, the client is treated like one whose pipe broke: a warning, then
+  ``on_broken()`` (the connection closes, nothing more is queued).
 - After the client's EOF, the answers already produced (including those of the requests the
   EOF cancelled) still go out, within ``drain_seconds``; EOF may close only the client's half.
 
@@ -63,6 +68,9 @@ class Serving:
         send_stream: where frames are written.
         receive_stream: where frames are read.
         max_frame: the largest incoming frame, in bytes.
+        max_unsent: bytes of frames queued and not yet written past which a stalled writer
+            means the client stopped reading.
+        stall_seconds: how long the writer may make no progress past ``max_unsent``.
         sync: handlers that answer in the reader's task, by method.
         concurrent: handlers that run in their own task, by method.
         notifications: what to do with each notification the peer may send, by method.
@@ -76,6 +84,8 @@ class Serving:
         receive_stream: trio.abc.ReceiveStream,
         *,
         max_frame: int,
+        max_unsent: int,
+        stall_seconds: float,
         sync: Mapping[str, SyncHandler],
         concurrent: Mapping[str, ConcurrentHandler],
         notifications: Mapping[str, Callable[[Any], None]],
@@ -94,6 +104,16 @@ class Serving:
         self._handlers: trio.Nursery | None = None
         self._out_send, self._out_receive = trio.open_memory_channel[bytes](math.inf)
         self._drained = trio.Event()
+        self._max_unsent = max_unsent
+        self._stall_seconds = stall_seconds
+        self._unsent = 0
+        self._last_write = -math.inf
+        self._over = trio.Event()  # set while the queue is past max_unsent
+
+    @property
+    def unsent(self) -> int:
+        """Bytes of frames queued and not yet written."""
+        return self._unsent
 
     # -- frames out ---------------------------------------------------------------------------
 
@@ -103,6 +123,10 @@ class Serving:
             self._out_send.send_nowait(frame)
         except trio.ClosedResourceError:
             log.debug("dropped a frame after the connection closed")
+            return
+        self._unsent += len(frame)
+        if self._unsent > self._max_unsent:
+            self._over.set()
 
     def update(self, session_id: str, update: Mapping[str, Any]) -> None:
         """Queue the ``session/update`` notification ``update`` of ``session_id``.
@@ -133,8 +157,10 @@ class Serving:
         then let the queued frames leave within ``drain_seconds``. When the peer stops
         reading, ``on_broken()`` (which is expected to cancel this call).
         """
+        self._last_write = trio.current_time()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._write, on_broken)
+            nursery.start_soon(self._watch, on_broken)
             try:
                 async with trio.open_nursery() as handlers:
                     self._handlers = handlers
@@ -182,7 +208,29 @@ class Serving:
                 log.debug("the client stopped reading; shutting down")
                 on_broken()
                 return
+            self._unsent -= len(frame)
+            self._last_write = trio.current_time()
+            if self._unsent <= self._max_unsent and self._over.is_set():
+                self._over = trio.Event()
         self._drained.set()
+
+    async def _watch(self, on_broken: Callable[[], None]) -> None:
+        """Close the connection when the queue stays past its bound with no write."""
+        while True:
+            await self._over.wait()
+            await trio.sleep_until(self._last_write + self._stall_seconds)
+            stalled = trio.current_time() - self._last_write >= self._stall_seconds
+            if self._unsent > self._max_unsent and stalled:
+                log.warning(
+                    "the client has read nothing for %g s and %d bytes of answers wait for "
+                    "it (the bound is %d); closing the connection",
+                    self._stall_seconds,
+                    self._unsent,
+                    self._max_unsent,
+                )
+                self._out_send.close()  # nothing more is queued
+                on_broken()
+                return
 
     # -- dispatch -----------------------------------------------------------------------------
 

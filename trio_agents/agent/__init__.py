@@ -14,11 +14,11 @@ from ._handle import AgentHandle as AgentHandle
 from ._inbox import Lane as Lane
 from ._inbox import MessageId as MessageId
 from ._inbox import QueuedMessage as QueuedMessage
+from ._keys import AGENTS as AGENTS
+from ._keys import TOOLS as TOOLS
 from ._loop import AgentLoop as AgentLoop
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
-from ._models import ModelCatalog as ModelCatalog
-from ._models import ModelsPlugin as ModelsPlugin
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
 from ._runtime import open_runtime as open_runtime
@@ -34,6 +34,8 @@ from ._tools import tools_plugin as tools_plugin
 from ._usage import AgentUsage as AgentUsage
 
 __all__ = [
+    "AGENTS",
+    "TOOLS",
     "Agent",
     "AgentCancelRequested",
     "AgentClosedError",
@@ -53,8 +55,6 @@ __all__ = [
     "DeclaredAgent",
     "Lane",
     "MessageId",
-    "ModelCatalog",
-    "ModelsPlugin",
     "QueuedMessage",
     "Tool",
     "ToolContext",

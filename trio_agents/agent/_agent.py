@@ -302,7 +302,7 @@ class Agent:
         if new is self._status:
             return
         old, self._status = self._status, check_status(self._status, new)
-        self._emit(AgentStatusChanged(agent_id=self.id, old=old.value, new=new.value))
+        self._emit(AgentStatusChanged(agent_id=self.id, old=old, new=new))
         self._notify()
 
     def _notify(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from ..cancel import CancelCause
+from ._status import AgentStatus
 
 __all__ = [
     "AgentCancelRequested",
@@ -26,11 +27,11 @@ class AgentCreated:
 
 @attrs.frozen
 class AgentStatusChanged:
-    """An agent went from one status to another (``idle``, ``running``, ``disposing`` ...)."""
+    """An agent went from one :class:`AgentStatus` to another (``IDLE``, ``RUNNING`` ...)."""
 
     agent_id: str
-    old: str
-    new: str
+    old: AgentStatus
+    new: AgentStatus
 
 
 @attrs.frozen

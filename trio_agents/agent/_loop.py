@@ -11,6 +11,9 @@ from typing import final
 import attrs
 
 from ..kernel import Context
+from ..model import MODELS
+from ..session import SESSIONS
+from ._keys import AGENTS, TOOLS
 from ._registry import AgentRegistry
 
 __all__ = ["AgentLoop", "DeclaredAgent"]
@@ -33,7 +36,7 @@ class AgentLoop:
     """The plugin that provides ``agents``. Applied by ``open_runtime``."""
 
     name = "agent-loop"
-    inject = ("sessions", "tools", "models")
+    inject = (SESSIONS, TOOLS, MODELS)
 
     @attrs.frozen
     class Config:
@@ -42,14 +45,15 @@ class AgentLoop:
         agents: list[DeclaredAgent] = attrs.Factory(list)
 
     async def apply(self, ctx: Context, config: AgentLoop.Config) -> None:
-        registry = AgentRegistry(ctx, ctx.sessions, ctx.tools, ctx.models)
-        ctx.provide("agents", registry)
+        sessions = ctx.service(SESSIONS)
+        registry = AgentRegistry(ctx, sessions, ctx.service(TOOLS), ctx.service(MODELS))
+        ctx.provide(AGENTS, registry)
         for declared in config.agents:
             # Created from this fiber's task, so the loop is the only owner (the handle is
             # not kept: the loop's unload disposes these agents). A declared id that is
             # stored already is resumed: a restart never loses its history, and the agent
             # takes the definition the configuration gives now.
-            if declared.id is not None and ctx.sessions.is_stored(declared.id):
+            if declared.id is not None and sessions.is_stored(declared.id):
                 await registry.resume(
                     declared.id,
                     model=declared.model,

@@ -44,25 +44,12 @@ from ._handle import AgentHandle
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from ._models import ModelCatalog
+    from ..model import ModelCatalog
     from ._tools import ToolRegistry
 
 __all__ = ["AgentRegistry", "AgentScope"]
 
 T = TypeVar("T")
-
-
-@final
-class _Scope:
-    """The agent's scope fiber: what the agent owns beyond its loop lands here."""
-
-    name = "agent-scope"
-
-    def __init__(self) -> None:
-        self.ctx: Context | None = None
-
-    async def apply(self, ctx: Context, config: None) -> None:
-        self.ctx = ctx
 
 
 @final
@@ -113,7 +100,8 @@ class _Hosted:
         self.make = make
         self.ctx: Context | None = None
         self.agent: Agent | None = None
-        self.scope: _Scope | None = None
+        #: The agent's scope fiber: what the agent owns beyond its loop lands here.
+        self.scope: Context | None = None
         self.committed = False
 
     async def apply(self, ctx: Context, config: None) -> None:
@@ -128,8 +116,7 @@ class _Hosted:
         self.agent = agent
         registry._attach(agent)
         ctx.defer(registry._detach, agent)
-        self.scope = _Scope()
-        await ctx.plugin(self.scope)
+        self.scope = await ctx.child("agent-scope")
 
     def commit(self) -> Agent:
         """Publish the agent and start its loop; synchronous, so it is all or nothing.
@@ -333,9 +320,9 @@ class AgentRegistry:
     def _scope_of(self, agent: Agent) -> Context:
         fiber = self._fibers.get(agent)
         hosted = fiber.plugin if fiber is not None else None
-        if not isinstance(hosted, _Hosted) or hosted.scope is None or hosted.scope.ctx is None:
+        if not isinstance(hosted, _Hosted) or hosted.scope is None:
             raise ValueError(f"agent {agent.id} is not live; a parent must be a live agent")
-        return hosted.scope.ctx
+        return hosted.scope
 
     def scope_of(self, agent: Agent) -> AgentScope:
         """The scope of ``agent``: what is added to it is disposed with the agent, after its

@@ -6,10 +6,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from ..kernel import Context, open_root
-from ..model import Model
+from ..model import Model, ModelsPlugin
 from ..session import MemoryStore, SessionStore
 from ._loop import AgentLoop, DeclaredAgent, agent_loop
-from ._models import ModelsPlugin
 from ._tools import tools_plugin
 
 __all__ = ["open_runtime"]

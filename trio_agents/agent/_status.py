@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Final
 
-from ..kernel import InvalidTransitionError
+from ..kernel._states import StateTable
 
 __all__ = ["AgentStatus", "check_status"]
 
@@ -36,8 +36,5 @@ TRANSITIONS: Final[dict[AgentStatus, frozenset[AgentStatus]]] = {
 }
 
 
-def check_status(old: AgentStatus, new: AgentStatus) -> AgentStatus:
-    """Return ``new`` if ``old -> new`` is legal, else raise :exc:`InvalidTransitionError`."""
-    if new not in TRANSITIONS[old]:
-        raise InvalidTransitionError(f"an agent cannot go from {old.value!r} to {new.value!r}")
-    return new
+#: ``check_status(old, new)``: ``new`` if the move is legal, else raise.
+check_status: Final = StateTable("an agent", TRANSITIONS).check

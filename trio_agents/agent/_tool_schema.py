@@ -21,7 +21,7 @@ from typing import Any, Literal, Union, final, get_args, get_origin
 
 import attrs
 
-from ..kernel import Wording, json_type, strict_converter
+from ..kernel import StrictConverter, Wording, json_type
 
 __all__ = [
     "ArgumentsError",
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 #: The tools layer's own converter (never the global one): the strict policy, in JSON terms.
-tools_converter = strict_converter(wording=Wording.json())
+tools_converter = StrictConverter(wording=Wording.json())
 
 
 @final

@@ -29,7 +29,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeAlias, final
+from typing import TYPE_CHECKING, Any, TypeAlias, final
 
 import attrs
 import trio
@@ -40,6 +40,9 @@ from ..kernel import Context, Entry, count_problems, current_context, list_probl
 from ..model import ToolSpec
 from ._tool_schema import ArgumentsError, describe_params, params_schema, structure_arguments
 from ._tool_schema import tools_converter as tools_converter
+
+if TYPE_CHECKING:
+    from ._agent import Agent
 
 __all__ = [
     "Tool",
@@ -87,7 +90,7 @@ class ToolContext:
         scope: the turn's cancel scope, if any (cancelling it stops the whole turn).
     """
 
-    agent: Any = None
+    agent: Agent | None = None
     call_id: str | None = None
     scope: CauseScope | None = None
 

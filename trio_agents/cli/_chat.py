@@ -31,7 +31,7 @@ from ..agent import Agent, AgentStatus
 from ..cancel import UserCancel
 from ..kernel import Context
 from ..session import ToolCall, ToolCallEnded
-from ..shell import JobDone, JobNotFoundError, JobStatus
+from ..shell import JobDone, JobNotFoundError, job_state
 from ._chat_view import ChatView
 from ._logs import CliLog
 from ._options import Settings, attach, open_cli_runtime, session_path
@@ -213,11 +213,6 @@ def _jobs(root: Context, agent: Agent, done: dict[str, JobDone]) -> list[str]:
         except JobNotFoundError:
             continue  # started by an earlier process: gone with it
         ended = done.get(job_id)
-        if ended is None:
-            state = "running"
-        elif ended.status is JobStatus.KILLED:
-            state = f"killed (exit code {ended.exit_code})"
-        else:
-            state = f"exited with code {ended.exit_code}"
+        state = "running" if ended is None else job_state(ended.status, ended.exit_code)
         rows.append(f"{job_id}  {state}  {commands[record.call_id]}")
     return rows

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from ..agent import Agent, AgentOutput, AgentStatusChanged
+from ..agent import Agent, AgentOutput, AgentStatus, AgentStatusChanged
 from ..kernel import Context, PluginReloaded
 from ..session import (
     InboxSpliced,
@@ -124,7 +124,7 @@ class ChatView:
                 self.note(_ending(record), "red" if record.error else "yellow")
 
     def _on_status(self, event: AgentStatusChanged) -> None:
-        if event.agent_id == self._agent_id and event.new == "idle":
+        if event.agent_id == self._agent_id and event.new is AgentStatus.IDLE:
             self.prompt()
 
     def _on_reload(self, event: PluginReloaded) -> None:

@@ -45,10 +45,10 @@ import attrs
 from ..agent import DeclaredAgent
 from ..kernel import (
     ConfigError,
+    StrictConverter,
     config_converter,
     count_problems,
     list_problems,
-    strict_converter,
 )
 from ..mcp import McpServer
 from ..model import ModelSpecError, model_from_spec
@@ -114,7 +114,7 @@ class Config:
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
-_CONVERTER = strict_converter()
+_CONVERTER = StrictConverter()
 
 
 def _problems(exc: Exception, path: str) -> list[str]:

@@ -19,6 +19,7 @@ from ..agent import (
     AgentCancelRequested,
     AgentDisposed,
     AgentHandle,
+    AgentStatus,
     AgentStatusChanged,
     open_runtime,
 )
@@ -58,7 +59,9 @@ async def demo(args: argparse.Namespace) -> int:
         out.rule("2. queue, steer and cancel")
         agent.prompt("a long first prompt")
         await _wait_for(
-            root, AgentStatusChanged, lambda e: e.agent_id == agent.id and e.new == "running"
+            root,
+            AgentStatusChanged,
+            lambda e: e.agent_id == agent.id and e.new is AgentStatus.RUNNING,
         )
         queued = agent.prompt("a queued prompt that will be cancelled")
         agent.steer("a steer for the running turn")

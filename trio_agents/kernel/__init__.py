@@ -18,6 +18,7 @@ from ._plugin import Plugin as Plugin
 from ._plugin import config_converter as config_converter
 from ._runtime import Runtime as Runtime
 from ._runtime import open_root as open_root
+from ._service_key import ServiceKey as ServiceKey
 from ._stack import Entry as Entry
 from ._states import FiberState as FiberState
 from ._strict import StrictConverter as StrictConverter
@@ -26,13 +27,13 @@ from ._strict import Wording as Wording
 from ._strict import count_problems as count_problems
 from ._strict import json_type as json_type
 from ._strict import list_problems as list_problems
-from ._strict import strict_converter as strict_converter
 from ._watch import watch_plugins as watch_plugins
 
 __all__ = [
     "ConfigError",
     "Context",
     "Entry",
+    "Fiber",
     "FiberClosedError",
     "FiberFailed",
     "FiberState",
@@ -46,6 +47,7 @@ __all__ = [
     "Runtime",
     "ServiceAccessError",
     "ServiceConflictError",
+    "ServiceKey",
     "StrictConverter",
     "StrictTypeError",
     "Wording",
@@ -55,6 +57,5 @@ __all__ = [
     "json_type",
     "list_problems",
     "open_root",
-    "strict_converter",
     "watch_plugins",
 ]

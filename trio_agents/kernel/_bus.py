@@ -8,6 +8,8 @@ Rules:
 - ``emit_serial`` awaits async listeners one after another; ``emit_concurrent`` runs them all at
   once. Failures are contained the same way; cancellation is not a failure and propagates.
 - A listener removed during an emit is not called afterwards.
+- :meth:`EventBus.call` is the one containment of a synchronous listener: the bus's own
+  listeners and a service's listeners (``shell.on_job_done``) fail the same way.
 """
 
 from __future__ import annotations
@@ -79,25 +81,36 @@ class EventBus:
 
     def emit(self, event: object) -> None:
         for listener in self._matching(event):
-            if not listener.active:
-                continue
-            try:
-                result = listener.fn(event)
-            except Exception as exc:
-                self._failed(listener, event, exc)
-                continue
-            if inspect.isawaitable(result):
-                if inspect.iscoroutine(result):
-                    result.close()
-                self._failed(
-                    listener,
-                    event,
-                    TypeError(
-                        f"listener {listener.label} is async, so the synchronous emit() "
-                        f"cannot run it; emit {type(event).__name__} with "
-                        f"'await ctx.emit_serial(event)', or make the listener sync"
-                    ),
-                )
+            if listener.active:
+                self.call(listener, event)
+
+    def call(self, listener: Listener, event: object, async_error: str | None = None) -> None:
+        """Call a synchronous listener as :meth:`emit` does: a failure is logged and reported
+        as :class:`ListenerFailed`, never raised.
+
+        An async listener cannot run here: its coroutine is closed and it fails with a
+        ``TypeError`` saying ``async_error`` (by default: how to emit the event awaited).
+        """
+        try:
+            result = listener.fn(event)
+        except Exception as exc:
+            self._failed(listener.label, event, exc)
+            return
+        if inspect.isawaitable(result):
+            self._refuse(listener, event, result, async_error)
+
+    def _refuse(
+        self, listener: Listener, event: object, result: object, async_error: str | None
+    ) -> None:
+        if inspect.iscoroutine(result):
+            result.close()
+        if async_error is None:
+            async_error = (
+                f"listener {listener.label} is async, so the synchronous emit() cannot run it; "
+                f"emit {type(event).__name__} with 'await ctx.emit_serial(event)', or make the "
+                f"listener sync"
+            )
+        self._failed(listener.label, event, TypeError(async_error))
 
     async def _call(self, listener: Listener, event: object) -> None:
         if not listener.active:
@@ -107,7 +120,7 @@ class EventBus:
             if inspect.isawaitable(result):
                 await result
         except Exception as exc:
-            self._failed(listener, event, exc)
+            self._failed(listener.label, event, exc)
 
     async def emit_serial(self, event: object) -> None:
         for listener in self._matching(event):
@@ -119,7 +132,7 @@ class EventBus:
             for listener in self._matching(event):
                 nursery.start_soon(self._call, listener, event)
 
-    def _failed(self, listener: Listener, event: object, exc: Exception) -> None:
-        log.error("listener %s failed on %s", listener.label, type(event).__name__, exc_info=exc)
+    def _failed(self, label: str, event: object, exc: Exception) -> None:
+        log.error("listener %s failed on %s", label, type(event).__name__, exc_info=exc)
         if not isinstance(event, ListenerFailed):
-            self.emit(ListenerFailed(event=event, listener=listener.label, error=exc))
+            self.emit(ListenerFailed(event=event, listener=label, error=exc))

@@ -5,6 +5,9 @@ Rules:
 - ``ctx.<service>`` is strict: the fiber (or an ancestor) must declare the service in
   ``inject``, and the call must come from a task of that fiber's subtree. ``ctx.get(name)`` is
   the lookup that needs neither and returns ``None`` when the service is absent.
+- Both take a typed :class:`ServiceKey` too: ``ctx.service(AGENTS)`` is ``ctx.agents`` and
+  ``ctx.get(AGENTS)`` is ``ctx.get("agents")``, typed ``AgentRegistry`` and
+  ``AgentRegistry | None`` instead of ``Any``.
 - :func:`current_context` names the fiber whose task is running (listeners run in the
   emitter's task, so there it is the emitter's fiber).
 """
@@ -14,13 +17,15 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, TypeVar, final
+from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 
+from ._bus import Listener
 from ._errors import ServiceAccessError
+from ._service_key import ServiceKey, service_name
+from ._stack import Entry
 
 if TYPE_CHECKING:
     from ._fiber import Fiber
-    from ._stack import Entry
 
 __all__ = ["Context", "current_context"]
 
@@ -72,6 +77,18 @@ class Context:
         """
         return await self._fiber.runtime._spawn(self._fiber, plugin, config)
 
+    async def child(self, name: str) -> Context:
+        """A new, empty child fiber named ``name``, active; its context.
+
+        What is added to it is owned by it and unwinds when it is disposed (its ``fiber``),
+        or with this fiber, as any child fiber does. Its tasks are its own: a service this
+        fiber declared is reachable from them.
+        """
+        holder = _Child(name)
+        await self.plugin(holder)
+        assert holder.ctx is not None  # apply ran: a plugin with no inject never waits
+        return holder.ctx
+
     async def effect(self, cm: AbstractAsyncContextManager[T]) -> T:
         """Enter ``cm`` in the fiber's task and own it; it exits when the fiber unloads.
 
@@ -88,7 +105,6 @@ class Context:
 
         Returns the :class:`Entry`, whose ``close()`` runs it early and ``discard()`` forgets it.
         """
-        from ._stack import Entry
 
         async def exit_() -> None:
             await fn(*args)
@@ -118,23 +134,48 @@ class Context:
 
     # -- services ------------------------------------------------------------------------------
 
-    def provide(self, name: str, service: object) -> Entry:
-        """Publish ``service`` under ``name`` for as long as the fiber is loaded.
+    @overload
+    def provide(self, name: ServiceKey[T], service: T) -> Entry: ...
+    @overload
+    def provide(self, name: str, service: object) -> Entry: ...
+    def provide(self, name: ServiceKey[Any] | str, service: object) -> Entry:
+        """Publish ``service`` under ``name`` (a name or a :class:`ServiceKey`) for as long as
+        the fiber is loaded. With a key, the type checker checks that ``service`` is its type.
 
         When it leaves, the fibers that inject it are unloaded back to ``pending`` first.
 
         Raises:
             ServiceConflictError: the name is taken, or collides with a Context attribute.
         """
-        return self._fiber.runtime._provide(self._fiber, name, service)
+        return self._fiber.runtime._provide(self._fiber, service_name(name), service)
 
-    def get(self, name: str) -> Any:
-        """The service ``name``, or ``None``: works from any task and needs no declaration."""
-        return self._fiber.runtime._lookup(name)
+    @overload
+    def get(self, name: ServiceKey[T]) -> T | None: ...
+    @overload
+    def get(self, name: str) -> Any: ...
+    def get(self, name: ServiceKey[Any] | str) -> Any:
+        """The service ``name``, or ``None``: works from any task and needs no declaration.
+
+        With a :class:`ServiceKey` the result is typed ``T | None``; with a name, ``Any``.
+        """
+        return self._fiber.runtime._lookup(service_name(name))
+
+    def service(self, key: ServiceKey[T]) -> T:
+        """The service of ``key``, typed: the same strict access as ``ctx.<name>``.
+
+        Raises:
+            ServiceAccessError: the fiber did not declare the service in ``inject``, the call
+                comes from a foreign fiber's task, or the service is not provided.
+        """
+        found: T = self._strict(key.name)
+        return found
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
+        return self._strict(name)
+
+    def _strict(self, name: str) -> Any:
         fiber = self._fiber
         if not fiber._declares(name):
             raise ServiceAccessError(
@@ -165,6 +206,17 @@ class Context:
         """Call the sync listeners of ``event`` in order; their failures are contained."""
         self._fiber.runtime.bus.emit(event)
 
+    def call_listener(
+        self, listener: Callable[[T], object], event: T, *, async_error: str | None = None
+    ) -> None:
+        """Call a listener a service keeps itself the way :meth:`emit` calls one.
+
+        A failure is logged and reported as :class:`ListenerFailed` (never raised); an async
+        listener is not run and fails with a ``TypeError`` saying ``async_error``.
+        """
+        entry = Listener(type(event), listener)
+        self._fiber.runtime.bus.call(entry, event, async_error)
+
     async def emit_serial(self, event: object) -> None:
         """Await the listeners of ``event`` one after another (failures contained)."""
         await self._fiber.runtime.bus.emit_serial(event)
@@ -193,12 +245,22 @@ class Context:
                 (the old plugin is running again); or ``target`` is not defined at the top
                 level of a module.
         """
-        from ._reload import reload
-
-        return await reload(self._fiber.runtime, target)
+        return await self._fiber.runtime._reload(target)
 
     def __repr__(self) -> str:
         return f"<Context of {self._fiber!r}>"
+
+
+@final
+class _Child:
+    """The plugin of :meth:`Context.child`: it only keeps its context."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ctx: Context | None = None
+
+    async def apply(self, ctx: Context, config: None) -> None:
+        self.ctx = ctx
 
 
 def _name(fn: object) -> str:

@@ -3,7 +3,7 @@
 A plugin is a module or any object with:
 
 - ``name: str``;
-- optional ``inject``: the names of the services it requires;
+- optional ``inject``: the services it requires, by name or by :class:`.ServiceKey`;
 - optional ``Config``: an attrs class; a dict config is structured into it with the strict
   policy of :mod:`._strict` (no coercion, extra keys rejected, every problem reported at once);
 - ``async def apply(ctx, config)``.
@@ -19,13 +19,14 @@ import attrs
 
 from ._errors import ConfigError, PluginError
 from ._origin import PluginOrigin, origin_of
-from ._strict import count_problems, list_problems, strict_converter
+from ._service_key import ServiceKey, service_name
+from ._strict import StrictConverter, count_problems, list_problems
 
 __all__ = ["Plugin", "PluginSpec", "config_converter", "describe_plugin"]
 
 #: The kernel's converter for plugin configuration; never the global one. Strict: a config
 #: file's ``3`` is not the string ``"3"``, its ``"bash"`` is not a list of characters.
-config_converter = strict_converter()
+config_converter = StrictConverter()
 
 
 class Plugin(Protocol):
@@ -77,7 +78,7 @@ class PluginSpec:
                 f"got {type(apply).__name__ if apply is not None else 'nothing'}"
             )
         inject = getattr(plugin, "inject", ())
-        if isinstance(inject, str) or not all(isinstance(i, str) for i in inject):
+        if isinstance(inject, str) or not all(isinstance(i, str | ServiceKey) for i in inject):
             raise PluginError(
                 f"plugin {name!r}: 'inject' must be a sequence of service names, "
                 f"e.g. inject = ('agents',); got {inject!r}"
@@ -87,7 +88,8 @@ class PluginSpec:
             isinstance(config_type, type) and attrs.has(config_type)
         ):
             raise PluginError(f"plugin {name!r}: 'Config' must be an attrs class")
-        return cls(plugin, name, tuple(inject), config_type, apply, origin_of(plugin))
+        names = tuple(service_name(i) for i in inject)
+        return cls(plugin, name, names, config_type, apply, origin_of(plugin))
 
     def structure(self, config: object) -> Any:
         """Turn the config given to ``ctx.plugin`` into what ``apply`` receives.

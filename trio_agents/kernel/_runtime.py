@@ -23,6 +23,7 @@ from ._context import _CURRENT, Context
 from ._errors import ServiceConflictError
 from ._fiber import Fiber
 from ._plugin import PluginSpec
+from ._reload import reload
 from ._stack import Entry
 from ._states import FiberState
 
@@ -51,6 +52,10 @@ class Runtime:
 
     def _next_id(self) -> int:
         return next(self._ids)
+
+    async def _reload(self, target: object) -> tuple[Fiber, ...]:
+        # Here, not in Context: _reload needs _fiber, which needs _context.
+        return await reload(self, target)
 
     @property
     def fibers(self) -> tuple[Fiber, ...]:

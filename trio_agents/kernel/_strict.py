@@ -36,7 +36,6 @@ __all__ = [
     "count_problems",
     "json_type",
     "list_problems",
-    "strict_converter",
 ]
 
 _ARRAYS = (list, tuple, collections.abc.Sequence, collections.abc.MutableSequence)
@@ -177,8 +176,13 @@ def _is_literal(tp: Any) -> bool:
 
 @final
 class StrictConverter(cattrs.Converter):
-    """A cattrs converter with the strict policy of this module (build it with
-    :func:`strict_converter`)."""
+    """A cattrs converter with the strict policy of this module.
+
+    Args:
+        forbid_extra_keys: refuse keys an attrs class does not declare.
+        wording: how :meth:`problems` phrases what was expected and got;
+            :meth:`Wording.config` (the default) or :meth:`Wording.json`.
+    """
 
     def __init__(self, *, forbid_extra_keys: bool = True, wording: Wording | None = None):
         super().__init__(forbid_extra_keys=forbid_extra_keys)
@@ -243,19 +247,6 @@ class StrictConverter(cattrs.Converter):
     def problems(self, exc: BaseException, *, path: str = "$") -> list[str]:
         """Every problem of a failed ``structure`` call, as ``"problem @ path"`` lines."""
         return cattrs.transform_error(exc, path=path, format_exception=self.describe)
-
-
-def strict_converter(
-    *, forbid_extra_keys: bool = True, wording: Wording | None = None
-) -> StrictConverter:
-    """A new converter with the strict policy (see the module rules).
-
-    Args:
-        forbid_extra_keys: refuse keys an attrs class does not declare.
-        wording: how :meth:`StrictConverter.problems` phrases what was expected and got;
-            :meth:`Wording.config` (the default) or :meth:`Wording.json`.
-    """
-    return StrictConverter(forbid_extra_keys=forbid_extra_keys, wording=wording)
 
 
 def count_problems(problems: Sequence[str]) -> str:

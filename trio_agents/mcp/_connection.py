@@ -35,7 +35,7 @@ from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from ..agent import Tool, ToolContext, ToolResult
+from ..agent import TOOLS, Tool, ToolContext, ToolResult
 from ..kernel import Context, Entry, current_context
 from ._errors import McpServerError
 from ._events import McpToolsChanged
@@ -211,7 +211,7 @@ class Connection:
             if wanted.get(name) != offered.listed:
                 del self._offered[name]
                 await offered.entry.close()
-        registry = ctx.tools
+        registry = ctx.service(TOOLS)
         for name, remote in wanted.items():
             if name in self._offered:
                 continue

@@ -21,7 +21,8 @@ from typing import Any, ClassVar, final
 
 import attrs
 
-from ..kernel import Context
+from ..agent import TOOLS, ToolRegistry
+from ..kernel import Context, ServiceKey
 from ._errors import McpConfigError, McpError
 
 __all__ = ["McpServer"]
@@ -97,7 +98,7 @@ class McpServer:
         McpConfigError: a field is invalid, or the fields name no transport or two.
     """
 
-    inject: ClassVar[tuple[str, ...]] = ("tools",)
+    inject: ClassVar[tuple[ServiceKey[ToolRegistry], ...]] = (TOOLS,)
 
     name: str = attrs.field(validator=_check_name)
     command: str | None = attrs.field(default=None, kw_only=True)

@@ -6,6 +6,9 @@ The layer depends only on the kernel, the cancel layer and the package's error b
 """
 
 from ._anthropic import AnthropicModel as AnthropicModel
+from ._catalog import MODELS as MODELS
+from ._catalog import ModelCatalog as ModelCatalog
+from ._catalog import ModelsPlugin as ModelsPlugin
 from ._errors import ModelError as ModelError
 from ._errors import ModelSpecError as ModelSpecError
 from ._messages import AssistantText as AssistantText
@@ -37,6 +40,7 @@ from ._stream import ToolCallRequested as ToolCallRequested
 from ._stream import Usage as Usage
 
 __all__ = [
+    "MODELS",
     "AnthropicModel",
     "AssistantText",
     "CallTool",
@@ -45,11 +49,13 @@ __all__ = [
     "FinishReason",
     "Finished",
     "Model",
+    "ModelCatalog",
     "ModelError",
     "ModelEvent",
     "ModelFactory",
     "ModelRequest",
     "ModelSpecError",
+    "ModelsPlugin",
     "OpenAIChatModel",
     "Reply",
     "Say",

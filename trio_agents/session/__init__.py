@@ -20,6 +20,7 @@ from ._events import SessionFlushed as SessionFlushed
 from ._events import SessionWriteFailed as SessionWriteFailed
 from ._ids import default_root as default_root
 from ._jsonl import JsonlStore as JsonlStore
+from ._keys import SESSIONS as SESSIONS
 from ._memory import MemoryStore as MemoryStore
 from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage
@@ -40,6 +41,7 @@ from ._store import SessionStore as SessionStore
 from ._store import StoreStatistics as StoreStatistics
 
 __all__ = [
+    "SESSIONS",
     "AgentConfigured",
     "AssistantMessage",
     "InboxSpliced",

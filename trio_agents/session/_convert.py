@@ -21,6 +21,7 @@ from cattrs.gen import make_dict_unstructure_fn
 from cattrs.v import format_exception
 
 from ..cancel import CancelCause, DisposedCancel, HookCancel, ParentCancel, UserCancel
+from ..kernel._tags import TagRegistry
 from ._errors import SessionFormatError, UnstorableRecordError
 from ._records import Record, _is_attrs, record_class, record_tag, record_tags
 
@@ -39,8 +40,7 @@ C = TypeVar("C", bound="type[CancelCause]")
 #: The session layer's converter; never the global one.
 converter = cattrs.Converter(forbid_extra_keys=True)
 
-_CAUSE_BY_TAG: dict[str, type[CancelCause]] = {}
-_TAG_BY_CAUSE: dict[type[CancelCause], str] = {}
+_CAUSES: TagRegistry[CancelCause] = TagRegistry("cause", "user_cancel")
 
 
 def register_cause(cls: C, tag: str | None = None) -> C:
@@ -48,18 +48,11 @@ def register_cause(cls: C, tag: str | None = None) -> C:
 
     Raises:
         TypeError: ``cls`` is not an attrs subclass of :class:`CancelCause`.
-        ValueError: the tag is taken by another class.
+        ValueError: the tag is malformed, or taken by another class (or the class has another).
     """
     if not (isinstance(cls, type) and issubclass(cls, CancelCause) and _is_attrs(cls)):
         raise TypeError(f"register_cause() takes an attrs subclass of CancelCause; got {cls!r}")
-    tag = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower() if tag is None else tag
-    owner = _CAUSE_BY_TAG.get(tag)
-    if owner is not None and owner is not cls:
-        raise ValueError(
-            f"cause tag {tag!r} is already used by {owner.__qualname__}; choose another tag"
-        )
-    _CAUSE_BY_TAG[tag] = cls
-    _TAG_BY_CAUSE[cls] = tag
+    _CAUSES.add(cls, tag)
     return cls
 
 
@@ -73,7 +66,7 @@ def check_recordable_cause(cause: CancelCause) -> CancelCause:
     Raises:
         TypeError: naming the fix (``@register_cause``).
     """
-    if type(cause) not in _TAG_BY_CAUSE:
+    if _CAUSES.tag_of(type(cause)) is None:
         raise TypeError(
             f"cancel cause {type(cause).__qualname__} is not registered, so the turn it "
             f"cancels could not record it; decorate the class with "
@@ -145,13 +138,13 @@ def _tagged_unstructure_factory(
 
 
 def _cause_tag(cls: type[CancelCause]) -> str:
-    try:
-        return _TAG_BY_CAUSE[cls]
-    except KeyError:
+    tag = _CAUSES.tag_of(cls)
+    if tag is None:
         raise TypeError(
             f"cancel cause {cls.__qualname__} is not serializable; call "
             f"register_cause({cls.__name__}) first"
-        ) from None
+        )
+    return tag
 
 
 def _tagged_structure(
@@ -192,7 +185,7 @@ converter.register_structure_hook_func(
 )
 converter.register_structure_hook_func(
     lambda t: t is CancelCause,
-    _tagged_structure(CancelCause, _CAUSE_BY_TAG.get, lambda: tuple(sorted(_CAUSE_BY_TAG))),
+    _tagged_structure(CancelCause, _CAUSES.class_of, _CAUSES.tags),
 )
 
 

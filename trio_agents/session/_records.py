@@ -10,12 +10,12 @@ Rules:
 from __future__ import annotations
 
 import enum
-import re
 from typing import Any, Literal, TypeVar
 
 import attrs
 
 from ..cancel import CancelCause
+from ..kernel._tags import TagRegistry
 
 __all__ = [
     "AgentConfigured",
@@ -35,8 +35,6 @@ __all__ = [
 ]
 
 R = TypeVar("R", bound="type[Record]")
-
-_TAG = re.compile(r"[a-z][a-z0-9_]*")
 
 
 @attrs.frozen(kw_only=True)
@@ -181,18 +179,12 @@ class AgentConfigured(Record):
     cwd: str | None = None
 
 
-# Invariant: the two maps are inverse of each other.
-_CLASS_BY_TAG: dict[str, type[Record]] = {}
-_TAG_BY_CLASS: dict[type[Record], str] = {}
+_RECORDS: TagRegistry[Record] = TagRegistry("record", "turn_ended")
 
 
 def _is_attrs(cls: type) -> bool:
     # A plain bool: attrs.has() is a TypeGuard that would narrow `cls` away from `R`.
     return attrs.has(cls)
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def register_record(cls: R, tag: str | None = None) -> R:
@@ -216,21 +208,7 @@ def register_record(cls: R, tag: str | None = None) -> R:
             f"register_record() takes an attrs subclass of Record "
             f"(@attrs.frozen(kw_only=True) class X(Record)); got {cls!r}"
         )
-    tag = _snake(cls.__name__) if tag is None else tag
-    if not _TAG.fullmatch(tag):
-        raise ValueError(
-            f"record tags are snake_case identifiers such as 'turn_ended'; got {tag!r}"
-        )
-    owner = _CLASS_BY_TAG.get(tag)
-    if owner is not None and owner is not cls:
-        raise ValueError(
-            f"record tag {tag!r} is already used by {owner.__qualname__}; choose another tag"
-        )
-    current = _TAG_BY_CLASS.get(cls)
-    if current is not None and current != tag:
-        raise ValueError(f"{cls.__qualname__} is already registered as {current!r}")
-    _CLASS_BY_TAG[tag] = cls
-    _TAG_BY_CLASS[cls] = tag
+    _RECORDS.add(cls, tag)
     return cls
 
 
@@ -240,23 +218,23 @@ def record_tag(cls: type[Record]) -> str:
     Raises:
         TypeError: the class is not registered.
     """
-    try:
-        return _TAG_BY_CLASS[cls]
-    except KeyError:
+    tag = _RECORDS.tag_of(cls)
+    if tag is None:
         raise TypeError(
             f"record class {cls.__qualname__} is not registered; call "
             f"register_record({cls.__name__}, 'tag') before appending it"
-        ) from None
+        )
+    return tag
 
 
 def record_class(tag: str) -> type[Record] | None:
     """The record class registered under ``tag``, or ``None``."""
-    return _CLASS_BY_TAG.get(tag)
+    return _RECORDS.class_of(tag)
 
 
 def record_tags() -> tuple[str, ...]:
     """Every registered tag, sorted."""
-    return tuple(sorted(_CLASS_BY_TAG))
+    return _RECORDS.tags()
 
 
 for _cls in (

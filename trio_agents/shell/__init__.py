@@ -4,6 +4,7 @@
 from ._errors import JobNotFoundError as JobNotFoundError
 from ._errors import ShellError as ShellError
 from ._errors import ShellRequestError as ShellRequestError
+from ._executor import SHELL as SHELL
 from ._executor import JobListener as JobListener
 from ._executor import ShellExecutor as ShellExecutor
 from ._local import LocalShell as LocalShell
@@ -21,8 +22,10 @@ from ._types import JobStatus as JobStatus
 from ._types import ShellExecRequest as ShellExecRequest
 from ._types import ShellExecSpec as ShellExecSpec
 from ._types import ShellResult as ShellResult
+from ._types import job_state as job_state
 
 __all__ = [
+    "SHELL",
     "BashArgs",
     "BashTask",
     "JobArgs",
@@ -42,5 +45,6 @@ __all__ = [
     "ShellResult",
     "ShellStatistics",
     "ToolBash",
+    "job_state",
     "tool_bash",
 ]

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from typing import Final
 
-from ..kernel import Entry
+from ..kernel import Entry, ServiceKey
 from ._types import BashTask, JobDone, JobOutput, ShellExecRequest, ShellExecSpec, ShellResult
 
-__all__ = ["JobListener", "ShellExecutor"]
+__all__ = ["SHELL", "JobListener", "ShellExecutor"]
 
 #: A synchronous ``on_job_done`` listener.
 JobListener = Callable[[JobDone], object]
@@ -93,3 +94,7 @@ class ShellExecutor(abc.ABC):
         Returns:
             The calling fiber's entry; closing it removes the listener.
         """
+
+
+#: The key of the ``shell`` service (provided by :class:`LocalShell`).
+SHELL: Final[ServiceKey[ShellExecutor]] = ServiceKey("shell")

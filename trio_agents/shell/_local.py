@@ -23,7 +23,6 @@ Rules:
 from __future__ import annotations
 
 import itertools
-import logging
 import math
 import os
 import signal
@@ -32,10 +31,10 @@ from typing import Any, final
 import attrs
 import trio
 
-from ..kernel import Context, Entry, ListenerFailed, current_context
+from ..kernel import Context, Entry, current_context
 from ._child import Child, GroupChild, SupervisedChild, supervisor_available
 from ._errors import JobNotFoundError, ShellRequestError
-from ._executor import JobListener, ShellExecutor
+from ._executor import SHELL, JobListener, ShellExecutor
 from ._output import OutputBuffer
 from ._types import (
     BashTask,
@@ -49,7 +48,6 @@ from ._types import (
 
 __all__ = ["LocalShell", "LocalShellExecutor", "ShellStatistics"]
 
-log = logging.getLogger("trio_agents")
 
 _READ_SIZE = 65536
 
@@ -260,17 +258,9 @@ class LocalShellExecutor(ShellExecutor):
 
     def _report(self, event: JobDone) -> None:
         for listener in tuple(self._listeners.values()):
-            try:
-                result = listener(event)
-                if hasattr(result, "__await__"):
-                    close = getattr(result, "close", None)
-                    if close is not None:
-                        close()
-                    raise TypeError("on_job_done listeners are synchronous functions")
-            except Exception as exc:
-                label = getattr(listener, "__qualname__", repr(listener))
-                log.error("job listener %s failed on %s", label, event.job_id, exc_info=exc)
-                self._ctx.emit(ListenerFailed(event=event, listener=label, error=exc))
+            self._ctx.call_listener(
+                listener, event, async_error="on_job_done listeners are synchronous functions"
+            )
         self._ctx.emit(event)
 
     # -- closing -------------------------------------------------------------------------------
@@ -329,7 +319,7 @@ class LocalShellExecutor(ShellExecutor):
                     proc.scope.cancel()
                 try:
                     async with trio.open_nursery() as nursery:
-                        nursery.start_soon(self._pump, proc)
+                        nursery.start_soon(self._drain, proc)
                         await proc.process.wait()
                         nursery.cancel_scope.cancel()
                 except BaseExceptionGroup as group:
@@ -388,9 +378,6 @@ class LocalShellExecutor(ShellExecutor):
                 await self._drain(proc)
         await proc.process.aclose()
 
-    async def _pump(self, proc: _Process) -> None:
-        await self._drain(proc)
-
     async def _drain(self, proc: _Process) -> bool:
         """Read until EOF; ``True`` once it came."""
         stdout = proc.stdout
@@ -448,4 +435,4 @@ class LocalShell:
         """Provide the executor; its teardown kills every process and awaits every exit."""
         executor = LocalShellExecutor(ctx, config)
         ctx.defer(executor.aclose)
-        ctx.provide("shell", executor)
+        ctx.provide(SHELL, executor)

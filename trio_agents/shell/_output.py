@@ -20,7 +20,7 @@ __all__ = ["OutputBuffer"]
 class OutputBuffer:
     """Unread output, at most ``cap`` bytes of it."""
 
-    __slots__ = ("_cap", "_decoder", "_dropped", "_unread", "total")
+    __slots__ = ("_cap", "_decoder", "_dropped", "_unread")
 
     def __init__(self, cap: int) -> None:
         if cap < 1:
@@ -29,8 +29,6 @@ class OutputBuffer:
         self._unread = bytearray()
         self._dropped = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        #: Every byte ever fed, for statistics.
-        self.total = 0
 
     @property
     def cap(self) -> int:
@@ -39,7 +37,6 @@ class OutputBuffer:
 
     def feed(self, data: bytes | bytearray) -> None:
         """Append ``data``, dropping the oldest unread bytes beyond the cap."""
-        self.total += len(data)
         self._unread += data
         excess = len(self._unread) - self._cap
         if excess > 0:

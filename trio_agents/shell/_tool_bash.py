@@ -18,16 +18,16 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, final
+from typing import final
 
 import attrs
 import trio
 
-from ..agent import AgentClosedError, Tool, ToolContext, ToolResult
+from ..agent import AGENTS, TOOLS, Agent, AgentClosedError, Tool, ToolContext, ToolResult
 from ..kernel import Context, FiberClosedError
 from ._errors import JobNotFoundError, ShellRequestError
-from ._executor import ShellExecutor
-from ._types import JobDone, JobOutput, JobStatus, ShellExecRequest, ShellResult
+from ._executor import SHELL, ShellExecutor
+from ._types import JobDone, JobOutput, JobStatus, ShellExecRequest, ShellResult, job_state
 
 __all__ = ["BashArgs", "JobArgs", "ToolBash", "tool_bash"]
 
@@ -62,20 +62,13 @@ class JobArgs:
 
 def _token(call: ToolContext) -> str | None:
     agent = call.agent
-    return None if agent is None else str(agent.id)
+    return None if agent is None else agent.id
 
 
 def _status_line(
     status: JobStatus, exit_code: int | None, timed_out: bool, timeout: float | None = None
 ) -> str:
-    if status is JobStatus.RUNNING:
-        return "[running]"
-    if timed_out:
-        after = f" after {timeout:g} s" if timeout is not None else ""
-        return f"[timed out{after}; killed (exit code {exit_code})]"
-    if status is JobStatus.KILLED:
-        return f"[killed (exit code {exit_code})]"
-    return f"[exited with code {exit_code}]"
+    return f"[{job_state(status, exit_code, timed_out=timed_out, timeout=timeout)}]"
 
 
 def truncation_marker(dropped: int) -> str:
@@ -106,7 +99,7 @@ def format_output(output: JobOutput) -> str:
 
 def notice(event: JobDone) -> str:
     """The message injected into the owning agent when its job ends."""
-    line = _status_line(event.status, event.exit_code, False).strip("[]")
+    line = job_state(event.status, event.exit_code)
     return (
         f"background job {event.job_id} ended: {line}; read its output with "
         f'bash_output(job_id="{event.job_id}")'
@@ -167,9 +160,9 @@ class _BashTools:
                 )
         return ToolResult(task.id)
 
-    async def _tie(self, agent: Any, job_id: str) -> bool:
+    async def _tie(self, agent: Agent, job_id: str) -> bool:
         """Make the agent's scope own the job: its teardown kills and awaits it."""
-        agents = self._ctx.get("agents")
+        agents = self._ctx.get(AGENTS)
         if agents is None:
             return True
         try:
@@ -213,7 +206,7 @@ class _BashTools:
             return
         if owner is None:
             return
-        agents = self._ctx.get("agents")
+        agents = self._ctx.get(AGENTS)
         if agents is None:
             return
         for agent in agents.list():
@@ -228,14 +221,15 @@ class ToolBash:
     """The plugin ``tool-bash``; apply it with ``await ctx.plugin(tool_bash)``."""
 
     name = "tool-bash"
-    inject = ("shell", "tools")
+    inject = (SHELL, TOOLS)
 
     async def apply(self, ctx: Context, config: None) -> None:
         """Register the three tools and the completion listener, all owned by this fiber."""
-        tools = _BashTools(ctx, ctx.shell)
-        ctx.shell.on_job_done(tools.notify)
+        shell, registry = ctx.service(SHELL), ctx.service(TOOLS)
+        tools = _BashTools(ctx, shell)
+        shell.on_job_done(tools.notify)
         for tool in tools.tools():
-            ctx.tools.register(tool)
+            registry.register(tool)
 
 
 tool_bash = ToolBash()

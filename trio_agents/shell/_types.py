@@ -24,6 +24,7 @@ __all__ = [
     "ShellExecRequest",
     "ShellExecSpec",
     "ShellResult",
+    "job_state",
 ]
 
 
@@ -36,6 +37,28 @@ class JobStatus(enum.Enum):
     EXITED = "exited"
     #: Stopped by the executor: ``kill``, a timeout, a cancelled caller, or disposal.
     KILLED = "killed"
+
+
+def job_state(
+    status: JobStatus,
+    exit_code: int | None,
+    *,
+    timed_out: bool = False,
+    timeout: float | None = None,
+) -> str:
+    """How a job's state reads, in the tools' results, their notices and the terminal.
+
+    ``running``, ``exited with code 0``, ``killed (exit code -15)`` or ``timed out after 5 s;
+    killed (exit code -15)`` (``timeout`` given).
+    """
+    if status is JobStatus.RUNNING:
+        return "running"
+    if timed_out:
+        after = f" after {timeout:g} s" if timeout is not None else ""
+        return f"timed out{after}; killed (exit code {exit_code})"
+    if status is JobStatus.KILLED:
+        return f"killed (exit code {exit_code})"
+    return f"exited with code {exit_code}"
 
 
 @attrs.frozen

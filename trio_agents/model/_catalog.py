@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import final
+from typing import Final, final
 
-from ..kernel import Context
-from ..model import Model, ScriptedModel, model_from_spec
+from ..kernel import Context, ServiceKey
+from ._protocol import Model
+from ._scripted import ScriptedModel
+from ._spec import model_from_spec
 
-__all__ = ["ModelCatalog", "ModelsPlugin"]
+__all__ = ["MODELS", "ModelCatalog", "ModelsPlugin"]
 
 
 @final
@@ -41,4 +43,8 @@ class ModelsPlugin:
             default = ScriptedModel.echo()
         elif isinstance(default, str):
             default = model_from_spec(default)
-        ctx.provide("models", ModelCatalog(default))
+        ctx.provide(MODELS, ModelCatalog(default))
+
+
+#: The key of the ``models`` service.
+MODELS: Final[ServiceKey[ModelCatalog]] = ServiceKey("models")
