@@ -290,7 +290,8 @@ def parse_line(line: str | bytes, *, where: str = "record") -> Any:
         raise SessionFormatError(f"{where} is not valid JSON: {exc}") from exc
     if _too_deep(text, data):
         raise SessionFormatError(f"{where} nests deeper than {MAX_DEPTH} levels")
-    suspect = _ESCAPED_SURROGATE.search(text) is not None or (
+    # The substring tests first: most lines have no escape and no non-ASCII text at all.
+    suspect = ("\\u" in text and _ESCAPED_SURROGATE.search(text) is not None) or (
         not text.isascii() and _SURROGATE.search(text) is not None
     )
     if suspect:
