@@ -2,6 +2,12 @@
 
 Every session installs from the ``[dependency-groups]`` of ``pyproject.toml`` so that the
 groups stay the single list of what each job needs.
+
+``tests`` runs once per declared Python (3.11, 3.12, 3.13) that the machine has, and skips the
+missing ones instead of failing (``error_on_missing_interpreters`` is off, also on CI, where
+nox would otherwise turn it on): a machine with only 3.11 still passes ``nox -s tests lint
+typecheck docs``, and CI installs the other interpreters to run them. ``nox -s tests-3.11``
+runs one.
 """
 
 from __future__ import annotations
@@ -11,6 +17,10 @@ import nox
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["tests", "lint", "typecheck", "docs"]
 nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = False
+
+#: The versions pyproject's classifiers declare; the other sessions run on the oldest.
+PYTHONS = ["3.11", "3.12", "3.13"]
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 
@@ -22,15 +32,17 @@ def _groups(*names: str) -> list[str]:
     return deps
 
 
-@nox.session(python="3.11")
+@nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """Run the test suite under coverage (branch) and report it per package."""
+    """Run the test suite under coverage (branch) and report it; below the floor fails."""
     session.install("-e", ".", *_groups("test"))
     session.env["COVERAGE_PROCESS_START"] = "pyproject.toml"
     session.run("coverage", "erase")
     session.run("coverage", "run", "-m", "pytest", *session.posargs)
     session.run("coverage", "combine", success_codes=[0, 1])
-    session.run("coverage", "report")
+    # The floor (fail_under in pyproject) is for the whole suite; a run of some tests
+    # (``nox -s tests -- tests/test_x.py``) reports without it.
+    session.run("coverage", "report", *(["--fail-under=0"] if session.posargs else []))
 
 
 @nox.session(python="3.11")

@@ -4,6 +4,11 @@ An example is a ``.. code-block:: python`` that ends in ``trio.run(main)`` and i
 after a paragraph ending in "prints:", by a ``.. code-block:: text`` with the expected output.
 Each runs as a real subprocess in a fresh directory (with the files the page's paragraph names
 prepared by ``SETUP``).
+
+A test file is a ``.. code-block:: python`` with ``def test_`` functions, followed the same way
+by the last line ``pytest -q`` prints (its timing left out). It runs under pytest in a fresh
+directory holding the page's first ``.. code-block:: ini`` as ``pytest.ini``. The README's
+example test runs the same way and must pass.
 """
 
 from __future__ import annotations
@@ -30,10 +35,39 @@ SETUP = {
 
 def first_block(page: str) -> str:
     """The first ``.. code-block:: python`` of ``page``, dedented."""
+    return first_block_of(page, "python")
+
+
+def first_block_of(page: str, lang: str) -> str:
+    """The first ``.. code-block:: <lang>`` of ``page``, dedented."""
     for block in BLOCK.finditer((DOCS / page).read_text()):
-        if block["lang"] == "python":
+        if block["lang"] == lang:
             return textwrap.dedent(block["body"])
-    raise AssertionError(f"{page} has no python block")
+    raise AssertionError(f"{page} has no {lang} block")
+
+
+def _followed_by_output(text: str) -> list[tuple[str, str]]:
+    """Each (python block, text block) pair of ``text`` joined by a paragraph ending "prints:"."""
+    found = []
+    for code, output in itertools.pairwise(BLOCK.finditer(text)):
+        between = text[code.end() : output.start()]
+        if (
+            code["lang"] == "python"
+            and output["lang"] == "text"
+            and between.rstrip().endswith("prints:")
+        ):
+            found.append((textwrap.dedent(code["body"]), textwrap.dedent(output["body"])))
+    return found
+
+
+def example_test_files() -> list[tuple[str, str, str]]:
+    """The pages' example test files, with the summary line each is said to end with."""
+    return [
+        (page.name, code, output)
+        for page in sorted(DOCS.glob("*.rst"))
+        for code, output in _followed_by_output(page.read_text())
+        if re.search(r"^(async )?def test_", code, re.M)
+    ]
 
 
 def examples() -> list[tuple[str, str, str]]:
@@ -72,3 +106,49 @@ def test_an_example_prints_what_its_page_says(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == expected.strip()
+
+
+README = DOCS.parent / "README.md"
+FENCE = re.compile(r"^```python\n(?P<body>.*?)^```$", re.M | re.S)
+
+
+def _run_test_file(
+    code: str, ini: str, where: Path
+) -> tuple[str, subprocess.CompletedProcess[str]]:
+    """Run ``code`` as a test module under pytest in ``where``; the summary line and the run."""
+    (where / "pytest.ini").write_text(ini)
+    (where / "test_example.py").write_text(code)
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"),
+            # Installed, the plugin loads itself; named, it also loads from a source checkout.
+            *("-p", "trio_agents.testing.pytest_plugin", "test_example.py"),
+        ],
+        cwd=where,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    return re.sub(r" in [0-9.]+s$", "", last), done
+
+
+def test_the_readme_example_test_passes(tmp_path: Path) -> None:
+    """The README's example test (its one python block with a test) passes with the kit."""
+    (code,) = [m["body"] for m in FENCE.finditer(README.read_text()) if "def test_" in m["body"]]
+    summary, done = _run_test_file(code, "[pytest]\ntrio_mode = true\n", tmp_path)
+    assert summary == "1 passed", done.stdout + done.stderr
+
+
+def test_the_pages_have_example_test_files() -> None:
+    """The testing page's test files are found (the test below is not vacuous)."""
+    assert "testing.rst" in {page for page, _, _ in example_test_files()}
+
+
+@pytest.mark.parametrize(("page", "code", "expected"), example_test_files())
+def test_an_example_test_file_passes_as_its_page_says(
+    page: str, code: str, expected: str, tmp_path: Path
+) -> None:
+    summary, done = _run_test_file(code, first_block_of(page, "ini"), tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert summary == expected.strip()

@@ -12,6 +12,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "trio_agents"
 LAYERS = {"kernel": 0, "cancel": 0, "session": 1, "model": 1, "agent": 2, "shell": 3, "acp": 3}
 LAYERS["mcp"] = 3
 LAYERS["cli"] = 4
+# The testing kit (fixtures, collectors) uses every layer below, beside the command.
+LAYERS["testing"] = 4
 # ``python -m trio_agents`` is the command's other entry point: the top layer.
 LAYERS["__main__"] = 4
 # The package root, the shared event namespace and the error base sit beside the layers.

@@ -291,3 +291,15 @@ async def test_echo_without_user_message_finishes_empty() -> None:
     """With no user message there is nothing to echo: just Finished(stop)."""
     events = await _collect(ScriptedModel.echo(), _request(SystemText("sys")))
     assert events == [Finished(FinishReason.STOP, Usage(1, 0))]
+
+
+async def test_requests_records_every_request_in_order_also_past_the_script() -> None:
+    """``requests`` keeps each request a stream started on, the refused last one too."""
+    model = ScriptedModel(["one"])
+    first = _request(UserText("hi"))
+    second = _request(UserText("again"))
+    before = model.requests
+    await _collect(model, first)
+    with pytest.raises(ModelError, match=r"^the script of ScriptedModel 'scripted' has no reply"):
+        await _collect(model, second)
+    assert (before, model.requests) == ((), (first, second))

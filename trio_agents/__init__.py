@@ -22,11 +22,13 @@ from .agent import AgentClosedError as AgentClosedError
 from .agent import AgentHandle as AgentHandle
 from .agent import AgentIdInUseError as AgentIdInUseError
 from .agent import AgentStatus as AgentStatus
+from .agent import MessageDroppedError as MessageDroppedError
 from .agent import Tool as Tool
 from .agent import ToolContext as ToolContext
 from .agent import ToolNameInUseError as ToolNameInUseError
 from .agent import ToolRegistry as ToolRegistry
 from .agent import ToolResult as ToolResult
+from .agent import TurnFailedError as TurnFailedError
 from .agent import open_runtime as open_runtime
 from .agent import tool as tool
 from .cancel import CancelCause as CancelCause
@@ -92,6 +94,7 @@ __all__ = [
     "JsonlStore",
     "ListenerFailed",
     "MemoryStore",
+    "MessageDroppedError",
     "Model",
     "ParentCancel",
     "PluginReloaded",
@@ -108,6 +111,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "TrioAgentsError",
+    "TurnFailedError",
     "UserCancel",
     "acp",
     "agent",

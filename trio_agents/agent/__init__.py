@@ -5,6 +5,8 @@ from ._agent import AgentStatistics as AgentStatistics
 from ._config import AgentConfig as AgentConfig
 from ._errors import AgentClosedError as AgentClosedError
 from ._errors import AgentIdInUseError as AgentIdInUseError
+from ._errors import MessageDroppedError as MessageDroppedError
+from ._errors import TurnFailedError as TurnFailedError
 from ._events import AgentCancelRequested as AgentCancelRequested
 from ._events import AgentCreated as AgentCreated
 from ._events import AgentDisposed as AgentDisposed
@@ -54,6 +56,7 @@ __all__ = [
     "AgentUsage",
     "DeclaredAgent",
     "Lane",
+    "MessageDroppedError",
     "MessageId",
     "QueuedMessage",
     "Tool",
@@ -62,6 +65,7 @@ __all__ = [
     "ToolNameInUseError",
     "ToolRegistry",
     "ToolResult",
+    "TurnFailedError",
     "agent_loop",
     "open_runtime",
     "tool",

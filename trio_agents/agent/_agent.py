@@ -8,6 +8,8 @@ Rules:
   synchronous step that makes the turn visible, so a cancel either finds it queued (and removes
   it: it never runs) or finds the turn (and aborts it): there is no gap between the two.
 - ``when_idle`` returns when the agent is idle with nothing wakeable queued (or is closed).
+- ``ask`` is ``prompt`` plus a wait on the session records for that message's turn
+  (``_ask.AnswerFold``); the loop notifies after every turn, removal and exit.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..session import (
     UserMessage,
 )
 from ..session._convert import check_recordable_cause
+from ._ask import AnswerFold
 from ._config import AgentConfig
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
@@ -205,6 +208,36 @@ class Agent:
         self._record_removal(removed, "discarded")
         self._notify()
         return True
+
+    async def ask(self, content: str) -> str:
+        """Prompt ``content``, wait for the turn that runs it to end, and return its answer.
+
+        The answer is the text the model said after the turn's last tool call (the reply to
+        the tool results), ``""`` if that final step said nothing. Cancelling the caller stops
+        the wait only: the message stays queued or its turn keeps running (``agent.cancel``
+        stops those).
+
+        Raises:
+            AgentClosedError: the agent is being disposed, before or while waiting.
+            MessageDroppedError: the message was discarded or cancelled before it ran.
+            TurnFailedError: the turn ended cancelled, in error, blocked or at max steps.
+        """
+        seen = self.session.statistics().records
+        fold = AnswerFold(self.id, self.prompt(content))
+        while True:
+            new = self.session.records_since(seen)
+            seen += len(new)
+            answer = fold.feed(new)
+            if answer is not None:
+                await trio.lowlevel.checkpoint()
+                return answer
+            if self._done.is_set():
+                await trio.lowlevel.checkpoint()
+                raise AgentClosedError(
+                    f"agent {self.id} was disposed before it answered {content!r}; a queued "
+                    f"message stays in its session (resume the agent to run it)"
+                )
+            await self._changed.wait()
 
     def _enqueue(self, lane: Lane, content: str, *, wake: bool) -> MessageId:
         if not isinstance(content, str):

@@ -7,6 +7,8 @@ Rules:
 - The stream ends with ``Finished(tool_calls)`` if the reply called a tool, else
   ``Finished(stop)``. ``Fail`` raises :class:`ModelError` instead.
 - Usage counts whitespace-separated words: of every message in, of the text said out.
+- Every request a ``stream()`` starts on is kept, in order, in ``requests`` (what a test checks
+  the model was sent: the messages and the tool specs), also when the script has run out.
 """
 
 from __future__ import annotations
@@ -123,13 +125,14 @@ class ScriptedModel:
         TypeError: a reply or a step has the wrong type.
     """
 
-    __slots__ = ("_call_ids", "_replies", "_respond", "_served", "name")
+    __slots__ = ("_call_ids", "_replies", "_requests", "_respond", "_served", "name")
 
     def __init__(self, replies: Sequence[Reply], *, name: str = "scripted") -> None:
         self.name = name
         self._replies = tuple(_normalize(r, i) for i, r in enumerate(replies))
         self._respond: Responder | None = None
         self._served = 0
+        self._requests: list[ModelRequest] = []
         self._call_ids = itertools.count(1)
 
     @classmethod
@@ -159,7 +162,13 @@ class ScriptedModel:
             return None
         return len(self._replies) - self._served
 
+    @property
+    def requests(self) -> tuple[ModelRequest, ...]:
+        """Every request a ``stream()`` started on, oldest first (a snapshot)."""
+        return tuple(self._requests)
+
     def _next_steps(self, request: ModelRequest) -> Sequence[Step]:
+        self._requests.append(request)
         if self._respond is not None:
             return self._respond(request)
         if self._served >= len(self._replies):
