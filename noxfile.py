@@ -6,8 +6,7 @@ groups stay the single list of what each job needs.
 ``tests`` runs once per declared Python (3.11, 3.12, 3.13) that the machine has, and skips the
 missing ones instead of failing (``error_on_missing_interpreters`` is off, also on CI, where
 nox would otherwise turn it on): a machine with only 3.11 still passes ``nox -s tests lint
-typecheck docs``, and CI installs the other interpreters to run them. ``nox -s tests-3.11``
-runs one.
+typecheck docs``, and one with more runs the suite on each. ``nox -s tests-3.11`` runs one.
 """
 
 from __future__ import annotations

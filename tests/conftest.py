@@ -50,6 +50,20 @@ def isolated_process_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator
     ours.propagate, ours.disabled = our_state[2:]
 
 
+@pytest.fixture(autouse=True)
+def stdin_is_empty() -> Iterator[None]:
+    """File descriptor 0 is ``/dev/null`` (``run`` reads piped stdin, whatever runs pytest)."""
+    saved = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
 @pytest.fixture
 async def echo_runtime() -> AsyncIterator[Context]:
     """A runtime whose default model echoes the prompt after 1 s of trio time (in-memory store)."""

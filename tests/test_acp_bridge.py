@@ -854,7 +854,7 @@ async def test_bash_reaching_the_guard_after_the_close_is_cancelled_unasked() ->
         with trio.fail_after(5):  # safety net: a question asked now would never be answered
             result = await tools.invoke("bash", {"command": "late"}, agent)
         assert result == ag.ToolResult(
-            "the user cancelled; the command did not run", is_error=True, started=False
+            "the user cancelled; tool 'bash' did not run", is_error=True, started=False
         )
         gate.opened.set()
         frames = await rest(s.client)

@@ -30,6 +30,7 @@ from trio_agents.agent import Agent, AgentOutput
 from trio_agents.cli import main
 from trio_agents.cli._chat import _converse, _jobs, _read_lines
 from trio_agents.cli._chat_view import ChatView
+from trio_agents.cli._keys import Key
 from trio_agents.cli._options import Settings, open_cli_runtime, resolve_model
 from trio_agents.kernel import Context, PluginReloaded
 from trio_agents.model import CallTool, ModelRequest, ScriptedModel
@@ -60,6 +61,8 @@ class Terminal:
     def __init__(self, *args: str, home: Path) -> None:
         master, slave = os.openpty()
         env = {**os.environ, "TRIO_AGENTS_HOME": str(home), "TERM": "xterm", "COLUMNS": "120"}
+        # Nothing answers a cursor position request on this pty (a terminal would).
+        env["PROMPT_TOOLKIT_NO_CPR"] = "1"
         env.pop("NO_COLOR", None)
         self.process = subprocess.Popen(
             [str(TRIO_AGENTS), *args],
@@ -73,6 +76,7 @@ class Terminal:
         os.close(slave)
         self.fd = master
         self.seen = ""
+        self.raw = ""  # the output with its escape sequences
         self._unread = ""
 
     def send(self, text: str) -> None:
@@ -94,7 +98,9 @@ class Terminal:
             if chunk is None or not chunk:
                 reason = "timed out" if chunk is None else "the command closed the terminal"
                 raise AssertionError(f"{reason} waiting for {pattern!r}; output:\n{self.seen}")
-            text = _ESCAPES.sub("", chunk.decode("utf-8", errors="replace"))
+            decoded = chunk.decode("utf-8", errors="replace")
+            self.raw += decoded
+            text = _ESCAPES.sub("", decoded)
             self.seen += text
             self._unread += text
 
@@ -140,7 +146,10 @@ def quick_chat(store: Path, tmp_path: Path) -> Iterator[Terminal]:
 def test_a_prompt_gets_an_answer_and_quit_exits_zero(quick_chat: Terminal, store: Path) -> None:
     """A typed line is answered (streamed back by echo); /quit exits 0 naming the session file."""
     quick_chat.send("hello from the terminal\n")
-    quick_chat.expect(r"hello from the terminal\n(.*\n)?hello from the terminal\n")
+    # The typed line, then the answer (the editor redraws its input line: escapes removed,
+    # the prompt's text, "you> " or "queue> " while the turn runs, may be left in front of
+    # what is printed over it).
+    quick_chat.expect(r"hello from the terminal\n(.*\n)*?((you|queue)> )*hello from the terminal\n")
     quick_chat.expect(r"you> ")
     quick_chat.send("/quit\n")
     found = quick_chat.expect(r"session (\S+): (\S+\.jsonl)")
@@ -157,8 +166,8 @@ def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(chat: Terminal) ->
     chat.expect(r"turn t-1 cancelled \(UserCancel\)")
     chat.expect(r"you> ")
     chat.send("/steer are you there\n")
-    chat.expect(r"steering with m-\d+")
-    chat.expect(r"thinking")
+    # The steer starts a turn: its status line and the note are drawn in either order.
+    chat.expect(r"thinking[\s\S]*steering with m-\d+|steering with m-\d+[\s\S]*thinking")
     chat.send("/cancel\n")
     chat.expect(r"turn t-2 cancelled \(UserCancel\)")
     chat.expect(r"you> ")
@@ -286,7 +295,7 @@ def test_chat_from_a_pipe_in_process_answers_every_command(
         r"you> /jobs\nno background jobs\n",
         r"you> /help\nTEXT +send a prompt",
         r"you> /frob\nunknown command /frob; /help lists the commands\n",
-        r"you> !bash echo hi\n→ bash\(command='echo hi'\)\n← hi  \(\+1 lines\)\n"
+        r'you> !bash echo hi\n→ bash \{"command": "echo hi"\}\n← hi  \(\+1 lines\)\n'
         r"bash `echo hi` exited: hi",
         r"you> last\nlast\n",
         rf"session talk: {re.escape(str(store / 'talk.jsonl'))}\n$",
@@ -420,7 +429,7 @@ async def test_end_of_input_on_a_terminal_waits_for_the_running_turn(stdin_pipe:
 
 async def test_lines_are_split_and_decoded_as_they_come(stdin_pipe: int) -> None:
     """Chunks become lines; bad UTF-8 is replaced; a last line without newline is sent."""
-    send, receive = trio.open_memory_channel[str](10)
+    send, receive = trio.open_memory_channel[str | Key](10)
     os.write(stdin_pipe, b"one\ntw")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_read_lines, send)
@@ -452,7 +461,7 @@ async def test_the_view_draws_notices_reloads_failures_and_no_other_agent() -> N
         view.close()
     text = out.getvalue()
     assert "notice for the agent: a job finished\n" in text
-    assert re.search(r"→ nope\(\)\n← unknown tool 'nope'", text), text
+    assert re.search(r"→ nope\n← unknown tool 'nope'", text), text
     assert text.endswith("reloaded plugin tool_bash from trio_agents.shell._tool_bash\n")
     assert "not mine" not in text
 

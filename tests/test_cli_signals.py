@@ -131,6 +131,7 @@ def start(kind: str, tmp_path: Path, job_dir: Path, *extra: str) -> Command:
     prompt = f"!bash {family(job_dir)}"
     if kind == "run":
         command = Command(tmp_path, "run", prompt, "--store", str(store), *extra)
+        command.stdin.close()  # run reads piped stdin to its end before it starts the turn
     elif kind == "chat":
         command = Command(tmp_path, "chat", "--store", str(store), *extra)
         command.stdin.write(prompt.encode() + b"\n")

@@ -68,7 +68,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.acp._jsonrpc": frozenset({"Event"}),
     "trio_agents.acp._mcp": frozenset({"parse_mcp_servers", "start_mcp_servers"}),
     "trio_agents.acp._permission": frozenset({"Permissions"}),
-    "trio_agents.acp._prompts": frozenset({"AcpSession", "Policy", "Prompt", "Sessions"}),
+    "trio_agents.acp._prompts": frozenset({"AcpSession", "Prompt", "Sessions"}),
     "trio_agents.acp._protocol": frozenset(
         {
             "PERMISSION_OPTIONS",
@@ -89,6 +89,8 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.acp._serving": frozenset({"LATER", "Serving"}),
+    "trio_agents.agent._approval": frozenset({"Approvals", "standing_answers"}),
+    "trio_agents.agent._ask": frozenset({"AnswerFold"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._history": frozenset({"History", "Messages", "conversation"}),
     "trio_agents.agent._inbox": frozenset({"Inbox"}),
@@ -106,10 +108,12 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._turn": frozenset({"run_turn"}),
     "trio_agents.cancel._causes": frozenset({"check_cause"}),
     "trio_agents.cli._acp": frozenset({"acp"}),
+    "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
     "trio_agents.cli._chat_view": frozenset({"ChatView"}),
     "trio_agents.cli._config": frozenset(
         {
+            "Approval",
             "Config",
             "ConfigFileError",
             "LoadedPlugin",

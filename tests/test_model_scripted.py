@@ -197,7 +197,7 @@ def test_split_words_concatenates_to_the_input(text: str) -> None:
     assert all(chunk for chunk in chunks)
 
 
-@given(st.text().filter(lambda t: not t.lstrip().startswith("!bash")))
+@given(st.text().filter(lambda t: not t.lstrip().startswith(("!bash", "!bg"))))
 def test_echo_deltas_concatenate_to_the_input(text: str) -> None:
     """For any text, echo's deltas joined are exactly the user's text."""
 
@@ -219,6 +219,32 @@ async def test_echo_waits_its_delay_before_answering(
         first = await events.__anext__()
     assert first == TextDelta("hi")
     assert trio.current_time() - start == pytest.approx(2.5)
+
+
+async def test_echo_delay_paces_each_word_and_each_tool_call(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """echo(delay) waits its delay before every word it says, and before a tool call."""
+    model = ScriptedModel.echo(delay=0.5)
+    start = trio.current_time()
+    times: list[float] = []
+    async with aclosing(model.stream(_request(UserText("one two three")))) as events:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                times.append(trio.current_time() - start)
+    assert times == pytest.approx([0.5, 1.0, 1.5])
+    start = trio.current_time()
+    async with aclosing(model.stream(_request(UserText("!bash pwd")))) as events:
+        assert isinstance(await events.__anext__(), ToolCallRequested)
+    assert trio.current_time() - start == pytest.approx(0.5)
+
+
+async def test_echo_bang_bg_starts_a_background_job() -> None:
+    """'!bg CMD' calls bash with run_in_background, so a job's lifecycle shows offline."""
+    events = await _collect(ScriptedModel.echo(), _request(UserText("!bg sleep 5; echo done")))
+    assert events[0] == ToolCallRequested(
+        "call-1", "bash", {"command": "sleep 5; echo done", "run_in_background": True}
+    )
 
 
 async def test_echo_delay_can_be_cancelled(autojump_clock: trio.testing.MockClock) -> None:

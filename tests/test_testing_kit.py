@@ -62,9 +62,9 @@ async def test_wait_for_returns_events_in_order_also_those_already_emitted(
     agent = (await ta_runtime.agents.create()).agent
     agent.prompt("hi")
     await agent.when_idle()
-    first = await events.wait_for(ta.AgentStatusChanged, lambda e: e.new == "running")
+    first = await events.wait_for(ta.AgentStatusChanged, lambda e: e.new is ta.AgentStatus.RUNNING)
     second = await events.wait_for(ta.AgentStatusChanged)
-    assert (first.new, second.new) == ("running", "idle")
+    assert (first.new, second.new) == (ta.AgentStatus.RUNNING, ta.AgentStatus.IDLE)
     assert events.events.index(second) == events.events.index(first) + 1
 
 

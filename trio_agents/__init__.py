@@ -22,7 +22,11 @@ from .agent import AgentClosedError as AgentClosedError
 from .agent import AgentHandle as AgentHandle
 from .agent import AgentIdInUseError as AgentIdInUseError
 from .agent import AgentStatus as AgentStatus
+from .agent import ApprovalRequest as ApprovalRequest
+from .agent import Approver as Approver
+from .agent import Decision as Decision
 from .agent import MessageDroppedError as MessageDroppedError
+from .agent import Refusal as Refusal
 from .agent import Tool as Tool
 from .agent import ToolContext as ToolContext
 from .agent import ToolNameInUseError as ToolNameInUseError
@@ -82,9 +86,12 @@ __all__ = [
     "AgentOutput",
     "AgentStatus",
     "AgentStatusChanged",
+    "ApprovalRequest",
+    "Approver",
     "CancelCause",
     "CauseScope",
     "Context",
+    "Decision",
     "DisposedCancel",
     "Fiber",
     "FiberFailed",
@@ -98,6 +105,7 @@ __all__ = [
     "Model",
     "ParentCancel",
     "PluginReloaded",
+    "Refusal",
     "ScriptedModel",
     "ServiceKey",
     "SessionAppended",

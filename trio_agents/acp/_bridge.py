@@ -2,7 +2,8 @@
 
 The bridge owns the lifecycle and the sessions' handles; :mod:`._serving` moves the frames,
 :mod:`._prompts` keeps each session's prompt and streams its updates, :mod:`._permission`
-asks the client before ``bash`` runs.
+is the approver of its sessions' agents (it asks the client before a call that needs approval,
+``bash`` among them unless ``allow_bash``).
 
 Rules (ownership):
 - The bridge is a plugin. Its agents are created from the tasks of a child fiber (the *host*),
@@ -151,7 +152,9 @@ class AcpBridge:
             initialized=lambda: self._client_capabilities is not None,
         )
         self._sessions = Sessions(self._serving)
-        self._permissions = Permissions(self._serving, self._sessions, lambda: self._closed)
+        self._permissions = Permissions(
+            self._serving, self._sessions, lambda: self._closed, allow_bash=allow_bash
+        )
         self._ctx: Context | None = None
         self._host: Context | None = None
         self._client_capabilities: Mapping[str, Any] | None = None
@@ -174,8 +177,6 @@ class AcpBridge:
         ctx.on(AgentOutput, self._sessions.on_output)
         ctx.on(SessionAppended, self._sessions.on_appended)
         ctx.on(AgentDisposed, self._sessions.on_disposed)
-        if not self.allow_bash:
-            ctx.service(TOOLS).add_guard(self._permissions.guard)
         # Invariant: pushed last, so a teardown shuts the connection down first.
         ctx.defer(self.aclose)
         host.start_soon(self._serve, name="acp serve")
@@ -287,7 +288,8 @@ class AcpBridge:
         servers = parse_mcp_servers(params, cwd)
         ctx = self._ctx
         assert ctx is not None
-        session = await self._publish(lambda: ctx.service(AGENTS).create(cwd=cwd), cwd)
+        agents, approver = ctx.service(AGENTS), self._permissions
+        session = await self._publish(lambda: agents.create(cwd=cwd, approver=approver), cwd)
         await self._start_servers(session, servers)
         return {"sessionId": session.agent.id}
 
@@ -318,7 +320,10 @@ class AcpBridge:
             try:
                 # The cwd the client gives now is the session's from here on (and recorded).
                 session = await self._publish(
-                    lambda: ctx.service(AGENTS).resume(session_id, cwd=cwd), cwd
+                    lambda: ctx.service(AGENTS).resume(
+                        session_id, cwd=cwd, approver=self._permissions
+                    ),
+                    cwd,
                 )
             except (SessionNotFoundError, InvalidSessionIdError):
                 raise RpcError(

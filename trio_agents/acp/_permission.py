@@ -1,12 +1,13 @@
-"""The permission guard: ask the client before ``bash`` runs in a bridge session.
+"""The ACP front end of approval: ``session/request_permission``.
 
-Rules (permission): unless ``allow_bash``, a tool guard asks the client with
-``session/request_permission`` before ``bash`` runs in a bridge session. ``allow_*`` runs it
-(``allow_always`` for the rest of the session), ``reject_*`` answers the model with an error
-(``reject_always`` for the rest of the session) and the turn goes on, ``cancelled`` (or a
-closed connection) does not run it and ends the turn cancelled. A ``session/cancel`` withdraws
-the questions of its session; an answer that is not one of the offered options is a
-``reject_once``.
+Rules (permission): the bridge is the :class:`~trio_agents.agent.Approver` of the agents of its
+sessions. A call that needs approval (a tool marked ``ask``, and ``bash`` unless
+``allow_bash``) is asked with ``session/request_permission``, offering allow once / always and
+reject once / always. ``allow_*`` runs it, ``reject_*`` answers the model with an error and
+the turn goes on (the ``*_always`` answers stand for the rest of the session, kept by the
+agent's approval state), ``cancelled`` (or a closed connection) does not run it and ends the
+turn cancelled. A ``session/cancel`` withdraws the questions of its session; an answer that is
+not one of the offered options is a ``reject_once``.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, final
+from typing import Final, final
 
 import attrs
 import trio
 
-from ..agent import ToolContext, ToolResult
-from ..cancel import UserCancel
+from ..agent import ApprovalRequest, Decision, Refusal
 from ._jsonrpc import Response
 from ._prompts import AcpSession, Sessions
 from ._protocol import PERMISSION_OPTIONS
@@ -29,6 +29,8 @@ from ._serving import Serving
 __all__ = ["Permissions"]
 
 log = logging.getLogger("trio_agents.acp")
+
+_DECISIONS: Final = {"allow_once": Decision.ALLOW_ONCE, "allow_always": Decision.ALLOW_ALWAYS}
 
 
 @final
@@ -41,9 +43,21 @@ class _Waiter:
 
 @final
 class Permissions:
-    """The ``session/request_permission`` questions of one bridge, and the guard that asks."""
+    """The ``session/request_permission`` questions of one bridge: the approver of its
+    sessions' agents."""
 
-    def __init__(self, serving: Serving, sessions: Sessions, closed: Callable[[], bool]) -> None:
+    name = "acp client"
+
+    def __init__(
+        self,
+        serving: Serving,
+        sessions: Sessions,
+        closed: Callable[[], bool],
+        *,
+        allow_bash: bool = False,
+    ) -> None:
+        #: What the bridge asks about besides the tools marked ``ask`` (see the seam's rules).
+        self.ask: frozenset[str] = frozenset() if allow_bash else frozenset({"bash"})
         self._serving = serving
         self._sessions = sessions
         self._closed = closed
@@ -75,47 +89,31 @@ class Permissions:
         for waiter in self._waiters.values():
             waiter.done.set()
 
-    async def guard(
-        self, name: str, arguments: Mapping[str, Any], call: ToolContext
-    ) -> ToolResult | None:
-        """The tool guard (see the module rules); ``None`` lets the call run."""
-        session = self._sessions.get(call.agent.id) if call.agent is not None else None
-        if name != "bash" or session is None or session.agent is not call.agent:
-            return None
-        if session.policy == "allow":
-            return None
-        if session.policy == "reject":
-            return ToolResult("the user rejected shell commands for this session", is_error=True)
-        kind = await self._ask(session, arguments, call)
-        if kind in ("allow_once", "allow_always"):
-            if kind == "allow_always":
-                session.policy = "allow"
-            return None
+    async def approve(self, request: ApprovalRequest) -> Decision | Refusal:
+        """Ask the client about one call (see the module rules)."""
+        session = self._sessions.get(request.agent_id)
+        kind = "cancelled" if session is None else await self._ask(session, request)
+        if kind in _DECISIONS:
+            return _DECISIONS[kind]
         if kind in ("reject_once", "reject_always"):
-            if kind == "reject_always":
-                session.policy = "reject"
-            return ToolResult("the user rejected running this command", is_error=True)
-        # Cancelled (or the connection closed): the command does not run, the turn ends.
-        if session.prompt is not None:
+            return Refusal(
+                f"the user rejected this call of tool {request.tool!r}; it did not run",
+                always=kind == "reject_always",
+            )
+        # Cancelled (or the connection closed): the call does not run, the turn ends.
+        if session is not None and session.prompt is not None:
             session.prompt.cancel_requested = True
-        if call.scope is not None:
-            call.scope.cancel(UserCancel())
-        else:
-            session.agent.cancel(UserCancel(), keep_inbox=True)
-        return ToolResult("the user cancelled; the command did not run", is_error=True)
+        return Decision.CANCEL
 
-    async def _ask(
-        self, session: AcpSession, arguments: Mapping[str, Any], call: ToolContext
-    ) -> str:
-        command = arguments.get("command")
+    async def _ask(self, session: AcpSession, request: ApprovalRequest) -> str:
         params = {
             "sessionId": session.agent.id,
             "toolCall": {
-                "toolCallId": call.call_id or f"guard-{next(self._tool_call_ids)}",
-                "title": f"bash: {command}" if isinstance(command, str) else "bash",
-                "kind": "execute",
+                "toolCallId": request.call_id or f"guard-{next(self._tool_call_ids)}",
+                "title": request.title,
+                "kind": "execute" if request.tool == "bash" else "other",
                 "status": "pending",
-                "rawInput": dict(arguments),
+                "rawInput": dict(request.arguments),
             },
             "options": [dict(o) for o in PERMISSION_OPTIONS],
         }

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, Literal, final
+from typing import Any, final
 
 import attrs
 
@@ -43,12 +43,9 @@ from ._protocol import (
 )
 from ._serving import Serving
 
-__all__ = ["AcpSession", "Policy", "Prompt", "Sessions"]
+__all__ = ["AcpSession", "Prompt", "Sessions"]
 
 log = logging.getLogger("trio_agents.acp")
-
-#: Whether ``bash`` runs in a session: ask the client each time, or its standing answer.
-Policy = Literal["ask", "allow", "reject"]
 
 
 @final
@@ -71,7 +68,6 @@ class AcpSession:
     dispose: Callable[[], Awaitable[None]] = attrs.field(repr=False)
     cwd: str
     prompt: Prompt | None = None
-    policy: Policy = "ask"
 
 
 @final

@@ -2,6 +2,10 @@
 
 from ._agent import Agent as Agent
 from ._agent import AgentStatistics as AgentStatistics
+from ._approval import ApprovalRequest as ApprovalRequest
+from ._approval import Approver as Approver
+from ._approval import Decision as Decision
+from ._approval import Refusal as Refusal
 from ._config import AgentConfig as AgentConfig
 from ._errors import AgentClosedError as AgentClosedError
 from ._errors import AgentIdInUseError as AgentIdInUseError
@@ -54,11 +58,15 @@ __all__ = [
     "AgentStatus",
     "AgentStatusChanged",
     "AgentUsage",
+    "ApprovalRequest",
+    "Approver",
+    "Decision",
     "DeclaredAgent",
     "Lane",
     "MessageDroppedError",
     "MessageId",
     "QueuedMessage",
+    "Refusal",
     "Tool",
     "ToolContext",
     "ToolGuard",

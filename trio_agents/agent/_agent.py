@@ -32,6 +32,7 @@ from ..session import (
     UserMessage,
 )
 from ..session._convert import check_recordable_cause
+from ._approval import Approvals, Approver
 from ._ask import AnswerFold
 from ._config import AgentConfig
 from ._errors import AgentClosedError
@@ -83,6 +84,7 @@ class Agent:
         emit: Callable[[object], None],
         config: AgentConfig,
         parent: Agent | None = None,
+        approver: Approver | None = None,
     ) -> None:
         self.session = session
         self.model = model
@@ -102,6 +104,9 @@ class Agent:
         self._children: dict[str, Agent] = {}
         self._inbox, self._next_turn, self._usage = _restore(session)
         self._history = History(config.instructions).update(session)
+        self._approvals = Approvals(
+            ask=config.ask, approver=approver, records=session.records, append=session.append
+        )
         # The agent's view of the registry's specs: (the registry's tuple, the subset offered).
         self._specs_seen: tuple[tuple[ToolSpec, ...], tuple[ToolSpec, ...]] | None = None
 
@@ -131,6 +136,20 @@ class Agent:
     def cwd(self) -> str | None:
         """The absolute working directory of the agent's shell commands, or ``None``."""
         return self._config.cwd
+
+    @property
+    def approver(self) -> Approver | None:
+        """Who is asked before a call that needs approval runs (see :doc:`/tools`), or
+        ``None``: such calls are refused. The front end that shows the agent sets it."""
+        return self._approvals.approver
+
+    @approver.setter
+    def approver(self, approver: Approver | None) -> None:
+        if approver is not None and not isinstance(approver, Approver):
+            raise TypeError(
+                f"an approver has 'async def approve(request) -> Decision'; got {approver!r}"
+            )
+        self._approvals.approver = approver
 
     @property
     def usage(self) -> AgentUsage:

@@ -9,7 +9,7 @@ Rules:
   model object is recorded by its ``name`` only, and a resume that is not given a model then
   uses the runtime's default (pass the object again to keep it).
 - A session stored before definitions were recorded has none: it resumes with the defaults.
-- ``cwd`` is stored absolute.
+- ``cwd`` is stored absolute; ``ask`` (like ``tools``) sorted and without duplicates.
 """
 
 from __future__ import annotations
@@ -79,6 +79,8 @@ class AgentConfig:
         model_name: the name of the model the agent runs with.
         parent_id: the parent agent's id, for a child agent.
         cwd: the absolute working directory of its shell commands, or ``None``.
+        ask: the sorted names of the tools whose calls need approval in this agent (besides
+            the tools marked ``ask``).
     """
 
     instructions: str | None = None
@@ -88,6 +90,7 @@ class AgentConfig:
     model_name: str | None = None
     parent_id: str | None = None
     cwd: str | None = None
+    ask: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, record: AgentConfigured | None) -> AgentConfig:
@@ -102,6 +105,7 @@ class AgentConfig:
             model_name=record.model_name,
             parent_id=record.parent_id,
             cwd=record.cwd,
+            ask=_tools(record.ask) or (),
         )
 
     def record(self) -> AgentConfigured:
@@ -114,6 +118,7 @@ class AgentConfig:
             model_name=self.model_name,
             parent_id=self.parent_id,
             cwd=self.cwd,
+            ask=list(self.ask),
         )
 
     def given(
@@ -125,6 +130,7 @@ class AgentConfig:
         parent_id: Maybe[str | None] = UNSET,
         max_steps: Maybe[int] = UNSET,
         cwd: Maybe[str | os.PathLike[str] | None] = UNSET,
+        ask: Maybe[ToolNames] = UNSET,
     ) -> AgentConfig:
         """This definition with every value that was given replaced (checked)."""
         changes: dict[str, Any] = {}
@@ -145,6 +151,8 @@ class AgentConfig:
             changes["max_steps"] = _max_steps(max_steps)
         if not isinstance(cwd, Unset):
             changes["cwd"] = _cwd(cwd)
+        if not isinstance(ask, Unset):
+            changes["ask"] = _tools(ask) or ()
         return attrs.evolve(self, **changes)
 
 

@@ -29,6 +29,8 @@ class DeclaredAgent:
     tools: list[str] | None = None
     max_steps: int = 50
     cwd: str | None = None
+    #: The tools whose calls need approval in this agent (see :doc:`/tools`).
+    ask: list[str] | None = None
 
 
 @final
@@ -61,6 +63,7 @@ class AgentLoop:
                     instructions=declared.instructions,
                     max_steps=declared.max_steps,
                     cwd=declared.cwd,
+                    ask=declared.ask,
                 )
                 continue
             await registry.create(
@@ -70,6 +73,7 @@ class AgentLoop:
                 instructions=declared.instructions,
                 max_steps=declared.max_steps,
                 cwd=declared.cwd,
+                ask=declared.ask,
             )
 
 

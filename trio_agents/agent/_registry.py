@@ -36,6 +36,7 @@ from ..kernel import Context, Entry, Fiber, FiberClosedError, FiberState, curren
 from ..model import Model
 from ..session import Session, SessionExistsError, SessionIdInUseError, SessionStore
 from ._agent import Agent
+from ._approval import Approver
 from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
 from ._errors import AgentIdInUseError
 from ._events import AgentCreated, AgentDisposed
@@ -187,6 +188,8 @@ class AgentRegistry:
         *,
         max_steps: int = 50,
         cwd: str | os.PathLike[str] | None = None,
+        ask: ToolNames = None,
+        approver: Approver | None = None,
     ) -> AgentHandle:
         """Create an agent on a new session; its definition is recorded in the session.
 
@@ -200,6 +203,10 @@ class AgentRegistry:
             max_steps: the most model requests one turn may make.
             cwd: the working directory of the agent's shell commands (made absolute);
                 ``None`` means the process's own.
+            ask: the names of the tools whose calls need approval in this agent, besides the
+                tools marked ``ask`` (recorded, like ``tools``).
+            approver: who is asked before such a call runs (not recorded; see
+                :attr:`Agent.approver`).
 
         Returns:
             A handle to the running agent. If the call fails or is cancelled, nothing of the
@@ -216,6 +223,7 @@ class AgentRegistry:
             parent_id=parent.id if parent is not None else None,
             max_steps=max_steps,
             cwd=cwd,
+            ask=ask,
         )
         resolved = self.models.resolve(model)
         # A str check first: an unhashable id (a list) is an invalid id, not a TypeError.
@@ -230,7 +238,7 @@ class AgentRegistry:
             )
         config = attrs.evolve(config, model_name=resolved.name)
         session.append(config.record())
-        return await self._host(session, config, resolved, parent)
+        return await self._host(session, config, resolved, parent, approver)
 
     async def resume(
         self,
@@ -242,12 +250,15 @@ class AgentRegistry:
         *,
         max_steps: Maybe[int] = UNSET,
         cwd: Maybe[str | os.PathLike[str] | None] = UNSET,
+        ask: Maybe[ToolNames] = UNSET,
+        approver: Approver | None = None,
     ) -> AgentHandle:
         """Bring back a stored session as the same agent: its definition, history and inbox.
 
         Every keyword takes the same values as in :meth:`create`; one that is given replaces
         the stored value, and the changed definition is recorded (the next resume keeps it).
-        A child agent is resumed under its parent when that parent is live.
+        A child agent is resumed under its parent when that parent is live. ``approver`` is
+        not stored: it is the resumed agent's approver, or none.
 
         Raises:
             AgentIdInUseError: the agent is live already.
@@ -270,6 +281,7 @@ class AgentRegistry:
                 parent_id=parent.id if parent is not None else None,
                 max_steps=max_steps,
                 cwd=cwd,
+                ask=ask,
             )
             resolved = self.models.resolve(model if not isinstance(model, Unset) else config.model)
             config = attrs.evolve(config, model_name=resolved.name)
@@ -279,10 +291,15 @@ class AgentRegistry:
             with trio.CancelScope(shield=True):
                 await self.store.abandon(session)
             raise
-        return await self._host(session, config, resolved, parent)
+        return await self._host(session, config, resolved, parent, approver)
 
     async def _host(
-        self, session: Session, config: AgentConfig, model: Model, parent: Agent | None
+        self,
+        session: Session,
+        config: AgentConfig,
+        model: Model,
+        parent: Agent | None,
+        approver: Approver | None,
     ) -> AgentHandle:
         caller = _caller()
 
@@ -295,6 +312,7 @@ class AgentRegistry:
                 emit=self._ctx.emit,
                 config=config,
                 parent=parent,
+                approver=approver,
             )
 
         hosted = _Hosted(self, session, make)

@@ -68,19 +68,27 @@ def tool(fn: AnyToolFunction, /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, params: type[P]
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    params: type[P],
+    ask: bool = False,
 ) -> Callable[[Callable[[ToolContext, P], Awaitable[Any]]], Tool]: ...
 
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, params: None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    params: None,
+    ask: bool = False,
 ) -> Callable[[Callable[[ToolContext, None], Awaitable[Any]]], Tool]: ...
 
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, ask: bool = False
 ) -> Callable[[AnyToolFunction], Tool]: ...
 
 
@@ -91,6 +99,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     params: Any = _UNSET,
+    ask: bool = False,
 ) -> Tool | Callable[[AnyToolFunction], Tool]:
     """Make a :class:`Tool` of an async function: ``@tool`` or ``@tool(name=..., ...)``.
 
@@ -98,6 +107,7 @@ def tool(
     ``Args:`` section documents the parameters for the model). With ``params=Args`` (an attrs
     class, or ``None`` for no arguments) the function is called as ``fn(ctx, args)``; without
     it, the arguments come from the function's typed signature and are passed by keyword.
+    ``ask=True`` marks the tool: every call needs approval (see :doc:`/tools`).
 
     A tool returns a ``str``, a :class:`ToolResult`, or a JSON value or attrs instance (which
     the model reads as JSON).
@@ -115,10 +125,14 @@ def tool(
         text, documented = _read_docstring(inspect.getdoc(fn) or "")
         about = description if description is not None else text
         if params is not _UNSET:
-            return Tool(name=tool_name, description=about, params=params, fn=fn)
+            return Tool(name=tool_name, description=about, params=params, fn=fn, ask=ask)
         arguments, takes_context = _arguments_class(tool_name, fn, documented)
         return Tool(
-            name=tool_name, description=about, params=arguments, fn=_caller(fn, takes_context)
+            name=tool_name,
+            description=about,
+            params=arguments,
+            fn=_caller(fn, takes_context),
+            ask=ask,
         )
 
     return decorate if fn is None else decorate(fn)

@@ -17,6 +17,8 @@ Rules:
 - Guards (``add_guard``) run in order after the arguments validated and before the tool's
   function; the first that answers with a result stops the call (``started=False``). A guard,
   like a tool, is an entry of the fiber that added it.
+- Approval (:mod:`._approval`) comes after the guards: a call that needs it runs only when the
+  calling agent's approver allows it; a refusal is an error result with ``started=False``.
 - ``ToolRegistry.specs`` is computed once per set of registered tools and cached: every
   register and unregister (a reload is both) drops the cache, so a request never pays for the
   tools' JSON schemas again, and never sees a stale one.
@@ -28,16 +30,17 @@ import copy
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, final
 
 import attrs
 import trio
 
 from .._errors import TrioAgentsError
-from ..cancel import CauseScope
+from ..cancel import CauseScope, UserCancel
 from ..kernel import Context, Entry, count_problems, current_context, list_problems
 from ..model import ToolSpec
+from ._approval import ApprovalRequest
 from ._tool_schema import ArgumentsError, describe_params, params_schema, structure_arguments
 from ._tool_schema import tools_converter as tools_converter
 
@@ -153,6 +156,8 @@ class Tool:
             instance of ``params`` (or ``None``), or with ``schema`` the arguments as a dict.
         schema: instead of ``params``, the JSON schema of the arguments as is (an object
             schema); the model's arguments then reach ``fn`` as a ``dict``, unchecked.
+        ask: every call needs approval: the calling agent's approver is asked first (see
+            :doc:`/tools`).
 
     Raises:
         ValueError: the name is not valid.
@@ -166,6 +171,9 @@ class Tool:
     fn: ToolFn = attrs.field(validator=_check_fn)
     schema: Mapping[str, Any] | None = attrs.field(
         default=None, kw_only=True, validator=_check_schema, hash=False
+    )
+    ask: bool = attrs.field(
+        default=False, kw_only=True, validator=attrs.validators.instance_of(bool)
     )
 
     def spec(self) -> ToolSpec:
@@ -224,7 +232,7 @@ class ToolRegistry:
     """The service ``tools``: the tools agents can call, each owned by the fiber that
     registered it."""
 
-    __slots__ = ("_guards", "_private", "_specs", "_tools")
+    __slots__ = ("_asked", "_guards", "_private", "_specs", "_tools")
 
     def __init__(self) -> None:
         # Invariant: dict order is registration order (specs() keeps it).
@@ -236,6 +244,8 @@ class ToolRegistry:
         self._specs: dict[str | None, tuple[ToolSpec, ...]] = {}
         # Invariant: guards run in the order they were added.
         self._guards: list[_Guard] = []
+        # The names require_approval() asks about, each with how many entries hold it.
+        self._asked: dict[str, int] = {}
 
     def register(self, tool: Tool, *, agent: str | None = None) -> Entry:
         """Register ``tool`` for as long as the calling fiber is loaded.
@@ -338,6 +348,76 @@ class ToolRegistry:
                 return attrs.evolve(answer, started=False)
         return None
 
+    def require_approval(self, names: Iterable[str]) -> Entry:
+        """Ask before every call of the tools ``names`` (by any agent), for as long as the
+        calling fiber is loaded; a tool need not be registered yet to be named.
+
+        Returns:
+            The calling fiber's entry; ``await entry.close()`` stops asking.
+
+        Raises:
+            TypeError: ``names`` is one string, or holds a non-string.
+            FiberClosedError: the calling fiber is unloading.
+            RuntimeError: called outside every fiber.
+        """
+        if isinstance(names, str):
+            raise TypeError(f"require_approval() takes tool names, not one string; got {names!r}")
+        wanted = frozenset(names)
+        for name in wanted:
+            if not isinstance(name, str):
+                raise TypeError(f"tool names are strings; got {type(name).__name__} {name!r}")
+        entry = current_context().defer(self._stop_asking, wanted)
+        for name in wanted:
+            self._asked[name] = self._asked.get(name, 0) + 1
+        return entry
+
+    async def _stop_asking(self, names: frozenset[str]) -> None:
+        for name in names:
+            left = self._asked[name] - 1
+            if left:
+                self._asked[name] = left
+            else:
+                del self._asked[name]
+        await trio.lowlevel.checkpoint()
+
+    def needs_approval(self, name: str, *, agent: Agent | None = None) -> bool:
+        """Whether a call of ``name`` by ``agent`` needs approval (see :mod:`._approval`)."""
+        registration = self._visible(agent.id if agent is not None else None).get(name)
+        return registration is not None and self._needs(registration.tool, agent)
+
+    def _needs(self, tool: Tool, agent: Agent | None) -> bool:
+        if tool.ask or tool.name in self._asked:
+            return True
+        # getattr: invoke() accepts any object as the caller (a test's stand-in, say).
+        approvals = getattr(agent, "_approvals", None)
+        return approvals is not None and bool(approvals.asks(tool.name))
+
+    async def _approved(self, tool: Tool, arguments: Any, call: ToolContext) -> ToolResult | None:
+        agent = call.agent
+        if agent is None or getattr(agent, "_approvals", None) is None:
+            await trio.lowlevel.checkpoint()
+            refusal: str | None = (
+                f"tool {tool.name!r} needs approval, and a call without an agent has nobody to "
+                f"ask; it did not run"
+            )
+        else:
+            turn = agent._turn
+            refusal = await agent._approvals.check(
+                ApprovalRequest(
+                    agent_id=agent.id,
+                    tool=tool.name,
+                    arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
+                    description=tool.description,
+                    call_id=call.call_id,
+                ),
+                turn_id=turn.id if turn is not None else None,
+                scope=call.scope,
+                cancel_agent=lambda: agent.cancel(UserCancel(), keep_inbox=True),
+            )
+        if refusal is None:
+            return None
+        return ToolResult(refusal, is_error=True, started=False)
+
     def get(self, name: str, *, agent: str | None = None) -> Tool | None:
         """The registered tool ``name`` that the agent ``agent`` sees, or ``None``."""
         registration = self._visible(agent).get(name)
@@ -407,6 +487,12 @@ class ToolRegistry:
             refused = await self._guarded(name, arguments, call)
             if refused is not None:
                 return refused
+        if self._needs(tool, agent):
+            refused = await self._approved(tool, arguments, call)
+            if refused is not None:
+                return refused
+            # A cancel that landed while the question was open stops the call unstarted.
+            await trio.lowlevel.checkpoint_if_cancelled()
         if on_start is not None:
             on_start()
         try:

@@ -1,19 +1,27 @@
 """``trio-agents chat``: a terminal conversation with one agent.
 
 Rules:
-- Lines come from stdin through a worker thread doing ``os.read`` on a private duplicate of
-  fd 0: it never blocks trio, and an abandoned read at exit holds no Python lock
+- On a terminal (stdin and stdout both), lines come from a :class:`LineEditor`
+  (``_input.py``: editing, history across runs in the sessions directory, multi-line input,
+  output printed above the input line). Ctrl-C there clears the line being typed; on an
+  empty line it is an interrupt, handled as below. Ctrl-D on an empty line is end of input.
+- Otherwise lines come from stdin through a worker thread doing ``os.read`` on a private
+  duplicate of fd 0: it never blocks trio, and an abandoned read at exit holds no Python lock
   (``sys.stdin.readline`` would). The duplicate is closed only when no read is in flight;
   otherwise it stays open for the abandoned thread, which then still reads the input it was
   started on, never whatever fd 0 becomes later.
 - On a terminal, lines are read while a turn runs, so ``/steer`` and ``/cancel`` reach it and
-  other text queues the next prompt. From a pipe, each prompt is answered before the next
-  line is read (so ``printf 'hi\\n/quit\\n' | trio-agents chat`` answers, then quits).
+  other text queues the next prompt (``queued: TEXT`` says so). From a pipe, each prompt is
+  answered before the next line is read (so ``printf 'hi\\n/quit\\n' | trio-agents chat``
+  answers, then quits).
 - Ctrl-C (SIGINT, through ``trio.open_signal_receiver``): with a turn running or prompts
   queued, ``agent.cancel(UserCancel())``; at the idle prompt, exit (status 0). So the first
   Ctrl-C stops the work and the second leaves.
 - End of input (or EIO: a terminal that hung up) waits for the running turn, then exits;
   ``/quit`` exits at once (disposing the agent cancels its turn with ``DisposedCancel``).
+- A tool call that needs approval is asked on the terminal (:mod:`._ask`): the next input line
+  is the answer, offered to the asker before anything else.
+- A resumed session shows its last few exchanges first.
 - On exit the last line says where the session is stored.
 """
 
@@ -23,6 +31,8 @@ import argparse
 import errno
 import os
 import signal
+from contextlib import nullcontext
+from typing import TYPE_CHECKING
 
 import trio
 from rich.console import Console
@@ -32,9 +42,14 @@ from ..cancel import UserCancel
 from ..kernel import Context
 from ..session import ToolCall, ToolCallEnded
 from ..shell import JobDone, JobNotFoundError, job_state
+from ._ask import TerminalAsker
 from ._chat_view import ChatView
+from ._keys import Key
 from ._logs import CliLog
-from ._options import Settings, attach, open_cli_runtime, session_path
+from ._options import Settings, attach, open_cli_runtime, session_path, store_root
+
+if TYPE_CHECKING:
+    from ._input import LineEditor
 
 __all__ = ["chat"]
 
@@ -44,7 +59,8 @@ HELP = (
     "/cancel       cancel the running turn and clear the queue\n"
     "/jobs         the background jobs of this agent\n"
     "/help         this list\n"
-    "/quit         leave (Ctrl-D waits for the answer first; Ctrl-C at the prompt leaves)"
+    "/quit         leave (Ctrl-D waits for the answer first; Ctrl-C at the prompt leaves)\n"
+    "a line ending with \\ (or Alt-Enter) continues on the next; Up/Down recall earlier lines"
 )
 
 
@@ -53,23 +69,33 @@ async def chat(args: argparse.Namespace) -> int:
     settings: Settings = args.settings
     console = Console(highlight=False)
     log: CliLog | None = getattr(args, "log", None)
+    terminal = os.isatty(0) and os.isatty(1)
     async with open_cli_runtime(settings) as root:
         agent, handle = await attach(root, args.session)
-        view = ChatView(console, agent)
-        view.listen(root)
-        jobs: dict[str, JobDone] = {}
-        root.on(JobDone, lambda event: jobs.__setitem__(event.job_id, event))
-        path = session_path(root, agent.id)
-        owner = "" if handle is not None else " (declared in the config file)"
-        view.note(f"chatting with {agent.id}{owner} on {agent.model.name}; /help for commands")
-        if log is not None:
-            log.go_live()
-        try:
-            await _converse(root, agent, view, jobs, interactive=os.isatty(0))
-        finally:
+        editor = _editor(settings) if terminal else None
+        with editor.screen() if editor is not None else nullcontext():
+            view = ChatView(console, agent, editor)
+            view.listen(root)
+            asker = TerminalAsker(view.note)
+            agent.approver = asker
+            jobs: dict[str, JobDone] = {}
+            root.on(JobDone, lambda event: jobs.__setitem__(event.job_id, event))
+            path = session_path(root, agent.id)
+            owner = "" if handle is not None else " (declared in the config file)"
+            view.note(f"chatting with {agent.id}{owner} on {agent.model.name}; /help for commands")
+            view.history(agent.session.records)
             if log is not None:
-                log.hold()
-            view.close()
+                log.go_live()
+            try:
+                await _converse(
+                    root, agent, view, jobs, interactive=os.isatty(0), editor=editor, asker=asker
+                )
+            finally:
+                if log is not None:
+                    log.hold()
+                view.close()
+                if editor is not None:
+                    await editor.aclose()
         if handle is not None:
             await handle.dispose()
     where = str(path) if path is not None else "memory only (--store memory): not kept"
@@ -77,23 +103,50 @@ async def chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _editor(settings: Settings) -> LineEditor:
+    from ._input import LineEditor, history_file  # prompt_toolkit: a terminal needs it only
+
+    return LineEditor(history_file(store_root(settings.store)))
+
+
 async def _converse(
-    root: Context, agent: Agent, view: ChatView, jobs: dict[str, JobDone], *, interactive: bool
+    root: Context,
+    agent: Agent,
+    view: ChatView,
+    jobs: dict[str, JobDone],
+    *,
+    interactive: bool,
+    editor: LineEditor | None = None,
+    asker: TerminalAsker | None = None,
 ) -> None:
-    send, lines = trio.open_memory_channel[str](0)
+    send, lines = trio.open_memory_channel[str | Key](0)
     async with trio.open_nursery() as nursery:
         await nursery.start(_interrupts, agent, view, nursery.cancel_scope)
-        nursery.start_soon(_read_lines, send)
+        if editor is not None:
+            nursery.start_soon(_read_editor, send, editor)
+        else:
+            nursery.start_soon(_read_lines, send)
         view.prompt()
         async with lines:
             async for line in lines:
+                if line is Key.EOF:
+                    break
+                if line is Key.INTERRUPT:
+                    if not _interrupt(agent, view):
+                        nursery.cancel_scope.cancel()
+                        return
+                    continue
                 if not interactive:
                     view.echo(line)
+                if asker is not None and asker.offer(line):
+                    if not interactive:
+                        await asker.until_idle_or_asked(agent)
+                    continue
                 if not _handle(line.strip(), root, agent, view, jobs):
                     nursery.cancel_scope.cancel()
                     return
                 if not interactive:
-                    await agent.when_idle()
+                    await (agent.when_idle() if asker is None else asker.until_idle_or_asked(agent))
         # End of input: let the running turn answer, then leave.
         await agent.when_idle()
         nursery.cancel_scope.cancel()
@@ -106,7 +159,11 @@ def _handle(
     command, _, rest = line.partition(" ")
     rest = rest.strip()
     if line and not line.startswith("/"):
+        busy = _busy(agent)
         agent.prompt(line)
+        if busy:
+            first, *more = line.splitlines()
+            view.note(f"queued: {first}{' …' if more else ''} (sent when this turn ends)")
     elif command == "/quit":
         return False
     elif command == "/steer":
@@ -144,15 +201,36 @@ async def _interrupts(
     with trio.open_signal_receiver(signal.SIGINT) as interrupts:
         task_status.started()
         async for _ in interrupts:
-            if _busy(agent):
-                agent.cancel(UserCancel())
-                view.note("cancelling… (Ctrl-C at the prompt leaves)", "yellow")
-            else:
+            if not _interrupt(agent, view):
                 leave.cancel()
                 return
 
 
-async def _read_lines(send: trio.MemorySendChannel[str]) -> None:
+def _interrupt(agent: Agent, view: ChatView) -> bool:
+    """Ctrl-C: cancel the work if there is some (``True``); ``False`` means leave."""
+    if not _busy(agent):
+        return False
+    agent.cancel(UserCancel())
+    view.note("cancelling… (Ctrl-C at the prompt leaves)", "yellow")
+    return True
+
+
+async def _read_editor(send: trio.MemorySendChannel[str | Key], editor: LineEditor) -> None:
+    """Send each line (or key) the editor reads; end of input closes the channel."""
+    async with send:
+        while True:
+            try:
+                line = await editor.read()
+            except OSError as exc:
+                if exc.errno != errno.EIO:  # the terminal hung up: the end of its input
+                    raise
+                line = Key.EOF
+            await send.send(line)
+            if line is Key.EOF:
+                return
+
+
+async def _read_lines(send: trio.MemorySendChannel[str | Key]) -> None:
     """Send each line of stdin; close the channel at end of input."""
     pending = b""
     fd = os.dup(0)

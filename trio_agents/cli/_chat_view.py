@@ -6,20 +6,32 @@ Rules:
   in the emitter's task, synchronously: nothing here waits.
 - The spinner runs while the agent waits for its model (from the start of a turn, and again
   after each tool result) and stops at the first text, a tool call, or the end of the turn.
+- A tool call is one line, its name and JSON arguments (``→ bash {"command": "ls"}``); its
+  result another, the first line and how many more (``← bin  (+3 lines)``).
 - A turn that did not complete says so in one line: ``turn t-2 cancelled (UserCancel)``.
+- With a :class:`LineEditor` (a terminal), nothing is drawn on the input line: what is final
+  is printed above it, and what is still changing (the answer's unfinished block, the
+  spinner's status) is the editor's live area. The answer is printed a Markdown block at a
+  time (a blank line outside a code fence ends one), rendered by rich; each turn ends with its
+  token usage and the running total, dimmed. Without an editor (a pipe) the text is plain,
+  streamed as it arrives.
+- Steered and queued answers, and every note, start on a line of their own.
 """
 
 from __future__ import annotations
 
-from typing import final
+import json
+from typing import TYPE_CHECKING, final
 
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
-from ..agent import Agent, AgentOutput, AgentStatus, AgentStatusChanged
+from ..agent import Agent, AgentOutput, AgentStatus, AgentStatusChanged, AgentUsage
 from ..kernel import Context, PluginReloaded
 from ..session import (
+    AssistantMessage,
     InboxSpliced,
     SessionAppended,
     StopReason,
@@ -27,22 +39,35 @@ from ..session import (
     ToolCallEnded,
     TurnEnded,
     TurnStarted,
+    UserMessage,
 )
 
-__all__ = ["ChatView"]
+if TYPE_CHECKING:
+    from ._input import LineEditor
+
+__all__ = ["ChatView", "split_blocks"]
 
 PROMPT = "you> "
+THINKING = "thinking… (Ctrl-C cancels)"
+# How many lines of an unfinished block the live area shows (the rest is printed when done).
+_LIVE_LINES = 8
 
 
 @final
 class ChatView:
     """Renders one agent's conversation."""
 
-    def __init__(self, console: Console, agent: Agent) -> None:
+    def __init__(self, console: Console, agent: Agent, editor: LineEditor | None = None) -> None:
         self.console = console
+        self._agent = agent
         self._agent_id = agent.id
+        self._editor = editor
         self._status: Status | None = None
         self._midline = False
+        self._pending = ""  # with an editor: the answer's text not printed yet
+        self._thinking = False
+        self._working = False  # with an editor: from a turn's start until the agent is idle
+        self._usage_at_start = AgentUsage()
 
     def listen(self, root: Context) -> None:
         """Subscribe to the events this view draws (entries of ``root``'s fiber)."""
@@ -55,6 +80,10 @@ class ChatView:
 
     def prompt(self) -> None:
         """Show that the agent is idle and waiting for the user."""
+        if self._editor is not None:  # its input line is always there: it says idle
+            self._working = False
+            self._live()
+            return
         self._end_line()
         self.console.print(Text(PROMPT, style="bold cyan"), end="")
         self._midline = True
@@ -65,9 +94,10 @@ class ChatView:
         self._midline = False
 
     def note(self, text: str, style: str = "dim") -> None:
-        """A line of its own, outside the conversation."""
+        """A line of its own, outside the conversation (above an answer still streaming)."""
         self._stop_spinner()
-        self._end_line()
+        if self._editor is None:
+            self._end_line()
         self.console.print(Text(text, style=style))
 
     def close(self) -> None:
@@ -75,18 +105,59 @@ class ChatView:
         self._stop_spinner()
         self._end_line()
 
+    def history(self, records: tuple[object, ...], exchanges: int = 3) -> None:
+        """Show the last ``exchanges`` prompts of a resumed session, each with its answer."""
+        shown: list[tuple[str, str]] = []
+        for record in records:
+            if isinstance(record, UserMessage):
+                shown.append((record.content, ""))
+            elif isinstance(record, AssistantMessage) and shown and record.content:
+                prompt, answer = shown[-1]
+                shown[-1] = (prompt, f"{answer}\n{record.content}" if answer else record.content)
+        if not shown:
+            return
+        earlier = len(shown) - exchanges
+        more = f" ({earlier} earlier not shown; trio-agents sessions show)" if earlier > 0 else ""
+        self.note(f"resumed; the last exchanges{more}:")
+        for prompt, answer in shown[-exchanges:]:
+            self.console.print(Text(PROMPT, style="bold cyan") + Text(prompt), soft_wrap=True)
+            if answer:
+                self._print_answer(answer)
+
+    def _print_answer(self, text: str) -> None:
+        if self._editor is not None and self.console.is_terminal:
+            self.console.print(Markdown(text, justify="default"))
+        else:
+            self.console.print(Text(text, style="green"), soft_wrap=True)
+
+    def _live(self) -> None:
+        if self._editor is not None:
+            tail = "\n".join(self._pending.splitlines()[-_LIVE_LINES:])
+            self._editor.show(tail, THINKING if self._thinking else "", busy=self._working)
+
     def _start_spinner(self) -> None:
+        if self._editor is not None:
+            self._thinking = True
+            self._live()
+            return
         if self._status is None:
             self._end_line()
             self._status = self.console.status("thinking… (Ctrl-C cancels)", spinner="dots")
             self._status.start()
 
     def _stop_spinner(self) -> None:
+        if self._thinking:
+            self._thinking = False
+            self._live()
         if self._status is not None:
             self._status.stop()
             self._status = None
 
     def _end_line(self) -> None:
+        if self._pending:
+            pending, self._pending = self._pending, ""
+            self._print_answer(pending)
+            self._live()
         if self._midline:
             self.console.print()
             self._midline = False
@@ -97,6 +168,13 @@ class ChatView:
         if event.agent_id != self._agent_id or not event.text:
             return
         self._stop_spinner()
+        if self._editor is not None:
+            self._pending += event.text
+            done, self._pending = split_blocks(self._pending)
+            if done:
+                self._print_answer(done)
+            self._live()
+            return
         self.console.print(Text(event.text, style="green"), end="", soft_wrap=True)
         self._midline = not event.text.endswith("\n")
 
@@ -105,11 +183,17 @@ class ChatView:
             return
         record = event.record
         if isinstance(record, TurnStarted):
-            self._midline = False  # the user's Enter ended the prompt's line
+            if self._editor is None:
+                self._midline = False  # the user's Enter ended the prompt's line
+            self._end_line()
+            self._usage_at_start = self._agent.usage
+            self._working = True
             self._start_spinner()
         elif isinstance(record, ToolCall):
-            args = ", ".join(f"{k}={v!r}" for k, v in record.arguments.items())
-            self.note(f"→ {record.name}({args})", "yellow")
+            args = json.dumps(dict(record.arguments), ensure_ascii=False, default=str)
+            self.note(
+                f"→ {record.name} {args}" if record.arguments else f"→ {record.name}", "yellow"
+            )
         elif isinstance(record, ToolCallEnded):
             lines = record.content.splitlines() or [""]
             more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
@@ -117,11 +201,15 @@ class ChatView:
             self._start_spinner()
         elif isinstance(record, InboxSpliced) and record.op == "add" and not record.wake:
             self.note(f"notice for the agent: {record.content}")
+        elif isinstance(record, AssistantMessage):
+            self._end_line()  # so the next step's answer (a steered one) starts on its own line
         elif isinstance(record, TurnEnded):
             self._stop_spinner()
             self._end_line()
             if record.stop_reason is not StopReason.COMPLETED:
                 self.note(_ending(record), "red" if record.error else "yellow")
+            if self._editor is not None:
+                self.note(_usage(self._usage_at_start, self._agent.usage))
 
     def _on_status(self, event: AgentStatusChanged) -> None:
         if event.agent_id == self._agent_id and event.new is AgentStatus.IDLE:
@@ -129,6 +217,38 @@ class ChatView:
 
     def _on_reload(self, event: PluginReloaded) -> None:
         self.note(f"reloaded plugin {event.plugin} from {event.module}")
+
+
+def split_blocks(text: str) -> tuple[str, str]:
+    """``text`` cut after its last finished Markdown block: ``(finished, unfinished)``.
+
+    A block ends at a blank line outside a fenced code block, or with the line that closes a
+    fence; the unfinished part is what may still change how the finished part renders.
+    """
+    cut = 0
+    fenced = False
+    position = 0
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        position += len(line)
+        if not line.endswith("\n"):
+            break  # still streaming
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            if not fenced:
+                cut = position
+        elif not fenced and not line.strip() and index > 0:
+            cut = position
+    return text[:cut].strip("\n"), text[cut:]
+
+
+def _usage(before: AgentUsage, after: AgentUsage) -> str:
+    turn_in = after.input_tokens - before.input_tokens
+    turn_out = after.output_tokens - before.output_tokens
+    return (
+        f"tokens: {turn_in} in, {turn_out} out · session {after.input_tokens} in, "
+        f"{after.output_tokens} out ({after.requests} requests)"
+    )
 
 
 def _ending(record: TurnEnded) -> str:

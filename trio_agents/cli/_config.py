@@ -15,11 +15,17 @@ The format::
     args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
     tools = ["read_file"]             # optional allow-list (the server's own tool names)
 
+    ask = ["write_file"]              # optional: its tools whose calls need approval ("*": all)
+
     [[agents]]                        # owned by the AgentLoop
     id = "helper"
     model = "echo"
     instructions = "You are terse."
     tools = ["bash"]
+    ask = ["bash"]                    # optional: tools whose calls need approval in this agent
+
+    [approval]                        # optional: tools whose calls need approval in every agent
+    ask = ["bash", "files__write_file"]
 
 Rules:
 - Validation collects every problem (types, unknown keys, model specs, imports, plugin shapes
@@ -53,7 +59,15 @@ from ..kernel import (
 from ..mcp import McpServer
 from ..model import ModelSpecError, model_from_spec
 
-__all__ = ["Config", "ConfigFileError", "LoadedPlugin", "PluginEntry", "load_config", "parse"]
+__all__ = [
+    "Approval",
+    "Config",
+    "ConfigFileError",
+    "LoadedPlugin",
+    "PluginEntry",
+    "load_config",
+    "parse",
+]
 
 
 class ConfigFileError(ConfigError):
@@ -70,10 +84,19 @@ class PluginEntry:
 
 
 @attrs.frozen
+class Approval:
+    """The ``[approval]`` table."""
+
+    #: The tools whose calls need approval, in every agent.
+    ask: list[str] = attrs.Factory(list)
+
+
+@attrs.frozen
 class _File:
     """The whole file, as written."""
 
     model: str | None = None
+    approval: Approval = attrs.Factory(Approval)
     plugins: list[PluginEntry] = attrs.Factory(list)
     mcp_servers: list[McpServer] = attrs.Factory(list)
     agents: list[DeclaredAgent] = attrs.Factory(list)
@@ -111,6 +134,8 @@ class Config:
     plugins: tuple[LoadedPlugin, ...] = ()
     agents: tuple[DeclaredAgent, ...] = ()
     mcp_servers: tuple[McpServer, ...] = ()
+    #: The ``[approval]`` table's ``ask``: tools asked about in every agent.
+    ask: tuple[str, ...] = ()
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -197,7 +222,14 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         raise ConfigFileError(
             f"{where} has {count_problems(problems)}:{list_problems(problems)}", tuple(problems)
         )
-    return Config(path, raw.model, tuple(plugins), tuple(raw.agents), tuple(raw.mcp_servers))
+    return Config(
+        path,
+        raw.model,
+        tuple(plugins),
+        tuple(raw.agents),
+        tuple(raw.mcp_servers),
+        tuple(raw.approval.ask),
+    )
 
 
 def _text(table: Mapping[str, Any], key: str) -> str | None:

@@ -29,10 +29,11 @@ from ..session import (
     InboxSpliced,
     SessionAppended,
     SessionDisposed,
+    StopReason,
     TurnEnded,
     UserMessage,
 )
-from ._options import make_store, resolve_model, store_root
+from ._options import CliError, announce_store, make_store, resolve_model, store_root
 
 __all__ = ["demo"]
 
@@ -45,6 +46,7 @@ async def demo(args: argparse.Namespace) -> int:
     spec = args.model if args.model not in (None, "echo") else "echo?delay=0.2"
     model = resolve_model(spec)
     root_dir = store_root(args.store)
+    announce_store(args.store)
     out.rule("trio-agents demo")
     out.print(f"model [bold]{model.name}[/], sessions in [bold]{root_dir or 'memory'}[/]")
     async with open_runtime(store=make_store(args.store), model=model) as root:
@@ -55,6 +57,7 @@ async def demo(args: argparse.Namespace) -> int:
         out.rule("1. a prompt, streamed")
         agent.prompt("hello from the demo")
         await agent.when_idle()
+        _check_first_turn(agent, model.name)
 
         out.rule("2. queue, steer and cancel")
         agent.prompt("a long first prompt")
@@ -81,6 +84,17 @@ async def demo(args: argparse.Namespace) -> int:
         out.print(f"session written to [bold]{root_dir / (agent.id + '.jsonl')}[/]")
     out.rule("done")
     return 0
+
+
+def _check_first_turn(agent: Agent, model: str) -> None:
+    """The rest of the demo needs a model that answers: stop with one line if it did not."""
+    ended = next(r for r in reversed(agent.session.records) if isinstance(r, TurnEnded))
+    if ended.stop_reason is not StopReason.COMPLETED:
+        detail = f": {ended.error}" if ended.error else ""
+        raise CliError(
+            f"the demo stopped: model {model} did not answer ({ended.stop_reason.value}{detail}); "
+            "run it without --model to use the embedded echo model"
+        )
 
 
 def _narrate(root: Context, out: Console) -> None:

@@ -1,8 +1,9 @@
 """Entry point of the ``trio-agents`` command.
 
 Exit statuses: 0 success; 1 an error (one readable line on stderr, never a traceback, for
-anything the user got wrong: a bad option, an unknown session, an invalid model spec or config
-file, a plugin whose teardown failed); 2 a usage error (from argparse); 130 interrupted or
+anything the user got wrong: a usage mistake, with a "did you mean" when an option or command
+is close (``_usage.py``), an unknown session, an invalid model spec or config file, a plugin
+whose teardown failed); 130 interrupted or
 cancelled with Ctrl-C; 143 SIGTERM; 129 SIGHUP (``_signals.py`` says how each tears down).
 """
 
@@ -20,6 +21,7 @@ from .._errors import TrioAgentsError
 from ._logs import CliLog
 from ._options import add_common, settings_from
 from ._signals import Terminated, Termination, guarded
+from ._usage import Parser, version
 
 __all__ = ["main"]
 
@@ -27,11 +29,12 @@ _RUNTIME_COMMANDS = ("acp", "chat", "run")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="trio-agents",
         description="Long-lived LLM agents on trio, with one owner for every piece of work.",
         epilog="Common options go after the subcommand: trio-agents chat --store memory",
     )
+    parser.add_argument("--version", action="version", version=f"trio-agents {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     acp = commands.add_parser("acp", help="serve agents over the Agent Client Protocol on stdio")
@@ -56,8 +59,14 @@ def _parser() -> argparse.ArgumentParser:
     add_common(demo, runtime=False)
 
     run = commands.add_parser("run", help="run one prompt and print the answer")
-    run.add_argument("prompt", help="the prompt text")
+    run.add_argument(
+        "prompt",
+        help="the prompt text; '-' reads it from stdin, and text piped to stdin is sent after it",
+    )
     run.add_argument("--session", default=None, help="resume (or create) this session id")
+    run.add_argument(
+        "--yes", action="store_true", help="allow the tool calls that need approval, unasked"
+    )
     add_common(run)
 
     sessions = commands.add_parser("sessions", help="manage stored sessions")

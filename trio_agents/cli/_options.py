@@ -8,6 +8,8 @@ Rules:
   ``apply`` raises) surfaces as a :class:`TrioAgentsError` or :class:`OSError`, which the entry
   point prints as one line.
 - ``--model`` beats the config file's ``model``, which beats ``echo``.
+- Without ``--store``, the first command that writes sessions to the default directory (one
+  that does not exist yet) says where, once, on stderr (:func:`announce_store`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -34,6 +37,7 @@ __all__ = [
     "CliError",
     "Settings",
     "add_common",
+    "announce_store",
     "attach",
     "make_store",
     "open_cli_runtime",
@@ -120,6 +124,18 @@ def make_store(store: str | None, *, read_only: bool = False) -> SessionStore:
     return JsonlStore(Path(os.path.expanduser(store)) if store else None, read_only=read_only)
 
 
+def announce_store(store: str | None) -> None:
+    """Say where sessions go when the default directory is about to be used the first time."""
+    if store is not None:
+        return
+    root = default_root()
+    if not root.exists():
+        print(
+            f"trio-agents: sessions are kept in {root} (set --store DIR, or --store memory)",
+            file=sys.stderr,
+        )
+
+
 def store_root(store: str | None) -> Path | None:
     """Where sessions are written, or ``None`` for memory."""
     if store == "memory":
@@ -147,9 +163,10 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
     """Open the runtime the options describe and yield its root.
 
     Applies, in order: the core plugins (with the declared agents, owned by the AgentLoop),
-    ``LocalShell`` and ``tool_bash`` (when ``shell``), the config file's plugins with their
-    configs, its MCP servers (each a plugin; one that cannot start is an error), and with
-    ``--watch`` a background task that reloads their modules on change.
+    the ``[approval]`` table's ``ask`` (``tools.require_approval``), ``LocalShell`` and
+    ``tool_bash`` (when ``shell``), the config file's plugins with their configs, its MCP
+    servers (each a plugin; one that cannot start is an error), and with ``--watch`` a
+    background task that reloads their modules on change.
 
     A SIGINT, SIGTERM or SIGHUP that the command itself does not take ends the body (plugin
     start included) with :exc:`Terminated`, and the runtime unwinds (``_signals.py``).
@@ -162,10 +179,13 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
     # Declared agents without a cwd work in the directory the command was started in.
     here = os.getcwd()
     declared = [a if a.cwd is not None else attrs.evolve(a, cwd=here) for a in config.agents]
+    announce_store(settings.store)
     async with open_runtime(
         store=make_store(settings.store), model=settings.model, agents=declared
     ) as root:
         with terminable(root):
+            if config.ask:
+                root.get("tools").require_approval(config.ask)
             if shell:
                 await root.plugin(LocalShell())
                 await root.plugin(tool_bash)

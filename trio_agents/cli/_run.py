@@ -1,7 +1,12 @@
 """``trio-agents run PROMPT``: one prompt, the answer streamed to stdout.
 
 Rules:
+- The prompt is the argument; ``-`` reads it from stdin instead. Otherwise, text piped to stdin
+  (a pipe or a file, not a terminal) is sent after the argument, separated by a blank line,
+  so ``git diff | trio-agents run "review this"`` works.
 - stdout carries the answer only; the spinner (a terminal only) and notes go to stderr.
+- A tool call that needs approval is refused unless ``--yes`` (:mod:`._ask`); the model reads
+  the refusal and the turn goes on.
 - The exit status says how the turn ended: 0 completed; 1 error, max steps or blocked (one
   line on stderr); 130 cancelled by Ctrl-C, which cancels the turn with ``UserCancel`` so the
   session records it.
@@ -13,7 +18,9 @@ Rules:
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import stat
 import sys
 
 import trio
@@ -29,7 +36,8 @@ from ..session import (
     TurnEnded,
     UserMessage,
 )
-from ._options import Settings, attach, open_cli_runtime, session_path
+from ._ask import RunApprover
+from ._options import CliError, Settings, attach, open_cli_runtime, session_path
 
 __all__ = ["run"]
 
@@ -40,8 +48,10 @@ async def run(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False)
     wrote = False
     failed: SessionWriteError | None = None
+    prompt = await _prompt(args.prompt)
     async with open_cli_runtime(settings) as root:
         agent, handle = await attach(root, args.session)
+        agent.approver = RunApprover(getattr(args, "yes", False))
         status = err.status("thinking…", spinner="dots")
 
         def show(event: AgentOutput) -> None:
@@ -61,7 +71,7 @@ async def run(args: argparse.Namespace) -> int:
 
         root.on(AgentOutput, show)
         root.on(SessionWriteFailed, on_write_failed)
-        message_id = agent.prompt(args.prompt)
+        message_id = agent.prompt(prompt)
         status.start()
         try:
             with trio.open_signal_receiver(signal.SIGINT) as interrupts:
@@ -114,6 +124,40 @@ def _leaves(group: BaseExceptionGroup[SessionWriteError]) -> list[BaseException]
         for e in group.exceptions
         for leaf in (_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])
     ]
+
+
+def _piped() -> bool:
+    """Whether stdin is a pipe, a socket or a file (not a terminal, not ``/dev/null``)."""
+    try:
+        mode = os.fstat(0).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+async def _prompt(argument: str) -> str:
+    """The prompt to send: see the module rules.
+
+    Raises:
+        CliError: ``-`` with nothing on stdin.
+    """
+    if argument != "-" and not _piped():
+        return argument
+    fd = os.dup(0)  # an abandoned read (Ctrl-C) keeps its own descriptor
+    piped = await trio.to_thread.run_sync(_read_all, fd, abandon_on_cancel=True)
+    os.close(fd)
+    if argument != "-":
+        return f"{argument}\n\n{piped.rstrip()}" if piped.strip() else argument
+    if not piped.strip():
+        raise CliError("'run -' reads the prompt from stdin, which was empty; pipe the prompt in")
+    return piped.rstrip()
 
 
 def _turn_of(records: tuple[Record, ...], message_id: str) -> TurnEnded | None:

@@ -20,6 +20,7 @@ import json
 import sys
 
 import attrs
+from rich import box
 from rich.console import Console
 from rich.control import strip_control_codes
 from rich.markup import escape
@@ -34,6 +35,7 @@ from ..session import (
     SessionInfo,
     SessionNotFoundError,
     SessionStore,
+    ToolApproval,
     ToolCall,
     ToolCallEnded,
     TurnEnded,
@@ -80,7 +82,10 @@ async def _list(store: SessionStore, out: Console, *, as_json: bool) -> None:
     if not infos:
         out.print("no stored sessions")
         return
-    table = Table("id", "records", "updated", "title")
+    # Box drawing only on a terminal: piped, the rows are plain columns for grep and cut.
+    table = Table(
+        "id", "records", "updated", "title", box=box.HEAVY_HEAD if out.is_terminal else None
+    )
     for info in infos:
         updated = f"{info.updated:%Y-%m-%d %H:%M}" if info.updated is not None else ""
         if info.damaged is not None:
@@ -146,6 +151,11 @@ async def _show(store: SessionStore, session_id: str, say: _Shower, *, as_json: 
             say.line("[bold green]agent[/]: ", record.content, cut)
         elif isinstance(record, ToolCall):
             say.line(f"[yellow]tool call[/] {escape(record.name)} ", repr(record.arguments))
+        elif isinstance(record, ToolApproval):
+            say.line(
+                f"[magenta]approval[/] {escape(record.name)}: "
+                f"{escape(str(record.decision))} by {escape(str(record.by))}"
+            )
         elif isinstance(record, ToolCallEnded):
             style = "red" if record.is_error else "yellow"
             say.line(f"[{style}]tool result[/] ", record.content)

@@ -228,7 +228,9 @@ class Connection:
         async def call(call: ToolContext, arguments: Mapping[str, Any]) -> ToolResult:
             return await self._call(remote.name, arguments)
 
-        return Tool(name, description, None, call, schema=schema)
+        return Tool(
+            name, description, None, call, schema=schema, ask=self._server.asks(remote.name)
+        )
 
     async def _call(self, remote: str, arguments: Mapping[str, Any]) -> ToolResult:
         server = self._server.name

@@ -93,6 +93,8 @@ class McpServer:
         call_timeout: seconds a tool call may take before it is cancelled on the server and
             answered with an error; ``None``, no limit (cancelling the turn still stops it).
         agent: the id of the one agent that sees these tools; ``None``, every agent.
+        ask: the server's tools (their names on the server) whose every call needs approval,
+            ``["*"]`` for all of them (see :doc:`/tools`).
 
     Raises:
         McpConfigError: a field is invalid, or the fields name no transport or two.
@@ -119,6 +121,11 @@ class McpServer:
         default=None, kw_only=True, validator=_check_call_timeout
     )
     agent: str | None = attrs.field(default=None, kw_only=True)
+    ask: tuple[str, ...] = attrs.field(default=(), kw_only=True, converter=_strings)
+
+    def asks(self, tool: str) -> bool:
+        """Whether calls of the server's tool ``tool`` need approval."""
+        return "*" in self.ask or tool in self.ask
 
     def __attrs_post_init__(self) -> None:
         if (self.command is None) == (self.url is None):

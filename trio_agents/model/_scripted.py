@@ -74,7 +74,7 @@ Reply: TypeAlias = str | Sequence[Step]
 
 _STEP_TYPES = (Say, CallTool, Wait, Fail)
 _WORDS = re.compile(r"\S+\s*|\s+")
-_BASH = re.compile(r"\s*!bash\s+(?P<command>\S.*?)\s*", re.DOTALL)
+_BASH = re.compile(r"\s*!(?P<how>bash|bg)\s+(?P<command>\S.*?)\s*", re.DOTALL)
 
 
 def split_words(text: str) -> list[str]:
@@ -137,22 +137,25 @@ class ScriptedModel:
 
     @classmethod
     def echo(cls, delay: float = 0.0) -> ScriptedModel:
-        """The embedded default model.
-
-        After ``delay`` seconds of trio time it answers the request:
+        """The embedded default model, answering the request:
 
         - if the latest messages are tool outputs, it reports them
           (``bash `CMD` exited: OUTPUT``, the output verbatim);
         - if the latest user message is ``!bash COMMAND``, it calls the ``bash`` tool with
-          ``{"command": COMMAND}`` and finishes with ``tool_calls``;
+          ``{"command": COMMAND}``, and for ``!bg COMMAND`` with
+          ``{"command": COMMAND, "run_in_background": True}``; it finishes with
+          ``tool_calls``;
         - otherwise it streams the latest user message back, word by word.
+
+        ``delay`` seconds of trio time pass before each word it says, and before a tool call,
+        so a chat on ``echo?delay=0.2`` streams visibly.
 
         Raises:
             ValueError: ``delay`` is negative or not a number.
         """
-        wait = Wait(delay)
+        Wait(delay)  # validates delay now, not at the first request
         model = cls((), name="echo")
-        model._respond = lambda request: (wait, *_echo_steps(request.messages))
+        model._respond = lambda request: _echo_steps(request.messages, delay)
         return model
 
     @property
@@ -215,7 +218,7 @@ class ScriptedModel:
         return f"<ScriptedModel {self.name!r}>"
 
 
-def _echo_steps(messages: Sequence[ChatMessage]) -> tuple[Step, ...]:
+def _echo_steps(messages: Sequence[ChatMessage], delay: float) -> tuple[Step, ...]:
     outputs: list[ToolOutput] = []
     for message in reversed(messages):
         if not isinstance(message, ToolOutput):
@@ -223,14 +226,17 @@ def _echo_steps(messages: Sequence[ChatMessage]) -> tuple[Step, ...]:
         outputs.append(message)
     if outputs:
         outputs.reverse()
-        return (Say("\n".join(_report(o, messages) for o in outputs)),)
+        return (Say("\n".join(_report(o, messages) for o in outputs), delay),)
     latest = next((m for m in reversed(messages) if isinstance(m, UserText)), None)
     if latest is None:
         return ()
     match = _BASH.fullmatch(latest.content)
     if match is not None:
-        return (CallTool("bash", {"command": match["command"]}),)
-    return (Say(latest.content),)
+        arguments: dict[str, Any] = {"command": match["command"]}
+        if match["how"] == "bg":
+            arguments["run_in_background"] = True
+        return (Wait(delay), CallTool("bash", arguments))
+    return (Say(latest.content, delay),)
 
 
 def _report(output: ToolOutput, messages: Sequence[ChatMessage]) -> str:

@@ -28,6 +28,7 @@ from ._records import InboxSpliced as InboxSpliced
 from ._records import ModelUsage as ModelUsage
 from ._records import Record as Record
 from ._records import StopReason as StopReason
+from ._records import ToolApproval as ToolApproval
 from ._records import ToolCall as ToolCall
 from ._records import ToolCallEnded as ToolCallEnded
 from ._records import TurnEnded as TurnEnded
@@ -69,6 +70,7 @@ __all__ = [
     "SessionWriteFailed",
     "StopReason",
     "StoreStatistics",
+    "ToolApproval",
     "ToolCall",
     "ToolCallEnded",
     "TurnEnded",

@@ -24,6 +24,7 @@ __all__ = [
     "ModelUsage",
     "Record",
     "StopReason",
+    "ToolApproval",
     "ToolCall",
     "ToolCallEnded",
     "TurnEnded",
@@ -125,6 +126,31 @@ class ToolCallEnded(Record):
 
 
 @attrs.frozen(kw_only=True)
+class ToolApproval(Record):
+    """Someone answered whether a tool call marked *ask* may run (tag ``tool_approval``).
+
+    Written just before the call runs or is refused; a call cancelled while its question was
+    open has none. ``allow_always`` and ``reject_always`` stand for the rest of the session
+    (a resumed agent restores them) for calls of the same tool name.
+
+    Attributes:
+        turn_id: the turn of the call (``None`` for a call outside every turn).
+        call_id: the model's id of the call, or ``None``.
+        name: the tool's name.
+        decision: ``allow_once``, ``allow_always``, ``reject_once``, ``reject_always`` or
+            ``cancel`` (stop the turn).
+        by: who answered: the approver's ``name`` (``"acp client"``, ``"terminal"``,
+            ``"run --yes"``), or ``"standing answer"`` for an earlier ``*_always``.
+    """
+
+    turn_id: str | None = None
+    call_id: str | None = None
+    name: str
+    decision: Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancel"]
+    by: str
+
+
+@attrs.frozen(kw_only=True)
 class ModelUsage(Record):
     """The token usage the model reported for one request of a turn."""
 
@@ -168,6 +194,8 @@ class AgentConfigured(Record):
         parent_id: the id of the parent agent, for a child agent.
         cwd: the absolute working directory of the agent's shell commands, or ``None`` for the
             process's own.
+        ask: the names of the tools whose calls need approval in this agent (besides the
+            tools marked ``ask`` themselves), sorted.
     """
 
     instructions: str | None = None
@@ -177,6 +205,7 @@ class AgentConfigured(Record):
     model_name: str | None = None
     parent_id: str | None = None
     cwd: str | None = None
+    ask: list[str] = attrs.Factory(list)
 
 
 _RECORDS: TagRegistry[Record] = TagRegistry("record", "turn_ended")
@@ -243,6 +272,7 @@ for _cls in (
     UserMessage,
     AssistantMessage,
     ToolCall,
+    ToolApproval,
     ModelUsage,
     TurnStarted,
     TurnEnded,
