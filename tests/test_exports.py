@@ -149,7 +149,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.cli._run": frozenset({"run"}),
     "trio_agents.cli._usage": frozenset({"Parser", "UsageExit", "suggestion", "version"}),
-    "trio_agents.cli._sessions": frozenset({"sessions"}),
+    "trio_agents.cli._sessions": frozenset({"SHOWN", "sessions"}),
     "trio_agents.cli._signals": frozenset(
         {
             "FORCE_GRACE",
@@ -250,6 +250,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.session._convert": frozenset(
         {
             "converter",
+            "parse_line",
             "structure_record",
             "unstructure_record",
         }
@@ -258,13 +259,18 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.session._jsonl_io": frozenset(
         {
             "FORMAT",
-            "StoredFile",
+            "SUFFIX",
             "VERSION",
+            "Loaded",
+            "StoredFile",
+            "Tail",
             "WriteJob",
+            "check_root",
             "header_line",
             "prepare_root",
             "read_session",
             "remove_session",
+            "repair_tail",
             "scan_root",
             "write_batch",
         }

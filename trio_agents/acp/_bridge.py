@@ -36,7 +36,13 @@ from ..agent import AGENTS, TOOLS, AgentDisposed, AgentHandle, AgentIdInUseError
 from ..cancel import UserCancel
 from ..kernel import Context
 from ..mcp import McpServer
-from ..session import SESSIONS, InvalidSessionIdError, SessionAppended, SessionNotFoundError
+from ..session import (
+    SESSIONS,
+    InvalidSessionIdError,
+    SessionAppended,
+    SessionFormatError,
+    SessionNotFoundError,
+)
 from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
@@ -330,6 +336,14 @@ class AcpBridge:
                     ErrorCode.INVALID_REQUEST,
                     f"session {session_id!r} is live in another owner; it cannot be loaded",
                 ) from None
+            except (SessionFormatError, OSError) as exc:
+                # A damaged file (or one that cannot be read): the resume published nothing.
+                reason = _reason(exc)
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"session {session_id!r} cannot be loaded: {reason}",
+                    {"sessionId": session_id, "damaged": reason},
+                ) from None
             await self._start_servers(session, servers)
         # Invariant: no checkpoint between the snapshot and the answer, so what happens next
         # in the session is streamed after the replay.
@@ -376,6 +390,12 @@ class AcpBridge:
     def _on_response(self, response: Response) -> None:
         # The only requests a bridge sends are its permission questions.
         self._permissions.on_response(response)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 def _leaf(exc: Exception) -> Exception:

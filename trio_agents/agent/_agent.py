@@ -277,7 +277,16 @@ class Agent:
     # -- the inbox ------------------------------------------------------------------------------
 
     def prompt(self, content: str) -> MessageId:
-        """Queue ``content`` as the input of a turn of its own; wakes the agent."""
+        """Queue ``content`` as the input of a turn of its own; wakes the agent.
+
+        ``steer`` and ``inject`` raise the same errors; a refused message is not queued.
+
+        Raises:
+            TypeError: ``content`` is not a ``str``.
+            UnstorableRecordError: ``content`` is not Unicode text (it holds a lone
+                surrogate), so the session could not record it (a ``ValueError``).
+            AgentClosedError: the agent is being disposed.
+        """
         return self._enqueue("next_turn", content, wake=True)
 
     def steer(self, content: str) -> MessageId:
@@ -339,9 +348,15 @@ class Agent:
                 f"(create or resume an agent to continue)"
             )
         message = self._inbox.add(lane, content, wake=wake)
-        self.session.append(
-            InboxSpliced(op="add", lane=lane, message_id=message.id, content=content, wake=wake)
-        )
+        try:
+            self.session.append(
+                InboxSpliced(op="add", lane=lane, message_id=message.id, content=content, wake=wake)
+            )
+        except BaseException:
+            # Invariant: every queued message is recorded, so one the session refuses (text
+            # that is not Unicode) is not queued either.
+            self._inbox.discard(message.id)
+            raise
         if wake:
             self._wake.set()
         self._notify()

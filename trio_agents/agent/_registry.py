@@ -227,7 +227,8 @@ class AgentRegistry:
             ask=ask,
         )
         resolved = self.models.resolve(model)
-        if session_id is not None and session_id in self._live:
+        # A str check first: an unhashable id (a list) is an invalid id, not a TypeError.
+        if isinstance(session_id, str) and session_id in self._live:
             raise AgentIdInUseError(_in_use(session_id))
         session = self.store.prepare(session_id)
         if self.store.is_stored(session.id):
@@ -264,7 +265,7 @@ class AgentRegistry:
             AgentIdInUseError: the agent is live already.
             SessionNotFoundError: nothing is stored under ``session_id``.
         """
-        if session_id in self._live:
+        if isinstance(session_id, str) and session_id in self._live:
             raise AgentIdInUseError(_in_use(session_id))
         try:
             session = await self.store.load(session_id)

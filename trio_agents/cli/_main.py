@@ -71,9 +71,19 @@ def _parser() -> argparse.ArgumentParser:
 
     sessions = commands.add_parser("sessions", help="manage stored sessions")
     sessions_commands = sessions.add_subparsers(dest="action", required=True, metavar="ACTION")
-    add_common(sessions_commands.add_parser("list", help="list stored sessions"), runtime=False)
+    listing = sessions_commands.add_parser("list", help="list stored sessions")
+    listing.add_argument(
+        "--json", action="store_true", help="one JSON object per session, one per line"
+    )
+    add_common(listing, runtime=False)
     show = sessions_commands.add_parser("show", help="print a session's conversation")
     show.add_argument("id")
+    show.add_argument(
+        "--full", action="store_true", help="print long messages whole (not shortened)"
+    )
+    show.add_argument(
+        "--json", action="store_true", help="print the records as JSON lines, one per record"
+    )
     add_common(show, runtime=False)
     delete = sessions_commands.add_parser("delete", help="delete a stored session")
     delete.add_argument("id")
@@ -124,6 +134,18 @@ def _located(
     return [(fiber, exc)]
 
 
+def _once(
+    located: list[tuple[str | None, BaseException]],
+) -> list[tuple[str | None, BaseException]]:
+    seen: set[int] = set()
+    kept = []
+    for fiber, leaf in located:
+        if id(leaf) not in seen:
+            seen.add(id(leaf))
+            kept.append((fiber, leaf))
+    return kept
+
+
 def _plugin_teardown(fiber: str | None) -> bool:
     # The root fiber's own entries are the command's: a failure there is a bug, not a plugin's.
     return fiber is not None and not fiber.startswith("root#")
@@ -150,7 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(termination.line, file=sys.stderr)
         return status
     except BaseException as exc:
-        located = _located(exc)
+        # The same error raised by two teardown steps (two flushes of a session that failed
+        # to write, say) is one problem: it is printed once.
+        located = _once(_located(exc))
         torn = [(fiber, leaf) for fiber, leaf in located if _plugin_teardown(fiber)]
         leaves = [leaf for fiber, leaf in located if not _plugin_teardown(fiber)]
         # A Ctrl-C that lands mid-work may bring follow-on errors of the teardown it caused

@@ -116,11 +116,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings(model=model, store=args.store, config=config, watch=watch)
 
 
-def make_store(store: str | None) -> SessionStore:
-    """The store named by ``--store``."""
+def make_store(store: str | None, *, read_only: bool = False) -> SessionStore:
+    """The store named by ``--store``; ``read_only`` for the commands that only read (a
+    JSONL store then writes nothing and works on a read-only directory)."""
     if store == "memory":
         return MemoryStore()
-    return JsonlStore(Path(os.path.expanduser(store)) if store else None)
+    return JsonlStore(Path(os.path.expanduser(store)) if store else None, read_only=read_only)
 
 
 def announce_store(store: str | None) -> None:

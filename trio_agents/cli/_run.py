@@ -10,6 +10,9 @@ Rules:
 - The exit status says how the turn ended: 0 completed; 1 error, max steps or blocked (one
   line on stderr); 130 cancelled by Ctrl-C, which cancels the turn with ``UserCancel`` so the
   session records it.
+- The store is checked at start: one that cannot be written fails the command before any
+  model call. If writing the session fails later, the turn is cancelled at once, nothing more
+  of the answer is printed, and the write error is the one line on stderr (status 1).
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ from rich.console import Console
 
 from ..agent import AgentOutput
 from ..cancel import UserCancel
-from ..session import Record, StopReason, TurnEnded, UserMessage
+from ..session import (
+    Record,
+    SessionWriteError,
+    SessionWriteFailed,
+    StopReason,
+    TurnEnded,
+    UserMessage,
+)
 from ._ask import RunApprover
 from ._options import CliError, Settings, attach, open_cli_runtime, session_path
 
@@ -37,6 +47,7 @@ async def run(args: argparse.Namespace) -> int:
     settings: Settings = args.settings
     err = Console(stderr=True, highlight=False)
     wrote = False
+    failed: SessionWriteError | None = None
     prompt = await _prompt(args.prompt)
     async with open_cli_runtime(settings) as root:
         agent, handle = await attach(root, args.session)
@@ -45,13 +56,21 @@ async def run(args: argparse.Namespace) -> int:
 
         def show(event: AgentOutput) -> None:
             nonlocal wrote
-            if event.agent_id == agent.id:
+            if event.agent_id == agent.id and failed is None:
                 status.stop()
                 wrote = True
                 sys.stdout.write(event.text)
                 sys.stdout.flush()
 
+        def on_write_failed(event: SessionWriteFailed) -> None:
+            nonlocal failed
+            if event.session_id == agent.id and failed is None:
+                failed = event.error
+                status.stop()
+                agent.cancel()  # an answer that cannot be kept is not worth waiting for
+
         root.on(AgentOutput, show)
+        root.on(SessionWriteFailed, on_write_failed)
         message_id = agent.prompt(prompt)
         status.start()
         try:
@@ -70,7 +89,17 @@ async def run(args: argparse.Namespace) -> int:
         ended = _turn_of(agent.session.records, message_id)
         path = session_path(root, agent.id)
         if handle is not None:
-            await handle.dispose()
+            try:
+                await handle.dispose()
+            except* SessionWriteError as group:
+                # The flushes of the teardown raise the failure we report below, again.
+                if failed is None or any(e is not failed for e in _leaves(group)):
+                    raise
+        if failed is not None:
+            if wrote:
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+            raise failed
     if wrote:
         sys.stdout.write("\n")
         sys.stdout.flush()
@@ -87,6 +116,14 @@ async def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 1
+
+
+def _leaves(group: BaseExceptionGroup[SessionWriteError]) -> list[BaseException]:
+    return [
+        leaf
+        for e in group.exceptions
+        for leaf in (_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])
+    ]
 
 
 def _piped() -> bool:

@@ -1,16 +1,28 @@
 """``trio-agents sessions list|show ID|delete ID``.
 
-Only the session store is started (no models, tools or agents). An unknown id, an invalid id
-or an unreadable session file is one line on stderr and exit status 1.
+Only the session store is started (no models, tools or agents). An unknown id, an invalid id,
+an unreadable or damaged session file is one line on stderr and exit status 1.
+
+Rules:
+- ``list`` and ``show`` open the store read-only: they write nothing (a torn tail is left as
+  it is, with a warning) and work on a read-only directory. Only ``delete`` writes.
+- ``list`` shows a damaged session as a row with the reason, beside the others.
+- ``show`` prints at most :data:`SHOWN` characters of each message, then a note of how many
+  more there are; the time is linear in the size of the session. ``--full`` prints messages
+  whole (written as they are, not laid out, so that too is linear); ``--json`` prints every
+  record as its stored JSON line. ``list --json`` prints one JSON object per session.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
 import attrs
 from rich import box
 from rich.console import Console
+from rich.control import strip_control_codes
 from rich.markup import escape
 from rich.table import Table
 
@@ -21,6 +33,7 @@ from ..session import (
     Compacted,
     InboxSpliced,
     ModelUsage,
+    SessionInfo,
     SessionNotFoundError,
     SessionStore,
     ToolApproval,
@@ -28,23 +41,27 @@ from ..session import (
     ToolCallEnded,
     TurnEnded,
     UserMessage,
+    dump_record,
 )
 from ._options import CliError, make_store, store_root
 
-__all__ = ["sessions"]
+__all__ = ["SHOWN", "sessions"]
+
+#: How many characters of a message ``sessions show`` prints without ``--full``.
+SHOWN = 2_000
 
 
 async def sessions(args: argparse.Namespace) -> int:
     """Dispatch on ``args.action``."""
     out = Console(highlight=False)
     async with open_root() as root:
-        await root.plugin(make_store(args.store))
+        await root.plugin(make_store(args.store, read_only=args.action != "delete"))
         store: SessionStore = root.get("sessions")
         try:
             if args.action == "list":
-                await _list(store, out)
+                await _list(store, out, as_json=args.json)
             elif args.action == "show":
-                await _show(store, args.id, out)
+                await _show(store, args.id, _Shower(out, full=args.full), as_json=args.json)
             else:
                 await store.delete(args.id)
                 out.print(f"deleted {args.id}")
@@ -57,8 +74,12 @@ async def sessions(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _list(store: SessionStore, out: Console) -> None:
+async def _list(store: SessionStore, out: Console, *, as_json: bool) -> None:
     infos = await store.list()
+    if as_json:
+        sys.stdout.writelines(json.dumps(_info_json(i), ensure_ascii=False) + "\n" for i in infos)
+        sys.stdout.flush()
+        return
     if not infos:
         out.print("no stored sessions")
         return
@@ -68,40 +89,90 @@ async def _list(store: SessionStore, out: Console) -> None:
     )
     for info in infos:
         updated = f"{info.updated:%Y-%m-%d %H:%M}" if info.updated is not None else ""
-        table.add_row(info.id, str(info.records), updated, escape(info.title or ""))
+        if info.damaged is not None:
+            table.add_row(info.id, "-", updated, f"[red]damaged: {escape(info.damaged)}[/]")
+        else:
+            table.add_row(info.id, str(info.records), updated, escape(info.title or ""))
     out.print(table)
 
 
-async def _show(store: SessionStore, session_id: str, out: Console) -> None:
+def _info_json(info: SessionInfo) -> dict[str, object]:
+    return {
+        "id": info.id,
+        "title": info.title,
+        "cwd": info.cwd,
+        "records": info.records,
+        "updated": info.updated.isoformat() if info.updated is not None else None,
+        "damaged": info.damaged,
+    }
+
+
+@attrs.frozen
+class _Shower:
+    """Prints one line of ``show``: a styled label, then text shortened to :data:`SHOWN`."""
+
+    out: Console
+    full: bool
+
+    def line(self, label: str, text: str = "", after: str = "", *, style: str = "") -> None:
+        """``label`` and ``after`` are markup, ``text`` is printed as it is; ``style`` is the
+        whole line's."""
+
+        def styled(markup: str) -> str:
+            return f"[{style}]{markup}[/]" if style and markup else markup
+
+        if self.full and len(text) > SHOWN:
+            # Written as it is: a layout of the whole text would cost far more than linear.
+            self.out.print(styled(label), end="")
+            sys.stdout.write(strip_control_codes(text))
+            sys.stdout.flush()
+            self.out.print(styled(after))
+            return
+        note = ""
+        if len(text) > SHOWN:
+            note = f"\n[dim]… {len(text) - SHOWN:,} more characters; --full to see all[/]"
+            text = text[:SHOWN]
+        self.out.print(styled(f"{label}{escape(text)}{after}") + note)
+
+
+async def _show(store: SessionStore, session_id: str, say: _Shower, *, as_json: bool) -> None:
     session = await store.load(session_id)
+    if as_json:
+        sys.stdout.writelines(dump_record(record) + "\n" for record in session.records)
+        sys.stdout.flush()
+        return
     pending: dict[str, str] = {}
     turn = total = AgentUsage()
     for record in session.records:
         if isinstance(record, UserMessage):
             pending.pop(record.message_id, None)
-            out.print(f"[bold cyan]user[/]: {escape(record.content)}")
+            say.line("[bold cyan]user[/]: ", record.content)
         elif isinstance(record, AssistantMessage):
             cut = " [dim](interrupted)[/]" if record.interrupted else ""
-            out.print(f"[bold green]agent[/]: {escape(record.content)}{cut}")
+            say.line("[bold green]agent[/]: ", record.content, cut)
         elif isinstance(record, ToolCall):
-            out.print(f"[yellow]tool call[/] {record.name} {escape(repr(record.arguments))}")
+            say.line(f"[yellow]tool call[/] {escape(record.name)} ", repr(record.arguments))
         elif isinstance(record, ToolApproval):
-            out.print(f"[magenta]approval[/] {record.name}: {record.decision} by {record.by}")
+            say.line(
+                f"[magenta]approval[/] {escape(record.name)}: "
+                f"{escape(str(record.decision))} by {escape(str(record.by))}"
+            )
         elif isinstance(record, ToolCallEnded):
             style = "red" if record.is_error else "yellow"
-            out.print(f"[{style}]tool result[/] {escape(record.content)}")
+            say.line(f"[{style}]tool result[/] ", record.content)
         elif isinstance(record, TurnEnded):
             cause = f" by {_describe(record.cause)}" if record.cause is not None else ""
-            error = f": {escape(record.error)}" if record.error else ""
             tokens = f" · {_tokens(turn)}" if turn.requests else ""
-            out.print(
-                f"[dim]turn {record.turn_id}: {record.stop_reason.value}{cause}{error}{tokens}[/]"
-            )
+            label = f"turn {escape(record.turn_id)}: {record.stop_reason.value}{cause}"
+            if record.error:
+                say.line(f"{label}: ", record.error, tokens, style="dim")
+            else:
+                say.line(f"{label}{tokens}", style="dim")
             turn = AgentUsage()
         elif isinstance(record, ModelUsage):
             turn, total = turn.plus(record), total.plus(record)
         elif isinstance(record, Compacted):
-            out.print(
+            say.line(
                 f"[magenta]-- compacted ({record.tokens_before:,} -> {record.tokens_after:,} "
                 f"tokens): the model sees a summary, then the records from seq "
                 f"{record.kept_from_seq} on --[/]"
@@ -112,9 +183,9 @@ async def _show(store: SessionStore, session_id: str, out: Console) -> None:
             else:
                 pending.pop(record.message_id, None)
     for message_id, content in pending.items():
-        out.print(f"[dim]queued ({message_id}): {escape(content)}[/]")
+        say.line(f"queued ({escape(message_id)}): ", content, style="dim")
     if total.requests:
-        out.print(f"[dim]usage: {_tokens(total)}[/]")
+        say.line(f"usage: {_tokens(total)}", style="dim")
 
 
 def _tokens(usage: AgentUsage) -> str:

@@ -12,10 +12,12 @@ from ._errors import SessionInUseError as SessionInUseError
 from ._errors import SessionNotFoundError as SessionNotFoundError
 from ._errors import SessionStoreClosedError as SessionStoreClosedError
 from ._errors import SessionWriteError as SessionWriteError
+from ._errors import UnstorableRecordError as UnstorableRecordError
 from ._events import SessionAppended as SessionAppended
 from ._events import SessionCreated as SessionCreated
 from ._events import SessionDisposed as SessionDisposed
 from ._events import SessionFlushed as SessionFlushed
+from ._events import SessionWriteFailed as SessionWriteFailed
 from ._ids import default_root as default_root
 from ._jsonl import JsonlStore as JsonlStore
 from ._keys import SESSIONS as SESSIONS
@@ -67,6 +69,7 @@ __all__ = [
     "SessionStore",
     "SessionStoreClosedError",
     "SessionWriteError",
+    "SessionWriteFailed",
     "StopReason",
     "StoreStatistics",
     "ToolApproval",
@@ -74,6 +77,7 @@ __all__ = [
     "ToolCallEnded",
     "TurnEnded",
     "TurnStarted",
+    "UnstorableRecordError",
     "UserMessage",
     "default_root",
     "dump_record",

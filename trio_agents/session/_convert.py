@@ -11,6 +11,8 @@ Rules:
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -20,13 +22,14 @@ from cattrs.v import format_exception
 
 from ..cancel import CancelCause, DisposedCancel, HookCancel, ParentCancel, UserCancel
 from ..kernel._tags import TagRegistry
-from ._errors import SessionFormatError
+from ._errors import SessionFormatError, UnstorableRecordError
 from ._records import Record, _is_attrs, record_class, record_tag, record_tags
 
 __all__ = [
     "converter",
     "dump_record",
     "load_record",
+    "parse_line",
     "register_cause",
     "structure_record",
     "unstructure_record",
@@ -224,28 +227,135 @@ def structure_record(data: object, *, where: str = "record") -> Record:
 def dump_record(record: Record) -> str:
     """Serialize ``record`` as one line of JSON (no trailing newline).
 
+    The line is Unicode text that UTF-8 can carry (non-ASCII text is kept as it is, not
+    escaped), so every backend can store it and every terminal can show it.
+
     Raises:
         TypeError: the record's class is not registered.
-        ValueError: a value is not representable in JSON (NaN, an arbitrary object, ...).
+        UnstorableRecordError: a value cannot be stored: text that is not Unicode (a lone
+            surrogate), ``NaN`` or an infinity, an arbitrary object (a ``ValueError``).
     """
     data = unstructure_record(record)
     try:
-        return json.dumps(data, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
-        raise ValueError(
+        raise UnstorableRecordError(
             f"{type(record).__name__} (seq {record.seq}) holds a value JSON cannot represent "
             f"({exc}); records may hold only str, int, float, bool, None, lists and dicts"
         ) from exc
+    if _too_deep(text, data):
+        raise UnstorableRecordError(
+            f"{type(record).__name__} (seq {record.seq}) nests lists and dicts deeper than "
+            f"{MAX_DEPTH} levels; flatten the value before storing it"
+        )
+    if not text.isascii():
+        found = _SURROGATE.search(text)
+        if found is not None:
+            raise UnstorableRecordError(
+                f"{type(record).__name__} (seq {record.seq}) holds text that is not Unicode: "
+                f"a lone surrogate U+{ord(found.group()):04X} at {_where_surrogate(data)}; "
+                f"decode bytes with errors='replace' (or strip the surrogates) before storing"
+            )
+    return text
 
 
 def load_record(line: str | bytes, *, where: str = "record") -> Record:
     """Parse one line written by :func:`dump_record`.
 
+    Reading is as strict as writing: a line that holds ``NaN``, an infinity (or a number too
+    large for a float), text that is not Unicode, or nesting too deep to parse is refused.
+
     Raises:
         SessionFormatError: the line is not JSON, or not a valid record; the message says where.
     """
+    return structure_record(parse_line(line, where=where), where=where)
+
+
+def parse_line(line: str | bytes, *, where: str = "record") -> Any:
+    """The JSON value of one stored line, refused as :func:`load_record` says.
+
+    Raises:
+        SessionFormatError: naming ``where`` and the problem.
+    """
     try:
-        data = json.loads(line)
-    except ValueError as exc:
+        # Strict: json.loads would let UTF-8-encoded surrogates through ('surrogatepass').
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+    except UnicodeDecodeError as exc:
+        raise SessionFormatError(f"{where} is not UTF-8 text: {exc}") from None
+    try:
+        data = _strict_decode(text)
+    except RecursionError:
+        raise SessionFormatError(f"{where} is nested too deep to be a record") from None
+    except ValueError as exc:  # JSONDecodeError, and the hooks'
         raise SessionFormatError(f"{where} is not valid JSON: {exc}") from exc
-    return structure_record(data, where=where)
+    if _too_deep(text, data):
+        raise SessionFormatError(f"{where} nests deeper than {MAX_DEPTH} levels")
+    # The substring tests first: most lines have no escape and no non-ASCII text at all.
+    suspect = ("\\u" in text and _ESCAPED_SURROGATE.search(text) is not None) or (
+        not text.isascii() and _SURROGATE.search(text) is not None
+    )
+    if suspect:
+        # Invariant: a valid pair of escapes decodes to one character, so any surrogate left
+        # in a string is a lone one.
+        place = _where_surrogate(data)
+        if place is not None:
+            raise SessionFormatError(
+                f"{where} holds text that is not Unicode (a lone surrogate) at {place}"
+            )
+    return data
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+#: The deepest nesting of lists and dicts a record may hold, written or read.
+MAX_DEPTH = 100
+
+
+def _too_deep(text: str, value: Any) -> bool:
+    # Invariant: nesting N deep needs N brackets, so fewer brackets need no walk.
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            if depth >= MAX_DEPTH:
+                return True
+            todo.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large for a float")
+    return value
+
+
+# Built once: json.loads with hooks would build a decoder per line (a resume parses them all).
+_strict_decode = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float).decode
+
+
+def _where_surrogate(value: Any) -> str | None:
+    """The path of the first string (or key) holding a surrogate, or ``None``."""
+    # Iterative, so a deep value cannot exhaust the stack. (value, path)
+    todo: list[tuple[Any, str]] = [(value, "")]
+    while todo:
+        item, path = todo.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                return path or "the top"
+        elif isinstance(item, list):
+            todo.extend((v, f"{path}[{i}]") for i, v in reversed(list(enumerate(item))))
+        elif isinstance(item, dict):
+            for key, v in reversed(list(item.items())):
+                if not key.isascii() and _SURROGATE.search(key):
+                    return f"a key of {path or 'the record'}"
+                todo.append((v, f"{path}.{key}" if path else key))
+    return None

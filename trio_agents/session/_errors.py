@@ -16,6 +16,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionStoreClosedError",
     "SessionWriteError",
+    "UnstorableRecordError",
 ]
 
 
@@ -57,3 +58,9 @@ class SessionFormatError(TrioAgentsError, ValueError):
 
 class SessionWriteError(TrioAgentsError, OSError):
     """Writing a session to its backing storage failed; its later records are not durable."""
+
+
+class UnstorableRecordError(TrioAgentsError, ValueError):
+    """A record holds a value no store can keep: text that is not Unicode (a lone surrogate,
+    as ``"\\ud800"`` or undecodable bytes read with ``surrogateescape`` give), ``NaN`` or an
+    infinity, or an object JSON has no form for. The record is refused, so nothing is kept."""

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import attrs
 
+from ._errors import SessionWriteError
 from ._records import Record
 
-__all__ = ["SessionAppended", "SessionCreated", "SessionDisposed", "SessionFlushed"]
+__all__ = [
+    "SessionAppended",
+    "SessionCreated",
+    "SessionDisposed",
+    "SessionFlushed",
+    "SessionWriteFailed",
+]
 
 
 @attrs.frozen
@@ -37,3 +44,12 @@ class SessionDisposed:
     """An announced session left the store (detached, or its creation rolled back)."""
 
     session_id: str
+
+
+@attrs.frozen
+class SessionWriteFailed:
+    """Writing a live session failed: it writes nothing more, and its flushes raise ``error``
+    (emitted once, when the write fails, so a command can stop at once instead of going on)."""
+
+    session_id: str
+    error: SessionWriteError

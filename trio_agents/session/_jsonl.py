@@ -10,6 +10,11 @@ Rules:
   in flight share the next one.
 - Only the writer task touches the files of live sessions, so a file is never written by two
   batches at once. A session whose write failed writes nothing more; its flushes raise.
+- Reading never writes. A loaded session whose file has a tail (a torn last line, see
+  :mod:`._jsonl_io`) is repaired by the writer, before anything is appended, only once the
+  session is entered (resumed); the removed bytes are kept in a side file, and a warning says
+  so. A read-only store (``read_only=True``) never writes at all: no directory is created,
+  no session can be entered, none deleted.
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ import trio
 from . import _jsonl_io as io
 from ._convert import dump_record
 from ._errors import SessionStoreClosedError, SessionWriteError
+from ._events import SessionWriteFailed
 from ._ids import default_root
 from ._records import Record
 from ._session import Session
-from ._store import SessionInfo, SessionStore, title_of
+from ._store import SessionInfo, SessionStore
 
 if TYPE_CHECKING:
     from ..kernel import Context
@@ -58,6 +64,8 @@ class _File:
     written_seq: int = -1
     synced_seq: int = -1
     dir_synced: bool = True
+    # What reading left out at the end of the file; the writer removes it before appending.
+    tail: io.Tail | None = None
     in_flight: bool = False
     abandoned: bool = False
     error: SessionWriteError | None = None
@@ -78,19 +86,28 @@ class JsonlStore(SessionStore):
             ``$XDG_STATE_HOME/trio-agents/sessions``, else ``~/.local/state/trio-agents/sessions``.
         flush_interval: the longest time, in seconds, an appended record waits before it is
             written (without fsync) by the background writer.
+        read_only: only read (``list``, ``load``): the store creates nothing, works on a
+            read-only directory, and refuses ``enter`` and ``delete`` with a
+            :class:`SessionWriteError`. Otherwise applying the store creates the directory
+            and checks that it is writable.
 
     Raises:
         ValueError: ``flush_interval`` is negative or not finite.
     """
 
     def __init__(
-        self, root: str | os.PathLike[str] | None = None, *, flush_interval: float = 0.05
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        flush_interval: float = 0.05,
+        read_only: bool = False,
     ) -> None:
         super().__init__()
         if not (math.isfinite(flush_interval) and flush_interval >= 0):
             raise ValueError(f"flush_interval is a delay in seconds, >= 0; got {flush_interval!r}")
         self._root = Path(root) if root is not None else default_root()
         self._interval = flush_interval
+        self._read_only = read_only
         # Invariant: both hold only entered sessions that are neither ended nor failed.
         self._dirty: dict[Session, None] = {}
         self._unsynced: dict[Session, None] = {}
@@ -115,9 +132,23 @@ class JsonlStore(SessionStore):
 
     # -- the writer task ---------------------------------------------------------------------
 
+    @property
+    def read_only(self) -> bool:
+        """Whether this store only reads (see the class arguments)."""
+        return self._read_only
+
     async def _open(self, ctx: Context) -> None:
+        if self._read_only:
+            await trio.to_thread.run_sync(io.check_root, self._root)
+            return
         await trio.to_thread.run_sync(io.prepare_root, self._root)
         await ctx.start(self._writer)
+
+    def _refuse_write(self, what: str) -> SessionWriteError:
+        return SessionWriteError(
+            f"the session store {self._root} is open read-only, so it cannot {what}; open "
+            f"it without read_only=True"
+        )
 
     def _poke(self) -> None:
         self._wake.set()
@@ -159,6 +190,9 @@ class JsonlStore(SessionStore):
         if sync:
             sessions.extend(s for s in self._unsynced if s not in sessions)
             self._unsynced.clear()
+        for session in [s for s in sessions if _state(s).tail is not None]:
+            if not await self._repair(session, _state(session)):
+                sessions.remove(session)
         plan: builtins.list[tuple[Session, _File, int]] = []
         jobs: builtins.list[io.WriteJob] = []
         sync_root = False
@@ -195,18 +229,46 @@ class JsonlStore(SessionStore):
             if batch is not None:
                 batch.done.set()
 
+    async def _repair(self, session: Session, state: _File) -> bool:
+        """Remove the tail of a resumed session's file; ``False`` if that failed."""
+        tail = state.tail
+        assert tail is not None
+        state.in_flight = True
+        try:
+            # Like a batch: the thread cannot be cancelled, the bookkeeping stays whole.
+            with trio.CancelScope(shield=True):
+                side = await self._run_sync(
+                    partial(io.repair_tail, state.path, tail, io.header_line(session.id))
+                )
+        except OSError as exc:
+            self._fail(session, state, exc)
+            return False
+        finally:
+            state.in_flight = False
+        state.tail = None
+        kept = f"; the {tail.size - tail.offset} bytes removed are kept in {side}" if side else ""
+        log.warning(
+            "session %r: removed %s from the end of %s%s", session.id, tail.reason, state.path, kept
+        )
+        return True
+
+    def _fail(self, session: Session, state: _File, error: OSError) -> None:
+        state.error = SessionWriteError(
+            f"writing session {session.id!r} to {state.path} failed ({error}); its "
+            f"records from seq {state.written_seq + 1} on are not durable — fix the "
+            f"cause, then load the session again"
+        )
+        # The error itself rides along, so a command that reports it drops this line.
+        log.error("session %r could not be written", session.id, exc_info=state.error)
+        self._dirty.pop(session, None)
+        self._emit(SessionWriteFailed(session_id=session.id, error=state.error))
+        self._unsynced.pop(session, None)
+
     def _settle(
         self, session: Session, state: _File, upto: int, error: OSError | None, sync: bool
     ) -> None:
         if error is not None:
-            state.error = SessionWriteError(
-                f"writing session {session.id!r} to {state.path} failed ({error}); its "
-                f"records from seq {state.written_seq + 1} on are not durable — fix the "
-                f"cause, then load the session again"
-            )
-            log.error("%s", state.error)
-            self._dirty.pop(session, None)
-            self._unsynced.pop(session, None)
+            self._fail(session, state, error)
             return
         if not state.exists:
             state.exists = True
@@ -222,13 +284,14 @@ class JsonlStore(SessionStore):
 
     # -- the backend hooks ---------------------------------------------------------------------
 
-    def _track(self, session: Session) -> None:
+    def _track(self, session: Session, note: object = None) -> None:
         n = len(session._records)
         session._backend = _File(
             path=self.path_of(session.id),
             exists=session._loaded,
             written_seq=n - 1,
             synced_seq=n - 1,
+            tail=note if isinstance(note, io.Tail) else None,
         )
 
     def _on_record(self, session: Session, record: Record) -> None:
@@ -239,8 +302,10 @@ class JsonlStore(SessionStore):
             self._poke()
 
     def _entered(self, session: Session) -> None:
+        if self._read_only:
+            raise self._refuse_write(f"enter session {session.id!r}")
         state = _state(session)
-        if state.pending or not state.exists:
+        if state.pending or not state.exists or state.tail is not None:
             self._dirty[session] = None
             self._poke()
 
@@ -251,6 +316,7 @@ class JsonlStore(SessionStore):
         if (
             not state.pending
             and state.exists
+            and state.tail is None
             and not state.in_flight
             and state.synced_seq == state.written_seq
         ):
@@ -296,12 +362,27 @@ class JsonlStore(SessionStore):
     def is_stored(self, session_id: str) -> bool:
         # One stat of a local file: cheap enough to stay synchronous, which keeps enter()
         # atomic (no checkpoint between the check and the publication).
-        return self.path_of(session_id).exists()
+        # A link counts as stored (it is refused on load), so a new session never replaces it.
+        return os.path.lexists(self.path_of(session_id))
 
-    async def _read(self, session_id: str) -> builtins.list[Record]:
-        return await trio.to_thread.run_sync(io.read_session, self.path_of(session_id), session_id)
+    async def _read(self, session_id: str) -> tuple[builtins.list[Record], object]:
+        path = self.path_of(session_id)
+        loaded = await trio.to_thread.run_sync(io.read_session, path, session_id)
+        tail = loaded.tail
+        if tail is not None and tail.size > 0:
+            log.warning(
+                "session %r: %s at the end of %s (%d bytes) is left out; resuming the session "
+                "removes it and keeps a copy beside the file",
+                session_id,
+                tail.reason,
+                path,
+                tail.size - tail.offset,
+            )
+        return loaded.records, tail
 
     async def _remove(self, session_id: str) -> None:
+        if self._read_only:
+            raise self._refuse_write(f"delete session {session_id!r}")
         await trio.to_thread.run_sync(io.remove_session, self.path_of(session_id), session_id)
 
     async def _list_stored(self) -> builtins.list[SessionInfo]:
@@ -310,9 +391,10 @@ class JsonlStore(SessionStore):
             SessionInfo(
                 id=f.id,
                 records=f.records,
-                updated=datetime.fromtimestamp(f.mtime, UTC),
+                updated=datetime.fromtimestamp(f.mtime, UTC) if f.mtime is not None else None,
                 live=False,
-                title=title_of(f.contents) or title_of(f.queued),
+                title=f.title,
+                damaged=f.damaged,
                 cwd=f.cwd,
             )
             for f in found

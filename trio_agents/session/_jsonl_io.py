@@ -3,36 +3,57 @@
 Rules (the file format):
 - ``<root>/<id>.jsonl``: one header line
   ``{"format": "trio-agents-session", "version": 1, "session_id": ...}``, then one record per
-  line (:func:`dump_record`), each line ending with ``\\n``.
+  line (:func:`dump_record`, UTF-8), each line ending with ``\\n``.
 - Lines are only ever appended; a written line is never rewritten.
-- On read, a torn last line (no ``\\n``, or not JSON) is what a crash mid-write leaves: it is
-  truncated off the file. Any other bad line is corruption and is refused, as is a header of
-  a newer format version.
+
+Rules (reading never writes; issue 18):
+- :func:`read_session` opens the file read-only and never follows a symbolic link: a link, or
+  anything but a regular file, is refused with a :class:`SessionFormatError` saying so. So
+  ``list`` and ``load`` work on a read-only store and cannot reach outside its directory.
+- A *tail* is what a crash mid-write leaves at the end: a last line without its ``\\n``, a
+  complete last line that cannot be parsed (a torn write, a flipped bit), or a torn header (a
+  prefix of the header line, an empty file). Reading leaves it out and reports it as a
+  :class:`Tail`; any other bad line is corruption and is refused, as is a header of a newer
+  format version.
+- Only :func:`repair_tail`, called by the writer once a loaded session is entered (resumed),
+  removes a tail: it first keeps the removed bytes in a side file ``<id>.jsonl.damaged-<n>``,
+  and refuses if the file changed since it was read.
+- Writes never follow a symbolic link either (``O_NOFOLLOW``; side files ``O_EXCL``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import secrets
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
 
-from ._convert import structure_record
-from ._errors import SessionFormatError, SessionNotFoundError
+from ._convert import parse_line, structure_record
+from ._errors import SessionFormatError, SessionNotFoundError, SessionWriteError
 from ._ids import check_session_id
 from ._records import Record
+from ._store import _cwd_of_records, _title_of_records
 
 __all__ = [
     "FORMAT",
+    "SUFFIX",
     "VERSION",
+    "Loaded",
     "StoredFile",
+    "Tail",
     "WriteJob",
+    "check_root",
     "header_line",
     "prepare_root",
     "read_session",
     "remove_session",
+    "repair_tail",
     "scan_root",
     "write_batch",
 ]
@@ -40,6 +61,13 @@ __all__ = [
 FORMAT = "trio-agents-session"
 VERSION = 1
 SUFFIX = ".jsonl"
+DAMAGED = ".damaged-"
+
+# Where the platform has them; without O_NOFOLLOW a link is caught by the lstat check.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # so opening a FIFO cannot hang the reader
+_PROBE_SIZE = 4096
 
 
 def header_line(session_id: str) -> bytes:
@@ -48,25 +76,77 @@ def header_line(session_id: str) -> bytes:
     return (json.dumps(header, separators=(",", ":")) + "\n").encode()
 
 
-def prepare_root(root: Path) -> None:
-    """Create ``root`` if needed."""
-    root.mkdir(parents=True, exist_ok=True)
+def check_root(root: Path) -> bool:
+    """Whether ``root`` exists (as a directory).
 
-
-def _session_file(path: Path) -> bool:
-    if not path.name.endswith(SUFFIX):
-        return False
+    Raises:
+        NotADirectoryError: ``root`` is a file (or anything but a directory).
+    """
     try:
-        check_session_id(path.name[: -len(SUFFIX)])
-    except ValueError:
+        mode = os.stat(root).st_mode
+    except FileNotFoundError:
         return False
-    return path.is_file()
+    if not stat.S_ISDIR(mode):
+        raise NotADirectoryError(
+            errno.ENOTDIR,
+            "is a file, not a directory; give the session store a directory "
+            "(or move the file away)",
+            str(root),
+        )
+    return True
+
+
+def prepare_root(root: Path) -> None:
+    """Create ``root`` if needed and check that files can be written in it.
+
+    Raises:
+        NotADirectoryError: ``root`` is a file.
+        SessionWriteError: ``root`` cannot be created, or a file cannot be written in it
+            (read-only, full, no permission), naming the cause.
+    """
+    if not check_root(root):
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SessionWriteError(
+                f"cannot create the session directory {root} ({_reason(exc)}); create it, or "
+                f"choose another store directory"
+            ) from exc
+    # Invariant: the probe's name starts with '.', so it is never taken for a session.
+    probe = root / f".write-probe-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+        try:
+            _write_all(fd, bytes(_PROBE_SIZE))
+        finally:
+            os.close(fd)
+            probe.unlink(missing_ok=True)
+    except OSError as exc:
+        raise SessionWriteError(
+            f"the session directory {root} is not writable ({_reason(exc)}); sessions could "
+            f"not be saved — free space or fix the permissions, or choose another store "
+            f"directory"
+        ) from exc
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _session_name(name: str) -> str | None:
+    """The session id a directory entry's name stands for, or ``None``."""
+    if not name.endswith(SUFFIX):
+        return None
+    try:
+        return check_session_id(name[: -len(SUFFIX)])
+    except ValueError:
+        return None
 
 
 def _check_header(line: bytes, path: Path, session_id: str) -> None:
     try:
         header = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise SessionFormatError(
@@ -88,89 +168,185 @@ def _check_header(line: bytes, path: Path, session_id: str) -> None:
         )
 
 
-def read_session(path: Path, session_id: str) -> list[Record]:
-    """Read and repair a session file; return its records.
+@attrs.frozen
+class Tail:
+    """The end of a session file that reading left out (see the module rules).
 
-    A torn last line is truncated off the file (and the truncation fsynced); a file whose
-    header itself is torn (a prefix of the header line) is reset to a bare header.
+    Attributes:
+        offset: where the kept part of the file ends and the tail begins.
+        size: the file's size when it was read.
+        reason: what the tail is, e.g. ``"a torn last line (no newline at its end)"``.
+    """
+
+    offset: int
+    size: int
+    reason: str
+
+
+@attrs.frozen
+class Loaded:
+    """What reading a session file found."""
+
+    records: list[Record]
+    tail: Tail | None
+    mtime: float
+
+
+def _refuse_link(path: Path) -> SessionFormatError:
+    return SessionFormatError(
+        f"{path} is a symbolic link; the session store does not follow links out of its "
+        f"directory — replace the link with the session file itself"
+    )
+
+
+def _open(path: Path, flags: int) -> int:
+    """``os.open`` that never follows a link, and refuses anything but a regular file."""
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno != errno.ENOENT and path.is_symlink()):
+            raise _refuse_link(path) from None
+        raise
+    try:
+        if not _NOFOLLOW and path.is_symlink():  # pragma: no cover - platforms without it
+            raise _refuse_link(path)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SessionFormatError(
+                f"{path} is not a regular file; move it out of the sessions directory"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_all(fd: int) -> tuple[bytes, float]:
+    info = os.fstat(fd)
+    chunks: list[bytes] = []
+    while chunk := os.read(fd, max(info.st_size, 1 << 16)):
+        chunks.append(chunk)
+    return b"".join(chunks), info.st_mtime
+
+
+def read_session(path: Path, session_id: str) -> Loaded:
+    """Read a session file without writing to it (see the module rules).
 
     Raises:
         SessionNotFoundError: there is no such file.
-        SessionFormatError: the header or a complete record line is invalid.
+        SessionFormatError: the file is a link or not a regular file, or its header or a
+            record is invalid.
     """
     try:
-        f = open(path, "r+b")  # noqa: SIM115 - closed below; truncation needs the handle
+        fd = _open(path, os.O_RDONLY | _NONBLOCK)
     except FileNotFoundError:
         raise SessionNotFoundError(
             f"no stored session has the id {session_id!r} (no {path}); see store.list()"
         ) from None
-    with f:
-        data = f.read()
-        end = data.find(b"\n")
-        if end < 0:
-            header = header_line(session_id)
-            if not header.startswith(data):
-                # Not a torn header of ours (say, a foreign one-line file): never reset it.
-                _check_header(data, path, session_id)
-            # The header itself is torn: nothing after it was ever complete.
-            f.seek(0)
-            f.truncate()
-            f.write(header)
-            _sync(f)
-            return []
-        _check_header(data[:end], path, session_id)
-        records: list[Record] = []
-        good = end + 1
-        # Invariant: each line is parsed once, and the file is split in one pass (a resume
-        # folds 100,000 records in seconds); only a line that parsed becomes a record.
-        lines = data[good:].split(b"\n")
-        # The text after the last newline: empty, or a torn last line (cut off by a crash).
-        del lines[-1]
-        last = len(lines) - 1
-        where = f"{path}:"
-        for index, raw in enumerate(lines):
-            parsed = _parsed(raw)
-            if parsed is _TORN:
-                if index == last and good + len(raw) + 1 == len(data):
-                    break  # a complete but torn last line
-                raise SessionFormatError(
-                    f"{path}:{index + 2} is not valid JSON; the file is corrupt"
-                )
-            record = structure_record(parsed, where=f"{where}{index + 2}")
-            if record.seq != index:
-                raise SessionFormatError(
-                    f"{path}:{index + 2}: expected the record with seq {index}, found "
-                    f"seq {record.seq}; the file is corrupt"
-                )
-            records.append(record)
-            good += len(raw) + 1
-        if good < len(data):
-            f.truncate(good)
-            _sync(f)
-        return records
-
-
-_TORN = object()
-
-
-_decode = json.JSONDecoder().decode
-
-
-def _parsed(line: bytes) -> object:
-    """The JSON value of ``line``, or ``_TORN`` if it is not JSON (or not UTF-8)."""
     try:
-        return _decode(line.decode())
-    except ValueError:  # UnicodeDecodeError is one
-        return _TORN
+        data, mtime = _read_all(fd)
+    finally:
+        os.close(fd)
+    end = data.find(b"\n")
+    if end < 0:
+        if not header_line(session_id).startswith(data):
+            # Not a torn header of ours (say, a foreign one-line file): refuse it.
+            _check_header(data, path, session_id)
+        # The header itself is torn: nothing after it was ever complete.
+        return Loaded([], Tail(0, len(data), "a torn header (no complete first line)"), mtime)
+    _check_header(data[:end], path, session_id)
+    records: list[Record] = []
+    start = end + 1
+    lineno = 1
+    tail: Tail | None = None
+    while start < len(data):
+        lineno += 1
+        where = f"{path}:{lineno}"
+        end = data.find(b"\n", start)
+        if end < 0:
+            tail = Tail(start, len(data), "a torn last line (no newline at its end)")
+            break
+        try:
+            value = parse_line(data[start:end], where=where)
+        except SessionFormatError as exc:
+            if end + 1 < len(data):
+                raise SessionFormatError(f"{exc}; the file is corrupt") from None
+            tail = Tail(start, len(data), f"a last line that cannot be read ({exc})")
+            break
+        record = structure_record(value, where=where)
+        if record.seq != len(records):
+            raise SessionFormatError(
+                f"{where}: expected the record with seq {len(records)}, found "
+                f"seq {record.seq}; the file is corrupt"
+            )
+        records.append(record)
+        start = end + 1
+    return Loaded(records, tail, mtime)
 
 
-def _sync(f: object) -> None:
-    f.flush()  # type: ignore[attr-defined]
-    _sync_fd(f.fileno())  # type: ignore[attr-defined]
+def repair_tail(path: Path, tail: Tail, header: bytes) -> Path | None:
+    """Remove ``tail`` from the session file, keeping its bytes in a side file first.
+
+    A tail at offset 0 (a torn header) is replaced by ``header``. The side file and the
+    truncated file are fsynced before this returns.
+
+    Returns:
+        The side file ``<id>.jsonl.damaged-<n>``, or ``None`` when the tail was empty.
+
+    Raises:
+        OSError: the repair failed, or the file is not the size it had when it was read (it
+            changed meanwhile); then nothing was truncated.
+    """
+    fd = _open(path, os.O_RDWR)
+    try:
+        size = os.fstat(fd).st_size
+        if size != tail.size:
+            raise OSError(
+                errno.ESTALE,
+                f"{path} changed since it was read ({tail.size} bytes then, {size} now); "
+                f"load the session again",
+            )
+        os.lseek(fd, tail.offset, os.SEEK_SET)
+        removed, _ = _read_all(fd)
+        side = _keep(path, removed) if removed else None
+        os.ftruncate(fd, tail.offset)
+        if tail.offset == 0:
+            os.lseek(fd, 0, os.SEEK_SET)
+            _write_all(fd, header)
+        _sync_fd(fd)
+    finally:
+        os.close(fd)
+    if side is not None:
+        _sync_dir(path.parent)
+    return side
+
+
+def _keep(path: Path, data: bytes) -> Path:
+    n = 1
+    while True:
+        side = path.with_name(f"{path.name}{DAMAGED}{n}")
+        try:
+            fd = os.open(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644)
+        except FileExistsError:
+            n += 1
+            continue
+        try:
+            _write_all(fd, data)
+            _sync_fd(fd)
+        finally:
+            os.close(fd)
+        return side
 
 
 def _sync_fd(fd: int) -> None:
     os.fsync(fd)
+
+
+def _sync_dir(root: Path) -> None:
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @attrs.frozen
@@ -205,9 +381,10 @@ def write_batch(jobs: Sequence[WriteJob], root: Path, sync_root: bool) -> list[O
     try:
         for i, job in enumerate(jobs):
             target = _target(job)
-            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if job.create else os.O_APPEND)
+            flags = os.O_WRONLY | (os.O_CREAT | os.O_TRUNC if job.create else os.O_APPEND)
             try:
-                fd = os.open(target, flags, 0o644)
+                # Never through a link: the store does not write outside its directory.
+                fd = os.open(target, flags | _NOFOLLOW | _CLOEXEC, 0o644)
             except OSError as exc:
                 results[i] = exc
                 continue
@@ -231,12 +408,13 @@ def write_batch(jobs: Sequence[WriteJob], root: Path, sync_root: bool) -> list[O
                 os.replace(_target(job), job.path)
             except OSError as exc:
                 results[i] = exc
+        if job.create and results[i] is not None:
+            # A new file that did not make it leaves nothing behind (the next batch starts
+            # it again from the header).
+            with contextlib.suppress(OSError):
+                os.unlink(_target(job))
     if sync_root:
-        fd = os.open(root, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _sync_dir(root)
     return results
 
 
@@ -266,72 +444,67 @@ def remove_session(path: Path, session_id: str) -> None:
 
 @attrs.frozen
 class StoredFile:
-    """What a scan learns about one session file."""
+    """What a scan learns about one session file.
+
+    Attributes:
+        id: the session id.
+        records: how many records it holds (``0`` when damaged).
+        mtime: when it last changed.
+        title: the title of its records (see ``title_of``), or ``None``.
+        damaged: why it cannot be loaded, or ``None``.
+        cwd: the ``cwd`` of its latest ``AgentConfigured`` record, or ``None``.
+    """
 
     id: str
     records: int
-    mtime: float
-    contents: tuple[str, ...]
-    queued: tuple[str, ...]
+    mtime: float | None
+    title: str | None
+    damaged: str | None = None
     cwd: str | None = None
 
 
-def _latest_cwd(lines: list[bytes]) -> str | None:
-    """The ``cwd`` of the last ``agent_configured`` line (only those lines are parsed)."""
-    for line in reversed(lines):
-        if b'"agent_configured"' not in line:
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(item, dict) and item.get("type") == "agent_configured":
-            cwd = item.get("cwd")
-            return cwd if isinstance(cwd, str) else None
-    return None
-
-
 def scan_root(root: Path) -> list[StoredFile]:
-    """Summarize every session file in ``root`` without validating it."""
+    """Read every session file in ``root`` as :func:`read_session` does, writing nothing.
+
+    A file that cannot be loaded is listed with the reason (``damaged``); nothing in one file
+    can stop the scan of the others. Names that are not ``<session id>.jsonl`` are skipped.
+
+    Raises:
+        NotADirectoryError: ``root`` is a file.
+    """
+    if not check_root(root):
+        return []
+    with os.scandir(root) as entries:
+        named = sorted((sid, Path(e.path)) for e in entries if (sid := _session_name(e.name)))
     found: list[StoredFile] = []
-    try:
-        paths = sorted(p for p in root.iterdir() if _session_file(p))
-    except FileNotFoundError:
-        return found
-    for path in paths:
+    for session_id, path in named:
         try:
-            mtime = path.stat().st_mtime
-            data = path.read_bytes()
-        except OSError:
+            loaded = read_session(path, session_id)
+        except SessionNotFoundError:
+            continue  # deleted since the directory was read
+        except (SessionFormatError, OSError, MemoryError) as exc:
+            found.append(StoredFile(session_id, 0, _lmtime(path), None, _damage(exc)))
             continue
-        lines = data.split(b"\n")[1:-1]  # after the header; the last piece is torn or empty
-        contents: list[str] = []
-        queued: list[str] = []
-        for line in lines:
-            if contents:
-                break
-            try:
-                item = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(item, dict):
-                continue
-            content = item.get("content")
-            # Blank contents give no title (as in title_of), so look further.
-            if not isinstance(content, str) or not content.strip():
-                continue
-            if item.get("type") == "user_message":
-                contents.append(content)
-            elif item.get("type") == "inbox_spliced" and item.get("op") == "add" and not queued:
-                queued.append(content)
         found.append(
             StoredFile(
-                id=path.name[: -len(SUFFIX)],
-                records=len(lines),
-                mtime=mtime,
-                contents=tuple(contents),
-                queued=tuple(queued),
-                cwd=_latest_cwd(lines),
+                id=session_id,
+                records=len(loaded.records),
+                mtime=loaded.mtime,
+                title=_title_of_records(loaded.records),
+                cwd=_cwd_of_records(loaded.records),
             )
         )
     return found
+
+
+def _damage(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot be read ({exc.strerror})"
+    return str(exc) or type(exc).__name__
+
+
+def _lmtime(path: Path) -> float | None:
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return None

@@ -37,7 +37,7 @@ class MemoryStore(SessionStore):
         super().__init__()
         self._data: dict[str, _Stored] = {}
 
-    def _track(self, session: Session) -> None:
+    def _track(self, session: Session, note: object = None) -> None:
         pass
 
     def _on_record(self, session: Session, record: Record) -> None:
@@ -70,12 +70,12 @@ class MemoryStore(SessionStore):
     def is_stored(self, session_id: str) -> bool:
         return session_id in self._data
 
-    async def _read(self, session_id: str) -> builtins.list[Record]:
+    async def _read(self, session_id: str) -> tuple[builtins.list[Record], object]:
         await trio.lowlevel.checkpoint()
         stored = self._data.get(session_id)
         if stored is None:
             raise SessionNotFoundError(_not_found(session_id))
-        return builtins.list(stored.records)
+        return builtins.list(stored.records), None
 
     async def _remove(self, session_id: str) -> None:
         await trio.lowlevel.checkpoint()

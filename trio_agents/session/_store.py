@@ -68,6 +68,8 @@ class SessionInfo:
         updated: when it last changed (UTC), if known.
         live: whether it is entered in the store right now.
         title: the first user message, shortened, or ``None``.
+        damaged: why the stored session cannot be loaded (a damaged file, a symbolic link,
+            ...), or ``None``; a damaged session has ``records == 0`` and no title.
         cwd: the working directory the latest ``AgentConfigured`` record gives the session's
             agent, or ``None`` (none recorded, or the process's own).
     """
@@ -77,6 +79,7 @@ class SessionInfo:
     updated: datetime | None
     live: bool
     title: str | None
+    damaged: str | None = None
     cwd: str | None = None
 
 
@@ -221,12 +224,12 @@ class SessionStore(abc.ABC):
             with contextlib.suppress(Exception):  # that flush's failure was its owner's
                 await self._join_end(draining)
         self._check_not_live(session_id)
-        records = await self._read(session_id)
+        records, note = await self._read(session_id)
         session = Session(session_id, records)
         session._store = self
         session._loaded = True
         session._flushed_seq = len(records) - 1
-        self._track(session)
+        self._track(session, note)
         for turn_id in open_turns(records):
             session.append(TurnEnded(turn_id=turn_id, stop_reason=StopReason.INTERRUPTED))
         return session
@@ -481,8 +484,9 @@ class SessionStore(abc.ABC):
         """Start the backend (its background tasks go on ``ctx``'s fiber)."""
 
     @abc.abstractmethod
-    def _track(self, session: Session) -> None:
-        """A session was prepared or loaded (``session._loaded`` says which)."""
+    def _track(self, session: Session, note: object = None) -> None:
+        """A session was prepared or loaded (``session._loaded`` says which); ``note`` is what
+        ``_read`` returned beside the records."""
 
     @abc.abstractmethod
     def _on_record(self, session: Session, record: Record) -> None:
@@ -509,8 +513,9 @@ class SessionStore(abc.ABC):
         """Whether a session with this id is stored (live or not)."""
 
     @abc.abstractmethod
-    async def _read(self, session_id: str) -> builtins.list[Record]:
-        """The stored records of ``session_id`` (raises ``SessionNotFoundError``)."""
+    async def _read(self, session_id: str) -> tuple[builtins.list[Record], object]:
+        """The stored records of ``session_id``, and a note for ``_track`` (what a resume
+        must repair, say); raises ``SessionNotFoundError``. Reading never writes."""
 
     @abc.abstractmethod
     async def _remove(self, session_id: str) -> None:
