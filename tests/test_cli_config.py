@@ -79,6 +79,9 @@ def test_every_problem_is_reported_at_once_with_where_it_is(plugin_dir: Path) ->
         [[agents]]
         id = "a"
         nickname = "dup"
+
+        [[agents]]
+        id = "../outside"
         """,
         plugin_dir,
     )
@@ -89,6 +92,7 @@ def test_every_problem_is_reported_at_once_with_where_it_is(plugin_dir: Path) ->
         r"^agents\[0\]\.model: invalid model spec 'echo\?delay=x'",
         r"^agents\[1\]: unknown keys: nickname$",
         r"^agents\[1\]\.id: 'a' is declared already \(agents\[0\]\)",
+        r"^agents\[2\]\.id: invalid session id '\.\./outside': use 1-128 characters",
         r"^plugins\[0\]\.module: cannot import 'no_such_module_anywhere': ModuleNotFoundError",
         r"^plugins\[1\]\.config\.greeting: required field missing$",
         r"^plugins\[1\]\.config: unknown keys: extra$",

@@ -255,7 +255,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "unstructure_record",
         }
     ),
-    "trio_agents.session._ids": frozenset({"check_session_id", "new_session_id"}),
+    "trio_agents.session._ids": frozenset({"new_session_id"}),
     "trio_agents.session._jsonl_io": frozenset(
         {
             "FORMAT",

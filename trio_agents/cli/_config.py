@@ -58,6 +58,7 @@ from ..kernel import (
 )
 from ..mcp import McpServer
 from ..model import ModelSpecError, model_from_spec
+from ..session import InvalidSessionIdError, check_session_id
 
 __all__ = [
     "Approval",
@@ -195,6 +196,10 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         problems.extend(_check_model(f"agents[{index}].model", _text(agent, "model")))
         agent_id = _text(agent, "id")
         if agent_id is not None:
+            try:
+                check_session_id(agent_id)
+            except InvalidSessionIdError as exc:
+                problems.append(f"agents[{index}].id: {exc}")
             if agent_id in seen:
                 problems.append(
                     f"agents[{index}].id: {agent_id!r} is declared already "

@@ -18,6 +18,7 @@ from ._events import SessionCreated as SessionCreated
 from ._events import SessionDisposed as SessionDisposed
 from ._events import SessionFlushed as SessionFlushed
 from ._events import SessionWriteFailed as SessionWriteFailed
+from ._ids import check_session_id as check_session_id
 from ._ids import default_root as default_root
 from ._jsonl import JsonlStore as JsonlStore
 from ._keys import SESSIONS as SESSIONS
@@ -79,6 +80,7 @@ __all__ = [
     "TurnStarted",
     "UnstorableRecordError",
     "UserMessage",
+    "check_session_id",
     "default_root",
     "dump_record",
     "load_record",
