@@ -346,8 +346,8 @@ def test_a_write_failure_mid_run_is_one_line_and_no_answer(
     assert (status, out) == (1, "")
     assert re.fullmatch(
         rf"trio-agents: error: writing session 'w' to {re.escape(str(store))}/w\.jsonl failed "
-        r"\(.*Not a directory.*\); its records from seq 0 on are not durable — fix the cause, "
-        r"then load the session again\n",
+        r"\(.*Not a directory.*\); its records from seq 0 on are not durable — the next flush "
+        r"writes them again\n",
         err,
     ), err
     assert streamed == ["after the failure"]

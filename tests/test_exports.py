@@ -262,6 +262,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "SUFFIX",
             "VERSION",
             "Loaded",
+            "RewindError",
             "StoredFile",
             "Tail",
             "WriteJob",

@@ -9,7 +9,13 @@ Rules:
   directory) once, all in one worker-thread round trip; flushes that arrive while a batch is
   in flight share the next one.
 - Only the writer task touches the files of live sessions, so a file is never written by two
-  batches at once. A session whose write failed writes nothing more; its flushes raise.
+  batches at once.
+- A write or fsync that fails (a full disk, an I/O error) costs nothing already durable: the
+  file is cut back to where its last fsync left it, every line since then is queued again,
+  the flush that asked raises ``SessionWriteError``, and the session's writes stop there; the
+  *next* flush writes them all again (a rewrite, not a second fsync: after a failed fsync the
+  kernel may have dropped the pages). Only when the cut back itself fails does the session
+  write nothing more (its flushes raise until it is loaded again).
 - Reading never writes. A loaded session whose file has a tail (a torn last line, see
   :mod:`._jsonl_io`) is repaired by the writer, before anything is appended, only once the
   session is entered (resumed); the removed bytes are kept in a side file, and a warning says
@@ -69,6 +75,15 @@ class _File:
     in_flight: bool = False
     abandoned: bool = False
     error: SessionWriteError | None = None
+    # Lines written since the file's last fsync (and their bytes, a new file's header too):
+    # what a failure cuts back and writes again.
+    unsynced: builtins.list[bytes] = attrs.field(factory=builtins.list)
+    unsynced_bytes: int = 0
+    # Whether the next flush may write again after `error` (False: the file could not be cut
+    # back to its durable end).
+    retry: bool = False
+    # The error of the latest failure, also after a retry cleared `error`.
+    last_error: SessionWriteError | None = None
 
 
 @attrs.define(eq=False)
@@ -193,18 +208,18 @@ class JsonlStore(SessionStore):
         for session in [s for s in sessions if _state(s).tail is not None]:
             if not await self._repair(session, _state(session)):
                 sessions.remove(session)
-        plan: builtins.list[tuple[Session, _File, int]] = []
         jobs: builtins.list[io.WriteJob] = []
         sync_root = False
+        plan: builtins.list[tuple[Session, _File, builtins.list[bytes], int]] = []
         for session in sessions:
             state = _state(session)
             lines, state.pending = state.pending, []
             data = b"".join(lines)
             if not state.exists:
                 data = io.header_line(session.id) + data
-            jobs.append(io.WriteJob(state.path, not state.exists, data, sync))
+            jobs.append(io.WriteJob(state.path, not state.exists, data, sync, state.unsynced_bytes))
             sync_root |= sync and (not state.exists or not state.dir_synced)
-            plan.append((session, state, state.written_seq + len(lines)))
+            plan.append((session, state, lines, len(data)))
             state.in_flight = True
         self._write_batches += 1
         self._sync_batches += sync
@@ -218,12 +233,14 @@ class JsonlStore(SessionStore):
                 batch.error = exc
             raise
         finally:
-            for i, (session, state, upto) in enumerate(plan):
+            for i, (session, state, lines, size) in enumerate(plan):
                 state.in_flight = False
                 error = (
-                    OSError("the write batch did not complete") if results is None else results[i]
+                    io.RewindError("the write batch did not complete")
+                    if results is None
+                    else results[i]
                 )
-                self._settle(session, state, upto, error, sync)
+                self._settle(session, state, lines, size, error, sync)
             ended, self._batch_ended = self._batch_ended, trio.Event()
             ended.set()
             if batch is not None:
@@ -253,21 +270,46 @@ class JsonlStore(SessionStore):
         return True
 
     def _fail(self, session: Session, state: _File, error: OSError) -> None:
-        state.error = SessionWriteError(
-            f"writing session {session.id!r} to {state.path} failed ({error}); its "
-            f"records from seq {state.written_seq + 1} on are not durable — fix the "
-            f"cause, then load the session again"
+        state.retry = not isinstance(error, io.RewindError)
+        then = (
+            "the next flush writes them again"
+            if state.retry
+            else "fix the cause, then load the session again"
         )
+        message = (
+            f"writing session {session.id!r} to {state.path} failed ({error}); its "
+            f"records from seq {state.synced_seq + 1} on are not durable — {then}"
+        )
+        self._dirty.pop(session, None)
+        self._unsynced.pop(session, None)
+        if state.last_error is not None and str(state.last_error) == message:
+            # A retry that failed the same way: the same problem, reported as the same error
+            # (a command prints it once), not logged again.
+            state.error = state.last_error
+            return
+        state.error = state.last_error = SessionWriteError(message)
         # The error itself rides along, so a command that reports it drops this line.
         log.error("session %r could not be written", session.id, exc_info=state.error)
-        self._dirty.pop(session, None)
         self._emit(SessionWriteFailed(session_id=session.id, error=state.error))
-        self._unsynced.pop(session, None)
 
     def _settle(
-        self, session: Session, state: _File, upto: int, error: OSError | None, sync: bool
+        self,
+        session: Session,
+        state: _File,
+        lines: builtins.list[bytes],
+        size: int,
+        error: OSError | None,
+        sync: bool,
     ) -> None:
         if error is not None:
+            if not isinstance(error, io.RewindError):
+                # The file ends at its durable end again (io.write_batch): every line since
+                # then waits for the next flush, in order.
+                state.pending[:0] = [*state.unsynced, *lines]
+                state.unsynced, state.unsynced_bytes = [], 0
+                state.written_seq = state.synced_seq
+                if state.synced_seq < 0 and not session._loaded:
+                    state.exists = False  # nothing of it is durable: it is created again
             self._fail(session, state, error)
             return
         if not state.exists:
@@ -275,12 +317,16 @@ class JsonlStore(SessionStore):
             state.dir_synced = sync
         elif sync:
             state.dir_synced = True
-        state.written_seq = upto
+        state.written_seq += len(lines)
         if sync:
-            state.synced_seq = upto
-            session._flushed_seq = max(session._flushed_seq, upto)
-        elif not state.abandoned:
-            self._unsynced[session] = None
+            state.unsynced, state.unsynced_bytes = [], 0
+            state.synced_seq = state.written_seq
+            session._flushed_seq = max(session._flushed_seq, state.written_seq)
+        else:
+            state.unsynced.extend(lines)
+            state.unsynced_bytes += size
+            if not state.abandoned:
+                self._unsynced[session] = None
 
     # -- the backend hooks ---------------------------------------------------------------------
 
@@ -312,7 +358,11 @@ class JsonlStore(SessionStore):
     async def _sync(self, session: Session) -> None:
         state = _state(session)
         if state.error is not None:
-            raise state.error
+            if not state.retry or state.in_flight:
+                raise state.error
+            # A new attempt: everything since the last durable point is written again.
+            state.error = None
+            self._dirty[session] = None
         if (
             not state.pending
             and state.exists
@@ -341,6 +391,7 @@ class JsonlStore(SessionStore):
         state = _state(session)
         state.abandoned = True
         state.pending.clear()
+        state.unsynced.clear()
         self._dirty.pop(session, None)
         self._unsynced.pop(session, None)
         if session._loaded:

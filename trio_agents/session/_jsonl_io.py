@@ -45,6 +45,7 @@ __all__ = [
     "SUFFIX",
     "VERSION",
     "Loaded",
+    "RewindError",
     "StoredFile",
     "Tail",
     "WriteJob",
@@ -359,12 +360,23 @@ class WriteJob:
             (replacing a stored session of the same id).
         data: whole lines to append.
         sync: fsync the file after writing.
+        unsynced: how many bytes at the end of the file were written since its last fsync (an
+            append only). When the job fails, the file is cut back by those and by whatever
+            the job wrote, to the end of what is durable, so that the lines can be written
+            again (after a failed fsync, the kernel may have dropped the pages it could not
+            write: only a rewrite makes them durable).
     """
 
     path: Path
     create: bool
     data: bytes
     sync: bool
+    unsynced: int = 0
+
+
+class RewindError(OSError):
+    """A failed job whose file could not be cut back to its durable end (the file may now hold
+    part of a line): the session cannot be written again until it is loaded again."""
 
 
 def write_batch(jobs: Sequence[WriteJob], root: Path, sync_root: bool) -> list[OSError | None]:
@@ -378,6 +390,7 @@ def write_batch(jobs: Sequence[WriteJob], root: Path, sync_root: bool) -> list[O
     """
     results: list[OSError | None] = [None] * len(jobs)
     opened: list[tuple[int, int]] = []  # (job index, fd) of files written, still open
+    starts: dict[int, int] = {}  # job index -> the file's size before the job wrote
     try:
         for i, job in enumerate(jobs):
             target = _target(job)
@@ -386,10 +399,13 @@ def write_batch(jobs: Sequence[WriteJob], root: Path, sync_root: bool) -> list[O
                 # Never through a link: the store does not write outside its directory.
                 fd = os.open(target, flags | _NOFOLLOW | _CLOEXEC, 0o644)
             except OSError as exc:
-                results[i] = exc
+                # Nothing was written; but bytes written since the last fsync stay unknown.
+                results[i] = _rewind(-1, None, job.unsynced, exc) if job.unsynced else exc
                 continue
             opened.append((i, fd))
             try:
+                start = 0 if job.create else os.lseek(fd, 0, os.SEEK_END)
+                starts[i] = start
                 _write_all(fd, job.data)
             except OSError as exc:
                 results[i] = exc
@@ -399,6 +415,10 @@ def write_batch(jobs: Sequence[WriteJob], root: Path, sync_root: bool) -> list[O
                     _sync_fd(fd)
                 except OSError as exc:
                     results[i] = exc
+        for i, fd in opened:
+            error = results[i]
+            if error is not None and not jobs[i].create:
+                results[i] = _rewind(fd, starts.get(i), jobs[i].unsynced, error)
     finally:
         for _, fd in opened:
             os.close(fd)
@@ -416,6 +436,21 @@ def write_batch(jobs: Sequence[WriteJob], root: Path, sync_root: bool) -> list[O
     if sync_root:
         _sync_dir(root)
     return results
+
+
+def _rewind(fd: int, start: int | None, unsynced: int, error: OSError) -> OSError:
+    """Cut a failed append's file back to its durable end; the error to report.
+
+    Invariant: unless it is a :class:`RewindError`, the file now ends where its last fsync
+    left it, so the caller may write every line since then again.
+    """
+    if start is None:
+        return RewindError(error.errno, f"{error.strerror or error}; the file was not cut back")
+    try:
+        os.ftruncate(fd, max(start - unsynced, 0))
+    except OSError as cut:
+        return RewindError(error.errno, f"{error.strerror or error}; cutting it back failed: {cut}")
+    return error
 
 
 def _target(job: WriteJob) -> Path:

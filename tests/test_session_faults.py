@@ -1,0 +1,91 @@
+"""Store faults: a write or fsync that fails damages nothing durable, says so, and the next
+flush writes everything again."""
+
+from __future__ import annotations
+
+import errno
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trio_agents.kernel import open_root
+from trio_agents.session import JsonlStore, SessionWriteError, TurnEnded, TurnStarted
+from trio_agents.session import _jsonl_io as io
+from trio_agents.session._records import StopReason
+
+WORKER = Path(__file__).with_name("fault_worker.py")
+
+
+def _records(path: Path) -> list[dict[str, object]]:
+    rows = [json.loads(line) for line in path.read_bytes().splitlines()]
+    return rows[1:]  # after the header
+
+
+def test_a_full_disk_loses_nothing_and_the_next_flush_after_it_writes_everything(
+    tmp_path: Path,
+) -> None:
+    """A real EFBIG (the process's file-size limit, like a full disk): the flushes that meet it
+    raise with a clear message and leave the file at its last durable end (whole lines, all
+    of them flushed ones); once there is room, one flush writes every record, once."""
+    done = subprocess.run(
+        [sys.executable, str(WORKER), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert out[0] == "flushed 10"
+    failures = [line for line in out if line.startswith("failed: ")]
+    assert len(failures) == 2
+    for failure in failures:
+        assert "File too large" in failure
+        assert "its records from seq 10 on are not durable" in failure
+        assert "the next flush writes them again" in failure
+    sizes = [int(line.split()[1]) for line in out if line.startswith("size ")]
+    first_size = sizes[0]
+    assert sizes == [first_size, first_size]  # cut back to the durable end, both times
+    assert out[-1] == "flushed 25"
+    records = _records(tmp_path / "full.jsonl")
+    assert [r["seq"] for r in records] == list(range(25))
+    assert [r["message_id"] for r in records] == [f"m{n}" for n in range(1, 26)]
+
+
+async def test_a_failed_fsync_rewrites_what_it_could_not_make_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fsync answers EIO once: the kernel may have dropped the pages, so retrying fsync would
+    prove nothing. The file is cut back to its last durable end (dropping the lines written in
+    the background since) and the next flush writes those lines again, then fsyncs."""
+    failing = [True]
+    real_sync = io._sync_fd
+
+    def sync(fd: int) -> None:
+        if failing and failing.pop():
+            raise OSError(errno.EIO, "Input/output error")
+        real_sync(fd)
+
+    store = JsonlStore(tmp_path, flush_interval=0)
+    path = tmp_path / "s.jsonl"
+    async with open_root() as root:
+        await root.plugin(store)
+        session = store.prepare("s")
+        store.enter(session)
+        session.append(TurnStarted(turn_id="t1"))
+        await store.flush(session)
+        durable = path.read_bytes()
+        monkeypatch.setattr(io, "_sync_fd", sync)
+        session.append(TurnEnded(turn_id="t1", stop_reason=StopReason.COMPLETED))
+        session.append(TurnStarted(turn_id="t2"))
+        with pytest.raises(SessionWriteError, match=r"Input/output error.*from seq 1 on"):
+            await store.flush(session)
+        assert path.read_bytes() == durable
+        assert session.statistics().flushed_seq == 0
+        await store.flush(session)
+        assert session.statistics().flushed_seq == 2
+        assert [r["seq"] for r in _records(path)] == [0, 1, 2]
+        await store.detach(session)
