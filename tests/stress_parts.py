@@ -1,4 +1,10 @@
-"""Parts the stress-style tests share: a model that calls a tool on cue, and that tool."""
+"""Parts the stress-style tests share: a model that misbehaves on cue, and its tools.
+
+The cues are words in the prompt: ``nap`` calls the ``nap`` tool first, ``stubborn`` calls a
+tool that ignores cancellation for a while, ``fail`` makes the model raise ``ModelError``,
+``hang`` makes it wait forever (only a cancel or a dispose ends that turn). Otherwise it
+echoes the prompt word by word.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import trio_agents.agent as ag
 from trio_agents.model import (
     Finished,
     FinishReason,
+    ModelError,
     ModelEvent,
     ModelRequest,
     TextDelta,
@@ -38,6 +45,22 @@ def nap_tool() -> ag.Tool:
     return ag.Tool("nap", "Sleep a little.", NapArgs, _nap)
 
 
+async def _stubborn(call: ag.ToolContext, args: NapArgs) -> str:
+    with trio.CancelScope(shield=True):  # a tool that ignores cancellation for a while
+        await trio.sleep(args.seconds)
+    return "done, whatever you said"
+
+
+def stubborn_tool() -> ag.Tool:
+    """``stubborn``: sleep ``seconds`` of trio time, shielded from cancellation."""
+    return ag.Tool("stubborn", "Sleep, deaf to cancellation.", NapArgs, _stubborn)
+
+
+def tools() -> tuple[ag.Tool, ...]:
+    """Every tool :class:`Mood` may call."""
+    return nap_tool(), stubborn_tool()
+
+
 @attrs.define
 class Mood:
     """A model that calls ``nap`` first when the prompt says ``nap``, then echoes the prompt
@@ -51,11 +74,17 @@ class Mood:
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         last = request.messages[-1]
         await trio.sleep(self.delay)
-        if not isinstance(last, ToolOutput) and "nap" in last.content:
-            self.calls += 1
-            yield ToolCallRequested(f"nap-{self.calls}", "nap", {"seconds": 0.01})
-            yield Finished(FinishReason.TOOL_CALLS)
-            return
+        cue = "" if isinstance(last, ToolOutput) else last.content
+        if "fail" in cue:
+            raise ModelError("the model failed on cue")
+        if "hang" in cue:
+            await trio.sleep_forever()
+        for tool in ("nap", "stubborn"):
+            if tool in cue:
+                self.calls += 1
+                yield ToolCallRequested(f"{tool}-{self.calls}", tool, {"seconds": 0.01})
+                yield Finished(FinishReason.TOOL_CALLS)
+                return
         for word in last.content.split():
             await trio.lowlevel.checkpoint()
             yield TextDelta(word + " ")

@@ -29,7 +29,7 @@ import trio
 import trio.testing
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from stress_parts import OWNED, Mood, nap_tool
+from stress_parts import OWNED, Mood, tools
 from support import Tools
 
 import trio_agents.agent as ag
@@ -51,6 +51,9 @@ Op = Literal[
     "acp_close",
     "prompt",
     "nap",
+    "fail",
+    "hang",
+    "stubborn",
     "steer",
     "cancel",
     "dispose",
@@ -138,8 +141,8 @@ def check(world: World) -> None:
         if agent.done:
             assert started == ended, agent.id
         taken = [r.content for r in records if isinstance(r, UserMessage)]
-        prompts = [t for t in taken if t.startswith(("p", "nap"))]
-        expected = iter(t for t in world.sent.get(agent.id, ()) if t.startswith(("p", "nap")))
+        prompts = [t for t in taken if not t.startswith("steer")]
+        expected = iter(t for t in world.sent.get(agent.id, ()) if not t.startswith("steer"))
         assert all(p in expected for p in prompts), (agent.id, prompts)
 
 
@@ -197,8 +200,8 @@ async def step_once(world: World, step: Step, nursery: trio.Nursery) -> None:
         gone(world, owned, "its ACP client went away")
     elif agent is None:
         pass
-    elif step.op in ("prompt", "nap", "steer"):
-        text = {"prompt": "p", "nap": "nap", "steer": "s"}[step.op] + str(step.arg)
+    elif step.op in ("prompt", "nap", "steer", "fail", "hang", "stubborn"):
+        text = {"prompt": "p"}.get(step.op, step.op) + str(step.arg)
         (agent.steer if step.op == "steer" else agent.prompt)(text)
         world.sent.setdefault(agent.id, []).append(text)
     elif step.op == "cancel":
@@ -217,7 +220,7 @@ async def step_once(world: World, step: Step, nursery: trio.Nursery) -> None:
 
 async def execute(program: list[Step]) -> World:
     async with ag.open_runtime(model=Mood(delay=0.01)) as root:
-        await root.plugin(Tools(nap_tool()))
+        await root.plugin(Tools(*tools()))
         world = World(root)
         root.on(ag.AgentCreated, lambda e: world.events.update(["created"]))
         root.on(ag.AgentDisposed, lambda e: world.events.update(["disposed"]))
@@ -234,6 +237,7 @@ async def execute(program: list[Step]) -> World:
             for fiber in world.plugins.values():
                 await fiber.dispose()
         for agent in list(root.agents.list()):
+            agent.cancel()  # a model that hangs on cue ends only so
             await agent.when_idle()
         check(world)
     assert world.events["created"] == world.events["disposed"], world.events

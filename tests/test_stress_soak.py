@@ -1,7 +1,8 @@
 """Many agents under random work for a bounded time; then nothing is left and nothing broke.
 
 Hundreds (``nox -s stress``: 1,000) of agents on one runtime take random prompts, steers,
-cancels, tool calls (a tool that sleeps), child agents and disposes, driven by a seeded
+cancels, tool calls (one that sleeps, one deaf to cancellation for a while), a model that
+raises or hangs on cue, child agents and disposes, driven by a seeded
 ``random.Random`` in real time until the budget runs out. Then every agent is disposed and
 the runtime closed.
 
@@ -18,58 +19,17 @@ import os
 import random
 import resource
 from collections import Counter
-from collections.abc import AsyncGenerator
 from typing import Any
 
 import attrs
 import budget
 import trio
 import trio.lowlevel
+from stress_parts import Mood, tools
 from support import Tools
 
 import trio_agents.agent as ag
-from trio_agents.model import (
-    Finished,
-    FinishReason,
-    ModelEvent,
-    ModelRequest,
-    TextDelta,
-    ToolCallRequested,
-    ToolOutput,
-)
 from trio_agents.session import MemoryStore, TurnEnded, TurnStarted, UserMessage
-
-
-@attrs.frozen
-class NapArgs:
-    seconds: float
-
-
-async def nap(call: ag.ToolContext, args: NapArgs) -> str:
-    await trio.sleep(args.seconds)
-    return "rested"
-
-
-@attrs.define
-class Mood:
-    """A model that naps first when the prompt says ``nap``, then echoes the prompt."""
-
-    name: str = "mood"
-    context_window: int | None = None
-    calls: int = 0
-
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        last = request.messages[-1]
-        await trio.sleep(0.001)
-        if not isinstance(last, ToolOutput) and "nap" in last.content:
-            self.calls += 1
-            yield ToolCallRequested(f"nap-{self.calls}", "nap", {"seconds": 0.01})
-            yield Finished(FinishReason.TOOL_CALLS)
-            return
-        for word in last.content.split():
-            await trio.lowlevel.checkpoint()
-            yield TextDelta(word + " ")
-        yield Finished(FinishReason.STOP)
 
 
 def _fds() -> int:
@@ -107,7 +67,10 @@ def _rss_mib() -> float:
         return int(f.read().split()[1]) * resource.getpagesize() / 2**20
 
 
-OPS = ("prompt", "prompt", "prompt", "nap", "steer", "cancel", "child", "dispose", "yield")
+OPS = (
+    *("prompt", "prompt", "prompt", "nap", "steer", "cancel", "child", "dispose", "yield"),
+    *("fail", "hang", "stubborn"),  # a model that raises or hangs, a tool deaf to cancel
+)
 
 
 def _pick(live: list[ag.AgentHandle], rng: random.Random) -> ag.AgentHandle | None:
@@ -134,7 +97,7 @@ async def _soak(
 ) -> dict[str, Any]:
     store = MemoryStore()
     async with ag.open_runtime(store=store, model=Mood()) as root:
-        await root.plugin(Tools(ag.Tool("nap", "Sleep a little.", NapArgs, nap)))
+        await root.plugin(Tools(*tools()))
         root.on(ag.AgentCreated, lambda e: book.events.update(["created"]))
         root.on(ag.AgentDisposed, lambda e: book.events.update(["disposed"]))
         handles: dict[str, ag.AgentHandle] = {}
@@ -159,7 +122,7 @@ async def _soak(
                 await trio.sleep(0.001)
                 continue
             agent = handle.agent
-            if op in ("prompt", "nap", "steer"):
+            if op in ("prompt", "nap", "steer", "fail", "hang", "stubborn"):
                 text = f"{op} {len(book.sent[agent.id])}"
                 (agent.steer if op == "steer" else agent.prompt)(text)
                 book.sent[agent.id].append(text)
