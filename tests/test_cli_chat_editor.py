@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -161,9 +162,12 @@ def test_a_steered_answer_starts_on_its_own_line(store: Path, tmp_path: Path) ->
         _quit(terminal)
     finally:
         terminal.close()
-    # The first answer ends its line; the steered one is a line of its own (the spaces before
-    # it are the editor clearing the live area).
-    assert re.search(r"six\n(.*\n)*? *actually this\n", terminal.seen), terminal.seen
+    # The first answer ends its line; the steered one is a line of its own. Escapes removed,
+    # what the editor erased before printing stays in front of it: spaces clearing the live
+    # area, and the prompt's text ("queue> " while the turn runs, "you> " once idle).
+    assert re.search(r"six\n(.*\n)*?((you|queue)> )* *actually this\n", terminal.seen), (
+        terminal.seen
+    )
 
 
 def test_a_resumed_session_shows_its_last_exchanges(store: Path, tmp_path: Path) -> None:
@@ -377,3 +381,42 @@ async def test_each_step_of_a_steered_turn_is_its_own_block(
             agent.steer("more")
             await agent.when_idle()
     assert re.search(r"one two\n(.*\n)*actually this\n", out.getvalue()), out.getvalue()
+
+
+async def test_keys_handled_just_before_a_question_stay_in_the_draft() -> None:
+    """Text the editor's loop adds while ask() is being called is in the draft given back:
+    the draft is read when the prompt stops, on that loop, not when the question came."""
+    with create_pipe_input() as keys:
+        editor = LineEditor(None, terminal=(keys, DummyOutput()))
+        lines: list[str | Key] = []
+        answers: list[str | Key] = []
+        async with trio.open_nursery() as nursery:
+
+            async def read() -> None:
+                lines.append(await editor.read())
+
+            async def ask() -> None:
+                answers.append(await editor.ask("ok? "))
+
+            nursery.start_soon(read)
+            keys.send_text("early ")
+            await _until(lambda: editor.typed() == "early ")
+            session = editor._running
+            assert session is not None
+            assert session.app.loop is not None
+            buffer = session.app.current_buffer
+            # The editor's loop is held until ask() has stopped the prompt; the text it
+            # inserts is queued ahead of that stop (its callbacks run in order).
+            held = threading.Event()
+            session.app.loop.call_soon_threadsafe(held.wait, DEADLINE)
+            session.app.loop.call_soon_threadsafe(buffer.insert_text, "late")
+            nursery.start_soon(ask)
+            await _until(lambda: editor._questions == 1)
+            held.set()
+            await _until(lambda: editor._running is editor._quiet)
+            keys.send_text("y\r")
+            await _until(lambda: editor.typed() == "early late")
+            keys.send_text("!\r")
+        await editor.aclose()
+    assert answers == ["y"]
+    assert lines == ["early late!"]

@@ -250,11 +250,13 @@ class LineEditor:
         if session is None or loop is None:
             return
         app = session.app
-        result = _Preempted(app.current_buffer.text) if preempt and not self._closing else _Closed()
 
         def stop() -> None:
+            # On the editor's loop: the draft is read when the prompt stops, so keys still
+            # being handled when the question came are kept, not lost.
             if app.is_running and not app.future.done():  # type: ignore[union-attr]
-                app.exit(result=result)
+                draft = app.current_buffer.text
+                app.exit(result=_Preempted(draft) if preempt and not self._closing else _Closed())
 
         # RuntimeError: the prompt ended meanwhile and its loop is closed; nothing to stop.
         with suppress(RuntimeError):
