@@ -89,3 +89,32 @@ async def test_a_failed_fsync_rewrites_what_it_could_not_make_durable(
         assert session.statistics().flushed_seq == 2
         assert [r["seq"] for r in _records(path)] == [0, 1, 2]
         await store.detach(session)
+
+
+async def test_an_agent_lives_through_a_write_failure_and_its_next_turn_writes_it_all(
+    tmp_path: Path,
+) -> None:
+    """A turn whose flush fails still ends (the store reports the failure once); the agent
+    takes the next prompt, and once the disk is back its next flush writes every record."""
+    import trio_agents as ta
+    from trio_agents.session import SessionWriteFailed
+
+    store = JsonlStore(tmp_path)
+    failures: list[SessionWriteFailed] = []
+    async with ta.open_runtime(store=store) as root:
+        root.on(SessionWriteFailed, failures.append)
+        agent = (await root.agents.create(session_id="a")).agent
+        assert await agent.ask("one") == "one"
+        path = tmp_path / "a.jsonl"
+        kept = path.read_bytes()
+        path.unlink()
+        path.mkdir()  # the file can no longer be opened: as good as a full disk here
+        assert await agent.ask("two") == "two"
+        assert await agent.ask("three") == "three"
+        assert len(failures) == 1
+        path.rmdir()
+        path.write_bytes(kept)  # the disk is back, with what was durable
+        assert await agent.ask("four") == "four"
+        stored = [r for r in _records(path) if r["type"] == "user_message"]
+        assert [r["content"] for r in stored] == ["one", "two", "three", "four"]
+        assert [r["seq"] for r in _records(path)] == list(range(len(_records(path))))

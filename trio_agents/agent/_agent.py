@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
@@ -39,6 +40,7 @@ from ..session import (
     ModelUsage,
     Session,
     SessionStore,
+    SessionWriteError,
     TurnStarted,
     UserMessage,
 )
@@ -530,7 +532,7 @@ class Agent:
             self._notify()
         if job.record is not None:
             with trio.CancelScope(shield=True):
-                await self._store.flush(self.session)
+                await self._flush_quietly()
 
     def _claimable(self) -> bool:
         # Checked again after the status change: a listener of it may have cancelled the
@@ -544,6 +546,13 @@ class Agent:
         finally:
             self._turn = None
             self._notify()
+
+    async def _flush_quietly(self) -> None:
+        """Flush at the end of a turn. A write failure does not stop the agent: the store
+        reports it (``SessionWriteFailed``, a log line), keeps the records queued and writes
+        them with the next flush; only the final flush of the teardown raises it."""
+        with contextlib.suppress(SessionWriteError):
+            await self._store.flush(self.session)
 
     async def _shutdown(self) -> None:
         """Stop the loop and await its exit and its flushes (first step of teardown)."""

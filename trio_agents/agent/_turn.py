@@ -127,7 +127,7 @@ async def _close(
         )
     open_calls.clear()
     agent.session.append(TurnEnded(turn_id=turn_id, stop_reason=stop, cause=cause, error=error))
-    await agent._store.flush(agent.session)
+    await agent._flush_quietly()
 
 
 async def _steps(

@@ -5,7 +5,8 @@ Rules:
   which prints each as one line and drops those about the error the command reports itself
   (a failed plugin is logged *and* raised; the user should read about it once).
 - Between :meth:`CliLog.go_live` and the next publish, lines are printed as they come
-  (``chat`` does this while the conversation runs).
+  (``chat`` does this while the conversation runs); the errors they were about are
+  remembered (:meth:`CliLog.shown`), so the command does not print them again at exit.
 - ``TRIO_AGENTS_DEBUG=1`` keeps Python's own logging, tracebacks included.
 """
 
@@ -40,6 +41,7 @@ class CliLog(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self._held: list[logging.LogRecord] = []
+        self._shown: list[BaseException] = []
         self._live = False
         self._logger = logging.getLogger("trio_agents")
         self._propagate = self._logger.propagate
@@ -62,8 +64,14 @@ class CliLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if self._live:
             _write(record)
+            if record.exc_info and record.exc_info[1] is not None:
+                self._shown.append(record.exc_info[1])
         else:
             self._held.append(record)
+
+    def shown(self, exc: BaseException) -> bool:
+        """Whether a line about ``exc`` was printed live already."""
+        return any(exc is e for e in self._shown)
 
     def go_live(self) -> None:
         """Print what is held, and every later line as it comes."""

@@ -174,7 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:
         # The same error raised by two teardown steps (two flushes of a session that failed
         # to write, say) is one problem: it is printed once.
-        located = _once(_located(exc))
+        # A problem already printed while it happened (chat prints as it goes) is not
+        # printed again; the exit status still says something failed.
+        located = [(f, leaf) for f, leaf in _once(_located(exc)) if not log.shown(leaf)]
         torn = [(fiber, leaf) for fiber, leaf in located if _plugin_teardown(fiber)]
         leaves = [leaf for fiber, leaf in located if not _plugin_teardown(fiber)]
         # A Ctrl-C that lands mid-work may bring follow-on errors of the teardown it caused
