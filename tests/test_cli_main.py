@@ -417,6 +417,20 @@ def test_the_log_prints_as_lines_come_while_live(capsys: pytest.CaptureFixture[s
     assert capsys.readouterr().err == "trio-agents: error: held again\n"
 
 
+def test_an_error_printed_live_is_known_as_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    """What a live line was about is remembered, so the command's exit does not print it a
+    second time (chat: a session write failure, then the teardown's flush raising it)."""
+    printed, held, other = OSError("live"), OSError("held"), OSError("other")
+    log = CliLog()
+    log.emit(_record("before going live", held))
+    log.go_live()
+    log.emit(_record("as it happened", printed))
+    assert log.shown(printed)
+    assert not log.shown(held)  # printed by publish, not live: the exit reports it itself
+    assert not log.shown(other)
+    assert capsys.readouterr().err.count("trio-agents: error:") == 2
+
+
 def test_debug_keeps_pythons_own_logging(
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
