@@ -1,4 +1,4 @@
-"""Every live event of trio_agents in one place (DESIGN.md §5); also re-exported at ``ta``."""
+"""Every live event of trio_agents in one place (``docs/agents.rst``); also at ``ta``."""
 
 from .agent import AgentCancelRequested as AgentCancelRequested
 from .agent import AgentCreated as AgentCreated

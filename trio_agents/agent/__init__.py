@@ -1,4 +1,4 @@
-"""Agents: inbox, turns, tools, the registry and its handles (DESIGN.md §5)."""
+"""Agents: inbox, turns, tools, the registry and its handles (``docs/agents.rst``)."""
 
 from ._agent import Agent as Agent
 from ._agent import AgentStatistics as AgentStatistics

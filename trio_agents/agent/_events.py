@@ -1,4 +1,4 @@
-"""Live events of agents (DESIGN.md §5). Each carries the ids it concerns."""
+"""Live events of agents (``docs/agents.rst``). Each carries the ids it concerns."""
 
 from __future__ import annotations
 

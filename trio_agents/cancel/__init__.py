@@ -1,4 +1,4 @@
-"""Typed cancellation: causes as values, carried by cancel scopes (DESIGN.md §4)."""
+"""Typed cancellation: causes as values, carried by cancel scopes (``docs/ownership.rst``)."""
 
 from ._causes import CancelCause as CancelCause
 from ._causes import DisposedCancel as DisposedCancel

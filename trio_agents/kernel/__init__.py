@@ -1,4 +1,4 @@
-"""The kernel: fibers, effects, services, typed events and reload (DESIGN.md §3)."""
+"""The kernel: fibers, effects, services, typed events and reload (``docs/ownership.rst``)."""
 
 from ._context import Context as Context
 from ._context import current_context as current_context

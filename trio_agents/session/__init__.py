@@ -1,4 +1,4 @@
-"""Sessions: records, the Session, the SessionStore service and its backends (DESIGN.md §6)."""
+"""Sessions: records, the Session, the SessionStore service, backends (``docs/sessions.rst``)."""
 
 from ._convert import dump_record as dump_record
 from ._convert import load_record as load_record

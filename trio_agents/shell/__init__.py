@@ -1,5 +1,5 @@
 """The shell: ``ShellExecutor`` (definition), ``LocalShell`` (provider), ``tool_bash``
-(consumer) (DESIGN.md §7)."""
+(consumer) (``docs/shell.rst``)."""
 
 from ._errors import JobNotFoundError as JobNotFoundError
 from ._errors import ShellError as ShellError
