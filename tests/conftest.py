@@ -93,3 +93,13 @@ def stdin_pipe() -> Iterator[int]:
         os.close(saved)
         with suppress(OSError):  # the test may have closed it already
             os.close(write)  # an abandoned reader thread sees end of input and ends
+
+
+@pytest.fixture
+def cli_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For the in-process command tests: a private default store, no colours, wide lines, no
+    debug logging."""
+    monkeypatch.setenv("TRIO_AGENTS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("TRIO_AGENTS_DEBUG", raising=False)

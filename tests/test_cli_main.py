@@ -22,35 +22,18 @@ from pathlib import Path
 
 import pytest
 import trio
+from cli_support import run_cli, use_model
 
 import trio_agents.agent as ag
 from trio_agents.cli import _demo, _main, _options, main
 from trio_agents.cli._logs import CliLog
 from trio_agents.cli._run import _turn_of
-from trio_agents.model import CallTool, Fail, Model, ModelRequest, ScriptedModel, Wait
+from trio_agents.model import CallTool, Fail, ModelRequest, ScriptedModel, Wait
 from trio_agents.model._stream import ModelEvent
 from trio_agents.session import JsonlStore, UserMessage
 from trio_agents.shell import LocalShell, tool_bash
 
-
-@pytest.fixture(autouse=True)
-def _environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A private default store, no colours, wide lines, no debug logging."""
-    monkeypatch.setenv("TRIO_AGENTS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("TRIO_AGENTS_DEBUG", raising=False)
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    status = main(list(args))
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def _use_model(monkeypatch: pytest.MonkeyPatch, model: Model) -> None:
-    """Every ``--model`` (and the default) resolves to ``model``."""
-    monkeypatch.setattr(_options, "resolve_model", lambda spec: model)
+pytestmark = pytest.mark.usefixtures("cli_environment")
 
 
 class CtrlC:
@@ -73,7 +56,7 @@ def test_run_streams_the_answer_and_names_the_session_file(
     capsys: pytest.CaptureFixture[str], store: Path
 ) -> None:
     """stdout carries the answer alone; stderr names the session file; status 0."""
-    status, out, err = _cli(capsys, "run", "hello there", "--store", str(store))
+    status, out, err = run_cli(capsys, "run", "hello there", "--store", str(store))
     (session_file,) = store.glob("*.jsonl")
     assert (status, out) == (0, "hello there\n")
     assert err == f"session {session_file.stem} ({session_file})\n"
@@ -81,7 +64,7 @@ def test_run_streams_the_answer_and_names_the_session_file(
 
 def test_run_on_the_memory_store_names_no_file(capsys: pytest.CaptureFixture[str]) -> None:
     """With ``--store memory`` the closing line has the id and no path."""
-    status, out, err = _cli(capsys, "run", "hi", "--store", "memory", "--session", "s1")
+    status, out, err = run_cli(capsys, "run", "hi", "--store", "memory", "--session", "s1")
     assert (status, out, err) == (0, "hi\n", "session s1\n")
 
 
@@ -89,8 +72,8 @@ def test_run_of_a_failing_model_is_one_line_and_status_1(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A turn that ends with an error prints nothing on stdout and names the error once."""
-    _use_model(monkeypatch, ScriptedModel([[Fail("the model broke")]]))
-    status, out, err = _cli(capsys, "run", "hi", "--store", "memory")
+    use_model(monkeypatch, ScriptedModel([[Fail("the model broke")]]))
+    status, out, err = run_cli(capsys, "run", "hi", "--store", "memory")
     assert (status, out) == (1, "")
     assert re.fullmatch(
         r"trio-agents: error: turn t-1 ended with error: .*the model broke.*\n", err
@@ -101,8 +84,8 @@ def test_run_with_a_turn_that_calls_a_tool_streams_only_the_text(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Tool calls are not printed by ``run``; the final text is."""
-    _use_model(monkeypatch, ScriptedModel([[CallTool("bash", {"command": "echo quiet"})], "done"]))
-    status, out, _ = _cli(capsys, "run", "hi", "--store", "memory")
+    use_model(monkeypatch, ScriptedModel([[CallTool("bash", {"command": "echo quiet"})], "done"]))
+    status, out, _ = run_cli(capsys, "run", "hi", "--store", "memory")
     assert (status, out) == (0, "done\n")
 
 
@@ -110,8 +93,8 @@ def test_ctrl_c_during_run_cancels_the_turn_and_exits_130(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, store: Path
 ) -> None:
     """SIGINT while the turn runs cancels it with UserCancel (recorded); one line, 130."""
-    _use_model(monkeypatch, CtrlC())
-    status, out, err = _cli(capsys, "run", "hi", "--session", "c", "--store", str(store))
+    use_model(monkeypatch, CtrlC())
+    status, out, err = run_cli(capsys, "run", "hi", "--session", "c", "--store", str(store))
     assert (status, out) == (130, "")
     assert err == f"trio-agents: cancelled; session c ({store / 'c.jsonl'})\n"
     ended = [json.loads(line) for line in (store / "c.jsonl").read_text().splitlines()][-1]
@@ -135,7 +118,7 @@ def test_ctrl_c_outside_a_turn_is_interrupted_130(
 ) -> None:
     """A Ctrl-C that no command catches ends the command with one line and status 130."""
     monkeypatch.setattr(_demo, "resolve_model", lambda spec: CtrlC())
-    status, _, err = _cli(capsys, "demo", "--store", "memory")
+    status, _, err = run_cli(capsys, "demo", "--store", "memory")
     assert status == 130
     assert err == "trio-agents: interrupted\n"
 
@@ -171,7 +154,7 @@ def test_watch_without_watchfiles_is_refused_before_anything_runs(
         "find_spec",
         lambda name, *a: None if name == "watchfiles" else find_spec(name, *a),
     )
-    status, out, err = _cli(capsys, "run", "hi", "--watch", "--store", "memory")
+    status, out, err = run_cli(capsys, "run", "hi", "--watch", "--store", "memory")
     assert (status, out) == (1, "")
     assert err == (
         "trio-agents: error: --watch needs the watchfiles package: "
@@ -181,7 +164,7 @@ def test_watch_without_watchfiles_is_refused_before_anything_runs(
 
 def test_watch_without_plugin_files_watches_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     """``--watch`` with no plugin modules to watch runs the command as usual."""
-    status, out, _ = _cli(capsys, "run", "hi", "--watch", "--store", "memory")
+    status, out, _ = run_cli(capsys, "run", "hi", "--watch", "--store", "memory")
     assert (status, out) == (0, "hi\n")
 
 
@@ -220,7 +203,7 @@ def test_a_plugin_that_fails_to_start_is_reported_once(
     (tmp_path / f"{module}.py").write_text(PLUGINS.format(name=module, error=error))
     config = tmp_path / "c.toml"
     config.write_text(f'[[plugins]]\nmodule = "{module}"\n')
-    status, out, err = _cli(capsys, "run", "hi", "--config", str(config), "--store", "memory")
+    status, out, err = run_cli(capsys, "run", "hi", "--config", str(config), "--store", "memory")
     assert (status, out) == (1, "")
     assert re.fullmatch(rf"trio-agents: error: {message}\n", err), err
 
@@ -274,7 +257,7 @@ def test_sessions_show_prints_every_kind_of_record(
 ) -> None:
     """Prompts, answers, tools, turn endings and still-queued prompts, escaped; no dropped ones."""
     session_id = _store_a_session(store)
-    status, out, _ = _cli(capsys, "sessions", "show", session_id, "--store", str(store))
+    status, out, _ = run_cli(capsys, "sessions", "show", session_id, "--store", str(store))
     assert status == 0
     lines = out.splitlines()
     assert lines[:5] == [
@@ -303,12 +286,12 @@ def test_sessions_show_prints_every_kind_of_record(
 
 def test_sessions_of_the_memory_store(capsys: pytest.CaptureFixture[str]) -> None:
     """The memory store lists nothing and names no directory for an unknown id."""
-    assert _cli(capsys, "sessions", "list", "--store", "memory") == (
+    assert run_cli(capsys, "sessions", "list", "--store", "memory") == (
         0,
         "no stored sessions\n",
         "",
     )
-    status, _, err = _cli(capsys, "sessions", "delete", "x", "--store", "memory")
+    status, _, err = run_cli(capsys, "sessions", "delete", "x", "--store", "memory")
     assert (status, err) == (
         1,
         "trio-agents: error: no stored session 'x'; 'trio-agents sessions list' shows the ids\n",
@@ -321,7 +304,7 @@ def test_sessions_list_shows_id_records_and_title(
     """Each stored session is a row: its id, how many records, when, its first prompt."""
     assert main(["run", "a [title]", "--session", "one", "--store", str(store)]) == 0
     capsys.readouterr()
-    status, out, _ = _cli(capsys, "sessions", "list", "--store", str(store))
+    status, out, _ = run_cli(capsys, "sessions", "list", "--store", str(store))
     assert status == 0
     assert re.search(r"one\W+\d+\W+\d{4}-\d\d-\d\d \d\d:\d\d\W+a \[title\]", out), out
 
@@ -333,7 +316,7 @@ def test_demo_walks_the_lifecycle_and_names_the_session_file(
     capsys: pytest.CaptureFixture[str], store: Path
 ) -> None:
     """Every step is narrated; the cancelled prompt never ran, the later one did."""
-    status, out, _ = _cli(capsys, "demo", "--store", str(store))
+    status, out, _ = run_cli(capsys, "demo", "--store", str(store))
     assert status == 0
     for step in ("1. a prompt, streamed", "2. queue, steer and cancel", "5. dispose"):
         assert step in out
@@ -351,7 +334,7 @@ def test_demo_on_memory_with_a_model_spec_writes_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``--model`` is used as given; with ``--store memory`` no file is named."""
-    status, out, err = _cli(capsys, "demo", "--store", "memory", "--model", "echo?delay=0")
+    status, out, err = run_cli(capsys, "demo", "--store", "memory", "--model", "echo?delay=0")
     assert status == 0, err
     assert "model echo, sessions in memory" in out
     assert "session written to" not in out

@@ -16,34 +16,18 @@ from pathlib import Path
 
 import pytest
 import trio
+from cli_support import run_cli, use_model
 
-from trio_agents.cli import _options, main
+from trio_agents.cli import main
 from trio_agents.cli._sessions import SHOWN
-from trio_agents.model import Model, ModelRequest, ScriptedModel
+from trio_agents.model import ModelRequest, ScriptedModel
 from trio_agents.model._stream import ModelEvent
 from trio_agents.session import TurnEnded, TurnStarted, UserMessage, dump_record, load_record
 
+pytestmark = pytest.mark.usefixtures("cli_environment")
+
 HEADER = '{"format":"trio-agents-session","version":1,"session_id":"%s"}\n'
 ON_LINUX_PROC = Path("/proc/self").is_dir()
-
-
-@pytest.fixture(autouse=True)
-def _environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A private default store, no colours, wide lines, no debug logging."""
-    monkeypatch.setenv("TRIO_AGENTS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("TRIO_AGENTS_DEBUG", raising=False)
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    status = main(list(args))
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def _use_model(monkeypatch: pytest.MonkeyPatch, model: Model) -> None:
-    monkeypatch.setattr(_options, "resolve_model", lambda spec: model)
 
 
 def _session(store: Path, session_id: str, content: str, *, tail: str = "") -> Path:
@@ -77,14 +61,14 @@ def test_list_shows_a_damaged_session_as_a_row_with_its_reason(
     damaged one is one line naming the problem."""
     _session(store, "good", "a fine prompt")
     (store / "bad.jsonl").write_text(HEADER % "bad" + "[" * 50_000 + "\n" + "{}\n")
-    status, out, err = _cli(capsys, "sessions", "list", "--store", str(store))
+    status, out, err = run_cli(capsys, "sessions", "list", "--store", str(store))
     assert (status, err) == (0, "")
     bad = next(line for line in out.splitlines() if " bad " in f" {line} ")
     assert re.search(r"bad\W+-\W+\d{4}-\d\d-\d\d \d\d:\d\d\W+damaged: .*nested too deep", bad)
     assert re.search(r"good\W+3\W+\d{4}-\d\d-\d\d \d\d:\d\d\W+a fine prompt", out), out
-    status, out, err = _cli(capsys, "sessions", "show", "good", "--store", str(store))
+    status, out, err = run_cli(capsys, "sessions", "show", "good", "--store", str(store))
     assert (status, out.splitlines()[0], err) == (0, "user: a fine prompt", "")
-    status, out, err = _cli(capsys, "sessions", "show", "bad", "--store", str(store))
+    status, out, err = run_cli(capsys, "sessions", "show", "bad", "--store", str(store))
     assert (status, out) == (1, "")
     assert re.fullmatch(r"trio-agents: error: .*bad\.jsonl:2 is nested too deep.*\n", err), err
 
@@ -97,7 +81,7 @@ def test_list_json_is_one_object_per_session(
     assert main(["run", "a [title]", "--session", "one", "--store", str(store)]) == 0
     (store / "bad.jsonl").write_text(HEADER % "bad" + "NaN\n{}\n")
     capsys.readouterr()
-    status, out, err = _cli(capsys, "sessions", "list", "--json", "--store", str(store))
+    status, out, err = run_cli(capsys, "sessions", "list", "--json", "--store", str(store))
     assert (status, err) == (0, "")
     listed = [json.loads(line) for line in out.splitlines()]
     assert [set(item) for item in listed] == [
@@ -119,7 +103,7 @@ def test_list_json_is_one_object_per_session(
 def test_list_json_of_an_empty_store_prints_nothing(
     capsys: pytest.CaptureFixture[str], store: Path
 ) -> None:
-    assert _cli(capsys, "sessions", "list", "--json", "--store", str(store)) == (0, "", "")
+    assert run_cli(capsys, "sessions", "list", "--json", "--store", str(store)) == (0, "", "")
 
 
 # -- show: long messages ---------------------------------------------------------------------------
@@ -131,7 +115,7 @@ def test_show_shortens_a_long_message_with_a_note(
     """The first SHOWN characters, then how many more and how to see them."""
     text = "word " * 2_000 + "END"
     _session(store, "long", text)
-    status, out, _ = _cli(capsys, "sessions", "show", "long", "--store", str(store))
+    status, out, _ = run_cli(capsys, "sessions", "show", "long", "--store", str(store))
     assert status == 0
     assert "END" not in out
     more = len(text) - SHOWN
@@ -147,7 +131,7 @@ def test_show_full_prints_a_long_message_whole(
     """--full: the text as stored, markup-like brackets included, and no note."""
     text = "[bold]x[/bold] " * 1_000 + "END"
     _session(store, "long", text)
-    status, out, _ = _cli(capsys, "sessions", "show", "long", "--full", "--store", str(store))
+    status, out, _ = run_cli(capsys, "sessions", "show", "long", "--full", "--store", str(store))
     assert status == 0
     assert f"user: {text}\n" in out
     assert "more characters" not in out
@@ -160,7 +144,7 @@ def test_show_json_prints_the_records_as_stored(
     """--json: one JSON line per record, the stored form (load_record reads each back)."""
     text = "x" * (SHOWN * 3)
     path = _session(store, "long", text)
-    status, out, _ = _cli(capsys, "sessions", "show", "long", "--json", "--store", str(store))
+    status, out, _ = run_cli(capsys, "sessions", "show", "long", "--json", "--store", str(store))
     assert status == 0
     assert out.splitlines() == path.read_text().splitlines()[1:]
     assert load_record(out.splitlines()[1]) == UserMessage(
@@ -173,7 +157,7 @@ def test_show_of_a_4_mb_message_prints_a_bounded_amount(
 ) -> None:
     """What is laid out does not grow with the message (the renderer was quadratic in it)."""
     _session(store, "big", "lorem ipsum " * 350_000)
-    status, out, _ = _cli(capsys, "sessions", "show", "big", "--store", str(store))
+    status, out, _ = run_cli(capsys, "sessions", "show", "big", "--store", str(store))
     assert status == 0
     assert len(out) < SHOWN + 200
     assert "… 4,198,000 more characters; --full to see all" in out
@@ -189,7 +173,7 @@ def test_show_and_list_of_a_torn_session_write_nothing_and_warn(
     and the warning says resume will repair it."""
     path = _session(store, "torn", "hello", tail='{"type":"assistant_mes')
     before = _tree(store)
-    status, out, err = _cli(capsys, "sessions", "show", "torn", "--store", str(store))
+    status, out, err = run_cli(capsys, "sessions", "show", "torn", "--store", str(store))
     assert status == 0
     assert out.splitlines()[0] == "user: hello"
     assert re.fullmatch(
@@ -197,7 +181,7 @@ def test_show_and_list_of_a_torn_session_write_nothing_and_warn(
         r"session removes it and keeps a copy beside the file\n",
         err,
     ), err
-    assert _cli(capsys, "sessions", "list", "--store", str(store))[0] == 0
+    assert run_cli(capsys, "sessions", "list", "--store", str(store))[0] == 0
     assert _tree(store) == before
     assert path.read_text().endswith('{"type":"assistant_mes')
 
@@ -211,10 +195,10 @@ def test_list_and_show_work_on_a_read_only_directory(
     before = _tree(store)
     store.chmod(stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP)
     try:
-        status, out, err = _cli(capsys, "sessions", "list", "--store", str(store))
+        status, out, err = run_cli(capsys, "sessions", "list", "--store", str(store))
         assert (status, err) == (0, "")
         assert "kept" in out
-        status, out, err = _cli(capsys, "sessions", "show", "kept", "--store", str(store))
+        status, out, err = run_cli(capsys, "sessions", "show", "kept", "--store", str(store))
         assert (status, out.splitlines()[0]) == (0, "user: hello")
         assert "is left out" in err
     finally:
@@ -226,7 +210,7 @@ def test_list_of_a_missing_store_creates_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     where = tmp_path / "not-yet"
-    assert _cli(capsys, "sessions", "list", "--store", str(where)) == (
+    assert run_cli(capsys, "sessions", "list", "--store", str(where)) == (
         0,
         "no stored sessions\n",
         "",
@@ -252,7 +236,7 @@ def test_a_store_that_is_a_file_says_so_in_one_line(
     calls = _counting_model(monkeypatch)
     plain = tmp_path / "plain"
     plain.write_text("x")
-    status, out, err = _cli(capsys, *command, "--store", str(plain))
+    status, out, err = run_cli(capsys, *command, "--store", str(plain))
     assert (status, out) == (1, "")
     assert err == (
         f"trio-agents: error: {plain}: is a file, not a directory; give the session store a "
@@ -276,7 +260,7 @@ def _counting_model(monkeypatch: pytest.MonkeyPatch) -> list[ModelRequest]:
                 async for event in events:
                     yield event
 
-    _use_model(monkeypatch, Counting())
+    use_model(monkeypatch, Counting())
     return calls
 
 
@@ -287,7 +271,7 @@ def test_run_and_chat_on_a_store_that_cannot_be_written_fail_before_the_model(
 ) -> None:
     """/proc cannot be written even by root: one line at start, exit 1, no model call."""
     calls = _counting_model(monkeypatch)
-    status, out, err = _cli(capsys, *command, "--store", "/proc")
+    status, out, err = run_cli(capsys, *command, "--store", "/proc")
     assert (status, out) == (1, "")
     assert re.fullmatch(
         r"trio-agents: error: the session directory /proc is not writable \(.+\); sessions "
@@ -341,8 +325,8 @@ def test_a_write_failure_mid_run_is_one_line_and_no_answer(
                 async for event in events:
                     yield event
 
-    _use_model(monkeypatch, Breaks())
-    status, out, err = _cli(capsys, "run", "hi", "--session", "w", "--store", str(store))
+    use_model(monkeypatch, Breaks())
+    status, out, err = run_cli(capsys, "run", "hi", "--session", "w", "--store", str(store))
     assert (status, out) == (1, "")
     assert re.fullmatch(
         rf"trio-agents: error: writing session 'w' to {re.escape(str(store))}/w\.jsonl failed "
