@@ -87,8 +87,8 @@ def marker() -> str:
     return f"marker-{uuid.uuid4().hex}"
 
 
-def _live_processes() -> Iterator[tuple[int, list[str]]]:
-    """Every live (non-zombie) process: its pid, and the fields of its stat after the name."""
+def _processes() -> Iterator[tuple[int, list[str]]]:
+    """Every process, zombies too: its pid, and the fields of its stat after the name."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -97,8 +97,17 @@ def _live_processes() -> Iterator[tuple[int, list[str]]]:
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[0] not in ("Z", "X"):
-            yield int(entry), fields
+        yield int(entry), fields
+
+
+def _live_processes() -> Iterator[tuple[int, list[str]]]:
+    """Every live (non-zombie) process, as :func:`_processes`."""
+    return ((pid, fields) for pid, fields in _processes() if fields[0] not in ("Z", "X"))
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``, zombies not yet reaped included."""
+    return [child for child, fields in _processes() if int(fields[1]) == pid]
 
 
 def processes_with(text: str) -> list[int]:

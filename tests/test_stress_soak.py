@@ -26,7 +26,7 @@ import budget
 import trio
 import trio.lowlevel
 from stress_parts import Mood, tools
-from support import Tools
+from support import Tools, children_of
 
 import trio_agents.agent as ag
 from trio_agents.session import MemoryStore, TurnEnded, TurnStarted, UserMessage
@@ -34,20 +34,6 @@ from trio_agents.session import MemoryStore, TurnEnded, TurnStarted, UserMessage
 
 def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
-
-
-def _children() -> int:
-    me = str(os.getpid())
-    count = 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[1] == me:  # state, ppid, ...
-                        count += 1
-            except OSError:
-                pass
-    return count
 
 
 def _tasks() -> int:
@@ -162,7 +148,7 @@ async def test_a_soak_of_many_agents_leaves_nothing_behind() -> None:
     seed = random.randrange(2**32)
     rng = random.Random(seed)
     agents_count = budget.count(40, 1000)
-    fds, children = _fds(), _children()
+    fds, children = _fds(), len(children_of(os.getpid()))
     tasks = _tasks()
     rss_start = _rss_mib()
     book = Book()
@@ -170,7 +156,7 @@ async def test_a_soak_of_many_agents_leaves_nothing_behind() -> None:
     rss_end = _rss_mib()
     assert book.events["created"] == book.events["disposed"] > 0, book.events
     assert _fds() == fds
-    assert _children() == children
+    assert len(children_of(os.getpid())) == children
     assert _tasks() == tasks
     print(
         f"soak (seed {seed}): {agents_count} agents, {book.events['created']} created and "
