@@ -12,6 +12,7 @@ import trio
 import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import conversations
 
 import trio_agents.agent as ag
 from trio_agents.agent._history import SUMMARY_HEADING, History, conversation, message_chars
@@ -37,8 +38,6 @@ from trio_agents.session import (
     Record,
     Session,
     StopReason,
-    ToolCall,
-    ToolCallEnded,
     TurnEnded,
     TurnStarted,
     UserMessage,
@@ -465,28 +464,7 @@ async def test_a_queued_compaction_waits_for_the_turn_and_a_cancelled_caller_wit
             await agent.compact()
 
 
-_ids = st.sampled_from(["c1", "c2"])
-_records = st.lists(
-    st.one_of(
-        st.builds(
-            UserMessage, message_id=st.just("m"), content=st.text(max_size=3), turn_id=st.just("t")
-        ),
-        st.builds(AssistantMessage, turn_id=st.just("t"), content=st.text(max_size=3)),
-        st.builds(
-            ToolCall, turn_id=st.just("t"), call_id=_ids, name=st.just("x"), arguments=st.just({})
-        ),
-        st.builds(
-            ToolCallEnded,
-            turn_id=st.just("t"),
-            call_id=_ids,
-            name=st.just("x"),
-            content=st.just("r"),
-        ),
-        st.builds(TurnEnded, turn_id=st.just("t"), stop_reason=st.just(StopReason.COMPLETED)),
-        st.builds(TurnStarted, turn_id=st.just("t")),
-    ),
-    max_size=30,
-)
+_records = conversations(["c1", "c2"], max_size=30)
 
 
 @given(_records, _records, st.integers(0, 31), st.text(max_size=3), st.sampled_from([None, "sys"]))

@@ -12,6 +12,7 @@ import trio
 import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import conversations
 from support import Tools
 
 import trio_agents.agent as ag
@@ -30,45 +31,25 @@ from trio_agents.model import (
     Wait,
 )
 from trio_agents.session import (
-    AssistantMessage,
     InboxSpliced,
     JsonlStore,
     Record,
     Session,
     StopReason,
     ToolCall,
-    ToolCallEnded,
     TurnEnded,
     TurnStarted,
     UserMessage,
 )
 
-ids = st.sampled_from(["c1", "c2", "c3"])
-records = st.lists(
-    st.one_of(
-        st.builds(
-            UserMessage, message_id=st.just("m"), content=st.text(max_size=3), turn_id=st.just("t")
-        ),
-        st.builds(AssistantMessage, turn_id=st.just("t"), content=st.text(max_size=3)),
-        st.builds(
-            ToolCall, turn_id=st.just("t"), call_id=ids, name=st.just("x"), arguments=st.just({})
-        ),
-        st.builds(
-            ToolCallEnded,
-            turn_id=st.just("t"),
-            call_id=ids,
-            name=st.just("x"),
-            content=st.just("r"),
-        ),
-        st.builds(TurnEnded, turn_id=st.just("t"), stop_reason=st.just(StopReason.COMPLETED)),
-        st.builds(TurnStarted, turn_id=st.just("t")),
-        st.builds(
-            InboxSpliced,
-            op=st.just("add"),
-            lane=st.just("next_turn"),
-            message_id=st.just("m"),
-            content=st.just("q"),
-        ),
+records = conversations(
+    ["c1", "c2", "c3"],
+    st.builds(
+        InboxSpliced,
+        op=st.just("add"),
+        lane=st.just("next_turn"),
+        message_id=st.just("m"),
+        content=st.just("q"),
     ),
     max_size=40,
 )
