@@ -207,11 +207,13 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.model._protocol": frozenset({"check_context_window"}),
+    "trio_agents.model._endpoint": frozenset({"Endpoint", "EndpointModel", "USER_AGENT"}),
     "trio_agents.model._retry": frozenset(
         {
             "Assembler",
             "Attempts",
             "DEFAULT_DEADLINE",
+            "Describe",
             "Failure",
             "StreamFailure",
             "StreamSettings",
