@@ -100,6 +100,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"CHARS_PER_TOKEN", "TOKENS_PER_MESSAGE", "ContextMeter", "estimate"}
     ),
     "trio_agents.agent._inbox": frozenset({"Inbox"}),
+    "trio_agents.agent._parts": frozenset({"AgentParts"}),
     "trio_agents.agent._status": frozenset({"check_status"}),
     "trio_agents.agent._tool_schema": frozenset(
         {
@@ -111,7 +112,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.agent._tools": frozenset({"ToolFn", "ToolsPlugin", "tools_converter"}),
-    "trio_agents.agent._turn": frozenset({"run_turn"}),
+    "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.cancel._causes": frozenset({"check_cause"}),
     "trio_agents.cli._acp": frozenset({"acp"}),
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker"}),
