@@ -91,6 +91,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.acp._serving": frozenset({"LATER", "Serving"}),
     "trio_agents.agent._approval": frozenset({"Approvals", "standing_answers"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
+    "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._compaction": frozenset({"compact_history", "fit_window"}),
     "trio_agents.agent._history": frozenset(
@@ -101,6 +102,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.agent._inbox": frozenset({"Inbox"}),
     "trio_agents.agent._parts": frozenset({"AgentParts"}),
+    "trio_agents.agent._restore": frozenset({"restore"}),
     "trio_agents.agent._status": frozenset({"check_status"}),
     "trio_agents.agent._tool_schema": frozenset(
         {

@@ -23,35 +23,22 @@ from typing import TYPE_CHECKING, final
 import attrs
 import trio
 
-from ..cancel import (
-    CancelCause,
-    CauseScope,
-    DisposedCancel,
-    ParentCancel,
-    UserCancel,
-    current_cause,
-)
+from ..cancel import CancelCause, ParentCancel, UserCancel, current_cause
 from ..cancel._causes import check_cause
 from ..model import Model
-from ..session import (
-    Compacted,
-    InboxSpliced,
-    ModelUsage,
-    Session,
-    SessionStore,
-    TurnStarted,
-    UserMessage,
-)
+from ..session import Compacted, InboxSpliced, Session, SessionStore
 from ..session._convert import check_recordable_cause
 from ._approval import Approvals, Approver
 from ._ask import AnswerFold
-from ._compaction import CompactionError, Compactor, SummarizingCompactor, compact_history
+from ._compact_job import CompactJob
+from ._compaction import CompactionError, Compactor, SummarizingCompactor
 from ._config import AgentConfig
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
-from ._inbox import Inbox, Lane, MessageId, QueuedMessage
+from ._inbox import Lane, MessageId, QueuedMessage
 from ._meter import ContextUsage
 from ._parts import AgentParts
+from ._restore import restore
 from ._status import AgentStatus, check_status
 from ._turn import Turn
 from ._usage import AgentUsage
@@ -72,31 +59,6 @@ class AgentStatistics:
     turns: int
     running_turn: str | None
     children: tuple[str, ...]
-
-
-@final
-class _CompactJob:
-    """One ``compact()`` call, queued for the loop; while it runs, the agent's running work
-    (like a :class:`Turn`: an ``id``, a cancel ``scope``, ``abort`` and ``dispose``)."""
-
-    __slots__ = ("done", "error", "finished", "id", "record", "scope")
-
-    #: A compaction records its end outside the agent's view (``Agent._run_compaction``).
-    ending = False
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.finished = False
-        self.id = ""
-        self.scope = CauseScope()
-        self.record: Compacted | None = None
-        self.error: BaseException | None = None
-
-    def abort(self, cause: CancelCause) -> None:
-        self.scope.cancel(cause)
-
-    def dispose(self) -> None:
-        self.scope.cancel(DisposedCancel())
 
 
 _DEFAULT_COMPACTOR = SummarizingCompactor()
@@ -126,13 +88,13 @@ class Agent:
         self._status = AgentStatus.IDLE
         self._closing = False
         # The running work (a turn or a compaction), until it records its end.
-        self._work: Turn | _CompactJob | None = None
+        self._work: Turn | CompactJob | None = None
         self._turns = 0
         self._wake = trio.Event()
         self._changed = trio.Event()
         self._done = trio.Event()
         self._children: dict[str, Agent] = {}
-        self._inbox, self._next_turn, usage = _restore(session)
+        self._inbox, self._next_turn, usage = restore(session)
         self._find_compactor = compactor
         self._parts = AgentParts(
             caller=self,
@@ -148,8 +110,8 @@ class Agent:
             max_steps=config.max_steps,
             compactor=self._compactor,
         )
-        self._history = self._parts.history
-        self._compact_jobs: list[_CompactJob] = []
+        self._history = self._parts.history  # the same object (tests read it)
+        self._compact_jobs: list[CompactJob] = []
         self._compactions = 0
         self._approvals = Approvals(
             ask=config.ask, approver=approver, records=session.records, append=session.append
@@ -239,7 +201,7 @@ class Agent:
             raise AgentClosedError(
                 f"agent {self.id} is {self._status.value}; it cannot compact any more"
             )
-        job = _CompactJob()
+        job = CompactJob()
         self._compact_jobs.append(job)
         self._wake.set()
         self._notify()
@@ -474,12 +436,11 @@ class Agent:
 
     def _fail_jobs(self, error: BaseException) -> None:
         for job in self._compact_jobs:
-            job.error = error
-            job.done.set()
+            job.fail(error)
         self._compact_jobs.clear()
 
     @property
-    def _turn(self) -> Turn | _CompactJob | None:
+    def _turn(self) -> Turn | CompactJob | None:
         """The running work a cancel aborts: ``None`` once it is recording its end."""
         work = self._work
         return None if work is None or work.ending else work
@@ -504,24 +465,14 @@ class Agent:
             self._done.set()
             self._notify()
 
-    async def _run_compaction(self, job: _CompactJob) -> None:
+    async def _run_compaction(self, job: CompactJob) -> None:
         self._compactions += 1
-        job.id = f"compact-{self._compactions}"
         self._work = job
         try:
-            with job.scope:
-                job.record = await compact_history(self._parts, self._compactor(), None)
-                job.finished = True
-            if job.scope.cancelled_caught:
-                cause = DisposedCancel() if self._closing else job.scope.cause
-                job.error = CompactionError(f"compaction cancelled by {cause!r}", cause)
-        except CompactionError as exc:  # compact_history wraps every failure of the policy
-            job.error = exc
+            await job.run(self._parts, f"compact-{self._compactions}")
         finally:
             self._work = None
-            if not job.finished and job.error is None:
-                job.error = CompactionError("compaction interrupted; the history is unchanged")
-            job.done.set()
+            job.settle()
             self._notify()
         if job.record is not None:
             with trio.CancelScope(shield=True):
@@ -558,36 +509,3 @@ class Agent:
     def _finish(self) -> None:
         if self._status is AgentStatus.DISPOSING:
             self._set_status(AgentStatus.DISPOSED)
-
-
-def _restore(session: Session) -> tuple[Inbox, int, AgentUsage]:
-    """Rebuild the pending inbox, the turn counter and the usage totals from the session's
-    records, in one pass."""
-    pending: dict[str, InboxSpliced] = {}
-    highest = 0
-    turns = 0
-    usage = AgentUsage()
-    for record in session.records:
-        if isinstance(record, InboxSpliced):
-            highest = max(highest, _number(record.message_id))
-            if record.op == "add":
-                pending[record.message_id] = record
-            else:
-                pending.pop(record.message_id, None)
-        elif isinstance(record, UserMessage):
-            pending.pop(record.message_id, None)
-        elif isinstance(record, TurnStarted):
-            turns = max(turns, _number(record.turn_id))
-        elif isinstance(record, ModelUsage):
-            usage = usage.plus(record)
-    inbox = Inbox(next_number=highest + 1)
-    for record in pending.values():
-        inbox.add(
-            record.lane, record.content or "", wake=record.wake, id=MessageId(record.message_id)
-        )
-    return inbox, turns + 1, usage
-
-
-def _number(ident: str) -> int:
-    _, _, digits = ident.partition("-")
-    return int(digits) if digits.isdigit() else 0
