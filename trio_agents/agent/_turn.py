@@ -18,7 +18,6 @@ Rules:
 from __future__ import annotations
 
 import logging
-from contextlib import aclosing
 from typing import final
 
 import trio
@@ -97,7 +96,9 @@ class Turn:
             stop, error = StopReason.ERROR, str(exc)
         except Exception as exc:
             log.exception("turn %s of agent %s failed", self.id, self._parts.id)
-            stop, error = StopReason.ERROR, f"{type(exc).__name__}: {exc}"
+            # The failure itself, not the group a nursery of tool calls wraps it in.
+            leaf = _first_leaf(exc)
+            stop, error = StopReason.ERROR, f"{type(leaf).__name__}: {leaf}"
         except BaseException as exc:
             # Not the turn's own failure but the process's (an outer cancellation, a
             # KeyboardInterrupt): close the turn durably, then let it propagate.
@@ -177,8 +178,9 @@ class Turn:
         calls: list[ToolCallRequested] = []
         finished: Finished | None = None
         streamed = False
+        stream = parts.model.stream(request)
         try:
-            async with aclosing(parts.model.stream(request)) as stream:
+            try:
                 async for event in stream:
                     if isinstance(event, TextDelta):
                         text.append(event.text)
@@ -188,6 +190,8 @@ class Turn:
                     elif isinstance(event, Finished):
                         finished = event
                         break
+            finally:
+                await stream.aclose()  # what contextlib.aclosing does, without its object
             streamed = True
         finally:
             # What was streamed to the user is kept, also when the stream was cut: the
@@ -219,6 +223,11 @@ class Turn:
         return calls
 
     async def _call_tools(self, calls: list[ToolCallRequested]) -> None:
+        if len(calls) == 1:
+            # One call runs in the turn's own task, inside the same cancel scope: a nursery
+            # and a task would only add cost (the call is recorded, and cancels, the same).
+            await self._call_tool(calls[0])
+            return
         async with trio.open_nursery() as nursery:
             for call in calls:
                 nursery.start_soon(self._call_tool, call)
