@@ -91,7 +91,9 @@ class Agent:
         self._work: Turn | CompactJob | None = None
         self._turns = 0
         self._wake = trio.Event()
-        self._changed = trio.Event()
+        # Made when someone first waits for the next change (a change nobody awaits costs
+        # no event).
+        self._changed: trio.Event | None = None
         self._done = trio.Event()
         self._children: dict[str, Agent] = {}
         self._inbox, self._next_turn, usage = restore(session)
@@ -317,7 +319,7 @@ class Agent:
                     f"agent {self.id} was disposed before it answered {content!r}; a queued "
                     f"message stays in its session (resume the agent to run it)"
                 )
-            await self._changed.wait()
+            await self._change().wait()
 
     def _enqueue(self, lane: Lane, content: str, *, wake: bool) -> MessageId:
         if not isinstance(content, str):
@@ -404,7 +406,7 @@ class Agent:
         it returns once the cancelled turn has ended and been recorded.
         """
         while not self._quiescent():
-            await self._changed.wait()
+            await self._change().wait()
         await trio.lowlevel.checkpoint()
 
     def _quiescent(self) -> bool:
@@ -426,9 +428,18 @@ class Agent:
         self._emit(AgentStatusChanged(agent_id=self.id, old=old, new=new))
         self._notify()
 
+    def _change(self) -> trio.Event:
+        """The event the next change of state sets."""
+        changed = self._changed
+        if changed is None:
+            changed = self._changed = trio.Event()
+        return changed
+
     def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+        changed = self._changed
+        if changed is not None:
+            self._changed = None
+            changed.set()
 
     def _compactor(self) -> Compactor:
         found = self._find_compactor() if self._find_compactor is not None else None
@@ -448,7 +459,8 @@ class Agent:
     async def _loop(self) -> None:
         try:
             while not self._closing:
-                self._wake = trio.Event()
+                if self._wake.is_set():
+                    self._wake = trio.Event()
                 if self._compact_jobs:
                     self._set_status(AgentStatus.RUNNING)
                     await self._run_compaction(self._compact_jobs.pop(0))
