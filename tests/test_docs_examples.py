@@ -24,12 +24,14 @@ import pytest
 
 DOCS = Path(__file__).parent.parent / "docs"
 BLOCK = re.compile(r"^\.\. code-block:: (?P<lang>\w+)\n\n(?P<body>(?:(?:   .*)?\n)+)", re.M)
-#: Stands for the page's first python block (the MCP server the page's example starts).
+#: Stands for the page's first python block (the MCP server, or the crashing worker, that the
+#: page's example starts).
 FIRST_BLOCK = "<the page's first python block>"
 #: Files an example reads, by page.
 SETUP = {
     "tools.rst": {"notes.txt": "one\ntwo\nthree\n"},
     "mcp.rst": {"greet_server.py": FIRST_BLOCK},
+    "howto-resume.rst": {"worker.py": FIRST_BLOCK},
 }
 
 
