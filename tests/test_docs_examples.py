@@ -27,11 +27,14 @@ BLOCK = re.compile(r"^\.\. code-block:: (?P<lang>\w+)\n\n(?P<body>(?:(?:   .*)?\
 #: Stands for the page's first python block (the MCP server, or the crashing worker, that the
 #: page's example starts).
 FIRST_BLOCK = "<the page's first python block>"
+#: Stands for mcp.rst's first python block (its MCP server), for the pages that start it too.
+MCP_SERVER = "<mcp.rst's first python block>"
 #: Files an example reads, by page.
 SETUP = {
     "tools.rst": {"notes.txt": "one\ntwo\nthree\n"},
     "mcp.rst": {"greet_server.py": FIRST_BLOCK},
     "howto-resume.rst": {"worker.py": FIRST_BLOCK},
+    "howto-providers.rst": {"greet_server.py": MCP_SERVER},
 }
 
 
@@ -101,7 +104,8 @@ def test_an_example_prints_what_its_page_says(
     page: str, code: str, expected: str, tmp_path: Path
 ) -> None:
     for name, content in SETUP.get(page, {}).items():
-        (tmp_path / name).write_text(first_block(page) if content == FIRST_BLOCK else content)
+        source = {FIRST_BLOCK: page, MCP_SERVER: "mcp.rst"}.get(content)
+        (tmp_path / name).write_text(content if source is None else first_block(source))
     (tmp_path / "example.py").write_text(code)
     done = subprocess.run(
         [sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60
