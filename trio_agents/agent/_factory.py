@@ -138,10 +138,10 @@ class AgentFactory(abc.ABC, Generic[A]):
         """The first step of teardown: make :meth:`run` exit and await that exit and the
         agent's last flush (quiescence, not a status flip)."""
 
-    def adopted(self, agent: A) -> None:  # noqa: B027 (a hook: doing nothing is the default)
+    def adopted(self, agent: A) -> None:
         """``agent`` is committed; if it has a parent, that parent now owns it."""
 
-    def detached(self, agent: A) -> None:  # noqa: B027 (a hook: doing nothing is the default)
+    def detached(self, agent: A) -> None:
         """``agent`` left the registry; ``AgentDisposed`` follows."""
 
 
