@@ -145,9 +145,12 @@ class AgentFactory(abc.ABC, Generic[A]):
         """``agent`` left the registry; ``AgentDisposed`` follows."""
 
 
-@final
 class DefaultAgentFactory(AgentFactory[Agent]):
-    """Builds today's :class:`Agent`: an inbox, a model loop that runs turns, child agents."""
+    """Builds today's :class:`Agent`: an inbox, a model loop that runs turns, child agents.
+
+    Subclass it to wrap those steps (log them, tag the session); a method you override
+    should call the inherited one, which keeps the parent and child links in order.
+    """
 
     def build(self, request: AgentRequest[Agent]) -> Agent:
         context = request.context
@@ -179,7 +182,7 @@ class DefaultAgentFactory(AgentFactory[Agent]):
             agent.parent._children.pop(agent.id, None)
 
     def __repr__(self) -> str:
-        return "DefaultAgentFactory()"
+        return f"{type(self).__name__}()"
 
 
 #: The key of the runtime's agent factory (provided by ``open_runtime(factory=...)``).
