@@ -15,117 +15,26 @@ Rules:
   (``1 == True``, but the sender wrote one or the other).
 - Extra keys are refused (unless ``forbid_extra_keys=False``).
 - Every problem is collected; :meth:`StrictConverter.problems` lists each with its path, in the
-  converter's :class:`Wording` (a config file says ``int``, a model reads ``an integer``).
+  converter's ``Wording`` (``_wording``: a config file says ``int``, a model reads ``an
+  integer``, a stored session ``an integer`` with Python's type names).
 """
 
 from __future__ import annotations
 
 import collections.abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, final, get_args, get_origin
 
-import attrs
 import cattrs
 import cattrs.cols
 from cattrs.v import format_exception
 
-__all__ = [
-    "StrictConverter",
-    "StrictTypeError",
-    "Wording",
-    "count_problems",
-    "json_type",
-    "list_problems",
-]
+from ._wording import StrictTypeError, Wording
+
+__all__ = ["StrictConverter"]
 
 _ARRAYS = (list, tuple, collections.abc.Sequence, collections.abc.MutableSequence)
 _MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
-
-
-class StrictTypeError(TypeError):
-    """A value of the wrong type; its message is the whole problem."""
-
-
-def json_type(value: object) -> str:
-    """The JSON name of ``value``'s type (``integer``, ``array``, ...)."""
-    if value is None:
-        return "null"
-    for kind, label in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string")):
-        if isinstance(value, kind):
-            return label
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
-
-
-def _python_type(value: object) -> str:
-    return type(value).__name__
-
-
-@final
-@attrs.frozen
-class Wording:
-    """How a converter's problems are phrased for its audience.
-
-    Attributes:
-        kinds: what is expected, by kind: ``str``, ``bool``, ``int``, ``float``, ``array``
-            and ``object``.
-        type_of: the name of a received value's type.
-        missing: a required key is absent.
-        extra: the lead of the list of unknown keys.
-    """
-
-    kinds: Mapping[str, str]
-    type_of: Callable[[object], str]
-    missing: str = "required field missing"
-    extra: str = "unknown keys"
-
-    def mismatch(self, kind: str, value: object) -> StrictTypeError:
-        """The problem "expected ``kind``, got ``value``"."""
-        return self.expected(self.kinds[kind], value)
-
-    def expected(self, expected: str, value: object) -> StrictTypeError:
-        """The problem "expected ``expected`` (already phrased), got ``value``"."""
-        return StrictTypeError(f"expected {expected}, got {self.type_of(value)} {value!r}")
-
-    @staticmethod
-    def config() -> Wording:
-        """For files people write (plugin configs, the TOML file): Python's names."""
-        return _CONFIG
-
-    @staticmethod
-    def json() -> Wording:
-        """For JSON a model writes (tool arguments): JSON's names."""
-        return _JSON
-
-
-_CONFIG = Wording(
-    {
-        "str": "str",
-        "bool": "bool",
-        "int": "int",
-        "float": "float",
-        "array": "a list",
-        "object": "dict",
-    },
-    _python_type,
-)
-
-_JSON = Wording(
-    {
-        "str": "a string",
-        "bool": "a boolean",
-        "int": "an integer",
-        "float": "a number",
-        "array": "an array",
-        "object": "an object",
-    },
-    json_type,
-    missing="required argument missing",
-    extra="unknown arguments",
-)
 
 
 def _scalar_hooks(wording: Wording) -> dict[type, Callable[[object, Any], object]]:
@@ -247,13 +156,3 @@ class StrictConverter(cattrs.Converter):
     def problems(self, exc: BaseException, *, path: str = "$") -> list[str]:
         """Every problem of a failed ``structure`` call, as ``"problem @ path"`` lines."""
         return cattrs.transform_error(exc, path=path, format_exception=self.describe)
-
-
-def count_problems(problems: Sequence[str]) -> str:
-    """``"1 problem"``, ``"3 problems"``."""
-    return f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
-
-
-def list_problems(problems: Sequence[str]) -> str:
-    """One indented ``- problem`` line for each, each on its own line."""
-    return "".join(f"\n  - {p}" for p in problems)
