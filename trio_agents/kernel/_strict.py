@@ -42,7 +42,11 @@ def _scalar_hooks(wording: Wording) -> dict[type, Callable[[object, Any], object
         # A subclass target is an enum such as a StrEnum (a str to isinstance).
         return value if target is kind else target(value)
 
+    # Each hook tests the common case first (the exact type for the exact target): a resume
+    # structures every field of every stored record.
     def structure_str(value: object, target: Any) -> object:
+        if type(value) is str and target is str:
+            return value
         if isinstance(value, str):
             return typed(str, target, value)
         raise wording.mismatch("str", value)
@@ -53,6 +57,8 @@ def _scalar_hooks(wording: Wording) -> dict[type, Callable[[object, Any], object
         raise wording.mismatch("bool", value)
 
     def structure_int(value: object, target: Any) -> object:
+        if type(value) is int and target is int:
+            return value
         if isinstance(value, int) and not isinstance(value, bool):
             return typed(int, target, value)
         if isinstance(value, float) and value.is_integer():
@@ -116,6 +122,8 @@ class StrictConverter(cattrs.Converter):
         return structure
 
     def _mapping_hook(self, tp: Any) -> Callable[[object, Any], object]:
+        if get_args(tp) == (str, Any):
+            return self._json_object_hook
         inner = cattrs.cols.mapping_structure_factory(tp, self) if get_args(tp) else None
 
         def structure(value: object, _: Any) -> object:
@@ -125,6 +133,16 @@ class StrictConverter(cattrs.Converter):
             return dict(value) if inner is None else inner(value, tp)
 
         return structure
+
+    def _json_object_hook(self, value: object, _: Any) -> object:
+        # ``dict[str, Any]`` (tool arguments, a stored call's arguments): a JSON object kept
+        # as it is; only its keys are checked, which is all a per-key hook would do.
+        if not isinstance(value, Mapping):
+            raise self.wording.mismatch("object", value)
+        for key in value:
+            if not isinstance(key, str):
+                raise self.wording.mismatch("str", key)
+        return dict(value)
 
     def _literal_hook(self, tp: Any) -> Callable[[object, Any], object]:
         allowed = get_args(tp)

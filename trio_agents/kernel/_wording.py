@@ -65,8 +65,9 @@ class Wording:
         return self.expected(self.kinds[kind], value)
 
     def expected(self, expected: str, value: object) -> StrictTypeError:
-        """The problem "expected ``expected`` (already phrased), got ``value``"."""
-        return StrictTypeError(f"expected {expected}, got {self.type_of(value)} {value!r}")
+        """The problem "expected ``expected`` (already phrased), got ``value``" (a long value
+        is shown by its start: a stored line or a model's argument can be megabytes)."""
+        return StrictTypeError(f"expected {expected}, got {self.type_of(value)} {_shown(value)}")
 
     @staticmethod
     def config() -> Wording:
@@ -77,6 +78,21 @@ class Wording:
     def json() -> Wording:
         """For JSON a model writes (tool arguments): JSON's names."""
         return _JSON
+
+    @staticmethod
+    def stored() -> Wording:
+        """For JSON the package wrote itself (session records), read back by a developer
+        when a file is damaged: JSON's kinds, Python's type names."""
+        return _STORED
+
+
+#: The longest ``repr`` of a received value a problem shows whole.
+_SHOWN = 80
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 3]}..."
 
 
 _CONFIG = Wording(
@@ -103,6 +119,19 @@ _JSON = Wording(
     json_type,
     missing="required argument missing",
     extra="unknown arguments",
+)
+
+
+_STORED = Wording(
+    {
+        "str": "a string",
+        "bool": "a boolean",
+        "int": "an integer",
+        "float": "a number",
+        "array": "a JSON array",
+        "object": "a JSON object",
+    },
+    _python_type,
 )
 
 
