@@ -249,7 +249,7 @@ def test_an_unregistered_cause_cannot_be_written() -> None:
     record = TurnEnded(turn_id="t", stop_reason=StopReason.CANCELLED, cause=UnregisteredCancel())
     with pytest.raises(
         TypeError,
-        match=r"^cancel cause UnregisteredCancel is not serializable; call "
+        match=r"^cancel cause UnregisteredCancel is not registered; call "
         r"register_cause\(UnregisteredCancel\) first$",
     ):
         dump_record(record)

@@ -26,7 +26,7 @@ from ..kernel._strict import StrictConverter
 from ..kernel._tags import TagRegistry
 from ..kernel._wording import StrictTypeError, Wording
 from ._errors import SessionFormatError, UnstorableRecordError
-from ._records import Record, _is_attrs, record_class, record_tag, record_tags
+from ._records import Record, record_class, record_tag, record_tags
 
 __all__ = [
     "converter",
@@ -43,7 +43,9 @@ C = TypeVar("C", bound="type[CancelCause]")
 #: The session layer's converter; never the global one.
 converter = StrictConverter(wording=Wording.stored())
 
-_CAUSES: TagRegistry[CancelCause] = TagRegistry("cause", "user_cancel")
+_CAUSES: TagRegistry[CancelCause] = TagRegistry(
+    "cause", "user_cancel", base=CancelCause, noun="cancel cause", register="register_cause"
+)
 
 
 def register_cause(cls: C, tag: str | None = None) -> C:
@@ -53,8 +55,6 @@ def register_cause(cls: C, tag: str | None = None) -> C:
         TypeError: ``cls`` is not an attrs subclass of :class:`CancelCause`.
         ValueError: the tag is malformed, or taken by another class (or the class has another).
     """
-    if not (isinstance(cls, type) and issubclass(cls, CancelCause) and _is_attrs(cls)):
-        raise TypeError(f"register_cause() takes an attrs subclass of CancelCause; got {cls!r}")
     _CAUSES.add(cls, tag)
     return cls
 
@@ -69,12 +69,7 @@ def check_recordable_cause(cause: CancelCause) -> CancelCause:
     Raises:
         TypeError: naming the fix (``@register_cause``).
     """
-    if _CAUSES.tag_of(type(cause)) is None:
-        raise TypeError(
-            f"cancel cause {type(cause).__qualname__} is not registered, so the turn it "
-            f"cancels could not record it; decorate the class with "
-            f"@trio_agents.session.register_cause"
-        )
+    _CAUSES.tag_for(type(cause), ", so the turn it cancels could not record it")
     return cause
 
 
@@ -99,16 +94,6 @@ def _tagged_unstructure_factory(
         return tagged
 
     return factory
-
-
-def _cause_tag(cls: type[CancelCause]) -> str:
-    tag = _CAUSES.tag_of(cls)
-    if tag is None:
-        raise TypeError(
-            f"cancel cause {cls.__qualname__} is not serializable; call "
-            f"register_cause({cls.__name__}) first"
-        )
-    return tag
 
 
 def _tagged_structure(
@@ -146,7 +131,7 @@ converter.register_unstructure_hook_factory(
     _is_record, _tagged_unstructure_factory(Record, record_tag)
 )
 converter.register_unstructure_hook_factory(
-    _is_cause, _tagged_unstructure_factory(CancelCause, _cause_tag)
+    _is_cause, _tagged_unstructure_factory(CancelCause, _CAUSES.tag_for)
 )
 converter.register_structure_hook_func(
     lambda t: t is Record, _tagged_structure(Record, record_class, record_tags)
