@@ -163,6 +163,29 @@ async def test_the_agent_loop_unload_disposes_every_echo_agent() -> None:
             first.agent.prompt("late")
 
 
+async def test_a_child_echo_agent_lives_in_its_parents_scope() -> None:
+    """parent= works for any factory: the parent's teardown stops and detaches the child
+    first, after the parent's own loop stopped, before the parent leaves the registry."""
+    factory = echo.EchoFactory()
+    async with ag.open_runtime(factory=factory) as root:
+        parent = await root.agents.create(session_id="p")
+        child = await root.agents.create(session_id="c", parent=parent.agent)
+        assert child.agent.parent is parent.agent
+        assert child.agent.session.records[0].parent_id == "p"
+        await trio.testing.wait_all_tasks_blocked()
+        del factory.log[:]
+        await parent.dispose()
+        assert factory.log == [
+            "stop p",
+            "run exited p",
+            "stop c",
+            "run exited c",
+            "detached c",
+            "detached p",
+        ]
+        assert root.agents.list() == ()
+
+
 async def test_a_disposed_echo_agent_is_resumed_through_its_factory() -> None:
     """The id is reusable once detached: the stored session resumes as an echo agent."""
     store = MemoryStore()
