@@ -244,7 +244,7 @@ async def test_a_failed_build_rolls_the_creation_back(
         await trio.testing.wait_all_tasks_blocked()
         assert root.agents.list() == ()
         assert seen == []
-        assert not root.sessions.is_stored("e1")
+        assert not await root.sessions.is_stored("e1")
 
 
 async def test_a_user_plugin_reaches_echo_agents_through_a_typed_key() -> None:

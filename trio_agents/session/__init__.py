@@ -39,8 +39,10 @@ from ._records import UserMessage as UserMessage
 from ._records import register_record as register_record
 from ._session import Session as Session
 from ._session import SessionStatistics as SessionStatistics
+from ._state import SessionState as SessionState
 from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
+from ._store import Stored as Stored
 from ._store import StoreStatistics as StoreStatistics
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "SessionInUseError",
     "SessionInfo",
     "SessionNotFoundError",
+    "SessionState",
     "SessionStatistics",
     "SessionStore",
     "SessionStoreClosedError",
@@ -73,6 +76,7 @@ __all__ = [
     "SessionWriteFailed",
     "StopReason",
     "StoreStatistics",
+    "Stored",
     "ToolApproval",
     "ToolCall",
     "ToolCallEnded",
