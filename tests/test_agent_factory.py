@@ -4,6 +4,7 @@ same ownership rules as the default ones: published, looked up, co-owned, dispos
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -16,6 +17,7 @@ import trio.testing
 from support import P
 
 import trio_agents.agent as ag
+from trio_agents.acp import AcpBridge, LineFramer, encode_frame
 from trio_agents.cancel import UserCancel
 from trio_agents.kernel import Context
 from trio_agents.session import (
@@ -253,3 +255,42 @@ async def test_a_user_plugin_reaches_echo_agents_through_a_typed_key() -> None:
     async with ag.open_runtime(factory=echo.EchoFactory()) as root:
         await root.plugin(plugin)
     assert plugin.answers == ["typed"]
+
+
+async def test_an_acp_client_talks_to_an_echo_agent_through_the_bridge() -> None:
+    """The ACP bridge needs only AgentLike: session/new builds an echo agent, a prompt is
+    answered with its text and end_turn, and the client's disconnect disposes it."""
+    factory = echo.EchoFactory()
+    async with ag.open_runtime(factory=factory) as root:
+        ours, theirs = trio.testing.memory_stream_pair()
+        await root.plugin(AcpBridge(ours))
+        framer, frames = LineFramer(), list[dict[str, Any]]()
+
+        async def call(request_id: int, method: str, params: object) -> Any:
+            frame = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            await theirs.send_all(encode_frame(frame))
+            while True:
+                while not frames:
+                    for line in framer.feed(await theirs.receive_some()):
+                        assert isinstance(line, bytes)
+                        frames.append(json.loads(line))
+                message = frames.pop(0)
+                if message.get("id") == request_id:
+                    return message["result"]
+                updates.append(message["params"]["update"])
+
+        updates: list[dict[str, Any]] = []
+        await call(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        session_id = (await call(2, "session/new", {"cwd": "/tmp", "mcpServers": []}))["sessionId"]
+        assert isinstance(root.agents.get(session_id), echo.EchoAgent)
+        prompt = [{"type": "text", "text": "over acp"}]
+        answer = await call(3, "session/prompt", {"sessionId": session_id, "prompt": prompt})
+        assert answer == {"stopReason": "end_turn"}
+        assert {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "over acp"},
+        } in updates
+        await theirs.send_stream.aclose()
+        await trio.testing.wait_all_tasks_blocked()
+        assert root.agents.list() == ()
+        assert f"detached {session_id}" in factory.log

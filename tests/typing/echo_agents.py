@@ -14,13 +14,23 @@ import trio
 
 import trio_agents as ta
 from trio_agents.agent import AgentFactory, AgentRegistry, AgentRequest, MessageId
-from trio_agents.session import AssistantMessage, Session, SessionStore, UserMessage
+from trio_agents.session import (
+    AssistantMessage,
+    Session,
+    SessionStore,
+    StopReason,
+    TurnEnded,
+    TurnStarted,
+    UserMessage,
+)
 
 __all__ = ["ECHO_AGENTS", "EchoAgent", "EchoFactory", "TypedEchoPlugin"]
 
 
 class EchoAgent:
-    """Answers each prompt with its own text, one at a time, in arrival order."""
+    """Answers each prompt with its own text, one at a time, in arrival order: a turn of
+    records (``TurnStarted``, ``UserMessage``, ``AssistantMessage``, ``TurnEnded``) and the
+    text as ``AgentOutput``, which is all the ACP bridge reads of an agent."""
 
     def __init__(self, request: AgentRequest[EchoAgent]) -> None:
         self.session: Session = request.session
@@ -97,10 +107,13 @@ class EchoAgent:
                 self._move(ta.AgentStatus.RUNNING)
                 message_id, content = self._queue.pop(0)
                 turn_id = f"t-{len(self.answers) + 1}"
+                self.session.append(TurnStarted(turn_id=turn_id))
                 self.session.append(
                     UserMessage(message_id=message_id, content=content, turn_id=turn_id)
                 )
+                self._emit(ta.AgentOutput(agent_id=self.id, turn_id=turn_id, text=content))
                 self.session.append(AssistantMessage(turn_id=turn_id, content=content))
+                self.session.append(TurnEnded(turn_id=turn_id, stop_reason=StopReason.COMPLETED))
                 self.answers.append(content)
                 self._notify()
                 await trio.lowlevel.checkpoint()
