@@ -32,6 +32,7 @@ from ..agent import Agent, AgentOutput, AgentStatus, AgentStatusChanged, AgentUs
 from ..kernel import Context, PluginReloaded
 from ..session import (
     AssistantMessage,
+    Compacted,
     InboxSpliced,
     SessionAppended,
     StopReason,
@@ -203,6 +204,13 @@ class ChatView:
             self.note(f"notice for the agent: {record.content}")
         elif isinstance(record, AssistantMessage):
             self._end_line()  # so the next step's answer (a steered one) starts on its own line
+        elif isinstance(record, Compacted) and record.turn_id is not None:
+            # An automatic compaction (one asked for with /compact is reported by it).
+            self.note(
+                f"compacted the older turns to fit the context window: "
+                f"{record.tokens_before:,} -> {record.tokens_after:,} tokens "
+                f"(the session file keeps them)"
+            )
         elif isinstance(record, TurnEnded):
             self._stop_spinner()
             self._end_line()
