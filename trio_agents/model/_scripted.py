@@ -132,7 +132,7 @@ class _InputWords:
         # pass in C; otherwise the common prefix is found message by message.
         if len(current) < common or current[:common] != seen:
             common = 0
-            for new, old in zip(current, seen):
+            for new, old in zip(current, seen, strict=False):
                 if new is not old and new != old:
                     break
                 common += 1
