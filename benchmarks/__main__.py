@@ -1,13 +1,19 @@
 """Run every benchmark: ``python -m benchmarks``; then the issue #17 table of ratios.
 
-``python -m benchmarks --quick`` runs the issue #17 rows only, at smaller sizes (1,000 agents
-at most, 10,000 idle agents for the RSS); ``--idle N`` and ``--many 10,1000,10000`` set those
-sizes; ``--only agents,tools,...`` runs only the named benchmarks.
+Each benchmark runs in a fresh interpreter of its own (what one leaves on the heap would
+otherwise slow the next one's garbage collections), and reports its figures back to this
+process for the table. ``python -m benchmarks --quick`` runs the issue #17 rows only, at
+smaller sizes (1,000 agents at most, 10,000 idle agents for the RSS); ``--idle N`` and
+``--many 10,1000,10000`` set those sizes; ``--only agents,tools,...`` runs only the named
+benchmarks.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 
 from . import (
     bench_acp,
@@ -36,7 +42,7 @@ def _summary(r: dict[str, dict[str, float]]) -> None:
     print("\nissue #17: the runtime's own cost against trio's floor (this run)")
 
     def row(figure: str, measured: str, goal: str, met: bool) -> None:
-        print(f"  {figure:<34}{measured:<44}{goal:<26}{'met' if met else 'NOT MET'}")
+        print(f"  {figure:<34}{measured:<44}{goal:<28}{'met' if met else 'NOT MET'}")
 
     if "agents" in r:
         a = r["agents"]
@@ -116,6 +122,7 @@ def main() -> None:
     parser.add_argument("--only", type=lambda s: tuple(s.split(",")), default=None)
     parser.add_argument("--idle", type=int, default=None, help="idle agents for the RSS")
     parser.add_argument("--many", type=_sizes, default=None, help="agent counts, e.g. 10,1000")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     only = args.only or (FLOOR_ROWS if args.quick else OTHERS[:1] + FLOOR_ROWS + OTHERS[1:])
     idle = args.idle if args.idle is not None else (10_000 if args.quick else bench_memory.IDLE)
@@ -133,15 +140,35 @@ def main() -> None:
         "resume": bench_resume.main,
         "shell": bench_shell.main,
     }
+    if args.child is not None:
+        figures = runs[args.child]()
+        print(_RESULT + json.dumps(figures if isinstance(figures, dict) else {}))
+        return
     unknown = [name for name in only if name not in runs]
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(runs)}")
+    sizes = ["--idle", str(idle), "--many", ",".join(map(str, many))]
     results: dict[str, dict[str, float]] = {}
     for name in only:
-        figures = runs[name]()
-        if isinstance(figures, dict):
-            results[name] = figures
+        results[name] = _run_child([*sizes, "--child", name])
     _summary(results)
+
+
+_RESULT = "@@figures "
+
+
+def _run_child(args: list[str]) -> dict[str, float]:
+    """Run one benchmark in a fresh interpreter; print its lines, return its figures."""
+    child = subprocess.run(
+        [sys.executable, "-m", "benchmarks", *args], check=True, stdout=subprocess.PIPE, text=True
+    )
+    figures: dict[str, float] = {}
+    for row in child.stdout.splitlines():
+        if row.startswith(_RESULT):
+            figures = json.loads(row[len(_RESULT) :])
+        else:
+            print(row, flush=True)
+    return figures
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from ._common import line
 from .bench_agents import _Echo
 
 SIZES = (10, 1_000, 10_000)
-TOTAL = 20_000
+TOTAL = 10_000
 ROUNDS = 2
 
 

@@ -34,7 +34,7 @@ from trio_agents.model import (
 from ._common import best_rates, line
 from .bench_agents import agent_turns
 
-ROUNDS = 5
+ROUNDS = 7
 TURNS = 200
 
 
