@@ -13,7 +13,7 @@ import os
 import sys
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -24,7 +24,10 @@ import httpx
 import trio
 
 import trio_agents.agent as ag
+from trio_agents.agent._history import History
 from trio_agents.kernel import Context, Fiber, FiberState
+from trio_agents.model import ChatMessage
+from trio_agents.session import Record
 from trio_agents.shell import LocalShellExecutor, OutputBuffer
 
 T = TypeVar("T")
@@ -349,3 +352,10 @@ class CountingTransport(httpx.AsyncHTTPTransport):
             stream=_Counted(response.stream, self),
             extensions=response.extensions,
         )
+
+
+def conversation(records: Iterable[Record], instructions: str | None = None) -> list[ChatMessage]:
+    """The chat history a model request would carry for ``records``, folded at once."""
+    history = History(instructions)
+    history.fold(records)
+    return list(history.messages())

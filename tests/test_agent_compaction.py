@@ -13,9 +13,10 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import conversations
+from support import conversation
 
 import trio_agents.agent as ag
-from trio_agents.agent._history import SUMMARY_HEADING, History, conversation, message_chars
+from trio_agents.agent._history import SUMMARY_HEADING, History, message_chars
 from trio_agents.agent._meter import estimate
 from trio_agents.cancel import UserCancel
 from trio_agents.model import (

@@ -13,10 +13,10 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import conversations
-from support import Tools
+from support import Tools, conversation
 
 import trio_agents.agent as ag
-from trio_agents.agent._history import History, Messages, conversation
+from trio_agents.agent._history import History, Messages
 from trio_agents.model import (
     AssistantText,
     CallTool,

@@ -192,7 +192,8 @@ async def test_hook_cancel_ends_the_turn_blocked(autojump_clock: trio.testing.Mo
 
 async def test_resumed_history_is_what_the_model_saw() -> None:
     """The model request of a later turn holds the earlier turn's messages, from the records."""
-    from trio_agents.agent._history import conversation
+    from support import conversation
+
     from trio_agents.model import AssistantText, SystemText, ToolOutput, UserText
 
     model = ScriptedModel([[CallTool("nothing", {}, call_id="c1")], [Say("done")]])

@@ -96,7 +96,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._factory": frozenset({"AGENT_FACTORY", "FactoryPlugin"}),
     "trio_agents.agent._compaction": frozenset({"compact_history", "fit_window"}),
     "trio_agents.agent._history": frozenset(
-        {"SUMMARY_HEADING", "History", "Messages", "conversation", "message_chars"}
+        {"SUMMARY_HEADING", "History", "Messages", "message_chars"}
     ),
     "trio_agents.agent._meter": frozenset(
         {"CHARS_PER_TOKEN", "TOKENS_PER_MESSAGE", "ContextMeter", "estimate"}

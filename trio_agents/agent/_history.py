@@ -42,7 +42,7 @@ from ..session import (
     UserMessage,
 )
 
-__all__ = ["SUMMARY_HEADING", "History", "Messages", "TurnMark", "conversation", "message_chars"]
+__all__ = ["SUMMARY_HEADING", "History", "Messages", "TurnMark", "message_chars"]
 
 _MISSING = "interrupted: no result was recorded"
 #: The first line of the system text that carries a compaction's summary.
@@ -320,10 +320,3 @@ def _feed_of(kind: type) -> _Feed | None:
         (Compacted, History._compacted),
     )
     return next((feed for base, feed in feeds if issubclass(kind, base)), None)
-
-
-def conversation(records: Iterable[Record], instructions: str | None = None) -> list[ChatMessage]:
-    """The chat history for a model request, from a session's records, folded at once."""
-    history = History(instructions)
-    history.fold(records)
-    return list(history.messages())
