@@ -10,6 +10,7 @@ from . import (
     bench_resume,
     bench_sessions,
     bench_shell,
+    bench_stores,
 )
 
 
@@ -20,6 +21,7 @@ def main() -> None:
     bench_compaction.main()
     bench_memory.main()
     bench_sessions.main()
+    bench_stores.main()
     bench_resume.main()
     bench_shell.main()
 
