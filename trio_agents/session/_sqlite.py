@@ -43,14 +43,14 @@ import trio
 from . import _sqlite_io as io
 from ._convert import dump_record
 from ._errors import (
-    SessionExistsError,
     SessionNotFoundError,
     SessionStoreClosedError,
     SessionWriteError,
 )
 from ._events import SessionWriteFailed
 from ._records import Record
-from ._session import Session, SessionState
+from ._session import Session
+from ._state import SessionState
 from ._store import SessionInfo, SessionStore, Stored
 
 if TYPE_CHECKING:
@@ -319,11 +319,9 @@ class SqliteStore(SessionStore[_Row]):
     async def _enter(self, session: Session, state: _Row) -> None:
         if self._read_only:
             raise self._refuse_write(f"enter session {session.id!r}")
-        if state.new and await self.is_stored(session.id):
-            raise SessionExistsError(
-                f"session {session.id!r} is already stored; resume it "
-                f"(ctx.agents.resume({session.id!r})), or delete it first"
-            )
+        await trio.lowlevel.checkpoint()
+        # (The store checked that a new session's id is not stored.) Invariant: no checkpoint
+        # from here until the session is live, so every record appended so far is queued.
         if state.pending or not state.stored:
             self._dirty[session] = state
             self._poke()
@@ -347,6 +345,8 @@ class SqliteStore(SessionStore[_Row]):
             raise SessionStoreClosedError(
                 f"the session store's writer has stopped; session {session.id!r} cannot be flushed"
             )
+        if state.pending or not state.stored:
+            self._dirty[session] = state
         if state.written_seq > state.synced_seq and not state.in_flight:
             self._unsynced[session] = state
         batch = self._next
