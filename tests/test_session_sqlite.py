@@ -20,6 +20,7 @@ import trio.testing
 
 from trio_agents.kernel import open_root
 from trio_agents.session import (
+    Session,
     SessionFormatError,
     SessionStore,
     SessionWriteError,
@@ -274,11 +275,41 @@ async def test_a_file_that_is_not_a_session_database_is_refused(
     assert db.read_bytes() == before
 
 
+async def test_an_empty_file_becomes_a_database_but_is_refused_read_only(tmp_path: Path) -> None:
+    """A zero-byte file (``touch``) is an empty SQLite database: a writable store makes it a
+    session database; a read-only one refuses it, creating nothing."""
+    db = tmp_path / "s.db"
+    db.touch()
+    with pytest.raises(SessionFormatError, match=r"is an empty database, not a trio-agents"):
+        async with running(SqliteStore(db, read_only=True)):
+            pass  # pragma: no cover
+    assert db.stat().st_size == 0
+    async with running(SqliteStore(db)) as store:
+        assert await store.list() == []
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == io.APPLICATION_ID
+
+
 # -- damaged rows, read-only -----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        ("UPDATE records SET line = '{\"type\": 5' WHERE seq = 1", r"seq 1 is not valid JSON"),
+        ("UPDATE records SET line = CAST('{}' AS BLOB) WHERE seq = 1", r"seq 1: the record is not"),
+        ("DELETE FROM records WHERE seq = 0", r"seq 1: expected the record with seq 0"),
+        ("UPDATE records SET seq = 7 WHERE seq = 1", r"seq 7: expected the record with seq 1"),
+        (
+            "UPDATE records SET line = (SELECT line FROM records r WHERE r.seq = 0 AND "
+            "r.session_id = records.session_id) WHERE seq = 1",
+            r"seq 1: the record says seq 0",
+        ),
+    ],
+    ids=["json", "blob", "gap", "jump", "stamp"],
+)
 async def test_a_damaged_row_is_listed_with_its_reason_and_refused_on_load(
-    tmp_path: Path,
+    tmp_path: Path, damage: str, problem: str
 ) -> None:
     """The other sessions list and load as usual."""
     db = tmp_path / "s.db"
@@ -290,17 +321,15 @@ async def test_a_damaged_row_is_listed_with_its_reason_and_refused_on_load(
             session.append(message(1))
             await store.detach(session)
     with sqlite3.connect(db) as conn:
-        conn.execute(
-            "UPDATE records SET line = '{\"type\": 5' WHERE session_id = 'bad' AND seq = 1"
-        )
+        conn.execute(damage + " AND session_id = 'bad'")
     async with running(SqliteStore(db)) as store:
         infos = {i.id: i for i in await store.list()}
         assert infos["good"].records == 2
         assert infos["good"].damaged is None
         assert infos["bad"].records == 0
         assert infos["bad"].damaged is not None
-        assert re.search(r"session 'bad', seq 1 is not valid JSON", infos["bad"].damaged)
-        with pytest.raises(SessionFormatError, match=r"session 'bad', seq 1 is not valid JSON"):
+        assert re.search(rf"session 'bad', {problem}", infos["bad"].damaged)
+        with pytest.raises(SessionFormatError, match=rf"session 'bad', {problem}"):
             await store.load("bad")
         assert len((await store.load("good")).records) == 2
 
@@ -357,6 +386,76 @@ async def test_a_refused_batch_is_written_again_by_the_next_flush(tmp_path: Path
         await store.flush(doomed)
         assert doomed.statistics().flushed_seq == 2
     assert stored_lines(db, "doomed") == [(r.seq, dump_record(r)) for r in records]
+
+
+async def test_a_failed_commit_fails_every_session_of_its_batch_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """A violation found only at COMMIT (a deferred foreign key) fails the whole transaction:
+    both sessions' flushes raise, the same error again on a retry; once the cause is gone the
+    next flushes write every record exactly once."""
+    db = tmp_path / "s.db"
+    async with running(SqliteStore(db)) as store:
+        doomed, fine = store.prepare("doomed"), store.prepare("fine")
+        for session in (doomed, fine):
+            await store.enter(session)
+            await store.flush(session)
+        with sqlite3.connect(db) as conn:
+            conn.executescript(
+                "CREATE TABLE poison (ref TEXT REFERENCES sessions (id) DEFERRABLE INITIALLY "
+                "DEFERRED); CREATE TRIGGER poisoned AFTER INSERT ON records WHEN "
+                "NEW.session_id = 'doomed' BEGIN INSERT INTO poison VALUES ('nowhere'); END;"
+            )
+        records = {s.id: [s.append(message(0))] for s in (doomed, fine)}
+        errors: list[BaseException] = []
+
+        async def flush(session: Session) -> None:
+            try:
+                await store.flush(session)
+            except SessionWriteError as exc:
+                errors.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            for session in (doomed, fine):
+                nursery.start_soon(flush, session)
+        assert sorted(re.findall(r"'(\w+)' to", " ".join(map(str, errors)))) == ["doomed", "fine"]
+        assert all("FOREIGN KEY constraint failed" in str(e) for e in errors)
+        with pytest.raises(SessionWriteError) as again:
+            await store.flush(doomed)
+        assert any(again.value is e for e in errors)
+        with sqlite3.connect(db) as conn:
+            conn.execute("DROP TRIGGER poisoned")
+        for session in (doomed, fine):
+            records[session.id].append(session.append(message(1)))
+            await store.flush(session)
+    for session_id, appended in records.items():
+        assert stored_lines(db, session_id) == [(r.seq, dump_record(r)) for r in appended]
+
+
+async def test_records_are_committed_without_a_flush_and_synced_by_the_next(
+    tmp_path: Path,
+) -> None:
+    """Within ``flush_interval`` the writer commits an appended record in a write batch (no
+    sync batch); the next flush makes it durable with one sync batch."""
+    db = tmp_path / "s.db"
+    async with running(SqliteStore(db, flush_interval=0.01)) as store:
+        session = store.prepare("w")
+        await store.enter(session)
+        await store.flush(session)
+        before = store.statistics()
+        record = session.append(message(0))
+        with trio.fail_after(30):
+            # The database itself is what is observed (no event says a write batch ended).
+            while not await trio.to_thread.run_sync(stored_lines, db, "w"):  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        after = store.statistics()
+        assert after.sync_batches == before.sync_batches
+        assert after.write_batches > before.write_batches
+        assert session.statistics().flushed_seq == -1
+        await store.flush(session)
+        assert session.statistics().flushed_seq == 0
+        assert store.statistics().sync_batches == before.sync_batches + 1
+    assert stored_lines(db, "w") == [(0, dump_record(record))]
 
 
 def test_the_database_rules_in_one_transaction(tmp_path: Path) -> None:

@@ -124,12 +124,13 @@ def store_from_spec(spec: str | None, *, read_only: bool = False) -> SessionStor
 
 
 def _postgres(dsn: str) -> SessionStore:
+    # Imported only here: the driver is optional (the module, or its driver, may be absent).
     try:
         module = importlib.import_module("trio_agents.session._postgres")
+        store: SessionStore = module.PostgresStore(dsn)
     except ImportError as exc:
         raise StoreSpecError(
             f"PostgreSQL store not available ({exc}); install trio-agents with PostgreSQL "
             f"support, or choose another store ({_FORMS})"
         ) from None
-    store: SessionStore = module.PostgresStore(dsn)
     return store

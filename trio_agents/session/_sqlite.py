@@ -176,10 +176,11 @@ class SqliteStore(SessionStore[_Row]):
         self._reader_db = self._writer_db = None
 
     async def _writing(self, fn: Callable[[], T]) -> T:
-        async with self._write_lock:
-            # The thread cannot be cancelled anyway; shielding keeps the bookkeeping whole.
-            with trio.CancelScope(shield=True):
-                return await trio.to_thread.run_sync(fn)
+        # The thread cannot be cancelled anyway; shielding keeps the bookkeeping whole.
+        with trio.CancelScope(shield=True):
+            async with self._write_lock:
+                result: T = await trio.to_thread.run_sync(fn)
+        return result
 
     async def _reading(self, fn: Callable[[], T]) -> T:
         async with self._read_lock:
