@@ -290,6 +290,16 @@ async def test_an_empty_file_becomes_a_database_but_is_refused_read_only(tmp_pat
         assert conn.execute("PRAGMA application_id").fetchone()[0] == io.APPLICATION_ID
 
 
+async def test_a_directory_is_refused_and_nothing_is_created_beside_it(tmp_path: Path) -> None:
+    """``sqlite:DIR`` is a mistake for ``DIR`` or ``sqlite:DIR/FILE``: the error says so."""
+    (tmp_path / "d").mkdir()
+    for read_only in (False, True):
+        with pytest.raises(SessionWriteError, match=r"is a directory; give the SQLite store a"):
+            async with running(SqliteStore(tmp_path / "d", read_only=read_only)):
+                pass  # pragma: no cover
+    assert os.listdir(tmp_path) == ["d"]
+
+
 # -- damaged rows, read-only -----------------------------------------------------------------------
 
 

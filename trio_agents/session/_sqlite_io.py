@@ -129,6 +129,11 @@ def open_database(path: Path, *, read_only: bool) -> Database | None:
         SessionFormatError: the file is not a trio-agents session database, or its format
             version is not this one.
     """
+    if path.is_dir():
+        raise SessionWriteError(
+            f"the session database {path} is a directory; give the SQLite store a file "
+            f"(sqlite:{path / 'sessions.db'}), or use the directory as a JSONL store"
+        )
     if read_only:
         if not path.exists():
             return None
