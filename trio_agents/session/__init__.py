@@ -44,8 +44,10 @@ from ._spec import StoreSpecError as StoreSpecError
 from ._spec import parse_store_spec as parse_store_spec
 from ._spec import store_from_spec as store_from_spec
 from ._sqlite import SqliteStore as SqliteStore
+from ._state import SessionState as SessionState
 from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
+from ._store import Stored as Stored
 from ._store import StoreStatistics as StoreStatistics
 
 __all__ = [
@@ -71,6 +73,7 @@ __all__ = [
     "SessionInUseError",
     "SessionInfo",
     "SessionNotFoundError",
+    "SessionState",
     "SessionStatistics",
     "SessionStore",
     "SessionStoreClosedError",
@@ -81,6 +84,7 @@ __all__ = [
     "StoreSpec",
     "StoreSpecError",
     "StoreStatistics",
+    "Stored",
     "ToolApproval",
     "ToolCall",
     "ToolCallEnded",

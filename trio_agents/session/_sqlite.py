@@ -31,6 +31,7 @@ import logging
 import math
 import os
 import time
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -90,7 +91,7 @@ class _Batch:
 
 
 @final
-class SqliteStore(SessionStore[_Row]):
+class SqliteStore(SessionStore):
     """A :class:`SessionStore` that keeps every session in one SQLite database file.
 
     Args:
@@ -125,6 +126,7 @@ class SqliteStore(SessionStore[_Row]):
         # Invariant: one thread at a time on each connection.
         self._write_lock = trio.Lock()
         self._read_lock = trio.Lock()
+        self._rows: weakref.WeakKeyDictionary[Session, _Row] = weakref.WeakKeyDictionary()
         # Invariant: both hold only entered sessions that are neither ended nor failed.
         self._dirty: dict[Session, _Row] = {}
         self._unsynced: dict[Session, _Row] = {}
@@ -305,19 +307,21 @@ class SqliteStore(SessionStore[_Row]):
 
     # -- the backend hooks ---------------------------------------------------------------------
 
-    def _begin(self, session: Session, stored: Stored | None) -> _Row:
+    def _begin(self, session: Session, stored: Stored | None) -> None:
         n = len(stored.records) if stored is not None else 0
-        return _Row(
+        self._rows[session] = _Row(
             new=stored is None, stored=stored is not None, written_seq=n - 1, synced_seq=n - 1
         )
 
-    def _on_record(self, session: Session, state: _Row, record: Record) -> None:
+    def _on_record(self, session: Session, record: Record) -> None:
+        state = self._rows[session]
         state.pending.append(dump_record(record))
         if session.state is SessionState.LIVE and state.error is None and not state.abandoned:
             self._dirty[session] = state
             self._poke()
 
-    async def _enter(self, session: Session, state: _Row) -> None:
+    async def _enter(self, session: Session) -> None:
+        state = self._rows[session]
         if self._read_only:
             raise self._refuse_write(f"enter session {session.id!r}")
         await trio.lowlevel.checkpoint()
@@ -327,7 +331,8 @@ class SqliteStore(SessionStore[_Row]):
             self._dirty[session] = state
             self._poke()
 
-    async def _sync(self, session: Session, state: _Row) -> int:
+    async def _sync(self, session: Session) -> int:
+        state = self._rows[session]
         if state.error is not None:
             if state.in_flight:
                 raise state.error
@@ -362,7 +367,8 @@ class SqliteStore(SessionStore[_Row]):
             raise state.error
         return state.synced_seq
 
-    async def _discard(self, session: Session, state: _Row) -> None:
+    async def _discard(self, session: Session) -> None:
+        state = self._rows[session]
         state.abandoned = True
         state.pending.clear()
         self._dirty.pop(session, None)
@@ -381,7 +387,7 @@ class SqliteStore(SessionStore[_Row]):
         else:
             await trio.lowlevel.checkpoint()
 
-    async def _release(self, session: Session, state: _Row) -> None:
+    async def _release(self, session: Session) -> None:
         self._dirty.pop(session, None)
         self._unsynced.pop(session, None)
         await trio.lowlevel.checkpoint()
