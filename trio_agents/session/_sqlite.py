@@ -317,8 +317,11 @@ class SqliteStore(SessionStore):
         state = self._rows[session]
         state.pending.append(dump_record(record))
         if session.state is SessionState.LIVE and state.error is None and not state.abandoned:
+            if not self._dirty:
+                # The writer waits for the first dirty session (then for `flush_interval`
+                # or a flush); waking it for every record would cost a task switch each.
+                self._poke()
             self._dirty[session] = state
-            self._poke()
 
     async def _enter(self, session: Session) -> None:
         state = self._rows[session]
