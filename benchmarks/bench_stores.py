@@ -9,7 +9,9 @@ meet in a batch.
 
 The floor is one durable write per turn done by hand: ``os.write`` of a record line and
 ``os.fsync``, serially, in one worker thread, on a file in the same temporary directory (so
-the same disk). A backend at 2x the floor commits more than one turn per sync.
+the same disk). A backend at 2x the floor commits more than one turn per sync. The ceiling is
+the same agents on a ``MemoryStore`` (no durability at all): what the agents themselves cost,
+which no backend can beat; a store that groups its commits well gets close to it.
 
 Every side runs ``ROUNDS`` times, interleaved, and keeps its best round (see ``_common``).
 
@@ -39,6 +41,11 @@ AGENTS = 32
 TURNS = 15  # per agent
 
 StoreFactory = Callable[[Path], AbstractAsyncContextManager[SessionStore]]
+
+
+@asynccontextmanager
+async def _memory(directory: Path) -> AsyncIterator[SessionStore]:
+    yield ta.MemoryStore()
 
 
 @asynccontextmanager
@@ -99,10 +106,12 @@ async def flushed_turns(factory: StoreFactory, directory: Path, agents: int, tur
 async def measure() -> dict[str, float]:
     """Best-of-``ROUNDS`` flushed turns per second of every backend and of the floor."""
     total = AGENTS * TURNS
-    best = {name: float("inf") for name in ["floor", *STORES]}
+    best = {name: float("inf") for name in ["floor", "ceiling", *STORES]}
     with tempfile.TemporaryDirectory(prefix="trio-agents-bench-") as tmp:
         for n in range(ROUNDS):
             best["floor"] = min(best["floor"], await fsync_floor(Path(tmp, f"floor-{n}"), total))
+            ceiling = await flushed_turns(_memory, Path(tmp, f"memory-{n}"), AGENTS, TURNS)
+            best["ceiling"] = min(best["ceiling"], ceiling)
             for name, factory in STORES.items():
                 seconds = await flushed_turns(factory, Path(tmp, f"{name}-{n}"), AGENTS, TURNS)
                 best[name] = min(best[name], seconds)
@@ -117,6 +126,7 @@ def main() -> None:
         f"(best of {ROUNDS} x {AGENTS * TURNS:,} turns, {tempfile.gettempdir()}):"
     )
     print(line("floor (serial os.write + os.fsync, one per turn):", rates["floor"]))
+    print(line("ceiling (MemoryStore: the agents' own cost):", rates["ceiling"]))
     for name in STORES:
         print(line(f"{name} (flushed turns):", rates[name]))
     jsonl = rates["JsonlStore"]
@@ -124,7 +134,8 @@ def main() -> None:
         if name != "JsonlStore":
             print(
                 f"  {name}: {rates[name] / jsonl:.2f}x JsonlStore, "
-                f"{rates[name] / rates['floor']:.2f}x the fsync floor"
+                f"{rates[name] / rates['floor']:.2f}x the fsync floor, "
+                f"{rates[name] / rates['ceiling']:.2f}x the ceiling"
             )
 
 
