@@ -91,7 +91,9 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.acp._serving": frozenset({"LATER", "Serving"}),
     "trio_agents.agent._approval": frozenset({"Approvals", "standing_answers"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
+    "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
+    "trio_agents.agent._factory": frozenset({"AGENT_FACTORY", "FactoryPlugin"}),
     "trio_agents.agent._compaction": frozenset({"compact_history", "fit_window"}),
     "trio_agents.agent._history": frozenset(
         {"SUMMARY_HEADING", "History", "Messages", "conversation", "message_chars"}
@@ -100,6 +102,8 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"CHARS_PER_TOKEN", "TOKENS_PER_MESSAGE", "ContextMeter", "estimate"}
     ),
     "trio_agents.agent._inbox": frozenset({"Inbox"}),
+    "trio_agents.agent._parts": frozenset({"AgentParts"}),
+    "trio_agents.agent._restore": frozenset({"restore"}),
     "trio_agents.agent._status": frozenset({"check_status"}),
     "trio_agents.session._state": frozenset({"check_session_state"}),
     "trio_agents.agent._tool_schema": frozenset(
@@ -112,7 +116,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.agent._tools": frozenset({"ToolFn", "ToolsPlugin", "tools_converter"}),
-    "trio_agents.agent._turn": frozenset({"run_turn"}),
+    "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.cancel._causes": frozenset({"check_cause"}),
     "trio_agents.cli._acp": frozenset({"acp"}),
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker"}),
@@ -169,7 +173,11 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.kernel._service_key": frozenset({"service_name"}),
     "trio_agents.kernel._stack": frozenset({"OwnedStack"}),
     "trio_agents.kernel._states": frozenset({"StateTable", "check_transition"}),
+    "trio_agents.kernel._strict": frozenset({"StrictConverter"}),
     "trio_agents.kernel._tags": frozenset({"TagRegistry", "snake_case"}),
+    "trio_agents.kernel._wording": frozenset(
+        {"StrictTypeError", "Wording", "count_problems", "json_type", "list_problems"}
+    ),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
     "trio_agents.mcp._results": frozenset({"describe", "to_result", "tool_name"}),
     "trio_agents.mcp._watched": frozenset({"Watched"}),
@@ -209,11 +217,13 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.model._protocol": frozenset({"check_context_window"}),
+    "trio_agents.model._endpoint": frozenset({"Endpoint", "EndpointModel", "USER_AGENT"}),
     "trio_agents.model._retry": frozenset(
         {
             "Assembler",
             "Attempts",
             "DEFAULT_DEADLINE",
+            "Describe",
             "Failure",
             "StreamFailure",
             "StreamSettings",
