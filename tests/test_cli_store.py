@@ -39,6 +39,11 @@ def test_each_form_names_its_backend(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert (sqlite.path, sqlite.read_only) == (tmp_path / "s.db", True)
     assert parse_store_spec("postgresql://u@localhost/db").kind == "postgresql"
     assert parse_store_spec("postgres://u@localhost/db").target == "postgres://u@localhost/db"
+    # Where the command keeps files beside the sessions (chat's input history).
+    assert parse_store_spec(f"sqlite:{tmp_path / 's.db'}").directory == tmp_path
+    assert parse_store_spec(str(tmp_path / "dir")).directory == tmp_path / "dir"
+    assert parse_store_spec("memory").directory is None
+    assert parse_store_spec("postgresql://u@localhost/db").directory is None
     default = store_from_spec(None)
     assert isinstance(default, JsonlStore)
     assert default.root == tmp_path / "home" / "sessions"
