@@ -28,4 +28,4 @@ async def best_rates(
 
 def line(label: str, value: float, unit: str = "/s") -> str:
     """One aligned figure line."""
-    return f"  {label:<52}{value:>12,.0f} {unit}"
+    return f"  {label:<56}{value:>12,.0f} {unit}"

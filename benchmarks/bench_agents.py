@@ -177,8 +177,8 @@ async def measure() -> dict[str, float]:
     }
 
 
-def main() -> None:
-    """Measure and print."""
+def main() -> dict[str, float]:
+    """Measure and print; returns the figures."""
     r = trio.run(measure)
     print(
         f"agent turns, constant-cost echo model, MemoryStore "
@@ -197,6 +197,7 @@ def main() -> None:
     print(line("trio_agents agent (agents.create + dispose):", r["create_agent"]))
     print(f"  ratio: an agent costs {r['create_ratio_raw']:.1f}x the raw floor")
     print(f"  ratio: an agent costs {r['create_ratio_fiber']:.1f}x a fiber")
+    return r
 
 
 if __name__ == "__main__":

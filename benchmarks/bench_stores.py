@@ -118,8 +118,8 @@ async def measure() -> dict[str, float]:
     return {name: total / seconds for name, seconds in best.items()}
 
 
-def main() -> None:
-    """Measure and print."""
+def main() -> dict[str, float]:
+    """Measure and print; the rates, for the summary of ``python -m benchmarks``."""
     rates = trio.run(measure)
     print(
         f"Session stores, {AGENTS} agents flushing after every turn, concurrently "
@@ -137,6 +137,7 @@ def main() -> None:
                 f"{rates[name] / rates['floor']:.2f}x the fsync floor, "
                 f"{rates[name] / rates['ceiling']:.2f}x the ceiling"
             )
+    return rates
 
 
 if __name__ == "__main__":
