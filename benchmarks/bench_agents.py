@@ -33,7 +33,7 @@ from trio_agents.kernel import Context
 from trio_agents.model import Finished, FinishReason, ModelEvent, ModelRequest, TextDelta, Usage
 
 from . import bench_fibers
-from ._common import best_rates, line
+from ._common import best_rates, drive_raw, line
 
 ROUNDS = 5
 
@@ -101,18 +101,7 @@ async def _raw_agent(
 
 async def raw_turns(turns: int) -> float:
     """Seconds for ``turns`` message -> reply rounds with a raw trio task and two channels."""
-    records: list[tuple[str, ...]] = []
-    send_inbox, receive_inbox = trio.open_memory_channel[str](1)
-    send_reply, receive_reply = trio.open_memory_channel[str](0)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_raw_agent, receive_inbox, send_reply, records)
-        start = time.perf_counter()
-        for i in range(turns):
-            send_inbox.send_nowait(f"hello {i}")
-            await receive_reply.receive()
-        elapsed = time.perf_counter() - start
-        nursery.cancel_scope.cancel()
-    return elapsed
+    return await drive_raw(_raw_agent, turns)
 
 
 async def agent_create_dispose(root: Context, iterations: int) -> float:

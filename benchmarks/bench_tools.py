@@ -31,7 +31,7 @@ from trio_agents.model import (
     Usage,
 )
 
-from ._common import best_rates, line
+from ._common import best_rates, drive_raw, line
 from .bench_agents import agent_turns
 
 ROUNDS = 7
@@ -118,18 +118,7 @@ async def _raw_tool_agent(
 
 async def raw_tool_turns(turns: int) -> float:
     """Seconds for ``turns`` message -> tool -> reply rounds with a raw trio task."""
-    records: list[tuple[str, ...]] = []
-    send_inbox, receive_inbox = trio.open_memory_channel[str](1)
-    send_reply, receive_reply = trio.open_memory_channel[str](0)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_raw_tool_agent, receive_inbox, send_reply, records)
-        start = time.perf_counter()
-        for i in range(turns):
-            send_inbox.send_nowait(f"hello {i}")
-            await receive_reply.receive()
-        elapsed = time.perf_counter() - start
-        nursery.cancel_scope.cancel()
-    return elapsed
+    return await drive_raw(_raw_tool_agent, turns)
 
 
 async def measure(rounds: int = ROUNDS, turns: int = TURNS) -> dict[str, float]:

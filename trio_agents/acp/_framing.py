@@ -61,6 +61,10 @@ class Oversized:
     limit: int
 
 
+# Built once: json.dumps with options builds an encoder per call (one per frame).
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
 def encode_frame(message: Any) -> bytes:
     """One JSON value as one frame: compact UTF-8 JSON and a ``\\n``.
 
@@ -69,7 +73,7 @@ def encode_frame(message: Any) -> bytes:
         ValueError: ``message`` holds ``NaN`` or an infinity, or nests too deep to encode.
     """
     try:
-        text = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _encode(message)
     except RecursionError:
         raise ValueError("the message nests too deep to encode as JSON") from None
     try:

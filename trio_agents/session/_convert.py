@@ -182,7 +182,7 @@ def dump_record(record: Record) -> str:
     """
     data = unstructure_record(record)
     try:
-        text = json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+        text = _encode(data)
     except (TypeError, ValueError) as exc:
         raise UnstorableRecordError(
             f"{type(record).__name__} (seq {record.seq}) holds a value JSON cannot represent "
@@ -283,7 +283,9 @@ def _finite_float(text: str) -> float:
     return value
 
 
-# Built once: json.loads with hooks would build a decoder per line (a resume parses them all).
+# Built once: json.dumps/json.loads with options build an encoder/decoder per call (every
+# append dumps its record, a resume parses every line).
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode
 _strict_decode = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float).decode
 
 
