@@ -26,11 +26,12 @@ from . import (
     bench_resume,
     bench_sessions,
     bench_shell,
+    bench_stores,
     bench_tools,
 )
 
 FLOOR_ROWS = ("agents", "tools", "cancel", "memory", "many", "acp")
-OTHERS = ("fibers", "compaction", "sessions", "resume", "shell")
+OTHERS = ("fibers", "compaction", "sessions", "stores", "resume", "shell")
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -137,6 +138,7 @@ def main() -> None:
         "acp": bench_acp.main,
         "compaction": bench_compaction.main,
         "sessions": bench_sessions.main,
+        "stores": bench_stores.main,
         "resume": bench_resume.main,
         "shell": bench_shell.main,
     }

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from trio_agents.session import JsonlStore, MemoryStore, SessionStore
+from trio_agents.session import JsonlStore, MemoryStore, SessionStore, SqliteStore
 
 #: A factory of store objects on one set of data.
 Factory = Callable[[], SessionStore]
@@ -32,7 +32,12 @@ def _jsonl(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
     return lambda: JsonlStore(tmp_path / "sessions")
 
 
+def _sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
+    return lambda: SqliteStore(tmp_path / "sessions.db")
+
+
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Factory]] = {
     "memory": _memory,
     "jsonl": _jsonl,
+    "sqlite": _sqlite,
 }

@@ -148,7 +148,9 @@ INTERNAL: dict[str, frozenset[str]] = {
             "open_cli_runtime",
             "resolve_model",
             "session_path",
+            "session_place",
             "settings_from",
+            "store_place",
             "store_root",
         }
     ),
@@ -288,6 +290,18 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.session._records": frozenset({"record_class", "record_tag"}),
+    "trio_agents.session._sqlite_io": frozenset(
+        {
+            "APPLICATION_ID",
+            "VERSION",
+            "Database",
+            "StoredRow",
+            "WriteJob",
+            "lock_path",
+            "open_database",
+            "open_reader",
+        }
+    ),
     "trio_agents.session._store": frozenset({"open_turns", "title_of"}),
     "trio_agents.shell._child": frozenset(
         {

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..kernel import Context, open_root
 from ..model import Model, ModelsPlugin
-from ..session import MemoryStore, SessionStore
+from ..session import MemoryStore, SessionStore, store_from_spec
 from ._compaction import CompactionPlugin, Compactor
 from ._factory import AgentFactory, DefaultAgentFactory, FactoryPlugin
 from ._loop import AgentLoop, DeclaredAgent, agent_loop
@@ -20,7 +20,7 @@ __all__ = ["open_runtime"]
 @asynccontextmanager
 async def open_runtime(
     *,
-    store: SessionStore | None = None,
+    store: SessionStore | str | None = None,
     model: Model | str | None = None,
     agents: list[DeclaredAgent] | None = None,
     compactor: Compactor | None = None,
@@ -30,7 +30,9 @@ async def open_runtime(
     """Open a runtime and yield its root :class:`Context`.
 
     Args:
-        store: the session store; a :class:`MemoryStore` when ``None``.
+        store: the session store, or a store spec (``DIR``, ``"memory"``,
+            ``"sqlite:PATH"``, ``"postgresql://..."``; see ``store_from_spec``); a
+            :class:`MemoryStore` when ``None``.
         model: the default model (a :class:`Model` or a spec such as ``"echo?delay=1"``);
             ``ScriptedModel.echo()`` when ``None``.
         agents: agents to declare in the ``AgentLoop``'s configuration (it owns them).
@@ -44,7 +46,12 @@ async def open_runtime(
     Leaving the block tears everything down in reverse order of set-up: the agent loop (and so
     every agent, each flushing its session) before the factory, the compaction policy, the
     tools, models and session store.
+
+    Raises:
+        StoreSpecError: ``store`` is a spec that is not valid.
     """
+    if isinstance(store, str):
+        store = store_from_spec(store)
     async with open_root() as root:
         if core:
             await root.plugin(store if store is not None else MemoryStore())

@@ -46,7 +46,7 @@ from ._ask import TerminalAsker
 from ._chat_view import ChatView
 from ._keys import Key
 from ._logs import CliLog
-from ._options import Settings, attach, open_cli_runtime, session_path, store_root
+from ._options import Settings, attach, open_cli_runtime, session_place, store_root
 
 if TYPE_CHECKING:
     from ._input import LineEditor
@@ -81,7 +81,7 @@ async def chat(args: argparse.Namespace) -> int:
             agent.approver = asker
             jobs: dict[str, JobDone] = {}
             root.on(JobDone, lambda event: jobs.__setitem__(event.job_id, event))
-            path = session_path(root, agent.id)
+            where = session_place(root, agent.id)
             owner = "" if handle is not None else " (declared in the config file)"
             view.note(f"chatting with {agent.id}{owner} on {agent.model.name}; /help for commands")
             view.history(agent.session.records)
@@ -99,7 +99,6 @@ async def chat(args: argparse.Namespace) -> int:
                     await editor.aclose()
         if handle is not None:
             await handle.dispose()
-    where = str(path) if path is not None else "memory only (--store memory): not kept"
     console.print(f"session {agent.id}: {where}")
     return 0
 

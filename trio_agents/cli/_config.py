@@ -3,6 +3,8 @@
 The format::
 
     model = "echo?delay=0.5"          # the default model (``--model`` wins over it)
+    store = "sqlite:~/agents.db"      # the session store (``--store`` wins over it): DIR,
+                                      # memory, sqlite:PATH or postgresql://...
 
     [[plugins]]
     module = "my_plugins.greeter"     # imported with the file's directory first on sys.path
@@ -54,7 +56,7 @@ from ..kernel._strict import StrictConverter
 from ..kernel._wording import count_problems, list_problems
 from ..mcp import McpServer
 from ..model import ModelSpecError, model_from_spec
-from ..session import InvalidSessionIdError, check_session_id
+from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
 
 __all__ = [
     "Approval",
@@ -93,6 +95,7 @@ class _File:
     """The whole file, as written."""
 
     model: str | None = None
+    store: str | None = None
     approval: Approval = attrs.Factory(Approval)
     plugins: list[PluginEntry] = attrs.Factory(list)
     mcp_servers: list[McpServer] = attrs.Factory(list)
@@ -133,6 +136,8 @@ class Config:
     mcp_servers: tuple[McpServer, ...] = ()
     #: The ``[approval]`` table's ``ask``: tools asked about in every agent.
     ask: tuple[str, ...] = ()
+    #: The store spec (``--store`` wins over it), or ``None``.
+    store: str | None = None
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -187,6 +192,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
     # The checks beyond types read the well-typed parts of the raw tables, so a file with
     # type errors still gets them (every problem at once).
     problems.extend(_check_model("model", _text(data, "model")))
+    problems.extend(_check_store("store", _text(data, "store")))
     seen: dict[str, int] = {}
     for index, agent in enumerate(_tables(data, "agents")):
         problems.extend(_check_model(f"agents[{index}].model", _text(agent, "model")))
@@ -230,6 +236,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         tuple(raw.agents),
         tuple(raw.mcp_servers),
         tuple(raw.approval.ask),
+        store=raw.store,
     )
 
 
@@ -260,6 +267,16 @@ def _check_model(where: str, spec: str | None) -> list[str]:
     try:
         model_from_spec(spec)
     except ModelSpecError as exc:
+        return [f"{where}: {exc}"]
+    return []
+
+
+def _check_store(where: str, spec: str | None) -> list[str]:
+    if spec is None:
+        return []
+    try:
+        parse_store_spec(spec)
+    except StoreSpecError as exc:
         return [f"{where}: {exc}"]
     return []
 

@@ -33,7 +33,7 @@ from ..session import (
     TurnEnded,
     UserMessage,
 )
-from ._options import CliError, announce_store, make_store, resolve_model, store_root
+from ._options import CliError, announce_store, make_store, resolve_model, session_path, store_place
 
 __all__ = ["demo"]
 
@@ -45,7 +45,7 @@ async def demo(args: argparse.Namespace) -> int:
     out = Console(highlight=False)
     spec = args.model if args.model not in (None, "echo") else "echo?delay=0.2"
     model = resolve_model(spec)
-    root_dir = store_root(args.store)
+    root_dir = store_place(args.store)
     announce_store(args.store)
     out.rule("trio-agents demo")
     out.print(f"model [bold]{model.name}[/], sessions in [bold]{root_dir or 'memory'}[/]")
@@ -80,8 +80,9 @@ async def demo(args: argparse.Namespace) -> int:
         out.rule("5. dispose")
         await handle.dispose()
         out.print(f"live agents after dispose: {len(root.agents.list())}")
-    if root_dir is not None:
-        out.print(f"session written to [bold]{root_dir / (agent.id + '.jsonl')}[/]")
+        path = session_path(root, agent.id)
+    if path is not None:
+        out.print(f"session written to [bold]{path}[/]")
     out.rule("done")
     return 0
 

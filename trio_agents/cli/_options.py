@@ -28,7 +28,15 @@ from .._errors import TrioAgentsError
 from ..agent import Agent, AgentHandle, open_runtime
 from ..kernel import Context, watch_plugins
 from ..model import Model, model_from_spec
-from ..session import JsonlStore, MemoryStore, SessionNotFoundError, SessionStore, default_root
+from ..session import (
+    JsonlStore,
+    MemoryStore,
+    SessionNotFoundError,
+    SessionStore,
+    SqliteStore,
+    default_root,
+    parse_store_spec,
+)
 from ..shell import LocalShell, tool_bash
 from ._config import Config, load_config
 from ._signals import terminable
@@ -43,7 +51,9 @@ __all__ = [
     "open_cli_runtime",
     "resolve_model",
     "session_path",
+    "session_place",
     "settings_from",
+    "store_place",
     "store_root",
 ]
 
@@ -71,8 +81,9 @@ def add_common(parser: argparse.ArgumentParser, *, runtime: bool = True) -> None
     parser.add_argument(
         "--store",
         default=None,
-        metavar="DIR",
-        help="session directory, or 'memory' (default: $TRIO_AGENTS_HOME/sessions, "
+        metavar="SPEC",
+        help="where sessions are kept: DIR (JSONL files), 'memory', sqlite:PATH or "
+        "postgresql://... (default: the config file's store, else $TRIO_AGENTS_HOME/sessions, "
         "else $XDG_STATE_HOME/trio-agents/sessions)",
     )
     if runtime:
@@ -105,6 +116,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     Raises:
         ConfigFileError: the config file is missing or has problems (all listed).
         ModelSpecError: the model spec is not valid.
+        StoreSpecError: the store spec is not valid.
         CliError: ``--watch`` without the ``watchfiles`` package.
     """
     path = getattr(args, "config", None)
@@ -113,15 +125,20 @@ def settings_from(args: argparse.Namespace) -> Settings:
     watch = bool(getattr(args, "watch", False))
     if watch and importlib.util.find_spec("watchfiles") is None:
         raise CliError("--watch needs the watchfiles package: pip install 'trio-agents[watch]'")
-    return Settings(model=model, store=args.store, config=config, watch=watch)
+    store = args.store if args.store is not None else config.store
+    parse_store_spec(store)  # refused before trio starts
+    return Settings(model=model, store=store, config=config, watch=watch)
 
 
 def make_store(store: str | None, *, read_only: bool = False) -> SessionStore:
-    """The store named by ``--store``; ``read_only`` for the commands that only read (a
-    JSONL store then writes nothing and works on a read-only directory)."""
-    if store == "memory":
-        return MemoryStore()
-    return JsonlStore(Path(os.path.expanduser(store)) if store else None, read_only=read_only)
+    """The store named by ``--store`` (a spec: DIR, ``memory``, ``sqlite:PATH``,
+    ``postgresql://...``); ``read_only`` for the commands that only read (a JSONL or SQLite
+    store then writes nothing and works on a read-only directory).
+
+    Raises:
+        StoreSpecError: the spec is not valid, or its backend is not available.
+    """
+    return parse_store_spec(store).make(read_only=read_only)
 
 
 def announce_store(store: str | None) -> None:
@@ -137,16 +154,36 @@ def announce_store(store: str | None) -> None:
 
 
 def store_root(store: str | None) -> Path | None:
-    """Where sessions are written, or ``None`` for memory."""
-    if store == "memory":
-        return None
-    return Path(os.path.expanduser(store)) if store else default_root()
+    """The local directory sessions are written in (JSONL: the sessions directory; SQLite:
+    the database's directory), or ``None`` (memory, PostgreSQL)."""
+    return parse_store_spec(store).directory
 
 
 def session_path(root: Context, session_id: str) -> Path | None:
     """The file ``session_id`` is written to, or ``None`` when the store keeps no files."""
     store = root.get("sessions")
-    return store.path_of(session_id) if isinstance(store, JsonlStore) else None
+    if isinstance(store, JsonlStore):
+        return store.path_of(session_id)
+    return store.path if isinstance(store, SqliteStore) else None
+
+
+def session_place(root: Context, session_id: str) -> str:
+    """Where ``session_id`` is kept, said for a person (the last line of ``chat``)."""
+    path = session_path(root, session_id)
+    if path is not None:
+        return str(path)
+    store = root.get("sessions")
+    if isinstance(store, MemoryStore):
+        return "memory only (--store memory): not kept"
+    return f"in {type(store).__name__}"
+
+
+def store_place(store: str | None) -> str | None:
+    """Where the store of spec ``store`` keeps sessions, for messages: the directory (JSONL)
+    or database file (SQLite); ``None`` for memory and PostgreSQL (a DSN may hold a
+    password)."""
+    spec = parse_store_spec(store)
+    return str(spec.target) if spec.kind in ("jsonl", "sqlite") else None
 
 
 def resolve_model(spec: str | None) -> Model:

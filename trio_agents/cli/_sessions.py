@@ -43,7 +43,7 @@ from ..session import (
     UserMessage,
     dump_record,
 )
-from ._options import CliError, make_store, store_root
+from ._options import CliError, make_store, store_place
 
 __all__ = ["SHOWN", "sessions"]
 
@@ -66,7 +66,7 @@ async def sessions(args: argparse.Namespace) -> int:
                 await store.delete(args.id)
                 out.print(f"deleted {args.id}")
         except SessionNotFoundError:
-            where = store_root(args.store)
+            where = store_place(args.store)
             place = f" in {where}" if where is not None else ""
             raise CliError(
                 f"no stored session {args.id!r}{place}; 'trio-agents sessions list' shows the ids"

@@ -39,6 +39,11 @@ from ._records import UserMessage as UserMessage
 from ._records import register_record as register_record
 from ._session import Session as Session
 from ._session import SessionStatistics as SessionStatistics
+from ._spec import StoreSpec as StoreSpec
+from ._spec import StoreSpecError as StoreSpecError
+from ._spec import parse_store_spec as parse_store_spec
+from ._spec import store_from_spec as store_from_spec
+from ._sqlite import SqliteStore as SqliteStore
 from ._state import SessionState as SessionState
 from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
@@ -74,7 +79,10 @@ __all__ = [
     "SessionStoreClosedError",
     "SessionWriteError",
     "SessionWriteFailed",
+    "SqliteStore",
     "StopReason",
+    "StoreSpec",
+    "StoreSpecError",
     "StoreStatistics",
     "Stored",
     "ToolApproval",
@@ -88,6 +96,8 @@ __all__ = [
     "default_root",
     "dump_record",
     "load_record",
+    "parse_store_spec",
     "register_cause",
     "register_record",
+    "store_from_spec",
 ]

@@ -1,0 +1,439 @@
+"""The SQLite backend: every session in one database file, written by one background task.
+
+Rules:
+- Appends are serialized at once (a record JSON cannot hold is refused by ``append``, as in
+  every backend) and queued; the writer task commits queued rows within ``flush_interval``
+  in a *write* batch (no fsync: the OS keeps them across a process kill).
+- ``flush`` is group commit: it asks for the *next* sync batch and waits for it. A sync batch
+  commits every dirty session in one transaction, in one worker-thread round trip, with one
+  fsync of the write-ahead log (``synchronous=FULL``); flushes that arrive while a batch is in
+  flight share the next one. See :mod:`._sqlite_io` for the database rules.
+- Only the writer task (and, holding the same lock, ``enter``'s, ``abandon``'s and
+  ``delete``'s short transactions) uses the writing connection; reads (``load``, ``list``)
+  use a second connection and never wait for a commit.
+- A cancelled flush loses and duplicates nothing: the caller only waits for the batch; the
+  batch runs to its end in its thread, shielded, and its rows are committed exactly once
+  (or, when the transaction fails, queued again whole).
+- A batch that fails (a full disk, an I/O error, a refused row) costs nothing already
+  committed: the transaction rolls back, its rows are queued again in order, the flush that
+  asked raises ``SessionWriteError``, and the session's writes stop there; the next flush
+  writes them again.
+- A read-only store (``read_only=True``) never writes: it creates no file, takes no lock and
+  refuses ``enter`` and ``delete``. A writable store owns its database: a second writer, in
+  another process or another store object, is refused when it is applied.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import logging
+import math
+import os
+import time
+import weakref
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar, final
+
+import attrs
+import trio
+
+from . import _sqlite_io as io
+from ._convert import dump_record
+from ._errors import (
+    SessionNotFoundError,
+    SessionStoreClosedError,
+    SessionWriteError,
+)
+from ._events import SessionWriteFailed
+from ._records import Record
+from ._session import Session
+from ._state import SessionState
+from ._store import SessionInfo, SessionStore, Stored
+
+if TYPE_CHECKING:
+    from ..kernel import Context
+
+__all__ = ["SqliteStore"]
+
+log = logging.getLogger("trio_agents")
+
+T = TypeVar("T")
+
+
+@attrs.define(eq=False)
+class _Row:
+    """The SQLite backend's state for one session."""
+
+    # Invariant: a *new* session's first write replaces any stored session of its id.
+    new: bool
+    # Whether the database holds this session's row (resumed, or written by a batch of it).
+    stored: bool
+    written_seq: int
+    synced_seq: int
+    # Record lines not yet in a batch; the first has seq `written_seq + 1` (or follows the
+    # lines of the batch in flight).
+    pending: builtins.list[str] = attrs.field(factory=builtins.list)
+    in_flight: bool = False
+    abandoned: bool = False
+    error: SessionWriteError | None = None
+    # The error of the latest failure, also after a retry cleared `error`.
+    last_error: SessionWriteError | None = None
+
+
+@attrs.define(eq=False)
+class _Batch:
+    done: trio.Event = attrs.field(factory=trio.Event)
+    error: BaseException | None = None
+
+
+@final
+class SqliteStore(SessionStore):
+    """A :class:`SessionStore` that keeps every session in one SQLite database file.
+
+    Args:
+        path: the database file (created, with its directory, when applied writable).
+        flush_interval: the longest time, in seconds, an appended record waits before the
+            background writer commits it (without fsync).
+        read_only: only read (``list``, ``load``): the store creates nothing, takes no lock,
+            and refuses ``enter`` and ``delete`` with a :class:`SessionWriteError`.
+
+    Applying the store opens the database (writable: takes the lock that keeps other
+    writers out, and creates the tables).
+
+    Raises:
+        ValueError: ``flush_interval`` is negative or not finite.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        flush_interval: float = 0.05,
+        read_only: bool = False,
+    ) -> None:
+        super().__init__()
+        if not (math.isfinite(flush_interval) and flush_interval >= 0):
+            raise ValueError(f"flush_interval is a delay in seconds, >= 0; got {flush_interval!r}")
+        self._path = Path(path)
+        self._interval = flush_interval
+        self._read_only = read_only
+        self._writer_db: io.Database | None = None
+        self._reader_db: io.Database | None = None
+        # Invariant: one thread at a time on each connection.
+        self._write_lock = trio.Lock()
+        self._read_lock = trio.Lock()
+        self._rows: weakref.WeakKeyDictionary[Session, _Row] = weakref.WeakKeyDictionary()
+        # Invariant: both hold only entered sessions that are neither ended nor failed.
+        self._dirty: dict[Session, _Row] = {}
+        self._unsynced: dict[Session, _Row] = {}
+        self._next: _Batch | None = None
+        self._wake = trio.Event()
+        self._batch_ended = trio.Event()
+        self._writer_alive = False
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._path
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store only reads (see the class arguments)."""
+        return self._read_only
+
+    def __repr__(self) -> str:
+        return f"<SqliteStore {str(self._path)!r}>"
+
+    # -- the database ------------------------------------------------------------------------
+
+    async def _open(self, ctx: Context) -> None:
+        self._dirty.clear()
+        self._unsynced.clear()
+        self._next = None
+        # Invariant: pushed before the writer task, so the connections close after it stopped.
+        ctx.defer(self._close_databases)
+        if self._read_only:
+            reader = await trio.to_thread.run_sync(
+                partial(io.open_database, self._path, read_only=True)
+            )
+            if reader is not None:
+                self._reader_db = reader
+                await self._reading(reader.check)
+            return
+        self._writer_db = await trio.to_thread.run_sync(
+            partial(io.open_database, self._path, read_only=False)
+        )
+        self._reader_db = await trio.to_thread.run_sync(io.open_reader, self._path)
+        await ctx.start(self._writer)
+
+    async def _close_databases(self) -> None:
+        for db in (self._reader_db, self._writer_db):
+            if db is not None:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(db.close)
+        self._reader_db = self._writer_db = None
+
+    async def _writing(self, fn: Callable[[], T]) -> T:
+        # The thread cannot be cancelled anyway; shielding keeps the bookkeeping whole.
+        with trio.CancelScope(shield=True):
+            async with self._write_lock:
+                result: T = await trio.to_thread.run_sync(fn)
+        return result
+
+    async def _reading(self, fn: Callable[[], T]) -> T:
+        async with self._read_lock:
+            return await trio.to_thread.run_sync(fn)
+
+    def _refuse_write(self, what: str) -> SessionWriteError:
+        return SessionWriteError(
+            f"the session database {self._path} is open read-only, so it cannot {what}; open "
+            f"it without read_only=True"
+        )
+
+    # -- the writer task ---------------------------------------------------------------------
+
+    def _poke(self) -> None:
+        self._wake.set()
+
+    async def _idle(self) -> None:
+        self._wake = trio.Event()
+        await self._wake.wait()
+
+    async def _writer(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        self._writer_alive = True
+        task_status.started()
+        try:
+            while True:
+                while self._next is None and not self._dirty:
+                    await self._idle()
+                if self._next is None:
+                    # Invariant: a dirty record waits at most `flush_interval` (plus the
+                    # batch in flight), unless a flush asks for a batch sooner.
+                    with trio.move_on_after(self._interval):
+                        while self._next is None:
+                            await self._idle()
+                batch, self._next = self._next, None
+                await self._run_batch(batch)
+        finally:
+            self._writer_alive = False
+            if self._next is not None:
+                self._next.error = SessionStoreClosedError(
+                    "the session store closed before this flush was written"
+                )
+                self._next.done.set()
+                self._next = None
+
+    async def _run_batch(self, batch: _Batch | None) -> None:
+        sync = batch is not None
+        rows = dict(self._dirty)
+        self._dirty.clear()
+        if sync:
+            rows.update(self._unsynced)
+            self._unsynced.clear()
+        now = time.time()
+        jobs: builtins.list[io.WriteJob] = []
+        plan: builtins.list[tuple[Session, _Row, builtins.list[str]]] = []
+        for session, row in rows.items():
+            lines, row.pending = row.pending, []
+            jobs.append(
+                io.WriteJob(session.id, row.new and not row.stored, row.written_seq + 1, lines, now)
+            )
+            plan.append((session, row, lines))
+            row.in_flight = True
+        self._write_batches += 1
+        self._sync_batches += sync
+        db = self._writer_db
+        assert db is not None
+        results: builtins.list[Exception | None] | None = None
+        failure: Exception | None = None
+        try:
+            results = await self._writing(partial(db.write_batch, jobs, sync=sync))
+        except Exception as exc:  # sqlite3.Error, OSError: nothing was committed
+            failure = exc
+        finally:
+            for i, (session, row, lines) in enumerate(plan):
+                row.in_flight = False
+                error = failure if results is None else results[i]
+                if error is None and results is None:
+                    error = RuntimeError("the write batch did not complete")
+                self._settle(session, row, lines, error, sync)
+            ended, self._batch_ended = self._batch_ended, trio.Event()
+            ended.set()
+            if batch is not None:
+                batch.done.set()
+
+    def _settle(
+        self,
+        session: Session,
+        row: _Row,
+        lines: builtins.list[str],
+        error: BaseException | None,
+        sync: bool,
+    ) -> None:
+        if error is not None:
+            # The transaction (or this session's savepoint) rolled back: its lines wait for
+            # the next flush, in order.
+            row.pending[:0] = lines
+            self._fail(session, row, error)
+            return
+        row.stored = True
+        row.written_seq += len(lines)
+        if sync:
+            row.synced_seq = row.written_seq
+        elif not row.abandoned:
+            self._unsynced[session] = row
+
+    def _fail(self, session: Session, row: _Row, error: BaseException) -> None:
+        message = (
+            f"writing session {session.id!r} to {self._path} failed ({error}); its records "
+            f"from seq {row.synced_seq + 1} on are not durable — the next flush writes them "
+            f"again"
+        )
+        self._dirty.pop(session, None)
+        self._unsynced.pop(session, None)
+        if row.last_error is not None and str(row.last_error) == message:
+            # A retry that failed the same way: the same problem, reported as the same error.
+            row.error = row.last_error
+            return
+        row.error = row.last_error = SessionWriteError(message)
+        log.error("session %r could not be written", session.id, exc_info=row.error)
+        self._emit(SessionWriteFailed(session_id=session.id, error=row.error))
+
+    # -- the backend hooks ---------------------------------------------------------------------
+
+    def _begin(self, session: Session, stored: Stored | None) -> None:
+        n = len(stored.records) if stored is not None else 0
+        self._rows[session] = _Row(
+            new=stored is None, stored=stored is not None, written_seq=n - 1, synced_seq=n - 1
+        )
+
+    def _on_record(self, session: Session, record: Record) -> None:
+        state = self._rows[session]
+        state.pending.append(dump_record(record))
+        if session.state is SessionState.LIVE and state.error is None and not state.abandoned:
+            if not self._dirty:
+                # The writer waits for the first dirty session (then for `flush_interval`
+                # or a flush); waking it for every record would cost a task switch each.
+                self._poke()
+            self._dirty[session] = state
+
+    async def _enter(self, session: Session) -> None:
+        state = self._rows[session]
+        if self._read_only:
+            raise self._refuse_write(f"enter session {session.id!r}")
+        await trio.lowlevel.checkpoint()
+        # (The store checked that a new session's id is not stored.) Invariant: no checkpoint
+        # from here until the session is live, so every record appended so far is queued.
+        if state.pending or not state.stored:
+            self._dirty[session] = state
+            self._poke()
+
+    async def _sync(self, session: Session) -> int:
+        state = self._rows[session]
+        if state.error is not None:
+            if state.in_flight:
+                raise state.error
+            # A new attempt: every line since the last commit is written again.
+            state.error = None
+            self._dirty[session] = state
+        if (
+            not state.pending
+            and state.stored
+            and not state.in_flight
+            and state.synced_seq == state.written_seq
+        ):
+            await trio.lowlevel.checkpoint()
+            return state.synced_seq
+        if not self._writer_alive:
+            raise SessionStoreClosedError(
+                f"the session store's writer has stopped; session {session.id!r} cannot be flushed"
+            )
+        if state.pending or not state.stored:
+            self._dirty[session] = state
+        if state.written_seq > state.synced_seq and not state.in_flight:
+            self._unsynced[session] = state
+        batch = self._next
+        if batch is None:
+            batch = self._next = _Batch()
+        self._poke()
+        # Invariant: only this wait is cancellable; the batch runs to its end without us.
+        await batch.done.wait()
+        if batch.error is not None:
+            raise batch.error
+        if state.error is not None:
+            raise state.error
+        return state.synced_seq
+
+    async def _discard(self, session: Session) -> None:
+        state = self._rows[session]
+        state.abandoned = True
+        state.pending.clear()
+        self._dirty.pop(session, None)
+        self._unsynced.pop(session, None)
+        if not state.new:
+            await trio.lowlevel.checkpoint()
+            return
+        while state.in_flight:
+            await self._batch_ended.wait()
+        if state.stored and self._writer_db is not None:
+            # Invariant: `stored` on a new session means one of its batches wrote the row.
+            db = self._writer_db
+            with contextlib.suppress(SessionNotFoundError):
+                await self._writing(partial(db.remove, session.id))
+            state.stored = False
+        else:
+            await trio.lowlevel.checkpoint()
+
+    async def _release(self, session: Session) -> None:
+        self._dirty.pop(session, None)
+        self._unsynced.pop(session, None)
+        await trio.lowlevel.checkpoint()
+
+    async def is_stored(self, session_id: str) -> bool:
+        db = self._reader_db
+        if db is None:
+            await trio.lowlevel.checkpoint()
+            return False
+        return await self._reading(partial(db.exists, session_id))
+
+    async def _read(self, session_id: str) -> Stored:
+        db = self._reader_db
+        if db is None:
+            await trio.lowlevel.checkpoint()
+            raise SessionNotFoundError(
+                f"no stored session has the id {session_id!r} (no database {self._path} yet); "
+                f"see store.list()"
+            )
+        records = await self._reading(partial(db.read_session, session_id))
+        return Stored(records=records)
+
+    async def _remove(self, session_id: str) -> None:
+        if self._read_only or self._writer_db is None:
+            raise self._refuse_write(f"delete session {session_id!r}")
+        db = self._writer_db
+        await self._writing(partial(db.remove, session_id))
+
+    async def _list_stored(self) -> builtins.list[SessionInfo]:
+        db = self._reader_db
+        if db is None:
+            await trio.lowlevel.checkpoint()
+            return []
+        found = await self._reading(db.scan)
+        return [
+            SessionInfo(
+                id=f.id,
+                records=f.records,
+                updated=datetime.fromtimestamp(f.updated, UTC),
+                live=False,
+                title=f.title,
+                damaged=f.damaged,
+                cwd=f.cwd,
+            )
+            for f in found
+        ]
