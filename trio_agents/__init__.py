@@ -68,6 +68,7 @@ from .session import SESSIONS as SESSIONS
 from .session import JsonlStore as JsonlStore
 from .session import MemoryStore as MemoryStore
 from .session import SessionStore as SessionStore
+from .session import SqliteStore as SqliteStore
 from .shell import SHELL as SHELL
 
 __all__ = [
@@ -113,6 +114,7 @@ __all__ = [
     "SessionDisposed",
     "SessionFlushed",
     "SessionStore",
+    "SqliteStore",
     "Tool",
     "ToolContext",
     "ToolNameInUseError",
