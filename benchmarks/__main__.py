@@ -7,6 +7,7 @@ from . import (
     bench_compaction,
     bench_fibers,
     bench_memory,
+    bench_postgres,
     bench_resume,
     bench_sessions,
     bench_shell,
@@ -20,6 +21,7 @@ def main() -> None:
     bench_compaction.main()
     bench_memory.main()
     bench_sessions.main()
+    bench_postgres.main()
     bench_resume.main()
     bench_shell.main()
 
