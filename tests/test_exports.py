@@ -281,6 +281,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "FORMAT_VERSION",
             "Conn",
             "Listed",
+            "OperationalError",
             "Outcome",
             "WriteJob",
             "close_quietly",

@@ -126,6 +126,11 @@ class _Pool:
                     sql.close_quietly(kept)
                 else:
                     self.idle.append(kept)
+        if isinstance(result, outcome.Error) and isinstance(result.error, sql.OperationalError):
+            raise ConnectionError(
+                f"cannot reach the session database, {_where(self.dsn)}: "
+                f"{str(result.error).strip()}; check that the server runs and the DSN is right"
+            ) from result.error
         return result.unwrap()
 
     async def aclose(self) -> None:
@@ -254,15 +259,7 @@ class PostgresStore(SessionStore[_Row]):
         self._pool = _Pool(self._dsn, trio.CapacityLimiter(self._connections))
         # Invariant: pushed first, so the connections close after every task and session.
         ctx.defer(self._pool.aclose)
-        import psycopg
-
-        try:
-            await self._pool.run(sql.prepare_schema)
-        except psycopg.OperationalError as exc:
-            raise ConnectionError(
-                f"cannot reach the session database, {_where(self._dsn)}: "
-                f"{str(exc).strip()}; check that the server runs and the DSN is right"
-            ) from exc
+        await self._pool.run(sql.prepare_schema)
         await ctx.start(self._writer)
         await ctx.start(self._renewer)
 
@@ -323,15 +320,21 @@ class PostgresStore(SessionStore[_Row]):
                     state.cwd,
                 )
             )
-        self._write_batches += 1
-        self._sync_batches += 1  # every batch is a commit: what it wrote is durable
         outcomes: builtins.list[sql.Outcome] | None = None
         try:
-            outcomes = await self._pool.run(sql.write_batch, self._owner, self._lease, jobs)
+            if jobs:
+                self._write_batches += 1
+                self._sync_batches += 1  # every batch is a commit: what it wrote is durable
+                outcomes = await self._pool.run(sql.write_batch, self._owner, self._lease, jobs)
+            else:
+                # A flush that found its records in the batch before: nothing to commit.
+                await trio.lowlevel.checkpoint()
+                outcomes = []
         except Exception as exc:
+            cause = exc.__cause__ if isinstance(exc, ConnectionError) else exc
             error = SessionWriteError(
                 f"writing {len(jobs)} session(s) to {_where(self._dsn)} failed "
-                f"({str(exc).strip()}); nothing of that batch was written, and the next "
+                f"({str(cause).strip()}); nothing of that batch was written, and the next "
                 f"flush writes it again"
             )
             error.__cause__ = exc

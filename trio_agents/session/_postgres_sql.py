@@ -46,6 +46,7 @@ __all__ = [
     "FORMAT_VERSION",
     "Conn",
     "Listed",
+    "OperationalError",
     "Outcome",
     "WriteJob",
     "close_quietly",
@@ -93,9 +94,14 @@ CREATE TABLE IF NOT EXISTS trio_agents_records (
 
 Conn = psycopg.Connection[Any]
 
+#: A failure of the connection (the server is down, restarted, or refused the login).
+OperationalError = psycopg.OperationalError
+
 
 def connect(dsn: str) -> Conn:
-    """A new autocommit connection to ``dsn``."""
+    """A new autocommit connection to ``dsn`` (giving up after 10 s unless it says otherwise)."""
+    if "connect_timeout" not in dsn:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
     return psycopg.connect(dsn, autocommit=True)
 
 
