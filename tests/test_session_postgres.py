@@ -72,6 +72,15 @@ async def expire(dsn: str, session_id: str) -> None:
     )
 
 
+async def terminate_connections(dsn: str) -> None:
+    """Make the server drop every other connection (a restart, as the store sees it)."""
+    await db(
+        dsn,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE pid <> pg_backend_pid() AND datname = current_database()",
+    )
+
+
 async def stored_rows(dsn: str, session_id: str) -> list[tuple[int, int, str]]:
     """``(seq, epoch, line)`` of every stored record of the session, in seq order."""
     rows = await db(
@@ -148,6 +157,52 @@ async def test_an_expired_lease_is_taken_over_with_a_new_epoch(pg_dsn: str) -> N
         taken = await b.load("s")
         await b.enter(taken)
         assert await lease_of(pg_dsn, "s") == (b.owner, 2)
+
+
+async def test_two_new_sessions_with_one_id_race_and_exactly_one_enters(pg_dsn: str) -> None:
+    """Two stores entering a new session of one id at once: the database lets one create
+    the row; the other sees it held and is refused."""
+    outcomes: list[str] = []
+    async with running(store(pg_dsn)) as a, running(store(pg_dsn)) as b:
+
+        async def enter(s: PostgresStore) -> None:
+            try:
+                await s.enter(s.prepare("s"))
+            except (SessionIdInUseError, SessionExistsError) as exc:
+                outcomes.append(type(exc).__name__)
+            else:
+                outcomes.append(s.owner)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(enter, a)
+            nursery.start_soon(enter, b)
+        owner, _ = await lease_of(pg_dsn, "s")
+        assert owner in outcomes
+        assert len(outcomes) == 2
+        assert {o for o in outcomes if o != owner} <= {"SessionIdInUseError", "SessionExistsError"}
+
+
+async def test_a_release_that_fails_does_not_raise(
+    pg_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A detach whose lease release cannot reach the server still ends the session (the
+    lease then expires by itself), and says so in the log."""
+    async with running(store(pg_dsn, connections=1)) as s:
+        session = s.prepare("s")
+        await s.enter(session)
+        await s.flush(session)
+        await terminate_connections(pg_dsn)
+        await s.detach(session)
+        assert s.get("s") is None
+        assert await lease_of(pg_dsn, "s") == (s.owner, 1)
+    assert "releasing the lease of session 's' failed" in caplog.text
+
+
+def test_the_store_names_its_server() -> None:
+    """repr() and the properties say which server and lease, never the password."""
+    s = PostgresStore("postgresql://u:secret@db.example:6543/agents", lease_seconds=7)
+    assert repr(s) == "<PostgresStore PostgreSQL at db.example:6543 (database agents)>"
+    assert s.lease_seconds == 7
 
 
 async def test_a_loaded_session_written_elsewhere_since_is_refused(pg_dsn: str) -> None:
@@ -283,11 +338,7 @@ async def test_a_failed_commit_writes_nothing_and_the_next_flush_writes_it(pg_ds
         await s.enter(session)
         session.append(msg("one"))
         await s.flush(session)
-        await db(
-            pg_dsn,
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE pid <> pg_backend_pid() AND datname = current_database()",
-        )
+        await terminate_connections(pg_dsn)
         session.append(msg("two"))
         with pytest.raises(SessionWriteError, match=r"^writing 1 session\(s\) to PostgreSQL"):
             await s.flush(session)
@@ -368,6 +419,8 @@ def test_the_durations_are_checked() -> None:
         PostgresStore("", flush_interval=-1)
     with pytest.raises(ValueError, match=r"^connections must be at least 1"):
         PostgresStore("", connections=0)
+    with pytest.raises(ValueError, match=r"^'nonsense' is not a PostgreSQL connection string"):
+        PostgresStore("nonsense")
 
 
 # -- worker processes -------------------------------------------------------------------------

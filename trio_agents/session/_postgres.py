@@ -79,15 +79,26 @@ def _load_sql() -> None:
 
 
 def _where(dsn: str) -> str:
-    """The DSN without its password, for messages."""
+    """The DSN without its password, for messages (the DSN was checked when the store was made)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    parts = conninfo_to_dict(dsn)
+    host, port, db = parts.get("host", "localhost"), parts.get("port", 5432), parts.get("dbname")
+    return f"PostgreSQL at {host}:{port}" + (f" (database {db})" if db else "")
+
+
+def _check_dsn(dsn: str) -> str:
+    from psycopg import ProgrammingError
     from psycopg.conninfo import conninfo_to_dict
 
     try:
-        parts = conninfo_to_dict(dsn)
-    except Exception:
-        return "the PostgreSQL server"
-    host, port, db = parts.get("host", "localhost"), parts.get("port", 5432), parts.get("dbname")
-    return f"PostgreSQL at {host}:{port}" + (f" (database {db})" if db else "")
+        conninfo_to_dict(dsn)
+    except ProgrammingError as exc:
+        raise ValueError(
+            f"{dsn!r} is not a PostgreSQL connection string ({str(exc).strip()}); give a URI "
+            f"such as 'postgresql://user@host:5432/dbname' or 'host=... dbname=...'"
+        ) from exc
+    return dsn
 
 
 def _call(
@@ -194,8 +205,8 @@ class PostgresStore(SessionStore[_Row]):
         connections: how many database connections the store uses at most.
 
     Raises:
-        ValueError: a duration is not positive and finite, or ``renew_every`` is not less
-            than ``lease_seconds``.
+        ValueError: ``dsn`` is not a connection string, a duration is not positive and
+            finite, or ``renew_every`` is not less than ``lease_seconds``.
         ImportError: psycopg is not installed (the ``postgres`` extra).
     """
 
@@ -223,7 +234,7 @@ class PostgresStore(SessionStore[_Row]):
             raise ValueError(f"flush_interval is a delay in seconds, >= 0; got {flush_interval!r}")
         if connections < 1:
             raise ValueError(f"connections must be at least 1; got {connections!r}")
-        self._dsn = dsn
+        self._dsn = _check_dsn(dsn)
         self._lease = float(lease_seconds)
         self._renew_every = float(renew)
         self._interval = flush_interval
