@@ -308,6 +308,26 @@ async def test_renewal_keeps_a_lease_past_its_first_expiry(pg_dsn: str) -> None:
                 await b.enter(await b.load("s"))
 
 
+def test_a_worker_stopped_mid_transaction_does_not_block_a_take_over(pg_dsn: str) -> None:
+    """A connection of the store that idles inside a transaction (its process was stopped
+    there, holding the session row's lock) is ended by the server after the lease's length,
+    so another worker's take-over waits for it, then succeeds."""
+    from trio_agents.session import _postgres_sql as psql
+
+    with psql.connect(pg_dsn, 60) as setup:
+        psql.prepare_schema(setup)
+        assert psql.take_lease(setup, "s", "w1", 60, new=True, records=0) == 1
+        setup.execute("UPDATE trio_agents_sessions SET expires = clock_timestamp() - interval '1s'")
+    with psql.connect(pg_dsn, 0.5) as stalled:
+        stalled.execute("BEGIN")
+        stalled.execute("SELECT 1 FROM trio_agents_sessions WHERE id = 's' FOR UPDATE")
+        with psql.connect(pg_dsn, 60) as heir:
+            heir.execute("SET lock_timeout = '20s'")  # without the server's cut: error, no hang
+            assert psql.take_lease(heir, "s", "w2", 60, new=False, records=0) == 2
+        with pytest.raises(psycopg.errors.IdleInTransactionSessionTimeout):
+            stalled.execute("SELECT 1")  # the server ended it
+
+
 # -- writes ----------------------------------------------------------------------------------
 
 
@@ -512,7 +532,7 @@ async def test_a_killed_workers_session_is_resumed_after_expiry_with_the_turn_cl
     interrupted."""
     await _stored_for_workers(pg_dsn)
     async with workers() as started:
-        victim = await Worker.start(pg_dsn, "hold", 3.0)
+        victim = await Worker.start(pg_dsn, "hold", 4.0)
         started.append(victim)
         assert await victim.line() == "ready"
         await victim.send("go")
@@ -523,7 +543,7 @@ async def test_a_killed_workers_session_is_resumed_after_expiry_with_the_turn_cl
         async with running(store(pg_dsn)) as s:
             with pytest.raises(SessionIdInUseError, match=IN_USE):
                 await s.enter(await s.load("s"))
-        heir = await Worker.start(pg_dsn, "takeover", 3.0)
+        heir = await Worker.start(pg_dsn, "takeover", 4.0)
         started.append(heir)
         assert await heir.line() == "ready"
         assert (await heir.line()).startswith("resumed ")

@@ -102,12 +102,12 @@ def _check_dsn(dsn: str) -> str:
 
 
 def _call(
-    dsn: str, conn: sql.Conn | None, fn: Callable[..., T], args: tuple[Any, ...]
+    pool: _Pool, conn: sql.Conn | None, fn: Callable[..., T], args: tuple[Any, ...]
 ) -> tuple[sql.Conn | None, outcome.Outcome[T]]:
     """In a worker thread: run ``fn(conn, *args)`` on ``conn`` (or a new connection)."""
     if conn is None or conn.closed:
         try:
-            conn = sql.connect(dsn)
+            conn = sql.connect(pool.dsn, pool.stalled_after)
         except BaseException as exc:
             return None, outcome.Error(exc)
     result = outcome.capture(fn, conn, *args)
@@ -123,6 +123,9 @@ class _Pool:
 
     dsn: str
     limit: trio.CapacityLimiter
+    # Invariant: a connection idle in a transaction this long belongs to a stalled process
+    # (see sql.connect); the lease's length, so a take-over never waits longer than that.
+    stalled_after: float
     idle: builtins.list[sql.Conn] = attrs.field(factory=builtins.list)
     closed: bool = False
 
@@ -131,7 +134,7 @@ class _Pool:
             conn = self.idle.pop() if self.idle else None
             # The thread cannot be cancelled; shielding keeps the connection's bookkeeping whole.
             with trio.CancelScope(shield=True):
-                kept, result = await trio.to_thread.run_sync(_call, self.dsn, conn, fn, args)
+                kept, result = await trio.to_thread.run_sync(_call, self, conn, fn, args)
             if kept is not None:
                 if self.closed:
                     sql.close_quietly(kept)
@@ -239,7 +242,7 @@ class PostgresStore(SessionStore[_Row]):
         self._renew_every = float(renew)
         self._interval = flush_interval
         self._connections = connections
-        self._pool = _Pool(dsn, trio.CapacityLimiter(connections))
+        self._pool = _Pool(dsn, trio.CapacityLimiter(connections), self._lease)
         self._owner = ""
         # Invariant: both hold only sessions this store holds the lease of, not lost.
         self._dirty: dict[Session, None] = {}
@@ -267,7 +270,7 @@ class PostgresStore(SessionStore[_Row]):
 
     async def _open(self, ctx: Context) -> None:
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._pool = _Pool(self._dsn, trio.CapacityLimiter(self._connections))
+        self._pool = _Pool(self._dsn, trio.CapacityLimiter(self._connections), self._lease)
         # Invariant: pushed first, so the connections close after every task and session.
         ctx.defer(self._pool.aclose)
         await self._pool.run(sql.prepare_schema)

@@ -98,11 +98,22 @@ Conn = psycopg.Connection[Any]
 OperationalError = psycopg.OperationalError
 
 
-def connect(dsn: str) -> Conn:
-    """A new autocommit connection to ``dsn`` (giving up after 10 s unless it says otherwise)."""
-    if "connect_timeout" not in dsn:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-    return psycopg.connect(dsn, autocommit=True)
+def connect(dsn: str, stalled_after: float) -> Conn:
+    """A new autocommit connection to ``dsn`` (giving up after 10 s unless it says otherwise).
+
+    The server ends the connection if it idles ``stalled_after`` seconds inside a transaction:
+    the transactions here are short, so such a client was stopped mid-transaction, and the
+    row locks it holds would otherwise keep every other worker from taking its sessions over.
+    """
+    if "connect_timeout" in dsn:
+        conn = psycopg.connect(dsn, autocommit=True)
+    else:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    conn.execute(
+        "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
+        (str(max(1, round(stalled_after * 1000))),),
+    )
+    return conn
 
 
 def prepare_schema(conn: Conn) -> int:
