@@ -78,7 +78,7 @@ async def store_flushes(directory: Path, sessions: int, flushes: int) -> tuple[f
         fiber = await root.plugin(store)
         live = [store.prepare() for _ in range(sessions)]
         for session in live:
-            store.enter(session)
+            await store.enter(session)
         async with trio.open_nursery() as nursery:  # create the files, untimed
             for session in live:
                 nursery.start_soon(store.flush, session)

@@ -25,7 +25,7 @@ def prompt(agent_id: str, n: int, marker: str) -> str:
 
 
 async def drive(agents: ag.AgentRegistry, agent_id: str, marker: str) -> None:
-    if agents.store.is_stored(agent_id):
+    if await agents.store.is_stored(agent_id):
         agent = (await agents.resume(agent_id)).agent
     else:
         agent = (await agents.create(session_id=agent_id)).agent

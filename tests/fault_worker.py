@@ -27,7 +27,7 @@ async def main(directory: str) -> None:
     store = JsonlStore(directory)
     async with ta.open_runtime(store=store):
         session = store.prepare("full")
-        store.enter(session)
+        await store.enter(session)
         n = 0
 
         def add(count: int, size: int) -> None:

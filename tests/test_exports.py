@@ -101,6 +101,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.agent._inbox": frozenset({"Inbox"}),
     "trio_agents.agent._status": frozenset({"check_status"}),
+    "trio_agents.session._state": frozenset({"check_session_state"}),
     "trio_agents.agent._tool_schema": frozenset(
         {
             "ArgumentsError",

@@ -327,7 +327,7 @@ async def test_a_file_that_grew_since_it_was_read_is_not_truncated(tmp_path: Pat
         session = await root.sessions.load("s")
         with path.open("ab") as f:  # another writer appended meanwhile
             f.write(b" and more")
-        root.sessions.enter(session)
+        await root.sessions.enter(session)
         with pytest.raises(SessionWriteError, match="changed since it was read"):
             await root.sessions.flush(session)
         with pytest.raises(SessionWriteError, match="changed since it was read"):
@@ -417,7 +417,7 @@ async def test_a_read_only_store_lists_and_loads_without_writing(tmp_path: Path)
             opened = await root.sessions.load("open")
             assert [type(r).__name__ for r in opened.records] == ["TurnStarted", "TurnEnded"]
             with pytest.raises(SessionWriteError, match="open read-only, so it cannot enter"):
-                root.sessions.enter(opened)
+                await root.sessions.enter(opened)
             with pytest.raises(SessionWriteError, match="cannot delete"):
                 await root.sessions.delete("torn")
             await root.sessions.load("torn")

@@ -74,7 +74,7 @@ async def test_a_failed_fsync_rewrites_what_it_could_not_make_durable(
     async with open_root() as root:
         await root.plugin(store)
         session = store.prepare("s")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t1"))
         await store.flush(session)
         durable = path.read_bytes()

@@ -97,7 +97,7 @@ async def test_flush_is_durable_and_the_file_has_a_header(tmp_path: Path) -> Non
     """After flush() the file holds the header and every record, one per line."""
     async with running(JsonlStore(tmp_path)) as store:
         session = store.prepare("f")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t"))
         session.append(UserMessage(message_id="m", content="hi\nthere", turn_id="t"))
         await store.flush(session)
@@ -112,7 +112,7 @@ async def test_flushed_records_are_never_rewritten(tmp_path: Path) -> None:
     """Later writes only append: the flushed bytes stay a prefix of the file."""
     async with running(JsonlStore(tmp_path)) as store:
         session = store.prepare("p")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t"))
         await store.flush(session)
         before = (tmp_path / "p.jsonl").read_bytes()
@@ -129,7 +129,7 @@ async def test_background_write_happens_within_the_flush_interval(
     """An appended record reaches the file after flush_interval without any flush call."""
     async with running(JsonlStore(tmp_path, flush_interval=0.05), threads=False) as store:
         session = store.prepare("bg")
-        store.enter(session)
+        await store.enter(session)
         await trio.sleep(1)  # the header of the new file was written in the background
         start = trio.current_time()
         session.append(AssistantMessage(turn_id="t", content="later"))
@@ -149,7 +149,7 @@ async def test_background_writes_batch_many_appends(
     """Many appends within one interval are written by one background round trip."""
     async with running(JsonlStore(tmp_path), threads=False) as store:
         session = store.prepare("many")
-        store.enter(session)
+        await store.enter(session)
         for i in range(100):
             session.append(AssistantMessage(turn_id="t", content=str(i)))
         await trio.sleep(1)
@@ -163,7 +163,7 @@ async def test_concurrent_flushes_share_group_commits(tmp_path: Path) -> None:
     async with running(JsonlStore(tmp_path)) as store:
         group = [store.prepare(f"g{i}") for i in range(n)]
         for session in group:
-            store.enter(session)
+            await store.enter(session)
             session.append(TurnStarted(turn_id="t"))
 
         before = store.statistics().sync_batches
@@ -191,7 +191,7 @@ async def test_flushes_arriving_during_a_batch_join_the_next_one(tmp_path: Path)
     async with running(store, threads=False) as store:
         store._run_sync = held
         first = store.prepare("first")
-        store.enter(first)
+        await store.enter(first)
         first.append(TurnStarted(turn_id="t"))
         gate.set()
         await store.flush(first)  # the new file exists
@@ -204,7 +204,7 @@ async def test_flushes_arriving_during_a_batch_join_the_next_one(tmp_path: Path)
             await trio.testing.wait_all_tasks_blocked()
             assert len(round_trips) == 1  # batch 1 is in flight, held at the gate
             for session in others:
-                store.enter(session)
+                await store.enter(session)
                 session.append(TurnStarted(turn_id="t"))
                 nursery.start_soon(store.flush, session)
             await trio.testing.wait_all_tasks_blocked()
@@ -253,7 +253,7 @@ async def test_interrupted_turn_is_repaired_and_persisted(tmp_path: Path) -> Non
         assert session.records[-1] == TurnEnded(
             turn_id="t9", stop_reason=StopReason.INTERRUPTED, seq=1
         )
-        store.enter(session)
+        await store.enter(session)
         await store.flush(session)
     got = lines(tmp_path / "int.jsonl")
     assert got[-1]["type"] == "turn_ended"
@@ -286,7 +286,7 @@ async def test_abandon_leaves_no_file_for_a_new_session(tmp_path: Path) -> None:
     """A rolled-back creation removes the file it wrote."""
     async with running(JsonlStore(tmp_path)) as store:
         session = store.prepare("rb")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t"))
         await store.flush(session)
         assert (tmp_path / "rb.jsonl").exists()
@@ -300,11 +300,11 @@ async def test_losing_duplicate_does_not_touch_the_winners_file(tmp_path: Path) 
     async with running(JsonlStore(tmp_path)) as store:
         winner, loser = store.prepare("w"), store.prepare("w")
         loser.append(TurnStarted(turn_id="loser"))
-        store.enter(winner)
+        await store.enter(winner)
         winner.append(TurnStarted(turn_id="winner"))
         await store.flush(winner)
         with pytest.raises(ValueError, match="already live"):
-            store.enter(loser)
+            await store.enter(loser)
         await store.abandon(loser)
         assert lines(tmp_path / "w.jsonl")[1]["turn_id"] == "winner"
 
@@ -331,7 +331,7 @@ CHILD = textwrap.dedent(
             await ctx.plugin(JsonlStore(root, flush_interval=0.001))
             store = ctx.get("sessions")
             session = store.prepare("killed")
-            store.enter(session)
+            await store.enter(session)
             i = 0
             while True:
                 for _ in range(7):
@@ -409,7 +409,7 @@ async def test_a_failed_write_is_reported_and_the_next_flush_writes_it_again(
         root.on(object, events.append)
         await root.plugin(store)
         session = store.prepare("wf")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t"))
         failed = (
             r"^writing session 'wf' to .*wf\.jsonl failed \(.*\); its records from seq 0 on "
@@ -424,7 +424,7 @@ async def test_a_failed_write_is_reported_and_the_next_flush_writes_it_again(
         assert again.value is first.value
         assert not (tmp_path / "wf.jsonl").exists()
         other = store.prepare("ok")
-        store.enter(other)
+        await store.enter(other)
         other.append(TurnStarted(turn_id="t"))
         await store.flush(other)
         assert lines(tmp_path / "ok.jsonl")[1]["turn_id"] == "t"
@@ -451,7 +451,7 @@ async def test_an_append_to_an_existing_file_that_fails_is_reported(tmp_path: Pa
     """The error names the first record that is not durable."""
     async with running(JsonlStore(tmp_path)) as store:
         session = store.prepare("gone")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t"))
         await store.flush(session)
         (tmp_path / "gone.jsonl").unlink()
@@ -485,7 +485,7 @@ async def test_a_writer_that_dies_fails_every_waiting_flush(tmp_path: Path) -> N
             root.on(FiberFailed, failures.append)
             await root.plugin(store)
             first, second = store.prepare("a"), store.prepare("b")
-            store.enter(first)
+            await store.enter(first)
 
             async def flush(session: Session) -> None:
                 try:
@@ -497,7 +497,7 @@ async def test_a_writer_that_dies_fails_every_waiting_flush(tmp_path: Path) -> N
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(flush, first)
                     await started.wait()  # the batch of 'a' is in flight
-                    store.enter(second)
+                    await store.enter(second)
                     nursery.start_soon(flush, second)
                     await trio.testing.wait_all_tasks_blocked()
                     assert outcomes == {}
@@ -532,7 +532,7 @@ async def test_abandon_waits_for_the_batch_creating_the_file_then_removes_it(
     store._run_sync = held
     async with running(store) as store:
         session = store.prepare("late")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t"))
         abandoned = trio.Event()
 
@@ -556,7 +556,7 @@ async def test_abandon_that_cannot_remove_the_file_raises_and_still_ends(tmp_pat
     """The rollback's failure is raised (to joiners too); the session is out of the store."""
     async with running(JsonlStore(tmp_path)) as store:
         session = store.prepare("stuck")
-        store.enter(session)
+        await store.enter(session)
         await store.flush(session)
         (tmp_path / "stuck.jsonl").unlink()
         (tmp_path / "stuck.jsonl").mkdir()  # unlink() of a directory fails
@@ -566,7 +566,7 @@ async def test_abandon_that_cannot_remove_the_file_raises_and_still_ends(tmp_pat
             await store.abandon(session)
         assert again.value is info.value
         assert store.get("stuck") is None
-        store.enter(store.prepare("stuck-2"))
+        await store.enter(store.prepare("stuck-2"))
 
 
 # -- reading and repairing -----------------------------------------------------------------------

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
+from store_backends import BACKENDS, Factory
 
-from trio_agents.kernel import Context, open_root
+from trio_agents.kernel import Context, InvalidTransitionError, open_root
 from trio_agents.session import (
     InboxSpliced,
-    JsonlStore,
     MemoryStore,
+    Session,
     SessionAppended,
     SessionClosedError,
     SessionCreated,
@@ -24,6 +25,7 @@ from trio_agents.session import (
     SessionIdInUseError,
     SessionInUseError,
     SessionNotFoundError,
+    SessionState,
     SessionStore,
     SessionStoreClosedError,
     StopReason,
@@ -32,16 +34,11 @@ from trio_agents.session import (
     UserMessage,
 )
 
-Factory = Callable[[], SessionStore]
 
-
-@pytest.fixture(params=["memory", "jsonl"])
+@pytest.fixture(params=sorted(BACKENDS))
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
-    """A factory of fresh stores of each backend (JSONL ones share tmp_path)."""
-    if request.param == "memory":
-        memory = MemoryStore()
-        return lambda: memory
-    return lambda: JsonlStore(tmp_path / "sessions")
+    """A factory of stores of each backend on one set of data (tests/store_backends.py)."""
+    return BACKENDS[request.param](request, tmp_path)
 
 
 @asynccontextmanager
@@ -57,6 +54,11 @@ async def running(
         yield root, store
 
 
+def state_of(session: Session) -> SessionState:
+    """The state now (a call, so the type checker does not keep an earlier narrowing)."""
+    return session.state
+
+
 def session_events(events: list[object]) -> list[tuple[str, str]]:
     kinds = (SessionCreated, SessionAppended, SessionFlushed, SessionDisposed)
     return [(type(e).__name__, e.session_id) for e in events if isinstance(e, kinds)]
@@ -68,7 +70,7 @@ async def test_lifecycle_emits_created_appended_flushed_disposed(make_store: Fac
     async with running(make_store(), events) as (_, store):
         session = store.prepare("a")
         session.append(TurnStarted(turn_id="t0"))  # private: no event
-        store.enter(session)
+        await store.enter(session)
         store.announce(session)
         store.announce(session)  # repeat ignored
         record = session.append(TurnStarted(turn_id="t1"))
@@ -95,7 +97,7 @@ async def test_prepare_generates_ids_and_keeps_the_session_private(make_store: F
         assert len(session.id) == 14
         assert store.get(session.id) is None
         assert not session.statistics().live
-        store.enter(session)
+        await store.enter(session)
         assert store.get(session.id) is session
         assert store.live() == (session,)
         assert session.statistics().live
@@ -107,10 +109,10 @@ async def test_enter_refuses_a_duplicate_live_id(make_store: Factory) -> None:
     async with running(make_store(), events) as (_, store):
         winner = store.prepare("dup")
         loser = store.prepare("dup")
-        store.enter(winner)
+        await store.enter(winner)
         store.announce(winner)
         with pytest.raises(SessionIdInUseError, match=r"^session id 'dup' is already live"):
-            store.enter(loser)
+            await store.enter(loser)
         await store.abandon(loser)
         assert store.get("dup") is winner
         winner.append(TurnStarted(turn_id="t"))
@@ -124,24 +126,24 @@ async def test_enter_twice_is_refused(make_store: Factory) -> None:
     """Entering the same session again is an error, not a silent no-op."""
     async with running(make_store()) as (_, store):
         session = store.prepare("x")
-        store.enter(session)
+        await store.enter(session)
         with pytest.raises(SessionIdInUseError, match=r"^session 'x' is already entered$"):
-            store.enter(session)
+            await store.enter(session)
 
 
 async def test_a_new_session_never_replaces_a_stored_one(make_store: Factory) -> None:
     """After detach the id is free for load(); a new session under it is refused."""
     async with running(make_store()) as (_, store):
         first = store.prepare("again")
-        store.enter(first)
+        await store.enter(first)
         first.append(TurnStarted(turn_id="old"))
         await store.detach(first)
-        assert store.is_stored("again")
+        assert await store.is_stored("again")
         second = store.prepare("again")
         with pytest.raises(SessionExistsError, match=r"^session 'again' is already stored"):
-            store.enter(second)
+            await store.enter(second)
         loaded = await store.load("again")
-        store.enter(loaded)
+        await store.enter(loaded)
         assert [r.turn_id for r in loaded.records if isinstance(r, TurnStarted)] == ["old"]
         await store.detach(loaded)
 
@@ -151,7 +153,7 @@ async def test_abandon_rolls_back_an_entered_new_session(make_store: Factory) ->
     events: list[object] = []
     async with running(make_store(), events) as (_, store):
         session = store.prepare("gone")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t"))
         await store.flush(session)
         await store.abandon(session)
@@ -162,7 +164,7 @@ async def test_abandon_rolls_back_an_entered_new_session(make_store: Factory) ->
             await store.load("gone")
         with pytest.raises(SessionClosedError, match=r"^session 'gone' is detached"):
             session.append(TurnStarted(turn_id="u"))
-        store.enter(store.prepare("gone"))  # the id is free again
+        await store.enter(store.prepare("gone"))  # the id is free again
     assert ("SessionCreated", "gone") not in session_events(events)
     assert session_events(events).count(("SessionDisposed", "gone")) == 1  # the second one
 
@@ -172,7 +174,7 @@ async def test_abandon_after_announce_emits_disposed(make_store: Factory) -> Non
     events: list[object] = []
     async with running(make_store(), events) as (_, store):
         session = store.prepare("ann")
-        store.enter(session)
+        await store.enter(session)
         store.announce(session)
         await store.abandon(session)
     assert session_events(events) == [("SessionCreated", "ann"), ("SessionDisposed", "ann")]
@@ -182,12 +184,12 @@ async def test_abandon_of_a_loaded_session_keeps_its_stored_records(make_store: 
     """Rolling back a resume leaves the stored session as it was."""
     async with running(make_store()) as (_, store):
         session = store.prepare("old")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t"))
         session.append(TurnEnded(turn_id="t", stop_reason=StopReason.COMPLETED))
         await store.detach(session)
         loaded = await store.load("old")
-        store.enter(loaded)
+        await store.enter(loaded)
         await store.abandon(loaded)
         again = await store.load("old")
         assert len(again.records) == 2
@@ -198,7 +200,7 @@ async def test_detach_is_memoized_and_refuses_later_appends(make_store: Factory)
     events: list[object] = []
     async with running(make_store(), events) as (_, store):
         session = store.prepare("d")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t"))
         async with trio.open_nursery() as nursery:
             for _ in range(3):
@@ -216,7 +218,7 @@ async def test_load_repairs_an_interrupted_turn(make_store: Factory) -> None:
     """A turn without TurnEnded is closed with TurnEnded(interrupted) on load."""
     async with running(make_store()) as (_, store):
         session = store.prepare("crash")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t1"))
         session.append(TurnEnded(turn_id="t1", stop_reason=StopReason.COMPLETED))
         session.append(TurnStarted(turn_id="t2"))
@@ -226,7 +228,7 @@ async def test_load_repairs_an_interrupted_turn(make_store: Factory) -> None:
             turn_id="t2", stop_reason=StopReason.INTERRUPTED, seq=3
         )
         assert [r.seq for r in loaded.records] == [0, 1, 2, 3]
-        store.enter(loaded)
+        await store.enter(loaded)
         await store.detach(loaded)
         assert len((await store.load("crash")).records) == 4  # the repair is durable
 
@@ -235,7 +237,7 @@ async def test_load_refuses_live_and_unknown_ids(make_store: Factory) -> None:
     """load() of a live id or an unknown one raises the matching error."""
     async with running(make_store()) as (_, store):
         session = store.prepare("live")
-        store.enter(session)
+        await store.enter(session)
         with pytest.raises(SessionIdInUseError, match=r"^session id 'live' is already live"):
             await store.load("live")
         with pytest.raises(SessionNotFoundError, match=r"^no stored session has the id 'nope'"):
@@ -248,7 +250,7 @@ async def test_delete_is_refused_while_live(make_store: Factory) -> None:
     """delete() refuses a live session, works once it is detached, then reports not found."""
     async with running(make_store()) as (_, store):
         session = store.prepare("del")
-        store.enter(session)
+        await store.enter(session)
         with pytest.raises(SessionInUseError, match=r"^session 'del' is live; dispose the agent"):
             await store.delete("del")
         await store.detach(session)
@@ -262,13 +264,13 @@ async def test_list_reports_stored_and_live_sessions(make_store: Factory) -> Non
     """list() gives id, record count, live flag and a title from the first user message."""
     async with running(make_store()) as (_, store):
         old = store.prepare("old")
-        store.enter(old)
+        await store.enter(old)
         old.append(InboxSpliced(op="add", lane="next_turn", message_id="m0", content="queued"))
         old.append(TurnStarted(turn_id="t"))
         old.append(UserMessage(message_id="m0", content="x" * 100 + "\nmore", turn_id="t"))
         await store.detach(old)
         new = store.prepare("new")
-        store.enter(new)
+        await store.enter(new)
         new.append(InboxSpliced(op="add", lane="next_turn", message_id="m1", content="hello"))
         infos = {info.id: info for info in await store.list()}
     assert set(infos) == {"old", "new"}
@@ -285,7 +287,7 @@ async def test_closing_the_store_detaches_live_sessions_and_refuses_work(
     events: list[object] = []
     async with running(store, events) as (_, store):
         session = store.prepare("c")
-        store.enter(session)
+        await store.enter(session)
         store.announce(session)
         session.append(TurnStarted(turn_id="t"))
     assert session.statistics() == type(session.statistics())(records=1, flushed_seq=0, live=False)
@@ -308,7 +310,7 @@ async def test_sessions_of_another_store_are_refused(make_store: Factory) -> Non
     async with running(make_store()) as (_, store), running(MemoryStore()) as (_, other):
         session = other.prepare("x")
         with pytest.raises(ValueError, match=r"^session 'x' belongs to another store"):
-            store.enter(session)
+            await store.enter(session)
 
 
 async def test_a_failing_listener_cannot_break_append(make_store: Factory) -> None:
@@ -320,7 +322,7 @@ async def test_a_failing_listener_cannot_break_append(make_store: Factory) -> No
 
         root.on(SessionAppended, boom)
         session = store.prepare("l")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t"))
         assert len(session.records) == 1
 
@@ -331,7 +333,7 @@ async def test_unserializable_record_is_refused_and_not_kept(make_store: Factory
 
     async with running(make_store()) as (_, store):
         session = store.prepare("bad")
-        store.enter(session)
+        await store.enter(session)
         call = ToolCall(turn_id="t", call_id="c", name="n", arguments={"x": {1, 2}})
         with pytest.raises(ValueError, match=r"^ToolCall \(seq 0\) holds a value JSON"):
             session.append(call)
@@ -341,15 +343,100 @@ async def test_unserializable_record_is_refused_and_not_kept(make_store: Factory
 
 
 async def test_session_repr_follows_its_lifecycle(make_store: Factory) -> None:
-    """A session reads private, then live, then detached, with its record count."""
+    """A session reads private, then live, then ended, with its record count."""
     async with running(make_store()) as (_, store):
         session = store.prepare("r")
         session.append(TurnStarted(turn_id="t"))
         assert repr(session) == "<Session r private records=1>"
-        store.enter(session)
+        await store.enter(session)
         assert repr(session) == "<Session r live records=1>"
         await store.detach(session)
-        assert repr(session) == "<Session r detached records=1>"
+        assert repr(session) == "<Session r ended records=1>"
+
+
+async def test_the_session_state_follows_the_store_through_its_life(make_store: Factory) -> None:
+    """private -> entering (only while the backend publishes) -> live -> ending -> ended, and
+    a loaded session says it is resumed."""
+    seen: list[SessionState] = []
+    async with running(make_store()) as (_, store):
+        session = store.prepare("life")
+        assert (state_of(session), session.resumed) == (SessionState.PRIVATE, False)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.enter, session)
+            await trio.testing.wait_all_tasks_blocked()
+            seen.append(state_of(session))
+        assert seen in ([SessionState.ENTERING], [SessionState.LIVE])
+        assert state_of(session) is SessionState.LIVE
+        session.append(TurnStarted(turn_id="t"))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.detach, session)
+            await trio.testing.wait_all_tasks_blocked()
+            assert state_of(session) in (SessionState.ENDING, SessionState.ENDED)
+        assert state_of(session) is SessionState.ENDED
+        loaded = await store.load("life")
+        assert (state_of(loaded), loaded.resumed) == (SessionState.PRIVATE, True)
+        assert loaded.statistics().flushed_seq == 0  # a stored history is durable
+        await store.abandon(loaded)
+        assert state_of(loaded) is SessionState.ENDED
+
+
+async def test_an_illegal_move_of_a_session_raises_and_changes_nothing() -> None:
+    """The transition table is the one check: ended is final, live cannot go back."""
+    session = Session("alone")
+    with pytest.raises(InvalidTransitionError, match="a session cannot go from 'private' to"):
+        session.advance(SessionState.LIVE)
+    assert state_of(session) is SessionState.PRIVATE
+    session.advance(SessionState.ENDING)
+    session.advance(SessionState.ENDED)
+    with pytest.raises(InvalidTransitionError, match="none \\(final\\)"):
+        session.advance(SessionState.PRIVATE)
+    assert state_of(session) is SessionState.ENDED
+
+
+async def test_a_cancelled_enter_is_all_or_nothing(make_store: Factory) -> None:
+    """Cancel the caller of enter() at every checkpoint k: the session is either live (and
+    detaches cleanly) or private again (and abandons cleanly), and the id is never left
+    taken."""
+    for k in range(8):
+        async with running(make_store()) as (_, store):
+            session = store.prepare(f"k{k}")
+            session.append(TurnStarted(turn_id="t"))
+            with trio.CancelScope() as scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(store.enter, session)
+                    for _ in range(k):
+                        await trio.lowlevel.checkpoint()
+                    scope.cancel()
+            if session.state is SessionState.LIVE:
+                assert store.get(session.id) is session
+                await store.detach(session)
+                loaded = await store.load(session.id)  # kept, and its open turn closed
+                assert [type(r) for r in loaded.records] == [TurnStarted, TurnEnded]
+                await store.abandon(loaded)
+            else:
+                assert session.state is SessionState.PRIVATE
+                assert store.get(session.id) is None
+                await store.abandon(session)
+                assert not await store.is_stored(session.id)
+            again = store.prepare(f"k{k}-again")
+            await store.enter(again)  # the store still works
+            await store.detach(again)
+
+
+async def test_a_session_cannot_be_ended_while_it_is_being_entered(make_store: Factory) -> None:
+    """detach/abandon during enter() refuse with a message; the enter completes."""
+    async with running(make_store()) as (_, store):
+        session = store.prepare("busy")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.enter, session)
+            await trio.lowlevel.checkpoint()  # the enter runs up to its backend step
+            if session.state is SessionState.ENTERING:
+                with pytest.raises(SessionInUseError, match="is being entered"):
+                    await store.abandon(session)
+                with pytest.raises(SessionIdInUseError, match="already live"):
+                    await store.enter(store.prepare("busy"))
+        assert session.state is SessionState.LIVE
+        await store.detach(session)
 
 
 async def test_a_store_object_serves_one_fiber_at_a_time(make_store: Factory) -> None:
@@ -359,7 +446,7 @@ async def test_a_store_object_serves_one_fiber_at_a_time(make_store: Factory) ->
         with pytest.raises(RuntimeError, match=r"^this \w+Store is already applied; a store"):
             await root.plugin(store)
         assert store.statistics().running
-        store.enter(store.prepare("still"))
+        await store.enter(store.prepare("still"))
 
 
 async def test_an_ended_session_cannot_be_entered(make_store: Factory) -> None:
@@ -370,7 +457,7 @@ async def test_an_ended_session_cannot_be_entered(make_store: Factory) -> None:
         with pytest.raises(
             SessionClosedError, match=r"^session 'ended' was abandoned or detached; prepare a new"
         ):
-            store.enter(session)
+            await store.enter(session)
         assert store.get("ended") is None
 
 
@@ -416,7 +503,7 @@ async def test_titles_skip_blank_messages(make_store: Factory) -> None:
     """The title is the first user message with visible text."""
     async with running(make_store()) as (_, store):
         session = store.prepare("blank")
-        store.enter(session)
+        await store.enter(session)
         session.append(TurnStarted(turn_id="t"))
         session.append(UserMessage(message_id="m0", content="  \n ", turn_id="t"))
         session.append(UserMessage(message_id="m1", content="\n  second\nthird", turn_id="t"))

@@ -92,7 +92,7 @@ async def test_sigkill_loses_no_flushed_turn_and_leaves_no_job(tmp_path: Path) -
         async with ag.open_runtime(store=JsonlStore(tmp_path)) as root:
             store: JsonlStore = root.get("sessions")
             for agent_id, turns in durable.items():
-                if not store.is_stored(agent_id):
+                if not await store.is_stored(agent_id):
                     assert not turns, agent_id
                     continue
                 session = await store.load(agent_id)

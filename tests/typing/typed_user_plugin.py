@@ -81,7 +81,7 @@ class TypedPlugin:
                 agents=len(agents.list()),
                 tools=tools.names(),
                 default_model=type(models.default).__name__,
-                stored=store.is_stored(handle.agent.id),
+                stored=await store.is_stored(handle.agent.id),
                 shell=shell is not None,
                 statuses=tuple(statuses),
                 caller=callers[0] if callers else None,

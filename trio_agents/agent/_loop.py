@@ -55,7 +55,7 @@ class AgentLoop:
             # not kept: the loop's unload disposes these agents). A declared id that is
             # stored already is resumed: a restart never loses its history, and the agent
             # takes the definition the configuration gives now.
-            if declared.id is not None and sessions.is_stored(declared.id):
+            if declared.id is not None and await sessions.is_stored(declared.id):
                 await registry.resume(
                     declared.id,
                     model=declared.model,

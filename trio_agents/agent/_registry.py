@@ -110,7 +110,7 @@ class _Hosted:
         registry, store, session = self.registry, self.registry.store, self.session
         self.ctx = ctx
         try:
-            store.enter(session, owner=self)
+            await store.enter(session, owner=self)
         except SessionIdInUseError:
             raise AgentIdInUseError(_in_use(session.id)) from None
         ctx.defer(self._end_session)
@@ -231,7 +231,7 @@ class AgentRegistry:
         if isinstance(session_id, str) and session_id in self._live:
             raise AgentIdInUseError(_in_use(session_id))
         session = self.store.prepare(session_id)
-        if self.store.is_stored(session.id):
+        if await self.store.is_stored(session.id):
             await self.store.abandon(session)
             raise SessionExistsError(
                 f"session {session.id!r} is already stored; resume it "

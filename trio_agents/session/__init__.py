@@ -41,8 +41,10 @@ from ._records import UserMessage as UserMessage
 from ._records import register_record as register_record
 from ._session import Session as Session
 from ._session import SessionStatistics as SessionStatistics
+from ._state import SessionState as SessionState
 from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
+from ._store import Stored as Stored
 from ._store import StoreStatistics as StoreStatistics
 
 __all__ = [
@@ -70,6 +72,7 @@ __all__ = [
     "SessionInfo",
     "SessionLeaseLostError",
     "SessionNotFoundError",
+    "SessionState",
     "SessionStatistics",
     "SessionStore",
     "SessionStoreClosedError",
@@ -77,6 +80,7 @@ __all__ = [
     "SessionWriteFailed",
     "StopReason",
     "StoreStatistics",
+    "Stored",
     "ToolApproval",
     "ToolCall",
     "ToolCallEnded",

@@ -29,11 +29,12 @@ import builtins
 import logging
 import math
 import os
+import weakref
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast, final
+from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import trio
@@ -45,7 +46,8 @@ from ._events import SessionWriteFailed
 from ._ids import default_root
 from ._records import Record
 from ._session import Session
-from ._store import SessionInfo, SessionStore
+from ._state import SessionState
+from ._store import SessionInfo, SessionStore, Stored
 
 if TYPE_CHECKING:
     from ..kernel import Context
@@ -124,8 +126,9 @@ class JsonlStore(SessionStore):
         self._interval = flush_interval
         self._read_only = read_only
         # Invariant: both hold only entered sessions that are neither ended nor failed.
-        self._dirty: dict[Session, None] = {}
-        self._unsynced: dict[Session, None] = {}
+        self._files: weakref.WeakKeyDictionary[Session, _File] = weakref.WeakKeyDictionary()
+        self._dirty: dict[Session, _File] = {}
+        self._unsynced: dict[Session, _File] = {}
         self._next: _Batch | None = None
         self._wake = trio.Event()
         self._batch_ended = trio.Event()
@@ -200,19 +203,19 @@ class JsonlStore(SessionStore):
 
     async def _run_batch(self, batch: _Batch | None) -> None:
         sync = batch is not None
-        sessions = builtins.list(self._dirty)
+        sessions = dict(self._dirty)
         self._dirty.clear()
         if sync:
-            sessions.extend(s for s in self._unsynced if s not in sessions)
+            for session, state in self._unsynced.items():
+                sessions.setdefault(session, state)
             self._unsynced.clear()
-        for session in [s for s in sessions if _state(s).tail is not None]:
-            if not await self._repair(session, _state(session)):
-                sessions.remove(session)
+        for session, state in [(s, f) for s, f in sessions.items() if f.tail is not None]:
+            if not await self._repair(session, state):
+                del sessions[session]
         jobs: builtins.list[io.WriteJob] = []
         sync_root = False
         plan: builtins.list[tuple[Session, _File, builtins.list[bytes], int]] = []
-        for session in sessions:
-            state = _state(session)
+        for session, state in sessions.items():
             lines, state.pending = state.pending, []
             data = b"".join(lines)
             if not state.exists:
@@ -308,7 +311,7 @@ class JsonlStore(SessionStore):
                 state.pending[:0] = [*state.unsynced, *lines]
                 state.unsynced, state.unsynced_bytes = [], 0
                 state.written_seq = state.synced_seq
-                if state.synced_seq < 0 and not session._loaded:
+                if state.synced_seq < 0 and not session.resumed:
                     state.exists = False  # nothing of it is durable: it is created again
             self._fail(session, state, error)
             return
@@ -321,48 +324,51 @@ class JsonlStore(SessionStore):
         if sync:
             state.unsynced, state.unsynced_bytes = [], 0
             state.synced_seq = state.written_seq
-            session._flushed_seq = max(session._flushed_seq, state.written_seq)
         else:
             state.unsynced.extend(lines)
             state.unsynced_bytes += size
             if not state.abandoned:
-                self._unsynced[session] = None
+                self._unsynced[session] = state
 
     # -- the backend hooks ---------------------------------------------------------------------
 
-    def _track(self, session: Session, note: object = None) -> None:
-        n = len(session._records)
-        session._backend = _File(
+    def _begin(self, session: Session, stored: Stored | None) -> None:
+        n = len(session.records)
+        note = stored.note if stored is not None else None
+        self._files[session] = _File(
             path=self.path_of(session.id),
-            exists=session._loaded,
+            exists=session.resumed,
             written_seq=n - 1,
             synced_seq=n - 1,
             tail=note if isinstance(note, io.Tail) else None,
         )
 
     def _on_record(self, session: Session, record: Record) -> None:
-        state = _state(session)
+        state = self._files[session]
         state.pending.append((dump_record(record) + "\n").encode())
-        if session._entered and state.error is None:
-            self._dirty[session] = None
+        if session.state is SessionState.LIVE and state.error is None:
+            self._dirty[session] = state
             self._poke()
 
-    def _entered(self, session: Session) -> None:
+    async def _enter(self, session: Session) -> None:
         if self._read_only:
             raise self._refuse_write(f"enter session {session.id!r}")
-        state = _state(session)
+        state = self._files[session]
+        await trio.lowlevel.checkpoint()
+        # No checkpoint from here until the session is live: every record appended before
+        # is in `pending`, every later one marks the session dirty itself.
         if state.pending or not state.exists or state.tail is not None:
-            self._dirty[session] = None
+            self._dirty[session] = state
             self._poke()
 
-    async def _sync(self, session: Session) -> None:
-        state = _state(session)
+    async def _sync(self, session: Session) -> int:
+        state = self._files[session]
         if state.error is not None:
             if not state.retry or state.in_flight:
                 raise state.error
             # A new attempt: everything since the last durable point is written again.
             state.error = None
-            self._dirty[session] = None
+            self._dirty[session] = state
         if (
             not state.pending
             and state.exists
@@ -370,9 +376,8 @@ class JsonlStore(SessionStore):
             and not state.in_flight
             and state.synced_seq == state.written_seq
         ):
-            session._flushed_seq = state.synced_seq
             await trio.lowlevel.checkpoint()
-            return
+            return state.synced_seq
         if not self._writer_alive:
             raise SessionStoreClosedError(
                 f"the session store's writer has stopped; session {session.id!r} cannot be flushed"
@@ -386,15 +391,16 @@ class JsonlStore(SessionStore):
             raise batch.error
         if state.error is not None:
             raise state.error
+        return state.synced_seq
 
     async def _discard(self, session: Session) -> None:
-        state = _state(session)
+        state = self._files[session]
         state.abandoned = True
         state.pending.clear()
         state.unsynced.clear()
         self._dirty.pop(session, None)
         self._unsynced.pop(session, None)
-        if session._loaded:
+        if session.resumed:
             await trio.lowlevel.checkpoint()
             return
         while state.in_flight:
@@ -406,17 +412,16 @@ class JsonlStore(SessionStore):
         else:
             await trio.lowlevel.checkpoint()
 
-    def _forget(self, session: Session) -> None:
+    async def _release(self, session: Session) -> None:
         self._dirty.pop(session, None)
         self._unsynced.pop(session, None)
+        await trio.lowlevel.checkpoint()
 
-    def is_stored(self, session_id: str) -> bool:
-        # One stat of a local file: cheap enough to stay synchronous, which keeps enter()
-        # atomic (no checkpoint between the check and the publication).
+    async def is_stored(self, session_id: str) -> bool:
         # A link counts as stored (it is refused on load), so a new session never replaces it.
-        return os.path.lexists(self.path_of(session_id))
+        return await trio.to_thread.run_sync(os.path.lexists, self.path_of(session_id))
 
-    async def _read(self, session_id: str) -> tuple[builtins.list[Record], object]:
+    async def _read(self, session_id: str) -> Stored:
         path = self.path_of(session_id)
         loaded = await trio.to_thread.run_sync(io.read_session, path, session_id)
         tail = loaded.tail
@@ -429,7 +434,7 @@ class JsonlStore(SessionStore):
                 path,
                 tail.size - tail.offset,
             )
-        return loaded.records, tail
+        return Stored(loaded.records, tail)
 
     async def _remove(self, session_id: str) -> None:
         if self._read_only:
@@ -450,7 +455,3 @@ class JsonlStore(SessionStore):
             )
             for f in found
         ]
-
-
-def _state(session: Session) -> _File:
-    return cast(_File, session._backend)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import builtins
 import time
+import weakref
 from datetime import UTC, datetime
-from typing import cast, final
+from typing import final
 
 import attrs
 import trio
@@ -14,7 +15,8 @@ from ._convert import dump_record
 from ._errors import SessionNotFoundError
 from ._records import Record
 from ._session import Session
-from ._store import SessionInfo, SessionStore, _cwd_of_records, _title_of_records
+from ._state import SessionState
+from ._store import SessionInfo, SessionStore, Stored, _cwd_of_records, _title_of_records
 
 __all__ = ["MemoryStore"]
 
@@ -23,6 +25,13 @@ __all__ = ["MemoryStore"]
 class _Stored:
     records: builtins.list[Record]
     updated: float = attrs.field(factory=time.time)
+
+
+@attrs.define(eq=False)
+class _Slot:
+    """The memory backend's state for one session: where its records go once it is live."""
+
+    stored: _Stored | None = None
 
 
 @final
@@ -36,46 +45,52 @@ class MemoryStore(SessionStore):
     def __init__(self) -> None:
         super().__init__()
         self._data: dict[str, _Stored] = {}
+        self._slots: weakref.WeakKeyDictionary[Session, _Slot] = weakref.WeakKeyDictionary()
 
-    def _track(self, session: Session, note: object = None) -> None:
-        pass
+    def _begin(self, session: Session, stored: Stored | None) -> None:
+        self._slots[session] = _Slot()
 
     def _on_record(self, session: Session, record: Record) -> None:
         # Invariant: what one backend refuses, every backend refuses.
         dump_record(record)
-        if session._entered:
-            # Invariant: an entered session takes records only until it ends, and until then
-            # its backend is the entry `_entered` stored for it.
-            stored = cast(_Stored, session._backend)
+        if session.state is SessionState.LIVE:
+            # Invariant: a live session's slot holds the entry `_enter` stored for it.
+            stored = self._slots[session].stored
+            assert stored is not None
             stored.records.append(record)
             stored.updated = time.time()
 
-    def _entered(self, session: Session) -> None:
-        stored = self._data[session.id] = _Stored(builtins.list(session._records))
-        session._backend = stored
-
-    async def _sync(self, session: Session) -> None:
-        session._flushed_seq = len(session._records) - 1
+    async def _enter(self, session: Session) -> None:
         await trio.lowlevel.checkpoint()
+        # No checkpoint from here until the session is live: no record is missed.
+        self._slots[session].stored = self._data[session.id] = _Stored(
+            builtins.list(session.records)
+        )
+
+    async def _sync(self, session: Session) -> int:
+        await trio.lowlevel.checkpoint()
+        return len(session.records) - 1
 
     async def _discard(self, session: Session) -> None:
         stored = self._data.get(session.id)
-        if stored is not None and session._backend is stored and not session._loaded:
+        if stored is not None and stored is self._slots[session].stored and not session.resumed:
             del self._data[session.id]
         await trio.lowlevel.checkpoint()
 
-    def _forget(self, session: Session) -> None:
-        session._backend = None
+    async def _release(self, session: Session) -> None:
+        self._slots[session].stored = None
+        await trio.lowlevel.checkpoint()
 
-    def is_stored(self, session_id: str) -> bool:
+    async def is_stored(self, session_id: str) -> bool:
+        await trio.lowlevel.checkpoint()
         return session_id in self._data
 
-    async def _read(self, session_id: str) -> tuple[builtins.list[Record], object]:
+    async def _read(self, session_id: str) -> Stored:
         await trio.lowlevel.checkpoint()
         stored = self._data.get(session_id)
         if stored is None:
             raise SessionNotFoundError(_not_found(session_id))
-        return builtins.list(stored.records), None
+        return Stored(builtins.list(stored.records))
 
     async def _remove(self, session_id: str) -> None:
         await trio.lowlevel.checkpoint()

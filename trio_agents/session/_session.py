@@ -5,27 +5,25 @@ Rules:
 - ``records`` is an immutable snapshot (a tuple), cached until the next append; building it
   costs every record, so code that runs per step reads ``records_since`` instead (the cost of
   the new records only).
-- A session belongs to the store that prepared or loaded it; the store is told of each append
-  (before the record counts, so a record the store cannot serialize is refused, not half-kept)
-  and publishes it as ``SessionAppended`` once the session is entered.
-- Once detached or abandoned, a session refuses appends.
+- A session owns its lifecycle (``state``, :mod:`._state`); its store moves it along with
+  :meth:`Session.advance`, and is told of each append through the ``on_append`` callback it
+  gave (before the record counts, so a record the store cannot serialize is refused, not
+  half-kept); the store publishes it as ``SessionAppended`` once the session is live.
+- From the start of a detach or an abandon (``ending``) on, a session refuses appends.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar, final
+from collections.abc import Callable, Iterable
+from typing import TypeVar, final
 
 import attrs
-import trio
 
 from ._errors import SessionClosedError
 from ._ids import check_session_id
 from ._records import Record
-
-if TYPE_CHECKING:
-    from ._store import SessionStore
+from ._state import SessionState, check_session_state
 
 __all__ = ["Session", "SessionStatistics"]
 
@@ -57,35 +55,68 @@ class Session:
     Args:
         session_id: a filename-safe id (``[A-Za-z0-9._-]{1,128}``, not starting with ``.``).
         records: initial records; they are re-stamped with contiguous ``seq``.
+        resumed: the records are the stored history of the session (its store loaded them),
+            so they count as durable (``flushed_seq`` is the last of them).
+        on_append: called with each record appended, stamped, before it counts; raising
+            refuses the record (a store passes its check and publication here).
 
     Raises:
         InvalidSessionIdError: the id is not valid.
     """
 
-    def __init__(self, session_id: str, records: Iterable[Record] = ()) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        records: Iterable[Record] = (),
+        *,
+        resumed: bool = False,
+        on_append: Callable[[Session, Record], None] | None = None,
+    ) -> None:
         self._id = check_session_id(session_id)
         self._records: list[Record] = [
             r if r.seq == i else attrs.evolve(r, seq=i) for i, r in enumerate(records)
         ]
         self._snapshot: tuple[Record, ...] | None = None
         self._updated = time.time()
-        # Owned by the store (see SessionStore): the lifecycle flags of this session.
-        self._store: SessionStore | None = None
-        self._backend: Any = None
-        self._loaded = False
-        self._entered = False
-        # Who may end the session (see SessionStore.enter), or None: anyone.
-        self._owner: object = None
-        self._announced = False
-        self._closed = False
-        self._flushed_seq = -1
-        self._ending: trio.Event | None = None
-        self._end_error: BaseException | None = None
+        self._resumed = resumed
+        self._on_append = on_append
+        self._state = SessionState.PRIVATE
+        self._flushed_seq = len(self._records) - 1 if resumed else -1
 
     @property
     def id(self) -> str:
         """The session id (also the id of the agent it belongs to)."""
         return self._id
+
+    @property
+    def state(self) -> SessionState:
+        """Where the session is in its life."""
+        return self._state
+
+    @property
+    def updated(self) -> float:
+        """When a record was last appended (or the session built), as ``time.time()``."""
+        return self._updated
+
+    @property
+    def resumed(self) -> bool:
+        """Whether the session holds a stored history (loaded), rather than being new."""
+        return self._resumed
+
+    def advance(self, state: SessionState) -> None:
+        """Move the session to ``state``: its store's step, not the application's.
+
+        Raises:
+            InvalidTransitionError: the move is not legal from the current state (the state
+                is unchanged).
+        """
+        self._state = check_session_state(self._state, state)
+
+    def flushed(self, seq: int) -> int:
+        """Record that every record up to ``seq`` is durable (its store's step) and return
+        the mark, which never moves back."""
+        self._flushed_seq = max(self._flushed_seq, seq)
+        return self._flushed_seq
 
     @property
     def records(self) -> tuple[Record, ...]:
@@ -122,7 +153,7 @@ class Session:
                 f"session.append() takes a Record (e.g. UserMessage(...)); "
                 f"got {type(record).__name__}"
             )
-        if self._closed:
+        if not self._state.takes_records:
             raise SessionClosedError(
                 f"session {self._id!r} is detached; it takes no more records "
                 f"(load it again from the store to continue it)"
@@ -131,9 +162,9 @@ class Session:
         self._records.append(stamped)
         self._snapshot = None
         self._updated = time.time()
-        if self._store is not None:
+        if self._on_append is not None:
             try:
-                self._store._appended(self, stamped)
+                self._on_append(self, stamped)
             except BaseException:
                 # Invariant: a record the store refused is not part of the session.
                 self._records.pop()
@@ -145,11 +176,8 @@ class Session:
         return SessionStatistics(
             records=len(self._records),
             flushed_seq=self._flushed_seq,
-            live=self._entered and not self._closed,
+            live=self._state is SessionState.LIVE,
         )
 
     def __repr__(self) -> str:
-        state = "live" if self._entered and not self._closed else "private"
-        if self._closed:
-            state = "detached"
-        return f"<Session {self._id} {state} records={len(self._records)}>"
+        return f"<Session {self._id} {self._state.value} records={len(self._records)}>"

@@ -21,6 +21,7 @@ import abc
 import builtins
 import contextlib
 import logging
+import weakref
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
@@ -47,11 +48,19 @@ from ._records import (
     UserMessage,
 )
 from ._session import Session
+from ._state import SessionState
 
 if TYPE_CHECKING:
     from ..kernel import Context
 
-__all__ = ["SessionInfo", "SessionStore", "StoreStatistics", "open_turns", "title_of"]
+__all__ = [
+    "SessionInfo",
+    "SessionStore",
+    "StoreStatistics",
+    "Stored",
+    "open_turns",
+    "title_of",
+]
 
 log = logging.getLogger("trio_agents")
 
@@ -100,6 +109,20 @@ class StoreStatistics:
     sync_batches: int
 
 
+@attrs.frozen
+class Stored:
+    """What a backend read of one stored session.
+
+    Attributes:
+        records: the stored records, in order.
+        note: what else the backend wants to know when the session is tracked (what a
+            resume must repair, say); the store hands it to ``_begin`` unread.
+    """
+
+    records: builtins.list[Record]
+    note: object = None
+
+
 def title_of(contents: Sequence[str]) -> str | None:
     """A one-line title from the first non-empty content, at most 60 characters."""
     for content in contents:
@@ -137,12 +160,26 @@ def open_turns(records: Sequence[Record]) -> list[str]:
     return list(started)
 
 
+@attrs.define(eq=False)
+class _Entry:
+    """The store's bookkeeping of one session it prepared or loaded."""
+
+    # Who may end the session (see SessionStore.enter), or None: anyone.
+    owner: object = None
+    announced: bool = False
+    # Set once a detach or an abandon began; fired when it is over.
+    ending: trio.Event | None = None
+    end_error: BaseException | None = None
+
+
 class SessionStore(abc.ABC):
     """The Service Definition of the ``sessions`` service; backends subclass it.
 
     A store object is a plugin: ``await ctx.plugin(store)`` starts it and provides it as
-    ``sessions``. Its public methods are the contract; the ``_``-prefixed abstract methods are
-    what a backend implements.
+    ``sessions``. Its public methods are the contract. The session's lifecycle is the
+    session's own (``Session.state``); the store moves it. A backend implements the
+    ``_``-prefixed abstract methods, keeps its own typed state per session (made in
+    ``_begin``), and reads only the public side of a session.
     """
 
     name: ClassVar[str] = "sessions"
@@ -152,6 +189,9 @@ class SessionStore(abc.ABC):
         self._running = False
         self._closing = False
         self._live: dict[str, Session] = {}
+        # Ids whose session is being entered: taken, though not live yet.
+        self._entering: set[str] = set()
+        self._entries: weakref.WeakKeyDictionary[Session, _Entry] = weakref.WeakKeyDictionary()
         self._write_batches = 0
         self._sync_batches = 0
 
@@ -195,9 +235,10 @@ class SessionStore(abc.ABC):
             SessionStoreClosedError: the store is not running.
         """
         self._check_open("prepare a session")
-        session = Session(new_session_id() if session_id is None else check_session_id(session_id))
-        session._store = self
-        self._track(session)
+        session_id = new_session_id() if session_id is None else check_session_id(session_id)
+        session = Session(session_id, on_append=self._appended)
+        self._entries[session] = _Entry()
+        self._begin(session, None)
         return session
 
     async def load(self, session_id: str) -> Session:
@@ -218,27 +259,30 @@ class SessionStore(abc.ABC):
         self._check_open("load a session")
         check_session_id(session_id)
         draining = self._live.get(session_id)
-        if draining is not None and draining._ending is not None:
-            # Its owner is gone and only the final flush remains: the id is free once it
-            # lands, so wait for it rather than refuse.
-            with contextlib.suppress(Exception):  # that flush's failure was its owner's
-                await self._join_end(draining)
+        if draining is not None:
+            entry = self._entries[draining]
+            if entry.ending is not None:
+                # Its owner is gone and only the final flush remains: the id is free once it
+                # lands, so wait for it rather than refuse.
+                with contextlib.suppress(Exception):  # that flush's failure was its owner's
+                    await self._join_end(entry)
         self._check_not_live(session_id)
-        records, note = await self._read(session_id)
-        session = Session(session_id, records)
-        session._store = self
-        session._loaded = True
-        session._flushed_seq = len(records) - 1
-        self._track(session, note)
-        for turn_id in open_turns(records):
+        stored = await self._read(session_id)
+        session = Session(session_id, stored.records, resumed=True, on_append=self._appended)
+        self._entries[session] = _Entry()
+        self._begin(session, stored)
+        for turn_id in open_turns(stored.records):
             session.append(TurnEnded(turn_id=turn_id, stop_reason=StopReason.INTERRUPTED))
         return session
 
-    def enter(self, session: Session, *, owner: object = None) -> None:
+    async def enter(self, session: Session, *, owner: object = None) -> None:
         """Publish ``session``: it becomes live, its records are written from now on.
 
         This is the authoritative duplicate check: of two sessions with one id, exactly one
-        enters. A new session never replaces a stored one: continue that with :meth:`load`.
+        enters (in this store, and for a shared backend across its workers). A new session
+        never replaces a stored one: continue that with :meth:`load`. The backend's part
+        runs shielded, so a cancelled caller never leaves the session half entered; when it
+        fails, the session is private again (abandon it, or enter it later).
 
         Args:
             session: a session this store prepared or loaded.
@@ -247,29 +291,42 @@ class SessionStore(abc.ABC):
                 observer holding the bare session cannot tear a live agent's session down).
 
         Raises:
-            SessionIdInUseError: a live session has this id.
+            SessionIdInUseError: a live session has this id (here, or in another worker of
+                a shared store).
             SessionExistsError: the session is new and a stored session has its id.
             SessionClosedError: the session was already abandoned or detached.
             SessionStoreClosedError: the store is not running.
         """
-        self._check_own(session)
+        entry = self._entry_of(session)
         self._check_open("enter a session")
-        if session._closed:
+        if not session.state.takes_records:
             raise SessionClosedError(
                 f"session {session.id!r} was abandoned or detached; prepare a new one"
             )
-        if self._live.get(session.id) is session:
+        if session.state is not SessionState.PRIVATE:
             raise SessionIdInUseError(f"session {session.id!r} is already entered")
         self._check_not_live(session.id)
-        if not session._loaded and self.is_stored(session.id):
-            raise SessionExistsError(
-                f"session {session.id!r} is already stored; resume it "
-                f"(ctx.agents.resume({session.id!r})), or delete it first"
-            )
-        self._entered(session)
+        self._entering.add(session.id)
+        session.advance(SessionState.ENTERING)
+        try:
+            with trio.CancelScope(shield=True):
+                if not session.resumed and await self.is_stored(session.id):
+                    raise SessionExistsError(
+                        f"session {session.id!r} is already stored; resume it "
+                        f"(ctx.agents.resume({session.id!r})), or delete it first"
+                    )
+                await self._enter(session)
+            # The store may have begun closing meanwhile: its close detaches only what is
+            # live, so publishing now would leave this session behind.
+            self._check_open("enter a session")
+        except BaseException:
+            session.advance(SessionState.PRIVATE)
+            raise
+        finally:
+            self._entering.discard(session.id)
+        session.advance(SessionState.LIVE)
+        entry.owner = owner
         self._live[session.id] = session
-        session._entered = True
-        session._owner = owner
 
     def announce(self, session: Session) -> None:
         """Emit ``SessionCreated`` for an entered session (once; repeats are ignored).
@@ -277,11 +334,11 @@ class SessionStore(abc.ABC):
         Raises:
             RuntimeError: the session is not live in this store.
         """
-        self._check_own(session)
+        entry = self._entry_of(session)
         if self._live.get(session.id) is not session:
             raise RuntimeError(f"session {session.id!r} is not live; enter() it before announce()")
-        if not session._announced:
-            session._announced = True
+        if not entry.announced:
+            entry.announced = True
             self._emit(SessionCreated(session_id=session.id))
 
     async def flush(self, session: Session) -> None:
@@ -295,17 +352,20 @@ class SessionStore(abc.ABC):
             SessionStoreClosedError: the backend stopped before it could write it (JSONL:
                 its writer task ended).
         """
-        self._check_own(session)
-        if session._ending is not None:
-            await self._join_end(session)
+        entry = self._entry_of(session)
+        if entry.ending is not None:
+            await self._join_end(entry)
             return
-        if not session._entered:
+        if session.state is not SessionState.LIVE:
             await trio.lowlevel.checkpoint()
             return
-        # Invariant: an entered session that is not ending is live, so the store is running
-        # (the store's close detaches every live session before it stops running).
-        await self._sync(session)
-        self._emit(SessionFlushed(session_id=session.id, seq=session._flushed_seq))
+        # Invariant: a live session that is not ending keeps the store running (the store's
+        # close detaches every live session before it stops running).
+        await self._flush_live(session)
+
+    async def _flush_live(self, session: Session) -> None:
+        seq = session.flushed(await self._sync(session))
+        self._emit(SessionFlushed(session_id=session.id, seq=seq))
 
     async def detach(self, session: Session, *, owner: object = None) -> None:
         """Flush ``session`` a final time (``SessionFlushed``), take it out of the store, emit
@@ -316,29 +376,27 @@ class SessionStore(abc.ABC):
 
         Raises:
             SessionInUseError: the session was entered with another ``owner`` (a live
-                agent's session: dispose the agent's handle instead).
+                agent's session: dispose the agent's handle instead), or is being entered.
             SessionWriteError: the final flush failed (the session is detached anyway).
         """
-        self._check_own(session)
-        self._check_owner(session, owner)
-        if session._ending is not None:
-            await self._join_end(session)
+        entry = self._entry_of(session)
+        self._check_owner(session, entry, owner)
+        if entry.ending is not None:
+            await self._join_end(entry)
             return
-        ending = session._ending = trio.Event()
-        session._closed = True
+        was_live = session.state is SessionState.LIVE
+        ending = entry.ending = trio.Event()
+        session.advance(SessionState.ENDING)
         try:
-            if session._entered:
+            if was_live:
                 with trio.CancelScope(shield=True):
-                    await self._sync(session)
-                self._emit(SessionFlushed(session_id=session.id, seq=session._flushed_seq))
+                    await self._flush_live(session)
         except BaseException as exc:
-            session._end_error = exc
+            entry.end_error = exc
             raise
         finally:
-            if self._live.get(session.id) is session:
-                del self._live[session.id]
-            self._forget(session)
-            if session._entered:
+            await self._end(session)
+            if was_live:
                 self._emit(SessionDisposed(session_id=session.id))
             ending.set()
 
@@ -350,28 +408,37 @@ class SessionStore(abc.ABC):
         if the session had been announced. Memoized like :meth:`detach`.
 
         Raises:
-            SessionInUseError: the session was entered with another ``owner``.
+            SessionInUseError: the session was entered with another ``owner``, or is being
+                entered.
         """
-        self._check_own(session)
-        self._check_owner(session, owner)
-        if session._ending is not None:
-            await self._join_end(session)
+        entry = self._entry_of(session)
+        self._check_owner(session, entry, owner)
+        if entry.ending is not None:
+            await self._join_end(entry)
             return
-        ending = session._ending = trio.Event()
-        session._closed = True
+        ending = entry.ending = trio.Event()
+        session.advance(SessionState.ENDING)
         try:
             if self._live.get(session.id) is session:
                 del self._live[session.id]
             with trio.CancelScope(shield=True):
                 await self._discard(session)
         except BaseException as exc:
-            session._end_error = exc
+            entry.end_error = exc
             raise
         finally:
-            self._forget(session)
-            if session._announced:
+            await self._end(session)
+            if entry.announced:
                 self._emit(SessionDisposed(session_id=session.id))
             ending.set()
+
+    async def _end(self, session: Session) -> None:
+        """The last step of a detach or an abandon: out of the store, released, ended."""
+        if self._live.get(session.id) is session:
+            del self._live[session.id]
+        with trio.CancelScope(shield=True):
+            await self._release(session)
+        session.advance(SessionState.ENDED)
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -393,14 +460,14 @@ class SessionStore(abc.ABC):
         infos = {info.id: info for info in await self._list_stored()}
         for session in self._live.values():
             stored = infos.get(session.id)
+            records = session.records
             infos[session.id] = SessionInfo(
                 id=session.id,
-                records=len(session._records),
-                updated=datetime.fromtimestamp(session._updated, UTC),
+                records=len(records),
+                updated=datetime.fromtimestamp(session.updated, UTC),
                 live=True,
-                title=_title_of_records(session._records)
-                or (stored.title if stored is not None else None),
-                cwd=_cwd_of_records(session._records),
+                title=_title_of_records(records) or (stored.title if stored is not None else None),
+                cwd=_cwd_of_records(records),
             )
         epoch = datetime.fromtimestamp(0, UTC)
         return sorted(infos.values(), key=lambda i: (i.updated or epoch, i.id), reverse=True)
@@ -415,7 +482,7 @@ class SessionStore(abc.ABC):
         """
         self._check_open("delete a session")
         check_session_id(session_id)
-        if session_id in self._live:
+        if session_id in self._live or session_id in self._entering:
             raise SessionInUseError(
                 f"session {session_id!r} is live; dispose the agent that uses it, then delete it"
             )
@@ -433,9 +500,9 @@ class SessionStore(abc.ABC):
     # -- shared internals ----------------------------------------------------------------------
 
     def _appended(self, session: Session, record: Record) -> None:
-        """Called by ``Session.append``; raising refuses the record."""
+        """The ``on_append`` of this store's sessions; raising refuses the record."""
         self._on_record(session, record)
-        if session._entered and not session._closed:
+        if session.state is SessionState.LIVE:
             self._emit(SessionAppended(session_id=session.id, record=record))
 
     def _check_open(self, what: str) -> None:
@@ -446,37 +513,43 @@ class SessionStore(abc.ABC):
                 f"'await ctx.plugin(store)' (or use the runtime's 'sessions' service)"
             )
 
-    def _check_own(self, session: Session) -> None:
+    def _entry_of(self, session: Session) -> _Entry:
         if not isinstance(session, Session):
             raise TypeError(f"expected a Session; got {type(session).__name__}")
-        if session._store is not self:
+        entry = self._entries.get(session)
+        if entry is None:
             raise ValueError(
                 f"session {session.id!r} belongs to another store; use the store that "
                 f"prepared or loaded it"
             )
+        return entry
 
-    def _check_owner(self, session: Session, owner: object) -> None:
-        if session._owner is not None and owner is not session._owner and not self._closing:
+    def _check_owner(self, session: Session, entry: _Entry, owner: object) -> None:
+        if session.state is SessionState.ENTERING:
+            raise SessionInUseError(
+                f"session {session.id!r} is being entered; end it once enter() has returned"
+            )
+        if entry.owner is not None and owner is not entry.owner and not self._closing:
             raise SessionInUseError(
                 f"session {session.id!r} belongs to a live agent; dispose the agent's handle "
                 f"(AgentHandle.dispose) to end it"
             )
 
     def _check_not_live(self, session_id: str) -> None:
-        if session_id in self._live:
+        if session_id in self._live or session_id in self._entering:
             raise SessionIdInUseError(
                 f"session id {session_id!r} is already live; choose another id, or detach "
                 f"the live session first"
             )
 
-    async def _join_end(self, session: Session) -> None:
-        assert session._ending is not None
-        if session._ending.is_set():
+    async def _join_end(self, entry: _Entry) -> None:
+        assert entry.ending is not None
+        if entry.ending.is_set():
             await trio.lowlevel.checkpoint()
         else:
-            await session._ending.wait()
-        if session._end_error is not None:
-            raise session._end_error
+            await entry.ending.wait()
+        if entry.end_error is not None:
+            raise entry.end_error
 
     # -- the backend ---------------------------------------------------------------------------
 
@@ -484,38 +557,45 @@ class SessionStore(abc.ABC):
         """Start the backend (its background tasks go on ``ctx``'s fiber)."""
 
     @abc.abstractmethod
-    def _track(self, session: Session, note: object = None) -> None:
-        """A session was prepared or loaded (``session._loaded`` says which); ``note`` is what
-        ``_read`` returned beside the records."""
+    def _begin(self, session: Session, stored: Stored | None) -> None:
+        """A session was prepared (``stored`` is ``None``) or loaded (``stored`` is what
+        ``_read`` returned): make the backend's state for it."""
 
     @abc.abstractmethod
     def _on_record(self, session: Session, record: Record) -> None:
-        """A record was appended to ``session`` (entered or not); raise to refuse it."""
+        """A record is being appended to ``session`` (private, entering or live); raise to
+        refuse it."""
 
     @abc.abstractmethod
-    def _entered(self, session: Session) -> None:
-        """``session`` is being published; from now on its records are written."""
+    async def _enter(self, session: Session) -> None:
+        """``session`` is being published (shielded); once this returns, it is live with no
+        checkpoint between, and its records are written from then on.
+
+        Raises:
+            SessionIdInUseError: another worker of a shared store holds the session.
+        """
 
     @abc.abstractmethod
-    async def _sync(self, session: Session) -> None:
-        """Make every record of ``session`` durable and update ``session._flushed_seq``."""
+    async def _sync(self, session: Session) -> int:
+        """Make every record of ``session`` durable; the last durable ``seq``."""
 
     @abc.abstractmethod
     async def _discard(self, session: Session) -> None:
         """Drop unwritten records; for a new session, remove what was persisted for it."""
 
     @abc.abstractmethod
-    def _forget(self, session: Session) -> None:
-        """``session`` ended (detached or abandoned): release what the backend holds for it."""
+    async def _release(self, session: Session) -> None:
+        """``session`` ended (detached or abandoned; runs shielded): release what the backend
+        holds for it. Never raises."""
 
     @abc.abstractmethod
-    def is_stored(self, session_id: str) -> bool:
+    async def is_stored(self, session_id: str) -> bool:
         """Whether a session with this id is stored (live or not)."""
 
     @abc.abstractmethod
-    async def _read(self, session_id: str) -> tuple[builtins.list[Record], object]:
-        """The stored records of ``session_id``, and a note for ``_track`` (what a resume
-        must repair, say); raises ``SessionNotFoundError``. Reading never writes."""
+    async def _read(self, session_id: str) -> Stored:
+        """The stored records of ``session_id`` (raises ``SessionNotFoundError``). Reading
+        never writes."""
 
     @abc.abstractmethod
     async def _remove(self, session_id: str) -> None:
