@@ -60,7 +60,7 @@ async def _agent_turns(agent: ta.Agent, turns: int) -> None:
         await agent.when_idle()
 
 
-async def flushed_turns(store: SessionStore[Any], agents: int, turns: int) -> float:
+async def flushed_turns(store: SessionStore, agents: int, turns: int) -> float:
     """Seconds for ``agents`` agents to take ``turns`` turns each, concurrently (the agents'
     creation is not timed)."""
     async with ta.open_runtime(store=store) as root:
@@ -73,7 +73,7 @@ async def flushed_turns(store: SessionStore[Any], agents: int, turns: int) -> fl
 
 
 @asynccontextmanager
-async def _applied(store: SessionStore[Any]) -> AsyncIterator[SessionStore[Any]]:
+async def _applied(store: SessionStore) -> AsyncIterator[SessionStore]:
     async with ta.open_runtime(store=store):
         yield store
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from trio_agents.session import JsonlStore, MemoryStore, SessionStore
+from trio_agents.session import JsonlStore, MemoryStore, PostgresStore, SessionStore
 
 #: A factory of store objects on one set of data.
 Factory = Callable[[], SessionStore]
@@ -32,7 +32,14 @@ def _jsonl(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
     return lambda: JsonlStore(tmp_path / "sessions")
 
 
+def _postgresql(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
+    # A fresh schema on the run's throwaway server (conftest's pg_dsn): one set of data.
+    dsn: str = request.getfixturevalue("pg_dsn")
+    return lambda: PostgresStore(dsn)
+
+
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Factory]] = {
     "memory": _memory,
     "jsonl": _jsonl,
+    "postgresql": _postgresql,
 }

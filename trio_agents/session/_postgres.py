@@ -33,6 +33,7 @@ import math
 import os
 import socket
 import uuid
+import weakref
 from collections.abc import Callable
 from datetime import UTC
 from functools import partial
@@ -193,7 +194,7 @@ class _Batch:
 
 
 @final
-class PostgresStore(SessionStore[_Row]):
+class PostgresStore(SessionStore):
     """A :class:`SessionStore` that keeps every session in one PostgreSQL database, shared by
     any number of worker processes (on any machines), one live owner per session at a time.
 
@@ -244,6 +245,7 @@ class PostgresStore(SessionStore[_Row]):
         self._connections = connections
         self._pool = _Pool(dsn, trio.CapacityLimiter(connections), self._lease)
         self._owner = ""
+        self._rows: weakref.WeakKeyDictionary[Session, _Row] = weakref.WeakKeyDictionary()
         # Invariant: both hold only sessions this store holds the lease of, not lost.
         self._dirty: dict[Session, None] = {}
         self._retry: dict[Session, None] = {}
@@ -425,15 +427,16 @@ class PostgresStore(SessionStore[_Row]):
 
     # -- the backend hooks -------------------------------------------------------------------
 
-    def _begin(self, session: Session, stored: Stored | None) -> _Row:
+    def _begin(self, session: Session, stored: Stored | None) -> None:
         if stored is None:
-            return _Row(resumed=False, stored=0)
-        state = _Row(resumed=True, stored=len(stored.records))
+            self._rows[session] = _Row(resumed=False, stored=0)
+            return
+        state = self._rows[session] = _Row(resumed=True, stored=len(stored.records))
         for record in stored.records:
             state.note(record)
-        return state
 
-    def _on_record(self, session: Session, state: _Row, record: Record) -> None:
+    def _on_record(self, session: Session, record: Record) -> None:
+        state = self._rows[session]
         # Invariant: what one backend refuses, every backend refuses.
         line = dump_record(record)
         state.pending.append(line)
@@ -442,7 +445,8 @@ class PostgresStore(SessionStore[_Row]):
             self._dirty[session] = None
             self._poke()
 
-    async def _enter(self, session: Session, state: _Row) -> None:
+    async def _enter(self, session: Session) -> None:
+        state = self._rows[session]
         take = partial(
             sql.take_lease,
             session_id=session.id,
@@ -457,7 +461,8 @@ class PostgresStore(SessionStore[_Row]):
             self._dirty[session] = None
             self._poke()
 
-    async def _sync(self, session: Session, state: _Row) -> int:
+    async def _sync(self, session: Session) -> int:
+        state = self._rows[session]
         if state.lost is not None:
             raise state.lost
         if not state.pending and not state.in_flight and session not in self._retry:
@@ -478,7 +483,8 @@ class PostgresStore(SessionStore[_Row]):
             raise batch.error
         return state.stored - 1
 
-    async def _discard(self, session: Session, state: _Row) -> None:
+    async def _discard(self, session: Session) -> None:
+        state = self._rows[session]
         state.pending.clear()
         self._dirty.pop(session, None)
         self._retry.pop(session, None)
@@ -491,7 +497,8 @@ class PostgresStore(SessionStore[_Row]):
         epoch, state.epoch = state.epoch, None
         await self._pool.run(sql.discard_session, session.id, self._owner, epoch)
 
-    async def _release(self, session: Session, state: _Row) -> None:
+    async def _release(self, session: Session) -> None:
+        state = self._rows[session]
         self._dirty.pop(session, None)
         self._retry.pop(session, None)
         if self._state_of(session) is state:
