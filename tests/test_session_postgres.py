@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import textwrap
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -196,6 +197,35 @@ async def test_a_release_that_fails_does_not_raise(
         assert s.get("s") is None
         assert await lease_of(pg_dsn, "s") == (s.owner, 1)
     assert "releasing the lease of session 's' failed" in caplog.text
+
+
+def test_without_psycopg_the_package_imports_and_the_store_names_the_extra() -> None:
+    """psycopg is optional: the package imports without it, and making a PostgresStore says
+    which extra to install."""
+    script = textwrap.dedent(
+        """
+        import sys
+
+        class NoPsycopg:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "psycopg":
+                    raise ImportError("no psycopg here")
+
+        sys.meta_path.insert(0, NoPsycopg())
+        import trio_agents.session as s
+        try:
+            s.PostgresStore("postgresql://db/agents")
+        except ImportError as exc:
+            print(exc)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == (
+        "PostgresStore needs psycopg 3; install the 'postgres' extra: "
+        "pip install 'trio-agents[postgres]'\n"
+    )
 
 
 def test_the_store_names_its_server() -> None:
