@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import attrs
+import pytest
 import trio
 import trio.testing
 from support import Tools
@@ -119,6 +122,31 @@ async def test_model_error_ends_the_turn_with_its_message() -> None:
         assert ended.stop_reason is StopReason.ERROR
         assert ended.error is not None
         assert "the endpoint said no" in ended.error
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+async def test_a_tool_result_the_session_refuses_ends_the_turn_naming_why(calls: int) -> None:
+    """A result that cannot be recorded ends the turn in error with that reason, however many
+    calls the step ran (not the name of the group that carried it)."""
+
+    @attrs.frozen
+    class NoParams:
+        pass
+
+    async def garbled(call: ag.ToolContext, params: NoParams) -> str:
+        return "a \ud800 b"
+
+    model = ScriptedModel([[CallTool("garbled") for _ in range(calls)], [Say("unreached")]])
+    async with ag.open_runtime(model=model) as root:
+        await root.plugin(Tools(ag.Tool("garbled", "Answers broken text.", NoParams, garbled)))
+        agent = (await root.agents.create()).agent
+        agent.prompt("x")
+        await agent.when_idle()
+        [ended] = records(agent, TurnEnded)
+        assert ended.stop_reason is StopReason.ERROR
+        assert ended.error is not None
+        assert re.match(r"UnstorableRecordError: ToolCallEnded .* lone surrogate", ended.error)
+        assert records(agent, AssistantMessage) == []
 
 
 async def test_turn_stops_after_max_steps() -> None:

@@ -91,6 +91,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.acp._serving": frozenset({"LATER", "Serving"}),
     "trio_agents.agent._approval": frozenset({"Approvals", "standing_answers"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
+    "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._compaction": frozenset({"compact_history", "fit_window"}),
     "trio_agents.agent._history": frozenset(
@@ -100,6 +101,8 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"CHARS_PER_TOKEN", "TOKENS_PER_MESSAGE", "ContextMeter", "estimate"}
     ),
     "trio_agents.agent._inbox": frozenset({"Inbox"}),
+    "trio_agents.agent._parts": frozenset({"AgentParts"}),
+    "trio_agents.agent._restore": frozenset({"restore"}),
     "trio_agents.agent._status": frozenset({"check_status"}),
     "trio_agents.session._state": frozenset({"check_session_state"}),
     "trio_agents.agent._tool_schema": frozenset(
@@ -112,7 +115,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.agent._tools": frozenset({"ToolFn", "ToolsPlugin", "tools_converter"}),
-    "trio_agents.agent._turn": frozenset({"run_turn"}),
+    "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.cancel._causes": frozenset({"check_cause"}),
     "trio_agents.cli._acp": frozenset({"acp"}),
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker"}),
@@ -207,11 +210,13 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.model._protocol": frozenset({"check_context_window"}),
+    "trio_agents.model._endpoint": frozenset({"Endpoint", "EndpointModel", "USER_AGENT"}),
     "trio_agents.model._retry": frozenset(
         {
             "Assembler",
             "Attempts",
             "DEFAULT_DEADLINE",
+            "Describe",
             "Failure",
             "StreamFailure",
             "StreamSettings",

@@ -17,45 +17,30 @@ Rules:
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
 import attrs
 import trio
 
-from ..cancel import (
-    CancelCause,
-    CauseScope,
-    DisposedCancel,
-    ParentCancel,
-    UserCancel,
-    current_cause,
-)
+from ..cancel import CancelCause, ParentCancel, UserCancel, current_cause
 from ..cancel._causes import check_cause
-from ..model import Model, ToolSpec
-from ..session import (
-    Compacted,
-    InboxSpliced,
-    ModelUsage,
-    Session,
-    SessionStore,
-    SessionWriteError,
-    TurnStarted,
-    UserMessage,
-)
+from ..model import Model
+from ..session import Compacted, InboxSpliced, Session, SessionStore
 from ..session._convert import check_recordable_cause
 from ._approval import Approvals, Approver
 from ._ask import AnswerFold
-from ._compaction import CompactionError, Compactor, SummarizingCompactor, compact_history
+from ._compact_job import CompactJob
+from ._compaction import CompactionError, Compactor, SummarizingCompactor
 from ._config import AgentConfig
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
-from ._history import History
-from ._inbox import Inbox, Lane, MessageId, QueuedMessage
-from ._meter import ContextMeter, ContextUsage
+from ._inbox import Lane, MessageId, QueuedMessage
+from ._meter import ContextUsage
+from ._parts import AgentParts
+from ._restore import restore
 from ._status import AgentStatus, check_status
-from ._turn import run_turn
+from ._turn import Turn
 from ._usage import AgentUsage
 
 if TYPE_CHECKING:
@@ -74,29 +59,6 @@ class AgentStatistics:
     turns: int
     running_turn: str | None
     children: tuple[str, ...]
-
-
-@final
-class _Turn:
-    __slots__ = ("id", "scope")
-
-    def __init__(self, turn_id: str) -> None:
-        self.id = turn_id
-        self.scope = CauseScope()
-
-
-@final
-class _CompactJob:
-    """One ``compact()`` call, queued for the loop."""
-
-    __slots__ = ("done", "error", "finished", "record", "turn")
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.finished = False
-        self.turn: _Turn | None = None
-        self.record: Compacted | None = None
-        self.error: BaseException | None = None
 
 
 _DEFAULT_COMPACTOR = SummarizingCompactor()
@@ -120,32 +82,42 @@ class Agent:
         approver: Approver | None = None,
     ) -> None:
         self.session = session
-        self.model = model
         self.parent = parent
         self._config = config
-        self._store = store
-        self._tools = tools
-        self._tool_names = frozenset(config.tools) if config.tools is not None else None
         self._emit = emit
         self._status = AgentStatus.IDLE
         self._closing = False
-        self._turn: _Turn | None = None
+        # The running work (a turn or a compaction), until it records its end.
+        self._work: Turn | CompactJob | None = None
         self._turns = 0
         self._wake = trio.Event()
-        self._changed = trio.Event()
+        # Made when someone first waits for the next change (a change nobody awaits costs
+        # no event).
+        self._changed: trio.Event | None = None
         self._done = trio.Event()
         self._children: dict[str, Agent] = {}
-        self._inbox, self._next_turn, self._usage = _restore(session)
-        self._history = History(config.instructions).update(session)
-        self._meter = ContextMeter()
+        self._inbox, self._next_turn, usage = restore(session)
         self._find_compactor = compactor
-        self._compact_jobs: list[_CompactJob] = []
+        self._parts = AgentParts(
+            caller=self,
+            session=session,
+            store=store,
+            model=model,
+            tools=tools,
+            allowed=frozenset(config.tools) if config.tools is not None else None,
+            emit=emit,
+            inbox=self._inbox,
+            usage=usage,
+            instructions=config.instructions,
+            max_steps=config.max_steps,
+            compactor=self._compactor,
+        )
+        self._history = self._parts.history  # the same object (tests read it)
+        self._compact_jobs: list[CompactJob] = []
         self._compactions = 0
         self._approvals = Approvals(
             ask=config.ask, approver=approver, records=session.records, append=session.append
         )
-        # The agent's view of the registry's specs: (the registry's tuple, the subset offered).
-        self._specs_seen: tuple[tuple[ToolSpec, ...], tuple[ToolSpec, ...]] | None = None
 
     # -- identity and state -----------------------------------------------------------------
 
@@ -153,6 +125,15 @@ class Agent:
     def id(self) -> str:
         """The agent's id, which is its session's id."""
         return self.session.id
+
+    @property
+    def model(self) -> Model:
+        """The model the agent's turns ask."""
+        return self._parts.model
+
+    @model.setter
+    def model(self, model: Model) -> None:
+        self._parts.model = model
 
     @property
     def config(self) -> AgentConfig:
@@ -191,7 +172,7 @@ class Agent:
     @property
     def usage(self) -> AgentUsage:
         """Token usage summed over every model request of the session, resumed ones too."""
-        return self._usage
+        return self._parts.usage
 
     @property
     def context_window(self) -> int | None:
@@ -202,8 +183,7 @@ class Agent:
     @property
     def context(self) -> ContextUsage:
         """The size of the next model request, against the window (see the token meter)."""
-        chars, messages = self._history.update(self.session).size()
-        return self._meter.usage(chars, messages, self._tool_specs, self.context_window)
+        return self._parts.context()
 
     async def compact(self) -> Compacted | None:
         """Compact the history now, with the ``compaction`` policy, between turns.
@@ -223,7 +203,7 @@ class Agent:
             raise AgentClosedError(
                 f"agent {self.id} is {self._status.value}; it cannot compact any more"
             )
-        job = _CompactJob()
+        job = CompactJob()
         self._compact_jobs.append(job)
         self._wake.set()
         self._notify()
@@ -232,8 +212,8 @@ class Agent:
         except BaseException:
             if job in self._compact_jobs:
                 self._compact_jobs.remove(job)
-            elif job.turn is not None and self._turn is job.turn:
-                job.turn.scope.cancel(current_cause() or UserCancel())
+            elif self._work is job:
+                job.abort(current_cause() or UserCancel())
             raise
         if job.error is not None:
             raise job.error
@@ -339,7 +319,7 @@ class Agent:
                     f"agent {self.id} was disposed before it answered {content!r}; a queued "
                     f"message stays in its session (resume the agent to run it)"
                 )
-            await self._changed.wait()
+            await self._change().wait()
 
     def _enqueue(self, lane: Lane, content: str, *, wake: bool) -> MessageId:
         if not isinstance(content, str):
@@ -413,7 +393,7 @@ class Agent:
                 self._record_removal(message, "cancelled")
             self._fail_jobs(CompactionError(f"compaction cancelled by {cause!r}", cause))
         if self._turn is not None:
-            self._turn.scope.cancel(cause)
+            self._turn.abort(cause)
         for child in list(self._children.values()):
             if child._has_work(keep_inbox):
                 child._cancel(ParentCancel(parent_id=self.id), keep_inbox)
@@ -426,7 +406,7 @@ class Agent:
         it returns once the cancelled turn has ended and been recorded.
         """
         while not self._quiescent():
-            await self._changed.wait()
+            await self._change().wait()
         await trio.lowlevel.checkpoint()
 
     def _quiescent(self) -> bool:
@@ -448,54 +428,39 @@ class Agent:
         self._emit(AgentStatusChanged(agent_id=self.id, old=old, new=new))
         self._notify()
 
+    def _change(self) -> trio.Event:
+        """The event the next change of state sets."""
+        changed = self._changed
+        if changed is None:
+            changed = self._changed = trio.Event()
+        return changed
+
     def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
-
-    def _claim(self, messages: list[QueuedMessage], turn_id: str) -> None:
-        for message in messages:
-            self.session.append(
-                UserMessage(message_id=message.id, content=message.content, turn_id=turn_id)
-            )
-
-    def _record_usage(self, record: ModelUsage) -> None:
-        self.session.append(record)
-        self._usage = self._usage.plus(record)
-        chars, messages = self._history.update(self.session).size()
-        self._meter.measured(record, chars, messages, self._tool_specs)
+        changed = self._changed
+        if changed is not None:
+            self._changed = None
+            changed.set()
 
     def _compactor(self) -> Compactor:
         found = self._find_compactor() if self._find_compactor is not None else None
         return found if found is not None else _DEFAULT_COMPACTOR
 
-    def _compacted(self) -> None:
-        """A ``Compacted`` record was appended: fold it, and start metering afresh."""
-        self._history.update(self.session)
-        self._meter.reset()
-
     def _fail_jobs(self, error: BaseException) -> None:
         for job in self._compact_jobs:
-            job.error = error
-            job.done.set()
+            job.fail(error)
         self._compact_jobs.clear()
 
-    def _turn_closing(self) -> None:
-        """The running turn left its cancel scope and is recording its end: a cancel from
-        now on has no turn to abort."""
-        self._turn = None
-
-    def _begin_turn(self) -> _Turn:
-        # Invariant: claiming and publishing the turn happen in one synchronous step.
-        turn = _Turn(f"t-{self._next_turn}")
-        self._next_turn += 1
-        self._turns += 1
-        self._turn = turn
-        return turn
+    @property
+    def _turn(self) -> Turn | CompactJob | None:
+        """The running work a cancel aborts: ``None`` once it is recording its end."""
+        work = self._work
+        return None if work is None or work.ending else work
 
     async def _loop(self) -> None:
         try:
             while not self._closing:
-                self._wake = trio.Event()
+                if self._wake.is_set():
+                    self._wake = trio.Event()
                 if self._compact_jobs:
                     self._set_status(AgentStatus.RUNNING)
                     await self._run_compaction(self._compact_jobs.pop(0))
@@ -512,27 +477,18 @@ class Agent:
             self._done.set()
             self._notify()
 
-    async def _run_compaction(self, job: _CompactJob) -> None:
+    async def _run_compaction(self, job: CompactJob) -> None:
         self._compactions += 1
-        turn = job.turn = self._turn = _Turn(f"compact-{self._compactions}")
+        self._work = job
         try:
-            with turn.scope:
-                job.record = await compact_history(self, self._compactor(), None)
-                job.finished = True
-            if turn.scope.cancelled_caught:
-                cause = DisposedCancel() if self._closing else turn.scope.cause
-                job.error = CompactionError(f"compaction cancelled by {cause!r}", cause)
-        except CompactionError as exc:  # compact_history wraps every failure of the policy
-            job.error = exc
+            await job.run(self._parts, f"compact-{self._compactions}")
         finally:
-            self._turn = None
-            if not job.finished and job.error is None:
-                job.error = CompactionError("compaction interrupted; the history is unchanged")
-            job.done.set()
+            self._work = None
+            job.settle()
             self._notify()
         if job.record is not None:
             with trio.CancelScope(shield=True):
-                await self._flush_quietly()
+                await self._parts.flush_quietly()
 
     def _claimable(self) -> bool:
         # Checked again after the status change: a listener of it may have cancelled the
@@ -540,19 +496,16 @@ class Agent:
         return self._inbox.wakeable
 
     async def _run_one_turn(self) -> None:
-        turn = self._begin_turn()
+        # Invariant: claiming and publishing the turn happen in one synchronous step.
+        turn = Turn(self._parts, f"t-{self._next_turn}", self._inbox.claim_turn())
+        self._next_turn += 1
+        self._turns += 1
+        self._work = turn
         try:
-            await run_turn(self, turn.id, turn.scope, self._inbox.claim_turn())
+            await turn.run()
         finally:
-            self._turn = None
+            self._work = None
             self._notify()
-
-    async def _flush_quietly(self) -> None:
-        """Flush at the end of a turn. A write failure does not stop the agent: the store
-        reports it (``SessionWriteFailed``, a log line), keeps the records queued and writes
-        them with the next flush; only the final flush of the teardown raises it."""
-        with contextlib.suppress(SessionWriteError):
-            await self._store.flush(self.session)
 
     async def _shutdown(self) -> None:
         """Stop the loop and await its exit and its flushes (first step of teardown)."""
@@ -560,57 +513,11 @@ class Agent:
             self._closing = True
             self._set_status(AgentStatus.DISPOSING)
         if self._turn is not None:
-            self._turn.scope.cancel(DisposedCancel())
+            self._turn.dispose()
         self._wake.set()
         await self._done.wait()
-        await self._store.flush(self.session)
+        await self._parts.flush()
 
     def _finish(self) -> None:
         if self._status is AgentStatus.DISPOSING:
             self._set_status(AgentStatus.DISPOSED)
-
-    @property
-    def _tool_specs(self) -> tuple[ToolSpec, ...]:
-        names = self._tool_names
-        specs = self._tools.specs(agent=self.id)
-        if names is None:
-            return specs
-        seen = self._specs_seen
-        # Invariant: the registry returns the same tuple until its tools change, so the
-        # identity check is the whole invalidation.
-        if seen is None or seen[0] is not specs:
-            seen = self._specs_seen = (specs, tuple(s for s in specs if s.name in names))
-        return seen[1]
-
-
-def _restore(session: Session) -> tuple[Inbox, int, AgentUsage]:
-    """Rebuild the pending inbox, the turn counter and the usage totals from the session's
-    records, in one pass."""
-    pending: dict[str, InboxSpliced] = {}
-    highest = 0
-    turns = 0
-    usage = AgentUsage()
-    for record in session.records:
-        if isinstance(record, InboxSpliced):
-            highest = max(highest, _number(record.message_id))
-            if record.op == "add":
-                pending[record.message_id] = record
-            else:
-                pending.pop(record.message_id, None)
-        elif isinstance(record, UserMessage):
-            pending.pop(record.message_id, None)
-        elif isinstance(record, TurnStarted):
-            turns = max(turns, _number(record.turn_id))
-        elif isinstance(record, ModelUsage):
-            usage = usage.plus(record)
-    inbox = Inbox(next_number=highest + 1)
-    for record in pending.values():
-        inbox.add(
-            record.lane, record.content or "", wake=record.wake, id=MessageId(record.message_id)
-        )
-    return inbox, turns + 1, usage
-
-
-def _number(ident: str) -> int:
-    _, _, digits = ident.partition("-")
-    return int(digits) if digits.isdigit() else 0

@@ -56,7 +56,7 @@ from ._keys import COMPACTION
 from ._meter import CHARS_PER_TOKEN, ContextUsage, estimate
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from ._parts import AgentParts
 
 __all__ = [
     "Compaction",
@@ -294,26 +294,26 @@ class CompactionPlugin:
         ctx.provide(COMPACTION, self.compactor)
 
 
-async def fit_window(agent: Agent, turn_id: str) -> None:
-    """Compact ``agent``'s history first if its next request is due for it (in the turn)."""
-    compactor = agent._compactor()
-    if compactor.due(agent.context):
-        await compact_history(agent, compactor, turn_id)
+async def fit_window(parts: AgentParts, turn_id: str) -> None:
+    """Compact the agent's history first if its next request is due for it (in the turn)."""
+    compactor = parts.compactor()
+    if compactor.due(parts.context()):
+        await compact_history(parts, compactor, turn_id)
 
 
 async def compact_history(
-    agent: Agent, compactor: Compactor, turn_id: str | None
+    parts: AgentParts, compactor: Compactor, turn_id: str | None
 ) -> Compacted | None:
     """Ask ``compactor`` and record its answer; the history is unchanged unless it returns.
 
     Raises:
         CompactionError: the policy failed or answered a cut that is not a turn start.
     """
-    history = agent._history.update(agent.session)
-    before = agent.context
+    history = parts.history.update(parts.session)
+    before = parts.context()
     request = CompactionRequest(
-        agent_id=agent.id,
-        model=agent.model,
+        agent_id=parts.id,
+        model=parts.model,
         messages=history.messages(),
         system=history.system,
         turns=history.marks(),
@@ -339,11 +339,11 @@ async def compact_history(
         )
     draft = Compacted(summary=answer.summary, kept_from_seq=answer.kept_from_seq)
     chars, count = history.size_after(draft)
-    after = agent._meter.estimated(chars, count, agent._tool_specs)
+    after = parts.meter.estimated(chars, count, parts.tool_specs())
     # Invariant: no checkpoint from the policy's answer to the append: a cancel either comes
     # before (nothing changed) or finds the compaction recorded.
-    record = agent.session.append(
+    record = parts.session.append(
         attrs.evolve(draft, turn_id=turn_id, tokens_before=before.tokens, tokens_after=after)
     )
-    agent._compacted()
+    parts.compacted()
     return record

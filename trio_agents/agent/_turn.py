@@ -1,23 +1,24 @@
-"""The turn driver: steps of model request, streamed output and concurrent tool calls.
+"""One turn: steps of model request, streamed output and concurrent tool calls.
 
 Rules:
 - A turn is ``TurnStarted`` → steps → ``TurnEnded``; ``TurnEnded`` is written and flushed on
   every path (completed, cancelled, error, max steps), shielded from cancellation.
-- Each step claims the next-step lane, compacts the history first when the request would
-  not fit the policy's share of the window (``_compaction.fit_window``), asks the model with
-  the history rebuilt from the session's records, records what the model said, and runs the
-  tool calls it asked for concurrently inside the turn's cancel scope.
+- Each step records the messages it claimed (the turn's own, then the next-step lane's),
+  compacts the history first when the request would not fit the policy's share of the
+  window (``_compaction.fit_window``), asks the model with the history rebuilt from the
+  session's records, records what the model said, and runs the tool calls it asked for
+  concurrently inside the turn's cancel scope.
 - A tool call cancelled before it began is recorded ``started=False`` (no side effects); one
   cancelled while running is ``started=True`` (side effects possible).
 - Stop reason of a cancelled turn: ``blocked`` for a :class:`HookCancel`, else ``cancelled``;
-  the cause is ``DisposedCancel`` whenever the agent is being disposed.
+  the cause is ``DisposedCancel`` whenever the agent is being disposed (:meth:`Turn.dispose`).
+- A :class:`Turn` reaches its agent through :class:`AgentParts` only.
 """
 
 from __future__ import annotations
 
 import logging
-from contextlib import aclosing
-from typing import TYPE_CHECKING
+from typing import final
 
 import trio
 
@@ -31,212 +32,241 @@ from ..session import (
     ToolCallEnded,
     TurnEnded,
     TurnStarted,
+    UserMessage,
 )
 from ._compaction import CompactionError, fit_window
 from ._events import AgentOutput
 from ._inbox import QueuedMessage
+from ._parts import AgentParts
 from ._tools import ToolResult
 
-if TYPE_CHECKING:
-    from ._agent import Agent
-
-__all__ = ["run_turn"]
+__all__ = ["Turn"]
 
 log = logging.getLogger("trio_agents")
 
 
-async def run_turn(
-    agent: Agent, turn_id: str, scope: CauseScope, claimed: list[QueuedMessage]
-) -> None:
-    """Run one turn of ``agent`` to its recorded end."""
-    session = agent.session
-    # Invariant: no checkpoint before the claimed messages are recorded (see Agent.cancel).
-    session.append(TurnStarted(turn_id=turn_id))
-    agent._claim(claimed, turn_id)
-    stop = StopReason.COMPLETED
-    error: str | None = None
-    cause: CancelCause | None = None
-    open_calls: dict[str, ToolCallRequested] = {}
-    started: set[str] = set()
-    try:
-        with scope:
-            stop = await _steps(agent, turn_id, scope, open_calls, started)
-        if scope.cancelled_caught:
-            cause = scope.cause
-    except (ModelError, CompactionError) as exc:
-        stop, error = StopReason.ERROR, str(exc)
-    except Exception as exc:
-        log.exception("turn %s of agent %s failed", turn_id, agent.id)
-        stop, error = StopReason.ERROR, f"{type(exc).__name__}: {exc}"
-    except BaseException as exc:
-        # Not the turn's own failure but the process's (an outer cancellation, a
-        # KeyboardInterrupt): close the turn durably, then let it propagate.
-        leaf = _first_leaf(exc)
-        if isinstance(leaf, trio.Cancelled):
-            cause = DisposedCancel() if agent._closing else current_cause()
-            stop = _classify(agent, cause)
-        else:
-            stop, error = StopReason.ERROR, f"interrupted by {type(leaf).__name__}"
+@final
+class Turn:
+    """One turn of an agent, from its ``TurnStarted`` to its recorded end.
+
+    Attributes:
+        id: the turn's id (``t-1``, ``t-2``, ...).
+        scope: the turn's cancel scope; its tools see it as ``ctx.scope``.
+        ending: the turn left its cancel scope and is recording its end, so a cancel from
+            now on has nothing to abort.
+    """
+
+    __slots__ = ("_claimed", "_disposed", "_open", "_parts", "_started", "ending", "id", "scope")
+
+    def __init__(self, parts: AgentParts, turn_id: str, claimed: list[QueuedMessage]) -> None:
+        self.id = turn_id
+        self.scope = CauseScope()
+        self.ending = False
+        self._parts = parts
+        self._claimed = claimed
+        self._disposed = False
+        # The tool calls asked for and not answered yet, and those of them that began.
+        self._open: dict[str, ToolCallRequested] = {}
+        self._started: set[str] = set()
+
+    def abort(self, cause: CancelCause) -> None:
+        """Cancel the turn with ``cause`` (the first cause given is the one recorded)."""
+        self.scope.cancel(cause)
+
+    def dispose(self) -> None:
+        """Cancel the turn because its agent is being disposed: it ends with that cause."""
+        self._disposed = True
+        self.scope.cancel(DisposedCancel())
+
+    async def run(self) -> None:
+        """Run the turn to its recorded end; a process-level exception propagates after it."""
+        # Invariant: no checkpoint before the claimed messages are recorded (see Agent.cancel).
+        self._parts.session.append(TurnStarted(turn_id=self.id))
+        self._record_claimed(self._claimed)
+        stop = StopReason.COMPLETED
+        error: str | None = None
+        cause: CancelCause | None = None
+        scope = self.scope
+        try:
+            with scope:
+                stop = await self._steps()
+            if scope.cancelled_caught:
+                cause = scope.cause
+        except (ModelError, CompactionError) as exc:
+            stop, error = StopReason.ERROR, str(exc)
+        except Exception as exc:
+            log.exception("turn %s of agent %s failed", self.id, self._parts.id)
+            # The failure itself, not the group a nursery of tool calls wraps it in.
+            leaf = _first_leaf(exc)
+            stop, error = StopReason.ERROR, f"{type(leaf).__name__}: {leaf}"
+        except BaseException as exc:
+            # Not the turn's own failure but the process's (an outer cancellation, a
+            # KeyboardInterrupt): close the turn durably, then let it propagate.
+            leaf = _first_leaf(exc)
+            if isinstance(leaf, trio.Cancelled):
+                cause = DisposedCancel() if self._disposed else current_cause()
+                stop = self._stop_reason(cause)
+            else:
+                stop, error = StopReason.ERROR, f"interrupted by {type(leaf).__name__}"
+            with trio.CancelScope(shield=True):
+                await self._end(stop, error, cause)
+            raise
+        if cause is not None or scope.cancelled_caught:
+            cause = DisposedCancel() if self._disposed else cause
+            stop = self._stop_reason(cause)
         with trio.CancelScope(shield=True):
-            await _close(agent, turn_id, stop, error, cause, open_calls, started)
-        raise
-    if cause is not None or scope.cancelled_caught:
-        cause = DisposedCancel() if agent._closing else cause
-        stop = _classify(agent, cause)
-    with trio.CancelScope(shield=True):
-        await _close(agent, turn_id, stop, error, cause, open_calls, started)
+            await self._end(stop, error, cause)
+
+    def _record_claimed(self, messages: list[QueuedMessage]) -> None:
+        """Record the messages this turn took from the inbox as its user messages."""
+        append = self._parts.session.append
+        for message in messages:
+            append(UserMessage(message_id=message.id, content=message.content, turn_id=self.id))
+
+    def _stop_reason(self, cause: CancelCause | None) -> StopReason:
+        if isinstance(cause, HookCancel) and not self._disposed:
+            return StopReason.BLOCKED
+        return StopReason.CANCELLED
+
+    async def _end(self, stop: StopReason, error: str | None, cause: CancelCause | None) -> None:
+        self.ending = True
+        append = self._parts.session.append
+        for call_id, call in self._open.items():
+            ran = call_id in self._started
+            append(
+                ToolCallEnded(
+                    turn_id=self.id,
+                    call_id=call_id,
+                    name=call.name,
+                    content=(
+                        "cancelled while running (it may have had effects)"
+                        if ran
+                        else "cancelled before it started"
+                    ),
+                    is_error=True,
+                    started=ran,
+                )
+            )
+        self._open.clear()
+        append(TurnEnded(turn_id=self.id, stop_reason=stop, cause=cause, error=error))
+        await self._parts.flush_quietly()
+
+    async def _steps(self) -> StopReason:
+        parts = self._parts
+        for step in range(parts.max_steps):
+            if step > 0:
+                self._record_claimed(parts.inbox.claim_step())
+            await fit_window(parts, self.id)
+            calls = await self._ask_model()
+            if calls:
+                await self._call_tools(calls)
+                continue
+            if parts.inbox.has_step_input:
+                continue
+            return StopReason.COMPLETED
+        return StopReason.MAX_STEPS
+
+    async def _ask_model(self) -> list[ToolCallRequested]:
+        """One model request: stream its text out, record what it said; the calls it asked
+        for (recorded, and open until answered)."""
+        parts = self._parts
+        session = parts.session
+        request = ModelRequest(
+            messages=parts.history.update(session).messages(), tools=parts.tool_specs()
+        )
+        text: list[str] = []
+        calls: list[ToolCallRequested] = []
+        finished: Finished | None = None
+        streamed = False
+        stream = parts.model.stream(request)
+        try:
+            try:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        text.append(event.text)
+                        parts.emit(AgentOutput(agent_id=parts.id, turn_id=self.id, text=event.text))
+                    elif isinstance(event, ToolCallRequested):
+                        calls.append(event)
+                    elif isinstance(event, Finished):
+                        finished = event
+                        break
+            finally:
+                await stream.aclose()  # what contextlib.aclosing does, without its object
+            streamed = True
+        finally:
+            # What was streamed to the user is kept, also when the stream was cut: the
+            # session holds what the user saw (no checkpoint here, so a cancel cannot lose it).
+            if text:
+                session.append(
+                    AssistantMessage(
+                        turn_id=self.id, content="".join(text), interrupted=not streamed
+                    )
+                )
+        if finished is not None:
+            parts.record_usage(
+                ModelUsage(
+                    turn_id=self.id,
+                    input_tokens=finished.usage.input_tokens,
+                    output_tokens=finished.usage.output_tokens,
+                )
+            )
+        for call in calls:
+            session.append(
+                ToolCall(
+                    turn_id=self.id,
+                    call_id=call.call_id,
+                    name=call.name,
+                    arguments=dict(call.arguments),
+                )
+            )
+            self._open[call.call_id] = call
+        return calls
+
+    async def _call_tools(self, calls: list[ToolCallRequested]) -> None:
+        if len(calls) == 1:
+            # One call runs in the turn's own task, inside the same cancel scope: a nursery
+            # and a task would only add cost (the call is recorded, and cancels, the same).
+            await self._call_tool(calls[0])
+            return
+        async with trio.open_nursery() as nursery:
+            for call in calls:
+                nursery.start_soon(self._call_tool, call)
+
+    async def _call_tool(self, call: ToolCallRequested) -> None:
+        if self.scope.cancel_called:
+            return  # recorded as not started when the turn ends
+        parts = self._parts
+        allowed = parts.allowed
+        if allowed is not None and call.name not in allowed:
+            result = ToolResult(
+                content=f"tool {call.name!r} is not available to this agent; "
+                f"available: {', '.join(sorted(allowed)) or 'none'}",
+                is_error=True,
+                started=False,
+            )
+        else:
+            result = await parts.tools.invoke(
+                call.name,
+                call.arguments,
+                parts.caller,
+                call_id=call.call_id,
+                scope=self.scope,
+                on_start=lambda: self._started.add(call.call_id),
+            )
+        self._open.pop(call.call_id, None)
+        parts.session.append(
+            ToolCallEnded(
+                turn_id=self.id,
+                call_id=call.call_id,
+                name=call.name,
+                content=result.content,
+                is_error=result.is_error,
+                started=result.started,
+            )
+        )
 
 
 def _first_leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
-
-
-def _classify(agent: Agent, cause: CancelCause | None) -> StopReason:
-    if isinstance(cause, HookCancel) and not agent._closing:
-        return StopReason.BLOCKED
-    return StopReason.CANCELLED
-
-
-async def _close(
-    agent: Agent,
-    turn_id: str,
-    stop: StopReason,
-    error: str | None,
-    cause: CancelCause | None,
-    open_calls: dict[str, ToolCallRequested],
-    started: set[str],
-) -> None:
-    agent._turn_closing()
-    for call_id, call in open_calls.items():
-        ran = call_id in started
-        agent.session.append(
-            ToolCallEnded(
-                turn_id=turn_id,
-                call_id=call_id,
-                name=call.name,
-                content=(
-                    "cancelled while running (it may have had effects)"
-                    if ran
-                    else "cancelled before it started"
-                ),
-                is_error=True,
-                started=ran,
-            )
-        )
-    open_calls.clear()
-    agent.session.append(TurnEnded(turn_id=turn_id, stop_reason=stop, cause=cause, error=error))
-    await agent._flush_quietly()
-
-
-async def _steps(
-    agent: Agent,
-    turn_id: str,
-    scope: CauseScope,
-    open_calls: dict[str, ToolCallRequested],
-    started: set[str],
-) -> StopReason:
-    for step in range(agent.max_steps):
-        if step > 0:
-            agent._claim(agent._inbox.claim_step(), turn_id)
-        await fit_window(agent, turn_id)
-        request = ModelRequest(
-            messages=agent._history.update(agent.session).messages(),
-            tools=agent._tool_specs,
-        )
-        text: list[str] = []
-        calls: list[ToolCallRequested] = []
-        finished: Finished | None = None
-        streamed = False
-        try:
-            async with aclosing(agent.model.stream(request)) as stream:
-                async for event in stream:
-                    if isinstance(event, TextDelta):
-                        text.append(event.text)
-                        agent._emit(
-                            AgentOutput(agent_id=agent.id, turn_id=turn_id, text=event.text)
-                        )
-                    elif isinstance(event, ToolCallRequested):
-                        calls.append(event)
-                    elif isinstance(event, Finished):
-                        finished = event
-                        break
-            streamed = True
-        finally:
-            # What was streamed to the user is kept, also when the stream was cut: the
-            # session holds what the user saw (no checkpoint here, so a cancel cannot lose it).
-            if text:
-                agent.session.append(
-                    AssistantMessage(
-                        turn_id=turn_id, content="".join(text), interrupted=not streamed
-                    )
-                )
-        if finished is not None:
-            agent._record_usage(_usage_record(turn_id, finished))
-        for call in calls:
-            agent.session.append(
-                ToolCall(
-                    turn_id=turn_id,
-                    call_id=call.call_id,
-                    name=call.name,
-                    arguments=dict(call.arguments),
-                )
-            )
-            open_calls[call.call_id] = call
-        if calls:
-            async with trio.open_nursery() as nursery:
-                for call in calls:
-                    nursery.start_soon(_call_tool, agent, turn_id, scope, call, open_calls, started)
-            continue
-        if agent._inbox.has_step_input:
-            continue
-        return StopReason.COMPLETED
-    return StopReason.MAX_STEPS
-
-
-def _usage_record(turn_id: str, finished: Finished) -> ModelUsage:
-    return ModelUsage(
-        turn_id=turn_id,
-        input_tokens=finished.usage.input_tokens,
-        output_tokens=finished.usage.output_tokens,
-    )
-
-
-async def _call_tool(
-    agent: Agent,
-    turn_id: str,
-    scope: CauseScope,
-    call: ToolCallRequested,
-    open_calls: dict[str, ToolCallRequested],
-    started: set[str],
-) -> None:
-    if scope.cancel_called:
-        return  # recorded as not started when the turn closes
-    if agent._tool_names is not None and call.name not in agent._tool_names:
-        result = ToolResult(
-            content=f"tool {call.name!r} is not available to this agent; "
-            f"available: {', '.join(sorted(agent._tool_names)) or 'none'}",
-            is_error=True,
-            started=False,
-        )
-    else:
-        result = await agent._tools.invoke(
-            call.name,
-            call.arguments,
-            agent,
-            call_id=call.call_id,
-            scope=scope,
-            on_start=lambda: started.add(call.call_id),
-        )
-    open_calls.pop(call.call_id, None)
-    agent.session.append(
-        ToolCallEnded(
-            turn_id=turn_id,
-            call_id=call.call_id,
-            name=call.name,
-            content=result.content,
-            is_error=result.is_error,
-            started=result.started,
-        )
-    )

@@ -19,7 +19,6 @@ Rules:
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import final
@@ -28,10 +27,10 @@ import httpx
 import trio
 
 from ._anthropic_wire import EventAssembler, describe_failure, request_body
-from ._errors import ModelError
+from ._endpoint import Endpoint, EndpointModel
 from ._messages import ModelRequest
 from ._protocol import check_context_window
-from ._retry import DEFAULT_DEADLINE, Attempts, Failure, StreamSettings
+from ._retry import DEFAULT_DEADLINE, Failure, StreamSettings
 from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_number, spec_params
 from ._sse import DEFAULT_MAX_LINE
 from ._stream import ModelEvent
@@ -41,11 +40,10 @@ __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "AnthropicModel", "anthropic_from_
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: The ``anthropic-version`` header: the Messages API version this wire format follows.
 API_VERSION = "2023-06-01"
-_USER_AGENT = "trio-agents"
 
 
 @final
-class AnthropicModel:
+class AnthropicModel(EndpointModel):
     """A Claude model served by the Anthropic Messages API (``/v1/messages``).
 
     Args:
@@ -73,7 +71,7 @@ class AnthropicModel:
             below 1.
     """
 
-    __slots__ = ("_api_key", "_attempts", "_base_url", "_max_tokens", "context_window", "name")
+    __slots__ = ("_max_tokens", "context_window", "name")
 
     def __init__(
         self,
@@ -96,29 +94,18 @@ class AnthropicModel:
         settings = StreamSettings(timeout, deadline, max_line, max_retries)
         self.name = model
         self.context_window = check_context_window(context_window)
-        url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-        self._base_url = url.rstrip("/")
-        self._api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         self._max_tokens = max_tokens
-        self._attempts = Attempts(
-            self.url,
+        self._endpoint = Endpoint(
+            prefix="ANTHROPIC",
+            default_base_url=DEFAULT_BASE_URL,
+            path="/v1/messages",
+            base_url=base_url,
+            api_key=api_key,
             settings=settings,
-            base_url=self._base_url,
             http_client=http_client,
             describe=self._describe,
-            assembler=lambda: EventAssembler(self.url),
-            endpoint_variable="ANTHROPIC_BASE_URL",
+            assembler=EventAssembler,
         )
-
-    @property
-    def base_url(self) -> str:
-        """The API root requests go to (without a trailing slash)."""
-        return self._base_url
-
-    @property
-    def url(self) -> str:
-        """The endpoint every request is posted to."""
-        return f"{self._base_url}/v1/messages"
 
     @property
     def max_tokens(self) -> int:
@@ -129,7 +116,7 @@ class AnthropicModel:
         return describe_failure(status, content, headers, url=self.url, model=self.name)
 
     def __repr__(self) -> str:
-        return f"<AnthropicModel {self.name!r} at {self._base_url}>"
+        return f"<AnthropicModel {self.name!r} at {self.base_url}>"
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """Stream the answer to ``request``. See the module rules.
@@ -139,17 +126,13 @@ class AnthropicModel:
                 refuses the request or is overloaded, or the stream breaks off.
         """
         await trio.lowlevel.checkpoint()
-        if not self._api_key and self._base_url == DEFAULT_BASE_URL:
-            raise ModelError("ANTHROPIC_API_KEY is not set; export it or pass api_key=")
+        endpoint = self._endpoint
+        endpoint.check_key()
         body = request_body(self.name, request, max_tokens=self._max_tokens)
-        headers = {
-            "accept": "text/event-stream",
-            "anthropic-version": API_VERSION,
-            "user-agent": _USER_AGENT,
-        }
-        if self._api_key:
-            headers["x-api-key"] = self._api_key
-        async with aclosing(self._attempts.stream(body, headers)) as events:
+        headers = {"accept": "text/event-stream", "anthropic-version": API_VERSION}
+        if endpoint.api_key:
+            headers["x-api-key"] = endpoint.api_key
+        async with aclosing(endpoint.stream(body, headers)) as events:
             async for event in events:
                 yield event
 

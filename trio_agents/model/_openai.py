@@ -18,7 +18,6 @@ Rules:
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import final
@@ -26,11 +25,11 @@ from typing import final
 import httpx
 import trio
 
-from ._errors import ModelError
+from ._endpoint import Endpoint, EndpointModel
 from ._messages import ModelRequest
 from ._openai_wire import ChunkAssembler, describe_failure, request_body
 from ._protocol import check_context_window
-from ._retry import DEFAULT_DEADLINE, Attempts, Failure, StreamSettings
+from ._retry import DEFAULT_DEADLINE, Failure, StreamSettings
 from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_params
 from ._sse import DEFAULT_MAX_LINE
 from ._stream import ModelEvent
@@ -38,11 +37,10 @@ from ._stream import ModelEvent
 __all__ = ["DEFAULT_BASE_URL", "OpenAIChatModel", "openai_from_spec"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_USER_AGENT = "trio-agents"
 
 
 @final
-class OpenAIChatModel:
+class OpenAIChatModel(EndpointModel):
     """A model served by an OpenAI-compatible ``/chat/completions`` endpoint.
 
     Args:
@@ -68,7 +66,7 @@ class OpenAIChatModel:
             ``max_retries`` is negative, or ``context_window`` is below 1.
     """
 
-    __slots__ = ("_api_key", "_attempts", "_base_url", "context_window", "name")
+    __slots__ = ("context_window", "name")
 
     def __init__(
         self,
@@ -88,34 +86,23 @@ class OpenAIChatModel:
         settings = StreamSettings(timeout, deadline, max_line, max_retries)
         self.name = model
         self.context_window = check_context_window(context_window)
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        self._base_url = url.rstrip("/")
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self._attempts = Attempts(
-            self.url,
+        self._endpoint = Endpoint(
+            prefix="OPENAI",
+            default_base_url=DEFAULT_BASE_URL,
+            path="/chat/completions",
+            base_url=base_url,
+            api_key=api_key,
             settings=settings,
-            base_url=self._base_url,
             http_client=http_client,
             describe=self._describe,
-            assembler=lambda: ChunkAssembler(self.url),
-            endpoint_variable="OPENAI_BASE_URL",
+            assembler=ChunkAssembler,
         )
-
-    @property
-    def base_url(self) -> str:
-        """The API root requests go to (without a trailing slash)."""
-        return self._base_url
-
-    @property
-    def url(self) -> str:
-        """The endpoint every request is posted to."""
-        return f"{self._base_url}/chat/completions"
 
     def _describe(self, status: int, content: bytes, headers: Mapping[str, str]) -> Failure:
         return describe_failure(status, content, url=self.url, model=self.name)
 
     def __repr__(self) -> str:
-        return f"<OpenAIChatModel {self.name!r} at {self._base_url}>"
+        return f"<OpenAIChatModel {self.name!r} at {self.base_url}>"
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """Stream the answer to ``request``. See the module rules.
@@ -125,13 +112,12 @@ class OpenAIChatModel:
                 refuses the request, or the stream breaks off.
         """
         await trio.lowlevel.checkpoint()
-        if not self._api_key and self._base_url == DEFAULT_BASE_URL.rstrip("/"):
-            raise ModelError("OPENAI_API_KEY is not set; export it or pass api_key=")
-        body = request_body(self.name, request)
-        headers = {"accept": "text/event-stream", "user-agent": _USER_AGENT}
-        if self._api_key:
-            headers["authorization"] = f"Bearer {self._api_key}"
-        async with aclosing(self._attempts.stream(body, headers)) as events:
+        endpoint = self._endpoint
+        endpoint.check_key()
+        headers = {"accept": "text/event-stream"}
+        if endpoint.api_key:
+            headers["authorization"] = f"Bearer {endpoint.api_key}"
+        async with aclosing(endpoint.stream(request_body(self.name, request), headers)) as events:
             async for event in events:
                 yield event
 

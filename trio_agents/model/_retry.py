@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_DEADLINE",
     "Assembler",
     "Attempts",
+    "Describe",
     "Failure",
     "StreamFailure",
     "StreamSettings",

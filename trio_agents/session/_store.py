@@ -22,7 +22,7 @@ import builtins
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
 
@@ -379,26 +379,11 @@ class SessionStore(abc.ABC):
                 agent's session: dispose the agent's handle instead), or is being entered.
             SessionWriteError: the final flush failed (the session is detached anyway).
         """
-        entry = self._entry_of(session)
-        self._check_owner(session, entry, owner)
-        if entry.ending is not None:
-            await self._join_end(entry)
-            return
-        was_live = session.state is SessionState.LIVE
-        ending = entry.ending = trio.Event()
-        session.advance(SessionState.ENDING)
-        try:
-            if was_live:
-                with trio.CancelScope(shield=True):
-                    await self._flush_live(session)
-        except BaseException as exc:
-            entry.end_error = exc
-            raise
-        finally:
-            await self._end(session)
-            if was_live:
-                self._emit(SessionDisposed(session_id=session.id))
-            ending.set()
+        await self._run_end(session, owner, self._final_flush, by_announce=False)
+
+    async def _final_flush(self, session: Session, was_live: bool) -> None:
+        if was_live:
+            await self._flush_live(session)
 
     async def abandon(self, session: Session, *, owner: object = None) -> None:
         """Roll back a failed creation of ``session``.
@@ -411,24 +396,41 @@ class SessionStore(abc.ABC):
             SessionInUseError: the session was entered with another ``owner``, or is being
                 entered.
         """
+        await self._run_end(session, owner, self._roll_back, by_announce=True)
+
+    async def _roll_back(self, session: Session, was_live: bool) -> None:
+        if self._live.get(session.id) is session:
+            del self._live[session.id]
+        await self._discard(session)
+
+    async def _run_end(
+        self,
+        session: Session,
+        owner: object,
+        step: Callable[[Session, bool], Awaitable[None]],
+        *,
+        by_announce: bool,
+    ) -> None:
+        """Run one memoized end of ``session`` (a detach or an abandon): ``step`` shielded,
+        then out of the store, released, ended; ``SessionDisposed`` if the session was live
+        (``by_announce``: if it was announced)."""
         entry = self._entry_of(session)
         self._check_owner(session, entry, owner)
         if entry.ending is not None:
             await self._join_end(entry)
             return
+        was_live = session.state is SessionState.LIVE
         ending = entry.ending = trio.Event()
         session.advance(SessionState.ENDING)
         try:
-            if self._live.get(session.id) is session:
-                del self._live[session.id]
             with trio.CancelScope(shield=True):
-                await self._discard(session)
+                await step(session, was_live)
         except BaseException as exc:
             entry.end_error = exc
             raise
         finally:
             await self._end(session)
-            if entry.announced:
+            if entry.announced if by_announce else was_live:
                 self._emit(SessionDisposed(session_id=session.id))
             ending.set()
 

@@ -1,0 +1,138 @@
+"""What an agent's work (its turns and compactions) uses of the agent: its parts, named.
+
+Rules:
+- An :class:`Agent` builds one :class:`AgentParts` and hands it to every turn and compaction
+  it runs; they reach the agent through it only, never through the agent's private state.
+- The parts are shared, not copied: the session, the inbox and the history a turn changes
+  are the agent's own, so what a turn records is what the agent sees at once.
+- The agent's state machine (status, the running turn, disposal) is not a part: a turn is
+  told what it needs of it (``Turn.abort``, ``Turn.dispose``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
+
+from ..model import Model, ToolSpec
+from ..session import ModelUsage, Session, SessionStore, SessionWriteError
+from ._history import History
+from ._inbox import Inbox
+from ._meter import ContextMeter, ContextUsage
+from ._usage import AgentUsage
+
+if TYPE_CHECKING:
+    from ._compaction import Compactor
+    from ._tools import ToolRegistry
+
+__all__ = ["AgentParts"]
+
+
+@final
+class AgentParts:
+    """The session, model, tools, inbox, history, meter and policies of one agent.
+
+    Attributes:
+        caller: the agent, as its tools see it (``ctx.agent``).
+        allowed: the tool names the agent's definition allows, or ``None`` (all of them).
+        usage: token usage summed over every model request of the session.
+    """
+
+    __slots__ = (
+        "_specs_seen",
+        "_store",
+        "allowed",
+        "caller",
+        "compactor",
+        "emit",
+        "history",
+        "id",
+        "inbox",
+        "max_steps",
+        "meter",
+        "model",
+        "session",
+        "tools",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        *,
+        caller: Any,
+        session: Session,
+        store: SessionStore,
+        model: Model,
+        tools: ToolRegistry,
+        allowed: frozenset[str] | None,
+        emit: Callable[[object], None],
+        inbox: Inbox,
+        usage: AgentUsage,
+        instructions: str | None,
+        max_steps: int,
+        compactor: Callable[[], Compactor],
+    ) -> None:
+        self.id = session.id
+        self.caller = caller
+        self.session = session
+        self._store = store
+        self.model = model
+        self.tools = tools
+        self.allowed = allowed
+        self.emit = emit
+        self.inbox = inbox
+        self.usage = usage
+        self.history = History(instructions).update(session)
+        self.meter = ContextMeter()
+        self.max_steps = max_steps
+        #: The compaction policy in force now (looked up at each use).
+        self.compactor = compactor
+        # The agent's view of the registry's specs: (the registry's tuple, the subset offered).
+        self._specs_seen: tuple[tuple[ToolSpec, ...], tuple[ToolSpec, ...]] | None = None
+
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """What the model is told about the tools this agent may call."""
+        names = self.allowed
+        specs = self.tools.specs(agent=self.id)
+        if names is None:
+            return specs
+        seen = self._specs_seen
+        # Invariant: the registry returns the same tuple until its tools change, so the
+        # identity check is the whole invalidation.
+        if seen is None or seen[0] is not specs:
+            seen = self._specs_seen = (specs, tuple(s for s in specs if s.name in names))
+        return seen[1]
+
+    def context(self) -> ContextUsage:
+        """The size of the next model request, against the model's window."""
+        chars, messages = self.history.update(self.session).size()
+        window: int | None = getattr(self.model, "context_window", None)
+        return self.meter.usage(chars, messages, self.tool_specs(), window)
+
+    def record_usage(self, record: ModelUsage) -> None:
+        """Append a request's ``ModelUsage``, add it to the totals and calibrate the meter."""
+        self.session.append(record)
+        self.usage = self.usage.plus(record)
+        chars, messages = self.history.update(self.session).size()
+        self.meter.measured(record, chars, messages, self.tool_specs())
+
+    def compacted(self) -> None:
+        """A ``Compacted`` record was appended: fold it, and start metering afresh."""
+        self.history.update(self.session)
+        self.meter.reset()
+
+    async def flush_quietly(self) -> None:
+        """Flush at the end of a turn. A write failure does not stop the agent: the store
+        reports it (``SessionWriteFailed``, a log line), keeps the records queued and writes
+        them with the next flush; only the final flush of the teardown raises it."""
+        with contextlib.suppress(SessionWriteError):
+            await self._store.flush(self.session)
+
+    async def flush(self) -> None:
+        """Flush the session's records (the final flush of the teardown).
+
+        Raises:
+            SessionWriteError: the store could not write them.
+        """
+        await self._store.flush(self.session)
