@@ -263,52 +263,66 @@ def write_batch(
 
     A job whose lease ``owner`` lost (``"lost"``), or whose session no longer holds the
     records the job follows (``"moved"``), writes nothing; the others are written, and their
-    leases extended. The outcomes are in the order of ``jobs``.
+    leases extended. The outcomes are in the order of ``jobs``. The statements are the same
+    few however many sessions the batch holds (a round trip each), so a batch of many costs
+    about what a batch of one does.
 
     Raises:
         psycopg.Error: the transaction failed; nothing of the batch was written.
     """
-    outcomes: dict[int, Outcome] = {}
-    order = sorted(range(len(jobs)), key=lambda i: jobs[i].session_id)
+    ids = [job.session_id for job in jobs]
     with conn.transaction(), conn.cursor() as cur:
-        for i in order:
-            job = jobs[i]
-            count = job.first + len(job.lines)
-            row = cur.execute(
-                "UPDATE trio_agents_sessions SET records = %s, updated = now(), "
-                "expires = clock_timestamp() + make_interval(secs => %s), "
-                "title = coalesce(%s, title), cwd = %s "
-                "WHERE id = %s AND owner = %s AND epoch = %s AND records = %s RETURNING id",
-                (
-                    count,
-                    lease_seconds,
-                    job.title,
-                    job.cwd,
-                    job.session_id,
-                    owner,
-                    job.epoch,
-                    job.first,
-                ),
-            ).fetchone()
-            if row is None:
-                held = cur.execute(
-                    "SELECT 1 FROM trio_agents_sessions WHERE id = %s AND owner = %s "
-                    "AND epoch = %s",
-                    (job.session_id, owner, job.epoch),
-                ).fetchone()
-                outcomes[i] = "moved" if held is not None else "lost"
-                continue
-            if job.lines:
-                cur.executemany(
-                    "INSERT INTO trio_agents_records (session_id, seq, epoch, line) "
-                    "VALUES (%s, %s, %s, %s)",
-                    [
-                        (job.session_id, job.first + n, job.epoch, line)
-                        for n, line in enumerate(job.lines)
-                    ],
-                )
-            outcomes[i] = "written"
-    return [outcomes[i] for i in range(len(jobs))]
+        # Invariant: the rows are locked in id order (see the module's rules).
+        cur.execute(
+            "SELECT id FROM trio_agents_sessions WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
+            (ids,),
+        )
+        cur.execute(
+            "UPDATE trio_agents_sessions AS s SET records = job.first + job.count, "
+            "updated = now(), expires = clock_timestamp() + make_interval(secs => %s), "
+            "title = coalesce(job.title, s.title), cwd = job.cwd "
+            "FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[], %s::text[], %s::text[])"
+            " AS job(id, epoch, first, count, title, cwd) "
+            "WHERE s.id = job.id AND s.owner = %s AND s.epoch = job.epoch "
+            "AND s.records = job.first RETURNING s.id",
+            (
+                lease_seconds,
+                ids,
+                [job.epoch for job in jobs],
+                [job.first for job in jobs],
+                [len(job.lines) for job in jobs],
+                [job.title for job in jobs],
+                [job.cwd for job in jobs],
+                owner,
+            ),
+        )
+        written = {row[0] for row in cur.fetchall()}
+        rows = [
+            (job.session_id, job.first + n, job.epoch, line)
+            for job in jobs
+            if job.session_id in written
+            for n, line in enumerate(job.lines)
+        ]
+        if rows:
+            cur.execute(
+                "INSERT INTO trio_agents_records (session_id, seq, epoch, line) "
+                "SELECT * FROM unnest(%s::text[], %s::int[], %s::bigint[], %s::text[])",
+                tuple(list(column) for column in zip(*rows, strict=True)),
+            )
+        refused = [job for job in jobs if job.session_id not in written]
+        held: set[str] = set()
+        if refused:
+            cur.execute(
+                "SELECT s.id FROM trio_agents_sessions AS s "
+                "JOIN unnest(%s::text[], %s::bigint[]) AS job(id, epoch) "
+                "ON s.id = job.id AND s.owner = %s AND s.epoch = job.epoch",
+                ([job.session_id for job in refused], [job.epoch for job in refused], owner),
+            )
+            held = {row[0] for row in cur.fetchall()}
+    return [
+        "written" if job.session_id in written else "moved" if job.session_id in held else "lost"
+        for job in jobs
+    ]
 
 
 def discard_session(conn: Conn, session_id: str, owner: str, epoch: int) -> None:
