@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import aclosing
 from pathlib import Path
 
+import pyte
 import pytest
 import trio
 import trio.testing
@@ -78,6 +79,10 @@ class Terminal:
         self.seen = ""
         self.raw = ""  # the output with its escape sequences
         self._unread = ""
+        # What a person would see: the output rendered by a terminal emulator, tall enough
+        # that nothing scrolls away.
+        self._screen = pyte.Screen(120, 500)
+        self._render = pyte.Stream(self._screen)
 
     def send(self, text: str) -> None:
         """Type ``text`` (``\\x03`` is Ctrl-C)."""
@@ -100,9 +105,17 @@ class Terminal:
                 raise AssertionError(f"{reason} waiting for {pattern!r}; output:\n{self.seen}")
             decoded = chunk.decode("utf-8", errors="replace")
             self.raw += decoded
+            self._render.feed(decoded)
             text = _ESCAPES.sub("", decoded)
             self.seen += text
             self._unread += text
+
+    def screen(self) -> list[str]:
+        """The lines on the screen now (as rendered so far), without trailing blanks."""
+        lines = [line.rstrip() for line in self._screen.display]
+        while lines and not lines[-1]:
+            lines.pop()
+        return lines
 
     def _read(self) -> bytes:
         try:
@@ -146,11 +159,17 @@ def quick_chat(store: Path, tmp_path: Path) -> Iterator[Terminal]:
 def test_a_prompt_gets_an_answer_and_quit_exits_zero(quick_chat: Terminal, store: Path) -> None:
     """A typed line is answered (streamed back by echo); /quit exits 0 naming the session file."""
     quick_chat.send("hello from the terminal\n")
-    # The typed line, then the answer (the editor redraws its input line: escapes removed,
-    # the prompt's text, "you> " or "queue> " while the turn runs, may be left in front of
-    # what is printed over it).
-    quick_chat.expect(r"hello from the terminal\n(.*\n)*?((you|queue)> )*hello from the terminal\n")
+    # The turn ended once its usage line is drawn, and the prompt is back.
+    quick_chat.expect(r"tokens: 4 in, 4 out")
     quick_chat.expect(r"you> ")
+    # On the screen (the editor redraws its input line while words stream in, so the byte
+    # stream interleaves them; the rendered screen is what a person reads): the typed line,
+    # then the answer on a line of its own, then the usage line.
+    screen = quick_chat.screen()
+    typed = screen.index("you> hello from the terminal")
+    assert "hello from the terminal" in screen[typed + 1 :], screen
+    answer = screen.index("hello from the terminal", typed + 1)
+    assert any(line.startswith("tokens: 4 in, 4 out") for line in screen[answer + 1 :]), screen
     quick_chat.send("/quit\n")
     found = quick_chat.expect(r"session (\S+): (\S+\.jsonl)")
     assert quick_chat.wait() == 0

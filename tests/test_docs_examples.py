@@ -24,12 +24,20 @@ import pytest
 
 DOCS = Path(__file__).parent.parent / "docs"
 BLOCK = re.compile(r"^\.\. code-block:: (?P<lang>\w+)\n\n(?P<body>(?:(?:   .*)?\n)+)", re.M)
-#: Stands for the page's first python block (the MCP server the page's example starts).
+#: Stands for the page's first python block (the MCP server, or the crashing worker, that the
+#: page's example starts).
 FIRST_BLOCK = "<the page's first python block>"
+#: Stands for the page's second python block (the plugin module beside the first one).
+SECOND_BLOCK = "<the page's second python block>"
+#: Stands for mcp.rst's first python block (its MCP server), for the pages that start it too.
+MCP_SERVER = "<mcp.rst's first python block>"
 #: Files an example reads, by page.
 SETUP = {
     "tools.rst": {"notes.txt": "one\ntwo\nthree\n"},
     "mcp.rst": {"greet_server.py": FIRST_BLOCK},
+    "howto-resume.rst": {"worker.py": FIRST_BLOCK},
+    "howto-providers.rst": {"greet_server.py": MCP_SERVER},
+    "howto-plugins.rst": {"counter.py": FIRST_BLOCK, "count_tool.py": SECOND_BLOCK},
 }
 
 
@@ -40,10 +48,15 @@ def first_block(page: str) -> str:
 
 def first_block_of(page: str, lang: str) -> str:
     """The first ``.. code-block:: <lang>`` of ``page``, dedented."""
-    for block in BLOCK.finditer((DOCS / page).read_text()):
-        if block["lang"] == lang:
-            return textwrap.dedent(block["body"])
-    raise AssertionError(f"{page} has no {lang} block")
+    return nth_block_of(page, lang, 0)
+
+
+def nth_block_of(page: str, lang: str, index: int) -> str:
+    """The ``.. code-block:: <lang>`` of ``page`` at ``index`` (from 0), dedented."""
+    blocks = [b["body"] for b in BLOCK.finditer((DOCS / page).read_text()) if b["lang"] == lang]
+    if len(blocks) <= index:
+        raise AssertionError(f"{page} has no {lang} block number {index + 1}")
+    return textwrap.dedent(blocks[index])
 
 
 def _followed_by_output(text: str) -> list[tuple[str, str]]:
@@ -99,7 +112,10 @@ def test_an_example_prints_what_its_page_says(
     page: str, code: str, expected: str, tmp_path: Path
 ) -> None:
     for name, content in SETUP.get(page, {}).items():
-        (tmp_path / name).write_text(first_block(page) if content == FIRST_BLOCK else content)
+        source = {FIRST_BLOCK: (page, 0), SECOND_BLOCK: (page, 1), MCP_SERVER: ("mcp.rst", 0)}
+        if content in source:
+            content = nth_block_of(source[content][0], "python", source[content][1])
+        (tmp_path / name).write_text(content)
     (tmp_path / "example.py").write_text(code)
     done = subprocess.run(
         [sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60

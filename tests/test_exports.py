@@ -93,6 +93,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
+    "trio_agents.agent._factory": frozenset({"AGENT_FACTORY", "FactoryPlugin"}),
     "trio_agents.agent._compaction": frozenset({"compact_history", "fit_window"}),
     "trio_agents.agent._history": frozenset(
         {"SUMMARY_HEADING", "History", "Messages", "conversation", "message_chars"}
@@ -170,7 +171,11 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.kernel._service_key": frozenset({"service_name"}),
     "trio_agents.kernel._stack": frozenset({"OwnedStack"}),
     "trio_agents.kernel._states": frozenset({"StateTable", "check_transition"}),
+    "trio_agents.kernel._strict": frozenset({"StrictConverter"}),
     "trio_agents.kernel._tags": frozenset({"TagRegistry", "snake_case"}),
+    "trio_agents.kernel._wording": frozenset(
+        {"StrictTypeError", "Wording", "count_problems", "json_type", "list_problems"}
+    ),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
     "trio_agents.mcp._results": frozenset({"describe", "to_result", "tool_name"}),
     "trio_agents.mcp._watched": frozenset({"Watched"}),

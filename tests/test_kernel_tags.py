@@ -78,3 +78,20 @@ def test_register_cause_validates_tags_like_register_record() -> None:
         register_cause(OddCancel, "Odd Cancel")
     with pytest.raises(ValueError, match=r"^cause tag 'user_cancel' is already used by"):
         register_cause(OddCancel, "user_cancel")
+
+
+def test_a_registry_with_a_base_refuses_other_classes_and_names_its_function() -> None:
+    """Only attrs subclasses of the base are registered; a missing one names the fix."""
+    registry: TagRegistry[CancelCause] = TagRegistry(
+        "cause", "user_cancel", base=CancelCause, noun="cancel cause", register="register_it"
+    )
+    with pytest.raises(TypeError, match=r"^register_it\(\) takes an attrs subclass of "):
+        registry.add(_A)  # type: ignore[arg-type]
+    with pytest.raises(
+        TypeError,
+        match=r"^cancel cause OddCancel is not registered, for a test; call "
+        r"register_it\(OddCancel\) first$",
+    ):
+        registry.tag_for(OddCancel, ", for a test")
+    assert registry.add(OddCancel) == "odd_cancel"
+    assert registry.tag_for(OddCancel) == "odd_cancel"

@@ -22,6 +22,10 @@ from ._events import AgentCreated as AgentCreated
 from ._events import AgentDisposed as AgentDisposed
 from ._events import AgentOutput as AgentOutput
 from ._events import AgentStatusChanged as AgentStatusChanged
+from ._factory import AgentFactory as AgentFactory
+from ._factory import AgentLike as AgentLike
+from ._factory import AgentRequest as AgentRequest
+from ._factory import DefaultAgentFactory as DefaultAgentFactory
 from ._handle import AgentHandle as AgentHandle
 from ._history import TurnMark as TurnMark
 from ._inbox import Lane as Lane
@@ -58,11 +62,14 @@ __all__ = [
     "AgentConfig",
     "AgentCreated",
     "AgentDisposed",
+    "AgentFactory",
     "AgentHandle",
     "AgentIdInUseError",
+    "AgentLike",
     "AgentLoop",
     "AgentOutput",
     "AgentRegistry",
+    "AgentRequest",
     "AgentScope",
     "AgentStatistics",
     "AgentStatus",
@@ -78,6 +85,7 @@ __all__ = [
     "ContextUsage",
     "Decision",
     "DeclaredAgent",
+    "DefaultAgentFactory",
     "Lane",
     "MessageDroppedError",
     "MessageId",

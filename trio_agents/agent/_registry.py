@@ -21,16 +21,20 @@ Rules (teardown order, which falls out of the agent fiber's LIFO stack):
   entered (no event was emitted for it).
 - The session is entered with the hosted fiber as its owner: only the agent's own teardown
   can detach it, never an observer holding the bare agent.
+- The registry builds nothing itself: the runtime's :class:`AgentFactory` builds each agent,
+  runs and stops it (``_factory``); the registry holds agents as :class:`AgentLike` only, so
+  every agent behind ``ctx.agents`` follows the rules above, whoever built it.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar, final
+from typing import TYPE_CHECKING, Any, Generic, final
 
 import attrs
 import trio
+from typing_extensions import TypeVar
 
 from ..kernel import Context, Entry, Fiber, FiberClosedError, FiberState, current_context
 from ..model import Model
@@ -40,8 +44,8 @@ from ._approval import Approver
 from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
 from ._errors import AgentIdInUseError
 from ._events import AgentCreated, AgentDisposed
+from ._factory import AGENT_FACTORY, AgentFactory, AgentLike, AgentRequest, DefaultAgentFactory
 from ._handle import AgentHandle
-from ._keys import COMPACTION
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["AgentRegistry", "AgentScope"]
 
 T = TypeVar("T")
+A = TypeVar("A", bound=AgentLike, default=Agent)
 
 
 @final
@@ -87,21 +92,21 @@ class AgentScope:
 
 
 @final
-class _Hosted:
+class _Hosted(Generic[A]):
     """The plugin of one agent's fiber, and the transaction that creates the agent."""
 
     def __init__(
         self,
-        registry: AgentRegistry,
+        registry: AgentRegistry[A],
         session: Session,
-        make: Callable[[], Agent],
+        make: Callable[[], A],
     ) -> None:
         self.name = f"agent:{session.id}"
         self.registry = registry
         self.session = session
         self.make = make
         self.ctx: Context | None = None
-        self.agent: Agent | None = None
+        self.agent: A | None = None
         #: The agent's scope fiber: what the agent owns beyond its loop lands here.
         self.scope: Context | None = None
         self.committed = False
@@ -115,12 +120,17 @@ class _Hosted:
             raise AgentIdInUseError(_in_use(session.id)) from None
         ctx.defer(self._end_session)
         agent = self.make()
+        if not isinstance(agent, AgentLike) or agent.session is not session:
+            raise TypeError(
+                f"{self.registry.factory!r}.build() returned {agent!r}, which is not an agent "
+                f"of session {session.id!r}; build an AgentLike on request.session"
+            )
         self.agent = agent
         registry._attach(agent)
         ctx.defer(registry._detach, agent)
         self.scope = await ctx.child("agent-scope")
 
-    def commit(self) -> Agent:
+    def commit(self) -> A:
         """Publish the agent and start its loop; synchronous, so it is all or nothing.
 
         Raises:
@@ -136,8 +146,9 @@ class _Hosted:
         self.committed = True
         self.registry.store.announce(self.session)
         self.registry._publish(agent)
-        ctx.start_soon(agent._loop, name=f"agent {agent.id} loop")
-        ctx.defer(agent._shutdown)
+        factory = self.registry.factory
+        ctx.start_soon(factory.run, agent, name=f"agent {agent.id} loop")
+        ctx.defer(factory.stop, agent)
         return agent
 
     async def roll_back(self) -> None:
@@ -155,27 +166,44 @@ class _Hosted:
 
 
 @final
-class AgentRegistry:
-    """The service ``agents`` (provided by the ``AgentLoop`` plugin)."""
+class AgentRegistry(Generic[A]):
+    """The service ``agents`` (provided by the ``AgentLoop`` plugin).
+
+    It publishes, looks up and owns the agents; the runtime's :class:`AgentFactory` builds
+    them (``open_runtime(factory=...)``). ``A`` is the type of agent that factory builds:
+    :class:`Agent` unless the runtime was given another factory.
+
+    Args:
+        factory: the builder of the agents; ``None`` means the service ``agent_factory``,
+            else :class:`DefaultAgentFactory`.
+    """
 
     def __init__(
-        self, ctx: Context, store: SessionStore, tools: ToolRegistry, models: ModelCatalog
+        self,
+        ctx: Context,
+        store: SessionStore,
+        tools: ToolRegistry,
+        models: ModelCatalog,
+        factory: AgentFactory[A] | None = None,
     ) -> None:
         self._ctx = ctx
         self.store = store
         self.tools = tools
         self.models = models
-        self._live: dict[str, Agent] = {}
-        self._fibers: dict[Agent, Fiber] = {}
-        self._co_owners: dict[Agent, Entry] = {}
+        found: AgentFactory[Any] = factory or ctx.get(AGENT_FACTORY) or DefaultAgentFactory()
+        #: The factory that builds, runs and stops this registry's agents.
+        self.factory: AgentFactory[A] = found
+        self._live: dict[str, A] = {}
+        self._fibers: dict[AgentLike, Fiber] = {}
+        self._co_owners: dict[A, Entry] = {}
         # Invariant: the agents whose AgentCreated was emitted and AgentDisposed not yet.
-        self._published: set[Agent] = set()
+        self._published: set[A] = set()
 
-    def get(self, agent_id: str) -> Agent | None:
+    def get(self, agent_id: str) -> A | None:
         """The live agent with this id, or ``None``."""
         return self._live.get(agent_id)
 
-    def list(self) -> tuple[Agent, ...]:
+    def list(self) -> tuple[A, ...]:
         """Every live agent, oldest first."""
         return tuple(self._live.values())
 
@@ -185,13 +213,13 @@ class AgentRegistry:
         session_id: str | None = None,
         tools: ToolNames = None,
         instructions: str | None = None,
-        parent: Agent | None = None,
+        parent: A | None = None,
         *,
         max_steps: int = 50,
         cwd: str | os.PathLike[str] | None = None,
         ask: ToolNames = None,
         approver: Approver | None = None,
-    ) -> AgentHandle:
+    ) -> AgentHandle[A]:
         """Create an agent on a new session; its definition is recorded in the session.
 
         Args:
@@ -247,13 +275,13 @@ class AgentRegistry:
         model: Maybe[Model | str | None] = UNSET,
         tools: Maybe[ToolNames] = UNSET,
         instructions: Maybe[str | None] = UNSET,
-        parent: Maybe[Agent | None] = UNSET,
+        parent: Maybe[A | None] = UNSET,
         *,
         max_steps: Maybe[int] = UNSET,
         cwd: Maybe[str | os.PathLike[str] | None] = UNSET,
         ask: Maybe[ToolNames] = UNSET,
         approver: Approver | None = None,
-    ) -> AgentHandle:
+    ) -> AgentHandle[A]:
         """Bring back a stored session as the same agent: its definition, history and inbox.
 
         Every keyword takes the same values as in :meth:`create`; one that is given replaces
@@ -299,25 +327,21 @@ class AgentRegistry:
         session: Session,
         config: AgentConfig,
         model: Model,
-        parent: Agent | None,
+        parent: A | None,
         approver: Approver | None,
-    ) -> AgentHandle:
+    ) -> AgentHandle[A]:
         caller = _caller()
-
-        def make() -> Agent:
-            return Agent(
-                session=session,
-                store=self.store,
-                tools=self.tools,
-                model=model,
-                emit=self._ctx.emit,
-                config=config,
-                parent=parent,
-                compactor=lambda: self._ctx.get(COMPACTION),
-                approver=approver,
-            )
-
-        hosted = _Hosted(self, session, make)
+        request = AgentRequest(
+            session=session,
+            config=config,
+            model=model,
+            parent=parent,
+            approver=approver,
+            context=self._ctx,
+            store=self.store,
+            tools=self.tools,
+        )
+        hosted = _Hosted(self, session, lambda: self.factory.build(request))
         try:
             owner = self._scope_of(parent) if parent is not None else self._ctx
             fiber = await owner.plugin(hosted)
@@ -329,22 +353,22 @@ class AgentRegistry:
                 await hosted.roll_back()
             raise
         self._fibers[agent] = fiber
-        if parent is not None:
-            parent._children[agent.id] = agent
-        elif caller is not None and caller.fiber is not self._ctx.fiber:
+        self.factory.adopted(agent)
+        # A child agent is owned by its parent alone: its fiber is in the parent's scope.
+        if parent is None and caller is not None and caller.fiber is not self._ctx.fiber:
             # The calling fiber co-owns the agent: its unload disposes it. The entry leaves
             # the caller's stack when the agent goes by any other path (see _detach).
             self._co_owners[agent] = caller.defer(fiber.dispose)
         return AgentHandle(agent, fiber.dispose)
 
-    def _scope_of(self, agent: Agent) -> Context:
+    def _scope_of(self, agent: AgentLike) -> Context:
         fiber = self._fibers.get(agent)
         hosted = fiber.plugin if fiber is not None else None
         if not isinstance(hosted, _Hosted) or hosted.scope is None:
             raise ValueError(f"agent {agent.id} is not live; a parent must be a live agent")
         return hosted.scope
 
-    def scope_of(self, agent: Agent) -> AgentScope:
+    def scope_of(self, agent: AgentLike) -> AgentScope:
         """The scope of ``agent``: what is added to it is disposed with the agent, after its
         loop stopped (child agents, background jobs, per-agent tools).
 
@@ -353,12 +377,12 @@ class AgentRegistry:
         """
         return AgentScope(self._scope_of(agent))
 
-    def _attach(self, agent: Agent) -> None:
+    def _attach(self, agent: A) -> None:
         if agent.id in self._live:
             raise AgentIdInUseError(_in_use(agent.id))
         self._live[agent.id] = agent
 
-    def _publish(self, agent: Agent) -> None:
+    def _publish(self, agent: A) -> None:
         self._published.add(agent)
         self._ctx.emit(
             AgentCreated(
@@ -368,16 +392,14 @@ class AgentRegistry:
             )
         )
 
-    async def _detach(self, agent: Agent) -> None:
-        agent._finish()
+    async def _detach(self, agent: A) -> None:
+        self.factory.detached(agent)
         if self._live.get(agent.id) is agent:
             del self._live[agent.id]
         self._fibers.pop(agent, None)
         co_owner = self._co_owners.pop(agent, None)
         if co_owner is not None:
             co_owner.discard()
-        if agent.parent is not None:
-            agent.parent._children.pop(agent.id, None)
         if agent in self._published:
             self._published.discard(agent)
             self._ctx.emit(AgentDisposed(agent_id=agent.id, session_id=agent.session.id))

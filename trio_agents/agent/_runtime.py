@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from ..kernel import Context, open_root
 from ..model import Model, ModelsPlugin
 from ..session import MemoryStore, SessionStore
 from ._compaction import CompactionPlugin, Compactor
+from ._factory import AgentFactory, DefaultAgentFactory, FactoryPlugin
 from ._loop import AgentLoop, DeclaredAgent, agent_loop
 from ._tools import tools_plugin
 
@@ -22,6 +24,7 @@ async def open_runtime(
     model: Model | str | None = None,
     agents: list[DeclaredAgent] | None = None,
     compactor: Compactor | None = None,
+    factory: AgentFactory[Any] | None = None,
     core: bool = True,
 ) -> AsyncIterator[Context]:
     """Open a runtime and yield its root :class:`Context`.
@@ -33,12 +36,14 @@ async def open_runtime(
         agents: agents to declare in the ``AgentLoop``'s configuration (it owns them).
         compactor: the compaction policy (the service ``compaction``); a
             :class:`SummarizingCompactor` when ``None``.
+        factory: what builds the agents of ``ctx.agents`` (the service ``agent_factory``);
+            a :class:`DefaultAgentFactory` (today's :class:`Agent`) when ``None``.
         core: apply the core plugins (sessions, models, tools, agent loop); ``False`` gives a
             bare kernel root.
 
     Leaving the block tears everything down in reverse order of set-up: the agent loop (and so
-    every agent, each flushing its session) before the compaction policy, the tools, models and
-    session store.
+    every agent, each flushing its session) before the factory, the compaction policy, the
+    tools, models and session store.
     """
     async with open_root() as root:
         if core:
@@ -46,5 +51,6 @@ async def open_runtime(
             await root.plugin(ModelsPlugin(model))
             await root.plugin(tools_plugin)
             await root.plugin(CompactionPlugin(compactor))
+            await root.plugin(FactoryPlugin(factory or DefaultAgentFactory()))
             await root.plugin(agent_loop, AgentLoop.Config(agents=list(agents or ())))
         yield root

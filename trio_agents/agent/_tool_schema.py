@@ -21,7 +21,8 @@ from typing import Any, Literal, Union, final, get_args, get_origin
 
 import attrs
 
-from ..kernel import StrictConverter, Wording, json_type
+from ..kernel._strict import StrictConverter
+from ..kernel._wording import Wording, json_type
 
 __all__ = [
     "ArgumentsError",

@@ -38,7 +38,8 @@ import trio
 
 from .._errors import TrioAgentsError
 from ..cancel import CauseScope, UserCancel
-from ..kernel import Context, Entry, count_problems, current_context, list_problems
+from ..kernel import Context, Entry, current_context
+from ..kernel._wording import count_problems, list_problems
 from ..model import ToolSpec
 from ._approval import ApprovalRequest
 from ._tool_schema import ArgumentsError, describe_params, params_schema, structure_arguments

@@ -49,13 +49,9 @@ from typing import Any, final
 import attrs
 
 from ..agent import DeclaredAgent
-from ..kernel import (
-    ConfigError,
-    StrictConverter,
-    config_converter,
-    count_problems,
-    list_problems,
-)
+from ..kernel import ConfigError, config_converter
+from ..kernel._strict import StrictConverter
+from ..kernel._wording import count_problems, list_problems
 from ..mcp import McpServer
 from ..model import ModelSpecError, model_from_spec
 from ..session import InvalidSessionIdError, check_session_id

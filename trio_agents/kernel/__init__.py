@@ -21,12 +21,6 @@ from ._runtime import open_root as open_root
 from ._service_key import ServiceKey as ServiceKey
 from ._stack import Entry as Entry
 from ._states import FiberState as FiberState
-from ._strict import StrictConverter as StrictConverter
-from ._strict import StrictTypeError as StrictTypeError
-from ._strict import Wording as Wording
-from ._strict import count_problems as count_problems
-from ._strict import json_type as json_type
-from ._strict import list_problems as list_problems
 from ._watch import watch_plugins as watch_plugins
 
 __all__ = [
@@ -48,14 +42,8 @@ __all__ = [
     "ServiceAccessError",
     "ServiceConflictError",
     "ServiceKey",
-    "StrictConverter",
-    "StrictTypeError",
-    "Wording",
     "config_converter",
-    "count_problems",
     "current_context",
-    "json_type",
-    "list_problems",
     "open_root",
     "watch_plugins",
 ]

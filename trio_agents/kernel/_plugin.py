@@ -20,7 +20,8 @@ import attrs
 from ._errors import ConfigError, PluginError
 from ._origin import PluginOrigin, origin_of
 from ._service_key import ServiceKey, service_name
-from ._strict import StrictConverter, count_problems, list_problems
+from ._strict import StrictConverter
+from ._wording import count_problems, list_problems
 
 __all__ = ["Plugin", "PluginSpec", "config_converter", "describe_plugin"]
 

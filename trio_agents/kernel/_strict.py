@@ -15,117 +15,26 @@ Rules:
   (``1 == True``, but the sender wrote one or the other).
 - Extra keys are refused (unless ``forbid_extra_keys=False``).
 - Every problem is collected; :meth:`StrictConverter.problems` lists each with its path, in the
-  converter's :class:`Wording` (a config file says ``int``, a model reads ``an integer``).
+  converter's ``Wording`` (``_wording``: a config file says ``int``, a model reads ``an
+  integer``, a stored session ``an integer`` with Python's type names).
 """
 
 from __future__ import annotations
 
 import collections.abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, final, get_args, get_origin
 
-import attrs
 import cattrs
 import cattrs.cols
 from cattrs.v import format_exception
 
-__all__ = [
-    "StrictConverter",
-    "StrictTypeError",
-    "Wording",
-    "count_problems",
-    "json_type",
-    "list_problems",
-]
+from ._wording import StrictTypeError, Wording
+
+__all__ = ["StrictConverter"]
 
 _ARRAYS = (list, tuple, collections.abc.Sequence, collections.abc.MutableSequence)
 _MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
-
-
-class StrictTypeError(TypeError):
-    """A value of the wrong type; its message is the whole problem."""
-
-
-def json_type(value: object) -> str:
-    """The JSON name of ``value``'s type (``integer``, ``array``, ...)."""
-    if value is None:
-        return "null"
-    for kind, label in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string")):
-        if isinstance(value, kind):
-            return label
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
-
-
-def _python_type(value: object) -> str:
-    return type(value).__name__
-
-
-@final
-@attrs.frozen
-class Wording:
-    """How a converter's problems are phrased for its audience.
-
-    Attributes:
-        kinds: what is expected, by kind: ``str``, ``bool``, ``int``, ``float``, ``array``
-            and ``object``.
-        type_of: the name of a received value's type.
-        missing: a required key is absent.
-        extra: the lead of the list of unknown keys.
-    """
-
-    kinds: Mapping[str, str]
-    type_of: Callable[[object], str]
-    missing: str = "required field missing"
-    extra: str = "unknown keys"
-
-    def mismatch(self, kind: str, value: object) -> StrictTypeError:
-        """The problem "expected ``kind``, got ``value``"."""
-        return self.expected(self.kinds[kind], value)
-
-    def expected(self, expected: str, value: object) -> StrictTypeError:
-        """The problem "expected ``expected`` (already phrased), got ``value``"."""
-        return StrictTypeError(f"expected {expected}, got {self.type_of(value)} {value!r}")
-
-    @staticmethod
-    def config() -> Wording:
-        """For files people write (plugin configs, the TOML file): Python's names."""
-        return _CONFIG
-
-    @staticmethod
-    def json() -> Wording:
-        """For JSON a model writes (tool arguments): JSON's names."""
-        return _JSON
-
-
-_CONFIG = Wording(
-    {
-        "str": "str",
-        "bool": "bool",
-        "int": "int",
-        "float": "float",
-        "array": "a list",
-        "object": "dict",
-    },
-    _python_type,
-)
-
-_JSON = Wording(
-    {
-        "str": "a string",
-        "bool": "a boolean",
-        "int": "an integer",
-        "float": "a number",
-        "array": "an array",
-        "object": "an object",
-    },
-    json_type,
-    missing="required argument missing",
-    extra="unknown arguments",
-)
 
 
 def _scalar_hooks(wording: Wording) -> dict[type, Callable[[object, Any], object]]:
@@ -133,7 +42,11 @@ def _scalar_hooks(wording: Wording) -> dict[type, Callable[[object, Any], object
         # A subclass target is an enum such as a StrEnum (a str to isinstance).
         return value if target is kind else target(value)
 
+    # Each hook tests the common case first (the exact type for the exact target): a resume
+    # structures every field of every stored record.
     def structure_str(value: object, target: Any) -> object:
+        if type(value) is str and target is str:
+            return value
         if isinstance(value, str):
             return typed(str, target, value)
         raise wording.mismatch("str", value)
@@ -144,6 +57,8 @@ def _scalar_hooks(wording: Wording) -> dict[type, Callable[[object, Any], object
         raise wording.mismatch("bool", value)
 
     def structure_int(value: object, target: Any) -> object:
+        if type(value) is int and target is int:
+            return value
         if isinstance(value, int) and not isinstance(value, bool):
             return typed(int, target, value)
         if isinstance(value, float) and value.is_integer():
@@ -207,6 +122,8 @@ class StrictConverter(cattrs.Converter):
         return structure
 
     def _mapping_hook(self, tp: Any) -> Callable[[object, Any], object]:
+        if get_args(tp) == (str, Any):
+            return self._json_object_hook
         inner = cattrs.cols.mapping_structure_factory(tp, self) if get_args(tp) else None
 
         def structure(value: object, _: Any) -> object:
@@ -216,6 +133,16 @@ class StrictConverter(cattrs.Converter):
             return dict(value) if inner is None else inner(value, tp)
 
         return structure
+
+    def _json_object_hook(self, value: object, _: Any) -> object:
+        # ``dict[str, Any]`` (tool arguments, a stored call's arguments): a JSON object kept
+        # as it is; only its keys are checked, which is all a per-key hook would do.
+        if not isinstance(value, Mapping):
+            raise self.wording.mismatch("object", value)
+        for key in value:
+            if not isinstance(key, str):
+                raise self.wording.mismatch("str", key)
+        return dict(value)
 
     def _literal_hook(self, tp: Any) -> Callable[[object, Any], object]:
         allowed = get_args(tp)
@@ -247,13 +174,3 @@ class StrictConverter(cattrs.Converter):
     def problems(self, exc: BaseException, *, path: str = "$") -> list[str]:
         """Every problem of a failed ``structure`` call, as ``"problem @ path"`` lines."""
         return cattrs.transform_error(exc, path=path, format_exception=self.describe)
-
-
-def count_problems(problems: Sequence[str]) -> str:
-    """``"1 problem"``, ``"3 problems"``."""
-    return f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
-
-
-def list_problems(problems: Sequence[str]) -> str:
-    """One indented ``- problem`` line for each, each on its own line."""
-    return "".join(f"\n  - {p}" for p in problems)

@@ -5,13 +5,18 @@ Rules:
   snake_case (``TurnEnded`` -> ``turn_ended``).
 - A tag names one class and a class has one tag: registering a taken tag, or a registered
   class under another tag, is refused; registering a class again under its own tag is a no-op.
+- A tag names an attrs subclass of the union's base class; anything else is refused.
 - A refused registration changes nothing.
+- Serializing a class that is not registered is refused with the one message that names the
+  registering function (:meth:`TagRegistry.tag_for`).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Generic, TypeVar, final
+
+import attrs
 
 __all__ = ["TagRegistry", "snake_case"]
 
@@ -30,15 +35,42 @@ class TagRegistry(Generic[T]):
     """The classes of one tagged union by tag, and their tags by class.
 
     Args:
-        kind: what the union holds, for messages (``"record"``, ``"cause"``).
+        kind: what the union's tags name, for messages (``"record"``, ``"cause"``).
         example: a valid tag of this union, for the message about a malformed one.
+        base: the class every member subclasses (``object``: any attrs class).
+        noun: what one member is called in messages (``"record class"``).
+        register: the public function that registers a member, for messages
+            (``"register_record"``), and ``shape``: how a member is declared, shown when a
+            class that is not one is registered.
     """
 
-    __slots__ = ("_by_class", "_by_tag", "_example", "_kind")
+    __slots__ = (
+        "_base",
+        "_by_class",
+        "_by_tag",
+        "_example",
+        "_kind",
+        "_noun",
+        "_register",
+        "_shape",
+    )
 
-    def __init__(self, kind: str, example: str) -> None:
+    def __init__(
+        self,
+        kind: str,
+        example: str,
+        *,
+        base: type[T] | None = None,
+        noun: str | None = None,
+        register: str = "register",
+        shape: str = "",
+    ) -> None:
         self._kind = kind
         self._example = example
+        self._base: type | None = base
+        self._noun = noun if noun is not None else f"{kind} class"
+        self._register = register
+        self._shape = shape
         # Invariant: the two maps are inverse of each other.
         self._by_tag: dict[str, type[T]] = {}
         self._by_class: dict[type[T], str] = {}
@@ -47,9 +79,18 @@ class TagRegistry(Generic[T]):
         """Register ``cls`` under ``tag`` (its snake_case name by default) and return the tag.
 
         Raises:
+            TypeError: ``cls`` is not an attrs subclass of the union's base class.
             ValueError: the tag is malformed, or taken by another class (or the class has
                 another tag); nothing is registered.
         """
+        base = self._base
+        if base is not None and not (
+            isinstance(cls, type) and issubclass(cls, base) and attrs.has(cls)
+        ):
+            raise TypeError(
+                f"{self._register}() takes an attrs subclass of {base.__name__}"
+                f"{self._shape}; got {cls!r}"
+            )
         tag = snake_case(cls.__name__) if tag is None else tag
         if not isinstance(tag, str) or not _TAG.fullmatch(tag):
             raise ValueError(
@@ -72,6 +113,24 @@ class TagRegistry(Generic[T]):
     def tag_of(self, cls: type[T]) -> str | None:
         """The tag of ``cls``, or ``None`` if it is not registered."""
         return self._by_class.get(cls)
+
+    def tag_for(self, cls: type[T], why: str = "") -> str:
+        """The tag of ``cls``, which must be registered.
+
+        Args:
+            why: what needs the tag, for the message (``", so the turn ... could not record
+                it"``).
+
+        Raises:
+            TypeError: ``cls`` is not registered; the message names the function to call.
+        """
+        tag = self._by_class.get(cls)
+        if tag is None:
+            raise TypeError(
+                f"{self._noun} {cls.__qualname__} is not registered{why}; call "
+                f"{self._register}({cls.__name__}) first"
+            )
+        return tag
 
     def class_of(self, tag: str) -> type[T] | None:
         """The class registered under ``tag``, or ``None``."""

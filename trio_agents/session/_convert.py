@@ -4,8 +4,11 @@ Rules:
 - The serialized form of a record is a JSON object whose ``"type"`` is the record's tag
   (see :func:`register_record`), followed by its fields; a cancel cause nested in a record is
   tagged the same way (``{"type": "user_cancel"}``).
-- Structuring is strict: an unknown tag, a missing or extra key, or a value of the wrong JSON
+- Structuring is the package's one strict policy, the kernel's ``StrictConverter`` (the JSON
+  view: ``2`` is a float, ``2.0`` an integer, nothing else is coerced), phrased for stored data
+  (``Wording.stored``). An unknown tag, a missing or extra key, or a value of the wrong JSON
   type is an error, and every problem is reported together with where it is.
+- Records and causes have one tag rule, the kernel's ``TagRegistry``.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import cattrs
 from cattrs.gen import make_dict_unstructure_fn
-from cattrs.v import format_exception
 
 from ..cancel import CancelCause, DisposedCancel, HookCancel, ParentCancel, UserCancel
+from ..kernel._strict import StrictConverter
 from ..kernel._tags import TagRegistry
+from ..kernel._wording import StrictTypeError, Wording
 from ._errors import SessionFormatError, UnstorableRecordError
-from ._records import Record, _is_attrs, record_class, record_tag, record_tags
+from ._records import Record, record_class, record_tag, record_tags
 
 __all__ = [
     "converter",
@@ -38,9 +41,11 @@ __all__ = [
 C = TypeVar("C", bound="type[CancelCause]")
 
 #: The session layer's converter; never the global one.
-converter = cattrs.Converter(forbid_extra_keys=True)
+converter = StrictConverter(wording=Wording.stored())
 
-_CAUSES: TagRegistry[CancelCause] = TagRegistry("cause", "user_cancel")
+_CAUSES: TagRegistry[CancelCause] = TagRegistry(
+    "cause", "user_cancel", base=CancelCause, noun="cancel cause", register="register_cause"
+)
 
 
 def register_cause(cls: C, tag: str | None = None) -> C:
@@ -50,8 +55,6 @@ def register_cause(cls: C, tag: str | None = None) -> C:
         TypeError: ``cls`` is not an attrs subclass of :class:`CancelCause`.
         ValueError: the tag is malformed, or taken by another class (or the class has another).
     """
-    if not (isinstance(cls, type) and issubclass(cls, CancelCause) and _is_attrs(cls)):
-        raise TypeError(f"register_cause() takes an attrs subclass of CancelCause; got {cls!r}")
     _CAUSES.add(cls, tag)
     return cls
 
@@ -66,52 +69,8 @@ def check_recordable_cause(cause: CancelCause) -> CancelCause:
     Raises:
         TypeError: naming the fix (``@register_cause``).
     """
-    if _CAUSES.tag_of(type(cause)) is None:
-        raise TypeError(
-            f"cancel cause {type(cause).__qualname__} is not registered, so the turn it "
-            f"cancels could not record it; decorate the class with "
-            f"@trio_agents.session.register_cause"
-        )
+    _CAUSES.tag_for(type(cause), ", so the turn it cancels could not record it")
     return cause
-
-
-# -- strict scalars --------------------------------------------------------------------------
-# cattrs would call str(5) or int("5"); stored data of the wrong JSON type is corrupt, not
-# something to coerce.
-
-
-def _strict(kind: type, name: str) -> Callable[[object, type], object]:
-    def structure(value: object, target: type) -> object:
-        if type(value) is kind and target is kind:
-            return value  # the common case, first: a resume structures every field
-        if isinstance(value, bool) and kind is not bool:
-            raise TypeError(f"expected {name}, got a boolean")
-        if kind is float and isinstance(value, int):
-            return float(value)
-        if not isinstance(value, kind):
-            raise TypeError(f"expected {name}, got {type(value).__name__} {value!r}")
-        # A subclass target is an enum such as StopReason (a StrEnum is a str).
-        return value if target is kind else target(value)
-
-    return structure
-
-
-for _kind, _name in (
-    (str, "a string"),
-    (int, "an integer"),
-    (float, "a number"),
-    (bool, "a boolean"),
-):
-    converter.register_structure_hook(_kind, _strict(_kind, _name))
-
-
-def _structure_dict_any(value: object, _: type) -> dict[str, Any]:
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise TypeError(f"expected a JSON object, got {type(value).__name__}")
-    return value
-
-
-converter.register_structure_hook_func(lambda t: t == dict[str, Any], _structure_dict_any)
 
 
 # -- tagged unions -----------------------------------------------------------------------------
@@ -137,28 +96,22 @@ def _tagged_unstructure_factory(
     return factory
 
 
-def _cause_tag(cls: type[CancelCause]) -> str:
-    tag = _CAUSES.tag_of(cls)
-    if tag is None:
-        raise TypeError(
-            f"cancel cause {cls.__qualname__} is not serializable; call "
-            f"register_cause({cls.__name__}) first"
-        )
-    return tag
-
-
 def _tagged_structure(
     base: type, lookup: Callable[[str], type | None], known: Callable[[], tuple[str, ...]]
 ) -> Callable[[object, type], object]:
+    # A tag that names no class is a value of the wrong type: a StrictTypeError, whose
+    # message is the whole problem.
     def structure(value: object, _: type) -> object:
         if not isinstance(value, dict):
-            raise TypeError(f"expected a JSON object, got {type(value).__name__}")
+            raise converter.wording.mismatch("object", value)
         tag = value.get("type")
         if not isinstance(tag, str):
-            raise ValueError(f"missing the 'type' field that names the {base.__name__} kind")
+            raise StrictTypeError(f"missing the 'type' field that names the {base.__name__} kind")
         cls = lookup(tag)
         if cls is None:
-            raise ValueError(f"unknown {base.__name__} type {tag!r}; known: {', '.join(known())}")
+            raise StrictTypeError(
+                f"unknown {base.__name__} type {tag!r}; known: {', '.join(known())}"
+            )
         rest = dict(value)
         del rest["type"]
         return converter.structure(rest, cls)
@@ -178,7 +131,7 @@ converter.register_unstructure_hook_factory(
     _is_record, _tagged_unstructure_factory(Record, record_tag)
 )
 converter.register_unstructure_hook_factory(
-    _is_cause, _tagged_unstructure_factory(CancelCause, _cause_tag)
+    _is_cause, _tagged_unstructure_factory(CancelCause, _CAUSES.tag_for)
 )
 converter.register_structure_hook_func(
     lambda t: t is Record, _tagged_structure(Record, record_class, record_tags)
@@ -201,13 +154,6 @@ def unstructure_record(record: Record) -> dict[str, Any]:
     return converter.unstructure(record, unstructure_as=type(record))  # type: ignore[no-any-return]
 
 
-def _format_problem(exc: BaseException, type_: type | None) -> str:
-    message = str(exc)
-    if isinstance(exc, (KeyError, cattrs.ForbiddenExtraKeysError)) or not message:
-        return format_exception(exc, type_)
-    return message
-
-
 def structure_record(data: object, *, where: str = "record") -> Record:
     """Build a record from its tagged dict.
 
@@ -217,8 +163,7 @@ def structure_record(data: object, *, where: str = "record") -> Record:
     try:
         record = converter.structure(data, Record)
     except Exception as exc:
-        problems = cattrs.transform_error(exc, path=where, format_exception=_format_problem)
-        listed = "; ".join(problems)
+        listed = "; ".join(converter.problems(exc, path=where))
         raise SessionFormatError(f"invalid session record: {listed}") from exc
     assert isinstance(record, Record)
     return record

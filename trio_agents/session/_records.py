@@ -235,12 +235,13 @@ class AgentConfigured(Record):
     ask: list[str] = attrs.Factory(list)
 
 
-_RECORDS: TagRegistry[Record] = TagRegistry("record", "turn_ended")
-
-
-def _is_attrs(cls: type) -> bool:
-    # A plain bool: attrs.has() is a TypeGuard that would narrow `cls` away from `R`.
-    return attrs.has(cls)
+_RECORDS: TagRegistry[Record] = TagRegistry(
+    "record",
+    "turn_ended",
+    base=Record,
+    register="register_record",
+    shape=" (@attrs.frozen(kw_only=True) class X(Record))",
+)
 
 
 def register_record(cls: R, tag: str | None = None) -> R:
@@ -259,11 +260,6 @@ def register_record(cls: R, tag: str | None = None) -> R:
         TypeError: ``cls`` is not an attrs subclass of :class:`Record`.
         ValueError: the tag is malformed, or taken by another class (or the class has another).
     """
-    if not (isinstance(cls, type) and issubclass(cls, Record) and _is_attrs(cls)):
-        raise TypeError(
-            f"register_record() takes an attrs subclass of Record "
-            f"(@attrs.frozen(kw_only=True) class X(Record)); got {cls!r}"
-        )
     _RECORDS.add(cls, tag)
     return cls
 
@@ -274,13 +270,7 @@ def record_tag(cls: type[Record]) -> str:
     Raises:
         TypeError: the class is not registered.
     """
-    tag = _RECORDS.tag_of(cls)
-    if tag is None:
-        raise TypeError(
-            f"record class {cls.__qualname__} is not registered; call "
-            f"register_record({cls.__name__}, 'tag') before appending it"
-        )
-    return tag
+    return _RECORDS.tag_for(cls)
 
 
 def record_class(tag: str) -> type[Record] | None:

@@ -6,6 +6,7 @@ twice). The fixtures are trio fixtures: they need pytest-trio (``trio_mode = tru
 marked ``@pytest.mark.trio``).
 
 Rules:
+
 - ``ta_model`` is the runtime's default model, ``ScriptedModel.echo()``; a test module (or a
   conftest) overrides it with a fixture of the same name to play a script.
 - ``ta_runtime`` runs on a fresh :class:`~trio_agents.session.MemoryStore` in trio's virtual
@@ -36,7 +37,7 @@ __all__ = ["ta_agent", "ta_events", "ta_model", "ta_runtime"]
 
 @pytest.fixture
 def ta_model() -> Model:
-    """The default model of ``ta_runtime``: ``ScriptedModel.echo()``. Override to script it."""
+    """The default model of ``ta_runtime``, ``ScriptedModel.echo()``; override it to script it."""
     return ScriptedModel.echo()
 
 
