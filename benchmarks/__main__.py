@@ -1,29 +1,176 @@
-"""Run every benchmark: ``python -m benchmarks``."""
+"""Run every benchmark: ``python -m benchmarks``; then the issue #17 table of ratios.
+
+Each benchmark runs in a fresh interpreter of its own (what one leaves on the heap would
+otherwise slow the next one's garbage collections), and reports its figures back to this
+process for the table. ``python -m benchmarks --quick`` runs the issue #17 rows only, at
+smaller sizes (1,000 agents at most, 10,000 idle agents for the RSS); ``--idle N`` and
+``--many 10,1000,10000`` set those sizes; ``--only agents,tools,...`` runs only the named
+benchmarks.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import subprocess
+import sys
+
 from . import (
+    bench_acp,
     bench_agents,
+    bench_cancel,
     bench_compaction,
     bench_fibers,
+    bench_many,
     bench_memory,
     bench_postgres,
     bench_resume,
     bench_sessions,
     bench_shell,
+    bench_tools,
 )
+
+FLOOR_ROWS = ("agents", "tools", "cancel", "memory", "many", "acp")
+OTHERS = ("fibers", "compaction", "sessions", "postgres", "resume", "shell")
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(","))
+
+
+def _summary(r: dict[str, dict[str, float]]) -> None:
+    """The issue #17 table: every row against its floor and its goal, from this run."""
+    print("\nissue #17: the runtime's own cost against trio's floor (this run)")
+
+    def row(figure: str, measured: str, goal: str, met: bool) -> None:
+        print(f"  {figure:<34}{measured:<44}{goal:<28}{'met' if met else 'NOT MET'}")
+
+    if "agents" in r:
+        a = r["agents"]
+        row(
+            "sequential turns/s, fresh agent",
+            f"{a['turn_agent']:,.0f} vs floor {a['turn_raw']:,.0f} "
+            f"({a['turn_agent'] / a['turn_raw']:.2f}x)",
+            ">= 0.25x floor",
+            a["turn_agent"] / a["turn_raw"] >= 0.25,
+        )
+    if "tools" in r:
+        t = r["tools"]
+        row(
+            "tool turns/s",
+            f"{t['tool']:,.0f} vs plain {t['plain']:,.0f} ({t['tool_vs_plain']:.2f}x)",
+            ">= 0.5x plain turns",
+            t["tool_vs_plain"] >= 0.5,
+        )
+    if "cancel" in r:
+        c = r["cancel"]
+        row(
+            "cancel of an in-flight turn",
+            f"p50 {c['agent_p50']:,.0f} us vs floor {c['raw_p50']:,.0f} ({c['ratio']:.1f}x), "
+            f"p99 {c['agent_p99']:,.0f}",
+            "<= 2x floor, p99 <= 250 us",
+            c["ratio"] <= 2 and c["agent_p99"] <= 250,
+        )
+    if "memory" in r:
+        m = r["memory"]
+        row(
+            "traced memory per idle agent",
+            f"{m['agent'] / 1024:,.1f} KiB vs task {m['raw'] / 1024:,.1f} KiB ({m['ratio']:.1f}x)",
+            "<= 12 KiB",
+            m["agent"] <= 12 * 1024,
+        )
+        if "rss_agents" in m:
+            row(
+                "RSS of the idle agents",
+                f"{m['rss_agents'] / 2**20:,.0f} MiB ({m['rss_per_agent'] / 1024:,.1f} KiB each)",
+                "100,000 under 2 GiB",
+                m["rss_empty"] + m["rss_per_agent"] * 100_000 < 2**31,
+            )
+    if "many" in r:
+        n = r["many"]
+        ratios = {k: v for k, v in n.items() if k.startswith("ratio_")}
+        sizes = sorted(int(k[6:]) for k in ratios)
+        row(
+            "aggregate turns/s, many agents",
+            ", ".join(f"{s:,}: {n[f'rate_{s}']:,.0f}" for s in sizes),
+            ">= 0.8x the smallest",
+            all(ratios[f"ratio_{s}"] >= 0.8 for s in sizes),
+        )
+    if "agents" in r:
+        a = r["agents"]
+        row(
+            "agent create + dispose /s",
+            f"{a['create_agent']:,.0f} vs floor {a['create_raw']:,.0f} "
+            f"({a['create_agent'] / a['create_raw']:.2f}x)",
+            ">= 0.5x floor",
+            a["create_agent"] / a["create_raw"] >= 0.5,
+        )
+    if "acp" in r:
+        p = r["acp"]
+        row(
+            "ACP prompt round trip",
+            f"p50 {p['bridge_p50']:.2f} ms vs floor {p['floor_p50']:.2f} ({p['ratio']:.1f}x), "
+            f"{p['bridge_rate']:,.0f}/s",
+            "<= 0.5 ms, >= 2,000/s",
+            p["bridge_p50"] <= 0.5 and p["bridge_rate"] >= 2000,
+        )
 
 
 def main() -> None:
-    """Run the benchmarks in turn; each prints its own figures."""
-    bench_fibers.main()
-    bench_agents.main()
-    bench_compaction.main()
-    bench_memory.main()
-    bench_sessions.main()
-    bench_postgres.main()
-    bench_resume.main()
-    bench_shell.main()
+    """Run the benchmarks in turn; each prints its own figures, then the summary table."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("--quick", action="store_true", help="issue #17 rows, smaller sizes")
+    parser.add_argument("--only", type=lambda s: tuple(s.split(",")), default=None)
+    parser.add_argument("--idle", type=int, default=None, help="idle agents for the RSS")
+    parser.add_argument("--many", type=_sizes, default=None, help="agent counts, e.g. 10,1000")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    only = args.only or (FLOOR_ROWS if args.quick else OTHERS[:1] + FLOOR_ROWS + OTHERS[1:])
+    idle = args.idle if args.idle is not None else (10_000 if args.quick else bench_memory.IDLE)
+    many = args.many or ((10, 1_000) if args.quick else bench_many.SIZES)
+    runs = {
+        "fibers": bench_fibers.main,
+        "agents": bench_agents.main,
+        "tools": bench_tools.main,
+        "cancel": bench_cancel.main,
+        "memory": lambda: bench_memory.main(idle),
+        "many": lambda: bench_many.main(many),
+        "acp": bench_acp.main,
+        "compaction": bench_compaction.main,
+        "sessions": bench_sessions.main,
+        "postgres": bench_postgres.main,
+        "resume": bench_resume.main,
+        "shell": bench_shell.main,
+    }
+    if args.child is not None:
+        figures = runs[args.child]()
+        print(_RESULT + json.dumps(figures if isinstance(figures, dict) else {}))
+        return
+    unknown = [name for name in only if name not in runs]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(runs)}")
+    sizes = ["--idle", str(idle), "--many", ",".join(map(str, many))]
+    results: dict[str, dict[str, float]] = {}
+    for name in only:
+        results[name] = _run_child([*sizes, "--child", name])
+    _summary(results)
+
+
+_RESULT = "@@figures "
+
+
+def _run_child(args: list[str]) -> dict[str, float]:
+    """Run one benchmark in a fresh interpreter; print its lines, return its figures."""
+    child = subprocess.run(
+        [sys.executable, "-m", "benchmarks", *args], check=True, stdout=subprocess.PIPE, text=True
+    )
+    figures: dict[str, float] = {}
+    for row in child.stdout.splitlines():
+        if row.startswith(_RESULT):
+            figures = json.loads(row[len(_RESULT) :])
+        else:
+            print(row, flush=True)
+    return figures
 
 
 if __name__ == "__main__":

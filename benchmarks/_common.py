@@ -1,10 +1,14 @@
-"""Helpers shared by the benchmarks: best-of-N timing and the printed lines."""
+"""Helpers shared by the benchmarks: best-of-N timing, the raw-trio turn floor and the printed
+lines."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Sequence
 
-__all__ = ["best_rates", "line"]
+import trio
+
+__all__ = ["RawAgent", "best_rates", "drive_raw", "line"]
 
 
 async def best_rates(
@@ -28,4 +32,28 @@ async def best_rates(
 
 def line(label: str, value: float, unit: str = "/s") -> str:
     """One aligned figure line."""
-    return f"  {label:<52}{value:>12,.0f} {unit}"
+    return f"  {label:<56}{value:>12,.0f} {unit}"
+
+
+#: A raw-trio agent: reads messages from the inbox, keeps its records, sends each reply.
+RawAgent = Callable[
+    [trio.MemoryReceiveChannel[str], trio.MemorySendChannel[str], list[tuple[str, ...]]],
+    Awaitable[None],
+]
+
+
+async def drive_raw(agent: RawAgent, turns: int) -> float:
+    """Seconds for ``turns`` message -> reply rounds with ``agent`` in a raw trio task and two
+    channels: the floor the runtime's turns are measured against."""
+    records: list[tuple[str, ...]] = []
+    send_inbox, receive_inbox = trio.open_memory_channel[str](1)
+    send_reply, receive_reply = trio.open_memory_channel[str](0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(agent, receive_inbox, send_reply, records)
+        start = time.perf_counter()
+        for i in range(turns):
+            send_inbox.send_nowait(f"hello {i}")
+            await receive_reply.receive()
+        elapsed = time.perf_counter() - start
+        nursery.cancel_scope.cancel()
+    return elapsed

@@ -33,7 +33,7 @@ from trio_agents.kernel import Context
 from trio_agents.model import Finished, FinishReason, ModelEvent, ModelRequest, TextDelta, Usage
 
 from . import bench_fibers
-from ._common import best_rates, line
+from ._common import best_rates, drive_raw, line
 
 ROUNDS = 5
 
@@ -101,18 +101,7 @@ async def _raw_agent(
 
 async def raw_turns(turns: int) -> float:
     """Seconds for ``turns`` message -> reply rounds with a raw trio task and two channels."""
-    records: list[tuple[str, ...]] = []
-    send_inbox, receive_inbox = trio.open_memory_channel[str](1)
-    send_reply, receive_reply = trio.open_memory_channel[str](0)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_raw_agent, receive_inbox, send_reply, records)
-        start = time.perf_counter()
-        for i in range(turns):
-            send_inbox.send_nowait(f"hello {i}")
-            await receive_reply.receive()
-        elapsed = time.perf_counter() - start
-        nursery.cancel_scope.cancel()
-    return elapsed
+    return await drive_raw(_raw_agent, turns)
 
 
 async def agent_create_dispose(root: Context, iterations: int) -> float:
@@ -177,8 +166,8 @@ async def measure() -> dict[str, float]:
     }
 
 
-def main() -> None:
-    """Measure and print."""
+def main() -> dict[str, float]:
+    """Measure and print; returns the figures."""
     r = trio.run(measure)
     print(
         f"agent turns, constant-cost echo model, MemoryStore "
@@ -197,6 +186,7 @@ def main() -> None:
     print(line("trio_agents agent (agents.create + dispose):", r["create_agent"]))
     print(f"  ratio: an agent costs {r['create_ratio_raw']:.1f}x the raw floor")
     print(f"  ratio: an agent costs {r['create_ratio_fiber']:.1f}x a fiber")
+    return r
 
 
 if __name__ == "__main__":

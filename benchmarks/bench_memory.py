@@ -10,11 +10,18 @@ program can hold per long-lived worker: one task in a nursery blocked on a
 ``trio.run`` under the same tracer; tracemalloc counts only Python allocations (not the C
 stacks of the interpreter), so the ratio is the one to read, and each figure is the best
 (smallest) of a few rounds.
+
+The resident set of ``IDLE`` idle agents (100,000 by default) is measured in a subprocess of
+its own (``python -m benchmarks.bench_memory rss agents N``), so that its RSS holds nothing
+of the other benchmarks: the process's ``VmRSS`` once every agent is idle, beside the same
+figure for as many raw tasks on an Event in another subprocess. Goal: under 2 GiB.
 """
 
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import tracemalloc
 
 import trio
@@ -28,6 +35,7 @@ from ._common import line
 
 ROUNDS = 3
 AGENTS = 1_000
+IDLE = 100_000
 
 
 def _traced() -> int:
@@ -85,8 +93,59 @@ async def measure() -> dict[str, float]:
     return {"raw": raw, "agent": agent, "ratio": agent / raw}
 
 
-def main() -> None:
-    """Measure (under tracemalloc) and print."""
+def _rss_bytes() -> int:
+    with open("/proc/self/status") as status:
+        for row in status:
+            if row.startswith("VmRSS:"):
+                return int(row.split()[1]) * 1024
+    raise RuntimeError("no VmRSS in /proc/self/status; the RSS figure needs Linux")
+
+
+async def _hold_raw(count: int) -> int:
+    async with trio.open_nursery() as nursery:
+        for _ in range(count):
+            nursery.start_soon(_waiter, trio.Event())
+        await trio.testing.wait_all_tasks_blocked()
+        rss = _rss_bytes()
+        nursery.cancel_scope.cancel()
+    return rss
+
+
+async def _hold_agents(count: int) -> int:
+    async with ta.open_runtime(store=ta.MemoryStore()) as root:
+        model = ta.ScriptedModel.echo()
+        handles = [await root.agents.create(model=model) for _ in range(count)]
+        await trio.testing.wait_all_tasks_blocked()
+        gc.collect()
+        rss = _rss_bytes()
+        async with trio.open_nursery() as nursery:
+            for handle in handles:
+                nursery.start_soon(handle.dispose)
+    return rss
+
+
+def _held(kind: str, count: int) -> int:
+    """Run ``rss KIND COUNT`` in a fresh interpreter; its RSS in bytes while all are idle."""
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_memory", "rss", kind, str(count)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(out.stdout.split()[-1])
+
+
+def rss(count: int = IDLE) -> dict[str, float]:
+    """RSS of ``count`` idle agents, of ``count`` raw tasks and of an empty runtime."""
+    return {
+        "rss_empty": _held("agents", 0),
+        "rss_raw": _held("raw", count),
+        "rss_agents": _held("agents", count),
+    }
+
+
+def main(idle: int = IDLE) -> dict[str, float]:
+    """Measure (under tracemalloc), then the RSS in subprocesses, and print."""
     tracemalloc.start()
     try:
         r = trio.run(measure)
@@ -96,7 +155,24 @@ def main() -> None:
     print(line("raw trio floor (a task waiting on an Event):", r["raw"], "B/task"))
     print(line("trio_agents idle agent (agents.create, MemoryStore):", r["agent"], "B/agent"))
     print(f"  ratio: an idle agent holds {r['ratio']:.1f}x the memory of a raw task")
+    if idle:
+        r.update(rss(idle))
+        mib = 1024 * 1024
+        print(f"resident set (VmRSS) of {idle:,} idle ones, each in a process of its own:")
+        print(line("an empty runtime (no agent):", r["rss_empty"] / mib, "MiB"))
+        print(
+            line(f"raw trio floor ({idle:,} tasks waiting on an Event):", r["rss_raw"] / mib, "MiB")
+        )
+        print(line(f"trio_agents ({idle:,} idle agents):", r["rss_agents"] / mib, "MiB"))
+        per = (r["rss_agents"] - r["rss_empty"]) / idle
+        r["rss_per_agent"] = per
+        print(line("  per agent:", per / 1024, "KiB"))
+    return r
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["rss"]:
+        kind, count = sys.argv[2], int(sys.argv[3])
+        print(trio.run(_hold_raw if kind == "raw" else _hold_agents, count))
+    else:
+        main()

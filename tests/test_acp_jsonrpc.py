@@ -24,7 +24,7 @@ from trio_agents.acp import (
     _jsonrpc,
     encode_frame,
 )
-from trio_agents.acp._framing import MAX_FRAME
+from trio_agents.acp._framing import MAX_DEPTH, MAX_FRAME, find_problem
 
 
 def reply_of(event: object) -> dict[str, Any]:
@@ -538,3 +538,48 @@ def test_hostile_values_give_an_event_and_a_utf8_reply(message: object) -> None:
         event.method.encode("utf-8")
         json.dumps(event.params, allow_nan=False).encode("utf-8")  # refused at the edge
         assert json.loads(connection.respond(event.id, event.params).decode("utf-8"))
+
+
+def _clean(value: Any, depth: int = 0) -> bool:
+    """The rules of find_problem, written as plainly as possible."""
+    surrogate = re.compile("[\ud800-\udfff]")
+    if isinstance(value, str):
+        return not surrogate.search(value)
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    if isinstance(value, list):
+        return depth < MAX_DEPTH and all(_clean(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return depth < MAX_DEPTH and all(
+            not surrogate.search(k) and _clean(v, depth + 1) for k, v in value.items()
+        )
+    return True
+
+
+_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=4)
+_SCALAR = st.none() | st.booleans() | st.integers() | st.floats() | _TEXT
+
+
+@given(
+    st.recursive(
+        _SCALAR,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_find_problem_refuses_exactly_surrogates_non_finite_numbers_and_deep_nesting(
+    value: Any,
+) -> None:
+    """find_problem names a problem exactly when a string or key holds a lone surrogate, a
+    number is not finite, or arrays and objects nest MAX_DEPTH deep or more."""
+    assert (find_problem(value) is None) == _clean(value)
+
+
+@pytest.mark.parametrize("levels", range(MAX_DEPTH - 1, MAX_DEPTH + 3))
+@pytest.mark.parametrize("container", ["list", "dict"])
+def test_find_problem_refuses_nesting_from_max_depth_on(levels: int, container: str) -> None:
+    """Arrays or objects nested MAX_DEPTH levels are fine; one level more is refused."""
+    value: Any = 1
+    for _ in range(levels):
+        value = [value] if container == "list" else {"k": value}
+    assert (find_problem(value) is None) == (levels <= MAX_DEPTH) == _clean(value)

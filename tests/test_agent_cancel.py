@@ -7,8 +7,10 @@ import trio
 import trio.testing
 
 import trio_agents.agent as ag
-from trio_agents.cancel import UserCancel
+from trio_agents import open_runtime
+from trio_agents.cancel import DisposedCancel, UserCancel
 from trio_agents.kernel import Context
+from trio_agents.model import ScriptedModel
 from trio_agents.session import InboxSpliced, StopReason, TurnEnded, TurnStarted, UserMessage
 
 
@@ -200,3 +202,22 @@ async def test_cancel_during_dispose_returns_false(
     echo_runtime.on(ag.AgentStatusChanged, on_status)
     await handle.dispose()
     assert results == [False]
+
+
+async def test_an_application_scope_around_the_runtime_ends_the_turn_as_disposed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The owner goes away: a plain trio cancel scope of the application around the runtime
+    (no cause of ours) cancels a running turn, which is recorded with DisposedCancel, not a
+    missing cause."""
+    agents: list[ag.Agent] = []
+    with trio.move_on_after(5):
+        async with open_runtime(model=ScriptedModel.echo(delay=60)) as root:
+            agent = (await root.agents.create()).agent
+            agents.append(agent)
+            agent.prompt("a long question")
+            await trio.sleep_forever()
+    [agent] = agents
+    [ended] = turn_ends(agent)
+    assert ended.stop_reason is StopReason.CANCELLED
+    assert ended.cause == DisposedCancel()

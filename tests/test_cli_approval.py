@@ -47,6 +47,8 @@ def test_chat_asks_on_the_terminal_yes_no_always(store: Path, tmp_path: Path, co
         terminal.expect(r"you> ")
         terminal.send(f"!bash touch {marks}/one\n")
         terminal.expect(r"allow bash: touch \S+/one\?  \[y\]es / \[n\]o / \[a\]lways")
+        # The input line says that the next line is the answer, not a queued prompt.
+        terminal.expect(r"answer> ")
         terminal.send("maybe\n")
         terminal.expect(r"answer y \(yes, once\), n \(no\) or a \(always")
         terminal.send("y\n")

@@ -37,6 +37,35 @@ def test_chat_compact_records_a_compaction_that_sessions_show_marks(
     ), marker
 
 
+def test_chat_says_when_the_history_was_compacted_to_fit_the_window(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    store: Path,
+    stdin_pipe: int,
+) -> None:
+    """An automatic compaction (the window filled up during a turn) is announced once, on
+    its own line, with the sizes; the turns before it are answered as usual."""
+    monkeypatch.setenv("COLUMNS", "200")
+    words = " ".join(f"word{i}" for i in range(60))
+    os.write(stdin_pipe, "".join(f"{words} {n}\n" for n in range(8)).encode())
+    os.close(stdin_pipe)
+    code = main(
+        ["chat", "--store", str(store), "--session", "full", "--model", "echo?context_window=400"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    notices = [line for line in out.splitlines() if "compacted the older turns" in line]
+    assert notices, out
+    assert all(
+        re.fullmatch(
+            r"compacted the older turns to fit the context window: [\d,]+ -> [\d,]+ tokens "
+            r"\(the session file keeps them\)",
+            line.strip(),
+        )
+        for line in notices
+    ), notices
+
+
 def test_help_lists_compact(
     capsys: pytest.CaptureFixture[str], store: Path, stdin_pipe: int
 ) -> None:

@@ -329,3 +329,36 @@ async def test_requests_records_every_request_in_order_also_past_the_script() ->
     with pytest.raises(ModelError, match=r"^the script of ScriptedModel 'scripted' has no reply"):
         await _collect(model, second)
     assert (before, model.requests) == ((), (first, second))
+
+
+_WORDY = st.sampled_from(["a", "b c", "", " d  e f ", "g"])
+_MESSAGE = st.builds(UserText, _WORDY) | st.builds(AssistantText, _WORDY)
+
+
+@given(
+    st.lists(
+        st.lists(_MESSAGE, max_size=6).map(tuple) | st.sampled_from(["grow", "shrink"]),
+        min_size=1,
+        max_size=12,
+    )
+)
+async def test_echo_input_tokens_are_the_words_of_every_message_in_any_sequence(
+    steps: list[tuple[ChatMessage, ...] | str],
+) -> None:
+    """A request's input_tokens count every message's words, whether it extends the
+    conversation before it (the same message objects), shrinks it, or is another one."""
+    model = ScriptedModel.echo()
+    conversation: tuple[ChatMessage, ...] = (UserText("x y"),)
+    for step in steps:
+        if step == "grow":
+            conversation = (*conversation, UserText("more words"))
+        elif step == "shrink":
+            conversation = conversation[: len(conversation) // 2]
+        else:
+            assert isinstance(step, tuple)
+            conversation = (*conversation[:1], *step)
+        events = await _collect(model, _request(*conversation))
+        finished = events[-1]
+        assert isinstance(finished, Finished)
+        expected = sum(len(m.content.split()) for m in conversation)
+        assert finished.usage.input_tokens == expected

@@ -97,6 +97,43 @@ def decode_frame(frame: bytes) -> Any:
 
 def find_problem(value: Any) -> str | None:
     """Why a decoded value must be refused, or ``None`` (see the module rules)."""
+    # Every frame is walked: the walk that builds each value's path for the message runs
+    # only when the plain walk has found that something is wrong.
+    return _find_with_paths(value) if _has_problem(value) else None
+
+
+def _has_problem(value: Any) -> bool:
+    """Whether :func:`find_problem` has something to say: the same checks, without paths."""
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and _SURROGATE.search(item):
+                return True
+        elif kind is dict or kind is list:
+            if depth >= MAX_DEPTH:
+                return True
+            depth += 1
+            if kind is list:
+                todo.extend((v, depth) for v in item)
+                continue
+            for key, v in item.items():
+                if not key.isascii() and _SURROGATE.search(key):
+                    return True
+                todo.append((v, depth))
+        elif (
+            kind is not int
+            and kind is not bool
+            and item is not None
+            and not (kind is float and math.isfinite(item))
+        ):
+            # Not finite, or a subclass of a JSON type: the full walk judges it.
+            return True
+    return False
+
+
+def _find_with_paths(value: Any) -> str | None:
     # Iterative, so the walk itself cannot run out of stack. (value, path, depth)
     todo: list[tuple[Any, str, int]] = [(value, "", 0)]
     while todo:

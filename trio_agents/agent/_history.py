@@ -114,9 +114,9 @@ class Messages(Sequence[ChatMessage]):
         return self._base[position]
 
     def __iter__(self) -> Iterator[ChatMessage]:
-        yield from itertools.islice(self._base, self._length)
-        if self._tail is not None:
-            yield self._tail
+        # C iterators, not a generator: list(), sum() and zip() over a long view stay in C.
+        items = itertools.islice(self._base, self._length)
+        return items if self._tail is None else itertools.chain(items, (self._tail,))
 
     def __reversed__(self) -> Iterator[ChatMessage]:
         if self._tail is not None:

@@ -104,7 +104,10 @@ class Turn:
             # KeyboardInterrupt): close the turn durably, then let it propagate.
             leaf = _first_leaf(exc)
             if isinstance(leaf, trio.Cancelled):
-                cause = DisposedCancel() if self._disposed else current_cause()
+                # Cancelled from outside the turn: its owner is going away. A typed cause
+                # above says why; a plain trio cancel (the application's own scope around
+                # the runtime) is the runtime's exit, so the turn is disposed.
+                cause = DisposedCancel() if self._disposed else current_cause() or DisposedCancel()
                 stop = self._stop_reason(cause)
             else:
                 stop, error = StopReason.ERROR, f"interrupted by {type(leaf).__name__}"

@@ -49,12 +49,17 @@ class TerminalAsker:
 
     Args:
         show: prints one line of its own (the chat view's ``note``), with a rich style.
+        waiting: told ``True`` when a question starts waiting for its answer line and
+            ``False`` when it stops (the chat's input line shows ``answer>`` meanwhile).
     """
 
     name = "terminal"
 
-    def __init__(self, show: Callable[[str, str], None]) -> None:
+    def __init__(
+        self, show: Callable[[str, str], None], waiting: Callable[[bool], None] | None = None
+    ) -> None:
         self._show = show
+        self._waiting = waiting if waiting is not None else _unseen
         self._lock = trio.Lock()
         self._open: _Question | None = None
         self._asked = trio.Event()
@@ -71,10 +76,12 @@ class TerminalAsker:
             self._asked.set()
             self._asked = trio.Event()
             self._show(f"allow {request.title}?  [y]es / [n]o / [a]lways", "bold magenta")
+            self._waiting(True)
             try:
                 await question.answered.wait()
             finally:
                 self._open = None
+                self._waiting(False)
             return question.answer
 
     def offer(self, line: str) -> bool:
@@ -136,3 +143,7 @@ class RunApprover:
             f"refused: tool {request.tool!r} needs approval and 'trio-agents run' asks nobody; "
             f"it did not run (run with --yes to allow it)"
         )
+
+
+def _unseen(waiting: bool) -> None:
+    """The ``waiting`` of an asker nobody watches."""

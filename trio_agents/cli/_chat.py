@@ -77,7 +77,7 @@ async def chat(args: argparse.Namespace) -> int:
         with editor.screen() if editor is not None else nullcontext():
             view = ChatView(console, agent, editor)
             view.listen(root)
-            asker = TerminalAsker(view.note)
+            asker = TerminalAsker(view.note, view.asked)
             agent.approver = asker
             jobs: dict[str, JobDone] = {}
             root.on(JobDone, lambda event: jobs.__setitem__(event.job_id, event))

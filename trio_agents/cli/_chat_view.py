@@ -32,6 +32,7 @@ from ..agent import Agent, AgentOutput, AgentStatus, AgentStatusChanged, AgentUs
 from ..kernel import Context, PluginReloaded
 from ..session import (
     AssistantMessage,
+    Compacted,
     InboxSpliced,
     SessionAppended,
     StopReason,
@@ -66,6 +67,7 @@ class ChatView:
         self._midline = False
         self._pending = ""  # with an editor: the answer's text not printed yet
         self._thinking = False
+        self._asked = False
         self._working = False  # with an editor: from a turn's start until the agent is idle
         self._usage_at_start = AgentUsage()
 
@@ -133,7 +135,14 @@ class ChatView:
     def _live(self) -> None:
         if self._editor is not None:
             tail = "\n".join(self._pending.splitlines()[-_LIVE_LINES:])
-            self._editor.show(tail, THINKING if self._thinking else "", busy=self._working)
+            status = THINKING if self._thinking and not self._asked else ""
+            self._editor.show(tail, status, busy=self._working, asked=self._asked)
+
+    def asked(self, waiting: bool) -> None:
+        """A question waits for the next line (``True``), or no longer (``False``): the
+        input line's prompt says so."""
+        self._asked = waiting
+        self._live()
 
     def _start_spinner(self) -> None:
         if self._editor is not None:
@@ -203,6 +212,13 @@ class ChatView:
             self.note(f"notice for the agent: {record.content}")
         elif isinstance(record, AssistantMessage):
             self._end_line()  # so the next step's answer (a steered one) starts on its own line
+        elif isinstance(record, Compacted) and record.turn_id is not None:
+            # An automatic compaction (one asked for with /compact is reported by it).
+            self.note(
+                f"compacted the older turns to fit the context window: "
+                f"{record.tokens_before:,} -> {record.tokens_after:,} tokens "
+                f"(the session file keeps them)"
+            )
         elif isinstance(record, TurnEnded):
             self._stop_spinner()
             self._end_line()

@@ -8,8 +8,9 @@ Rules:
   typing never share a line.
 - Above the input line sits the *live area* (:meth:`LineEditor.show`): the part of the answer
   still streaming and a status line (``thinking…``). It is redrawn, never printed; what is
-  final is printed above it. The prompt is ``you>`` when the agent is idle and ``queue>``
-  while it works (a line entered then is queued).
+  final is printed above it. The prompt is ``you>`` when the agent is idle, ``queue>``
+  while it works (a line entered then is queued), and ``answer>`` while a question of the
+  agent's (a tool approval) waits for the next line.
 - Keys: the usual editing (arrows, Home/End, Ctrl-A/E/K/U/W, Alt-B/F); Up/Down walk the
   history, kept in a file across runs; a line ending with ``\\`` (or Alt-Enter) continues on
   the next line; Ctrl-C clears a line that has text and otherwise is :data:`Key.INTERRUPT`
@@ -47,6 +48,7 @@ __all__ = ["Key", "LineEditor", "history_file"]
 
 PROMPT = "you> "
 BUSY_PROMPT = "queue> "
+ANSWER_PROMPT = "answer> "
 HISTORY_FILE = ".chat-history"
 # How long aclose waits for the prompt's thread to give the terminal back.
 _CLOSE_TIMEOUT = 5.0
@@ -134,6 +136,7 @@ class LineEditor:
         self._quiet: PromptSession[Any] = PromptSession(**common)
         self._live: list[tuple[str, str]] = []
         self._busy = False
+        self._asked = False
         self._lock = trio.Lock()
         self._questions = 0
         self._answered = trio.Event()
@@ -151,13 +154,17 @@ class LineEditor:
 
     # -- the live area ---------------------------------------------------------------------
 
-    def show(self, streaming: str = "", status: str = "", *, busy: bool = False) -> None:
+    def show(
+        self, streaming: str = "", status: str = "", *, busy: bool = False, asked: bool = False
+    ) -> None:
         """Set the live area (thread-safe; redrawn at once): text still streaming, a status.
 
         ``busy``: the agent is working, so a line entered now is queued; the prompt says so
-        (``queue>`` instead of ``you>``).
+        (``queue>`` instead of ``you>``). ``asked``: the next line answers a question
+        (``answer>``).
         """
         self._busy = busy
+        self._asked = asked
         live = []
         if streaming:
             live.append(("class:live", streaming + "\n"))
@@ -169,7 +176,8 @@ class LineEditor:
             session.app.invalidate()
 
     def _message(self) -> FormattedText:
-        prompt = [("class:prompt", BUSY_PROMPT if self._busy else PROMPT)]
+        text = ANSWER_PROMPT if self._asked else BUSY_PROMPT if self._busy else PROMPT
+        prompt = [("class:prompt", text)]
         if get_app().is_done:  # the line as it stays on screen once entered
             return FormattedText(prompt)
         return FormattedText([*self._live, *prompt])

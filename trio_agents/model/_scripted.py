@@ -6,7 +6,11 @@ Rules:
   cancelled at each ``__anext__``; ``Wait`` and ``Say(delay=...)`` sleep in trio time.
 - The stream ends with ``Finished(tool_calls)`` if the reply called a tool, else
   ``Finished(stop)``. ``Fail`` raises :class:`ModelError` instead.
-- Usage counts whitespace-separated words: of every message in, of the text said out.
+- Usage counts whitespace-separated words: of every message in, of the text said out. The
+  count of the messages in is kept per conversation (by the identity of its first message)
+  for the few conversations seen last: a request that extends the one before it is counted
+  from where that one ended, so a request's cost does not grow with its history; any
+  message that is not the one (or equal to the one) counted before is counted afresh.
 - Every request a ``stream()`` starts on is kept, in order, in ``requests`` (what a test checks
   the model was sent: the messages and the tool specs), also when the script has run out.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, TypeAlias, final
 
@@ -94,6 +99,54 @@ def _message_words(message: ChatMessage) -> int:
     return _count_words(message.content)
 
 
+#: How many conversations a model keeps the counts of (the ones it served last).
+_COUNTED_CONVERSATIONS = 64
+
+
+@final
+class _InputWords:
+    """The words of a request's messages, counted once per message of a growing conversation.
+
+    Invariant: for each conversation, ``sums[i]`` is the number of words of ``messages[:i]``,
+    so ``len(sums) == len(messages) + 1``.
+    """
+
+    __slots__ = ("_conversations",)
+
+    def __init__(self) -> None:
+        self._conversations: OrderedDict[int, tuple[list[ChatMessage], list[int]]] = OrderedDict()
+
+    def count(self, messages: Sequence[ChatMessage]) -> int:
+        current = list(messages)
+        if not current:
+            return 0
+        key = id(current[0])
+        known = self._conversations.pop(key, None)
+        if known is None or known[0][0] is not current[0]:
+            seen: list[ChatMessage] = []
+            sums = [0]
+        else:
+            seen, sums = known
+        common = len(seen)
+        # List equality tests identity first, so a conversation that only grew costs one
+        # pass in C; otherwise the common prefix is found message by message.
+        if len(current) < common or current[:common] != seen:
+            common = 0
+            for new, old in zip(current, seen, strict=False):
+                if new is not old and new != old:
+                    break
+                common += 1
+            del sums[common + 1 :]
+        total = sums[-1]
+        for message in current[common:]:
+            total += _message_words(message)
+            sums.append(total)
+        self._conversations[key] = (current, sums)
+        if len(self._conversations) > _COUNTED_CONVERSATIONS:
+            self._conversations.popitem(last=False)
+        return total
+
+
 def _normalize(reply: object, index: int) -> tuple[Step, ...]:
     if isinstance(reply, str):
         return (Say(reply),)
@@ -130,6 +183,7 @@ class ScriptedModel:
 
     __slots__ = (
         "_call_ids",
+        "_input_words",
         "_replies",
         "_requests",
         "_respond",
@@ -152,6 +206,7 @@ class ScriptedModel:
         self._served = 0
         self._requests: list[ModelRequest] = []
         self._call_ids = itertools.count(1)
+        self._input_words = _InputWords()
 
     @classmethod
     def echo(cls, delay: float = 0.0, *, context_window: int | None = None) -> ScriptedModel:
@@ -231,7 +286,7 @@ class ScriptedModel:
                 raise ModelError(step.message)
         await trio.lowlevel.checkpoint()
         usage = Usage(
-            input_tokens=sum(_message_words(m) for m in request.messages),
+            input_tokens=self._input_words.count(request.messages),
             output_tokens=words_out,
         )
         yield Finished(FinishReason.TOOL_CALLS if called else FinishReason.STOP, usage)
@@ -262,12 +317,17 @@ def _echo_steps(messages: Sequence[ChatMessage], delay: float) -> tuple[Step, ..
 
 
 def _report(output: ToolOutput, messages: Sequence[ChatMessage]) -> str:
-    arguments: Mapping[str, Any] = {}
-    for message in messages:
-        if isinstance(message, AssistantText):
-            for call in message.tool_calls:
-                if call.call_id == output.call_id:
-                    arguments = call.arguments
+    # The latest call with the output's id (a model may reuse ids across turns).
+    arguments: Mapping[str, Any] = next(
+        (
+            call.arguments
+            for message in reversed(messages)
+            if isinstance(message, AssistantText)
+            for call in reversed(message.tool_calls)
+            if call.call_id == output.call_id
+        ),
+        {},
+    )
     command = arguments.get("command")
     what = f"bash `{command}`" if output.name == "bash" and command else f"tool {output.name}"
     verb = "failed" if output.is_error else ("exited" if output.name == "bash" else "returned")
