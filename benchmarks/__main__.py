@@ -23,6 +23,7 @@ from . import (
     bench_fibers,
     bench_many,
     bench_memory,
+    bench_postgres,
     bench_resume,
     bench_sessions,
     bench_shell,
@@ -31,7 +32,7 @@ from . import (
 )
 
 FLOOR_ROWS = ("agents", "tools", "cancel", "memory", "many", "acp")
-OTHERS = ("fibers", "compaction", "sessions", "stores", "resume", "shell")
+OTHERS = ("fibers", "compaction", "sessions", "stores", "postgres", "resume", "shell")
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -139,6 +140,7 @@ def main() -> None:
         "compaction": bench_compaction.main,
         "sessions": bench_sessions.main,
         "stores": bench_stores.main,
+        "postgres": bench_postgres.main,
         "resume": bench_resume.main,
         "shell": bench_shell.main,
     }

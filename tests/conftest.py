@@ -10,6 +10,7 @@ from contextlib import suppress
 from pathlib import Path
 
 import pytest
+from pg_server import INSTALL_HINT, PgServer, find_bindir, fresh_schema_dsn, running_server
 
 import trio_agents.agent as ag
 from trio_agents.kernel import Context
@@ -103,3 +104,28 @@ def cli_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("TRIO_AGENTS_DEBUG", raising=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PgServer]:
+    """A throwaway PostgreSQL server for the whole run (``initdb`` + ``pg_ctl`` into a
+    temporary directory, a free loopback port), stopped and removed after.
+
+    Without the server binaries the PostgreSQL tests skip, except in CI (``$CI`` set), where
+    they fail: CI must run them (``.ci/run`` installs the package).
+    """
+    if find_bindir() is None:
+        message = f"the PostgreSQL tests need a PostgreSQL server; {INSTALL_HINT}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    # fsync off: the tests need a working database, not one that survives a power cut.
+    with running_server(fsync=False) as server:
+        yield server
+
+
+@pytest.fixture
+def pg_dsn(postgres_server: PgServer) -> str:
+    """A DSN of the test server whose tables go in a new, empty schema: a fresh database for
+    each test, at the cost of one ``CREATE SCHEMA``."""
+    return fresh_schema_dsn(postgres_server.dsn)

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from trio_agents.session import JsonlStore, MemoryStore, SessionStore, SqliteStore
+from trio_agents.session import (
+    JsonlStore,
+    MemoryStore,
+    PostgresStore,
+    SessionStore,
+    SqliteStore,
+)
 
 #: A factory of store objects on one set of data.
 Factory = Callable[[], SessionStore]
@@ -36,8 +42,15 @@ def _sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
     return lambda: SqliteStore(tmp_path / "sessions.db")
 
 
+def _postgresql(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
+    # A fresh schema on the run's throwaway server (conftest's pg_dsn): one set of data.
+    dsn: str = request.getfixturevalue("pg_dsn")
+    return lambda: PostgresStore(dsn)
+
+
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Factory]] = {
     "memory": _memory,
     "jsonl": _jsonl,
     "sqlite": _sqlite,
+    "postgresql": _postgresql,
 }

@@ -289,6 +289,28 @@ INTERNAL: dict[str, frozenset[str]] = {
             "write_batch",
         }
     ),
+    "trio_agents.session._postgres_sql": frozenset(
+        {
+            "FORMAT_VERSION",
+            "Conn",
+            "Listed",
+            "OperationalError",
+            "Outcome",
+            "WriteJob",
+            "close_quietly",
+            "connect",
+            "delete_session",
+            "discard_session",
+            "is_stored",
+            "list_sessions",
+            "prepare_schema",
+            "read_session",
+            "release_lease",
+            "renew_leases",
+            "take_lease",
+            "write_batch",
+        }
+    ),
     "trio_agents.session._records": frozenset({"record_class", "record_tag"}),
     "trio_agents.session._sqlite_io": frozenset(
         {

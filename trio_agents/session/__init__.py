@@ -23,6 +23,8 @@ from ._ids import default_root as default_root
 from ._jsonl import JsonlStore as JsonlStore
 from ._keys import SESSIONS as SESSIONS
 from ._memory import MemoryStore as MemoryStore
+from ._postgres import PostgresStore as PostgresStore
+from ._postgres import SessionLeaseLostError as SessionLeaseLostError
 from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage
 from ._records import Compacted as Compacted
@@ -60,6 +62,7 @@ __all__ = [
     "JsonlStore",
     "MemoryStore",
     "ModelUsage",
+    "PostgresStore",
     "Record",
     "Session",
     "SessionAppended",
@@ -72,6 +75,7 @@ __all__ = [
     "SessionIdInUseError",
     "SessionInUseError",
     "SessionInfo",
+    "SessionLeaseLostError",
     "SessionNotFoundError",
     "SessionState",
     "SessionStatistics",

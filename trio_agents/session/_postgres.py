@@ -1,0 +1,542 @@
+"""The PostgreSQL backend: every session in one database, shared by many workers.
+
+Rules:
+- All SQL is in :mod:`._postgres_sql`, psycopg 3's synchronous API, run in worker threads
+  (the trio loop never blocks); each call is one transaction on a connection of the store's
+  small pool. psycopg is imported only when a store is made, so the rest of the package
+  works without it (the ``postgres`` extra).
+- Leases (one live owner per session id, across processes and machines): ``enter`` takes the
+  session row's lease for this store (its owner id is new each time the store is applied),
+  with an expiry on the database's clock; a background task of the store's fiber renews
+  every live lease each ``renew_every`` seconds; the session's end releases it. A lease
+  another worker holds makes ``enter`` raise ``SessionIdInUseError`` ("in use by another
+  worker"); an expired one (its worker died or stalled) may be taken over, which increments
+  the lease's epoch.
+- Fencing: every write names the lease epoch, and the database refuses a write whose epoch
+  is no longer the session's (see :mod:`._postgres_sql`). A session whose lease was taken
+  over writes nothing more: its flushes raise :class:`SessionLeaseLostError`, once
+  announced as ``SessionWriteFailed``; what the new owner writes is never interleaved.
+- Appends are serialized at once (a record JSON cannot hold is refused by ``append``), as
+  the same JSON lines as the JSONL store, and queued; a writer task commits queued records
+  within ``flush_interval``. ``flush`` is group commit: it asks for the *next* batch and
+  waits for it; flushes that arrive while a batch commits share the next one (one
+  transaction for every session in it).
+- A batch whose transaction fails wrote nothing: its records are queued again, the flushes
+  waiting for it raise ``SessionWriteError``, and the next flush writes them again.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import math
+import os
+import socket
+import uuid
+import weakref
+from collections.abc import Callable
+from datetime import UTC
+from functools import partial
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, final
+
+import attrs
+import outcome
+import trio
+
+from ._convert import dump_record
+from ._errors import SessionStoreClosedError, SessionWriteError
+from ._events import SessionWriteFailed
+from ._records import AgentConfigured, InboxSpliced, Record, UserMessage
+from ._session import Session
+from ._store import SessionInfo, SessionStore, Stored, title_of
+
+if TYPE_CHECKING:
+    from ..kernel import Context
+    from . import _postgres_sql as sql
+
+__all__ = ["PostgresStore", "SessionLeaseLostError"]
+
+log = logging.getLogger("trio_agents")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_EXTRA_HINT = "install the 'postgres' extra: pip install 'trio-agents[postgres]'"
+
+
+class SessionLeaseLostError(SessionWriteError):
+    """Another worker took over the lease of a session this worker had live (this one was
+    stopped or cut off longer than the lease lasts); it writes nothing more of that session."""
+
+
+def _load_sql() -> None:
+    """Import the SQL module (and so psycopg) on first use; say which extra is missing."""
+    global sql
+    try:
+        from . import _postgres_sql
+    except ImportError as exc:
+        raise ImportError(f"PostgresStore needs psycopg 3; {_EXTRA_HINT}") from exc
+    sql = _postgres_sql
+
+
+def _where(dsn: str) -> str:
+    """The DSN without its password, for messages (the DSN was checked when the store was made)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    parts = conninfo_to_dict(dsn)
+    host, port, db = parts.get("host", "localhost"), parts.get("port", 5432), parts.get("dbname")
+    return f"PostgreSQL at {host}:{port}" + (f" (database {db})" if db else "")
+
+
+def _check_dsn(dsn: str) -> str:
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(dsn)
+    except ProgrammingError as exc:
+        raise ValueError(
+            f"{dsn!r} is not a PostgreSQL connection string ({str(exc).strip()}); give a URI "
+            f"such as 'postgresql://user@host:5432/dbname' or 'host=... dbname=...'"
+        ) from exc
+    return dsn
+
+
+def _call(
+    pool: _Pool, conn: sql.Conn | None, fn: Callable[..., T], args: tuple[Any, ...]
+) -> tuple[sql.Conn | None, outcome.Outcome[T]]:
+    """In a worker thread: run ``fn(conn, *args)`` on ``conn`` (or a new connection)."""
+    if conn is None or conn.closed:
+        try:
+            conn = sql.connect(pool.dsn, pool.stalled_after)
+        except BaseException as exc:
+            return None, outcome.Error(exc)
+    result = outcome.capture(fn, conn, *args)
+    if conn.broken:
+        sql.close_quietly(conn)
+        return None, result
+    return conn, result
+
+
+@attrs.define(eq=False)
+class _Pool:
+    """A few connections, each used by one worker thread at a time."""
+
+    dsn: str
+    limit: trio.CapacityLimiter
+    # Invariant: a connection idle in a transaction this long belongs to a stalled process
+    # (see sql.connect); the lease's length, so a take-over never waits longer than that.
+    stalled_after: float
+    idle: builtins.list[sql.Conn] = attrs.field(factory=builtins.list)
+    closed: bool = False
+
+    async def run(self, fn: Callable[Concatenate[sql.Conn, P], T], *args: Any) -> T:
+        async with self.limit:
+            conn = self.idle.pop() if self.idle else None
+            # The thread cannot be cancelled; shielding keeps the connection's bookkeeping whole.
+            with trio.CancelScope(shield=True):
+                kept, result = await trio.to_thread.run_sync(_call, self, conn, fn, args)
+            if kept is not None:
+                if self.closed:
+                    sql.close_quietly(kept)
+                else:
+                    self.idle.append(kept)
+        if isinstance(result, outcome.Error) and isinstance(result.error, sql.OperationalError):
+            raise ConnectionError(
+                f"cannot reach the session database, {_where(self.dsn)}: "
+                f"{str(result.error).strip()}; check that the server runs and the DSN is right"
+            ) from result.error
+        return result.unwrap()
+
+    async def aclose(self) -> None:
+        self.closed = True
+        conns, self.idle = self.idle, []
+        for conn in conns:
+            await trio.to_thread.run_sync(sql.close_quietly, conn)
+
+
+@attrs.define(eq=False)
+class _Row:
+    """The PostgreSQL backend's state for one session."""
+
+    resumed: bool
+    # Invariant: how many of the session's records the database holds; the first pending
+    # line is record `stored` (plus those in flight).
+    stored: int
+    pending: builtins.list[str] = attrs.field(factory=builtins.list)
+    in_flight: tuple[str, ...] = ()
+    # The lease's epoch while this store holds it (entered, not yet released).
+    epoch: int | None = None
+    lost: SessionLeaseLostError | None = None
+    # What `list()` shows: the first user message (else the first queued one), the cwd.
+    claimed_title: str | None = None
+    queued_title: str | None = None
+    cwd: str | None = None
+
+    def note(self, record: Record) -> None:
+        if isinstance(record, UserMessage) and self.claimed_title is None:
+            self.claimed_title = title_of([record.content])
+        elif (
+            isinstance(record, InboxSpliced)
+            and record.op == "add"
+            and record.content is not None
+            and self.queued_title is None
+        ):
+            self.queued_title = title_of([record.content])
+        elif isinstance(record, AgentConfigured):
+            self.cwd = record.cwd
+
+
+@attrs.define(eq=False)
+class _Batch:
+    done: trio.Event = attrs.field(factory=trio.Event)
+    error: BaseException | None = None
+
+
+@final
+class PostgresStore(SessionStore):
+    """A :class:`SessionStore` that keeps every session in one PostgreSQL database, shared by
+    any number of worker processes (on any machines), one live owner per session at a time.
+
+    Args:
+        dsn: a libpq connection string or URI (``postgresql://user@host:5432/db``).
+        lease_seconds: how long a session's lease lasts unless renewed: how long a session
+            of a worker that died stays unavailable to the others.
+        renew_every: how often, in seconds, the store renews its leases (by default a third
+            of ``lease_seconds``); less than ``lease_seconds``.
+        flush_interval: the longest time, in seconds, an appended record waits before the
+            writer commits it.
+        connections: how many database connections the store uses at most.
+
+    Raises:
+        ValueError: ``dsn`` is not a connection string, a duration is not positive and
+            finite, or ``renew_every`` is not less than ``lease_seconds``.
+        ImportError: psycopg is not installed (the ``postgres`` extra).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        lease_seconds: float = 30.0,
+        renew_every: float | None = None,
+        flush_interval: float = 0.05,
+        connections: int = 4,
+    ) -> None:
+        super().__init__()
+        _load_sql()
+        renew = lease_seconds / 3 if renew_every is None else renew_every
+        for name, value in (("lease_seconds", lease_seconds), ("renew_every", renew)):
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} is a duration in seconds, > 0; got {value!r}")
+        if renew >= lease_seconds:
+            raise ValueError(
+                f"renew_every ({renew!r}) must be less than lease_seconds ({lease_seconds!r}), "
+                f"or leases expire between renewals"
+            )
+        if not (math.isfinite(flush_interval) and flush_interval >= 0):
+            raise ValueError(f"flush_interval is a delay in seconds, >= 0; got {flush_interval!r}")
+        if connections < 1:
+            raise ValueError(f"connections must be at least 1; got {connections!r}")
+        self._dsn = _check_dsn(dsn)
+        self._lease = float(lease_seconds)
+        self._renew_every = float(renew)
+        self._interval = flush_interval
+        self._connections = connections
+        self._pool = _Pool(dsn, trio.CapacityLimiter(connections), self._lease)
+        self._owner = ""
+        self._rows: weakref.WeakKeyDictionary[Session, _Row] = weakref.WeakKeyDictionary()
+        # Invariant: both hold only sessions this store holds the lease of, not lost.
+        self._dirty: dict[Session, None] = {}
+        self._retry: dict[Session, None] = {}
+        self._leased: dict[str, tuple[Session, _Row]] = {}
+        self._next: _Batch | None = None
+        self._wake = trio.Event()
+        self._batch_ended = trio.Event()
+        self._writer_alive = False
+
+    def __repr__(self) -> str:
+        return f"<PostgresStore {_where(self._dsn)}>"
+
+    @property
+    def owner(self) -> str:
+        """This store's lease owner id (``host:pid:random``; new each time it is applied)."""
+        return self._owner
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a lease lasts unless renewed."""
+        return self._lease
+
+    # -- background tasks ------------------------------------------------------------------
+
+    async def _open(self, ctx: Context) -> None:
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._pool = _Pool(self._dsn, trio.CapacityLimiter(self._connections), self._lease)
+        # Invariant: pushed first, so the connections close after every task and session.
+        ctx.defer(self._pool.aclose)
+        await self._pool.run(sql.prepare_schema)
+        await ctx.start(self._writer)
+        await ctx.start(self._renewer)
+
+    def _poke(self) -> None:
+        self._wake.set()
+
+    async def _idle(self) -> None:
+        self._wake = trio.Event()
+        await self._wake.wait()
+
+    async def _writer(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        self._writer_alive = True
+        task_status.started()
+        try:
+            while True:
+                while self._next is None and not self._dirty:
+                    await self._idle()
+                if self._next is None:
+                    # Invariant: a dirty record waits at most `flush_interval` (plus the
+                    # batch in flight), unless a flush asks for a batch sooner.
+                    with trio.move_on_after(self._interval):
+                        while self._next is None:
+                            await self._idle()
+                batch, self._next = self._next, None
+                await self._run_batch(batch)
+        finally:
+            self._writer_alive = False
+            if self._next is not None:
+                self._next.error = SessionStoreClosedError(
+                    "the session store closed before this flush was written"
+                )
+                self._next.done.set()
+                self._next = None
+
+    async def _run_batch(self, batch: _Batch | None) -> None:
+        sessions = builtins.list(self._dirty)
+        self._dirty.clear()
+        if batch is not None:
+            sessions.extend(s for s in self._retry if s not in sessions)
+            self._retry.clear()
+        plan: builtins.list[tuple[Session, _Row]] = []
+        jobs: builtins.list[sql.WriteJob] = []
+        for session in sessions:
+            state = self._state_of(session)
+            if state is None or state.epoch is None or state.lost is not None:
+                continue
+            state.in_flight, state.pending = tuple(state.pending), []
+            plan.append((session, state))
+            jobs.append(
+                sql.WriteJob(
+                    session.id,
+                    state.epoch,
+                    state.stored,
+                    state.in_flight,
+                    state.claimed_title or state.queued_title,
+                    state.cwd,
+                )
+            )
+        outcomes: builtins.list[sql.Outcome] | None = None
+        try:
+            if jobs:
+                self._write_batches += 1
+                self._sync_batches += 1  # every batch is a commit: what it wrote is durable
+                outcomes = await self._pool.run(sql.write_batch, self._owner, self._lease, jobs)
+            else:
+                # A flush that found its records in the batch before: nothing to commit.
+                await trio.lowlevel.checkpoint()
+                outcomes = []
+        except Exception as exc:
+            cause = exc.__cause__ if isinstance(exc, ConnectionError) else exc
+            error = SessionWriteError(
+                f"writing {len(jobs)} session(s) to {_where(self._dsn)} failed "
+                f"({str(cause).strip()}); nothing of that batch was written, and the next "
+                f"flush writes it again"
+            )
+            error.__cause__ = exc
+            log.error("a session write batch failed", exc_info=error)
+            if batch is not None:
+                batch.error = error
+        finally:
+            for i, (session, state) in enumerate(plan):
+                lines, state.in_flight = state.in_flight, ()
+                result = outcomes[i] if outcomes is not None else None
+                if result == "written":
+                    state.stored += len(lines)
+                elif result is None:
+                    state.pending[:0] = lines
+                    self._retry[session] = None
+                else:
+                    self._lose(session, state, written_elsewhere=result == "moved")
+            ended, self._batch_ended = self._batch_ended, trio.Event()
+            ended.set()
+            if batch is not None:
+                batch.done.set()
+
+    async def _renewer(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+        while True:
+            await trio.sleep(self._renew_every)
+            leases = [
+                (session_id, state.epoch)
+                for session_id, (_, state) in self._leased.items()
+                if state.epoch is not None and state.lost is None
+            ]
+            if not leases:
+                continue
+            try:
+                lost = await self._pool.run(sql.renew_leases, self._owner, self._lease, leases)
+            except Exception as exc:
+                log.warning(
+                    "renewing %d session lease(s) on %s failed (%s); retrying in %gs",
+                    len(leases),
+                    _where(self._dsn),
+                    str(exc).strip(),
+                    self._renew_every,
+                )
+                continue
+            for session_id in lost:
+                entry = self._leased.get(session_id)
+                if entry is not None:
+                    self._lose(*entry, written_elsewhere=False)
+
+    def _lose(self, session: Session, state: _Row, *, written_elsewhere: bool) -> None:
+        if state.lost is not None:
+            return  # the renewal and a batch in flight both found it: reported once
+        how = (
+            "another worker wrote it"
+            if written_elsewhere
+            else "another worker took its lease over (this one was stopped or cut off from "
+            f"the database longer than the {self._lease:g}s lease)"
+        )
+        state.lost = SessionLeaseLostError(
+            f"session {session.id!r} is no longer this worker's: {how}; nothing more of it is "
+            f"written here (records from seq {state.stored} on are not stored), and the "
+            f"stored session is intact — resume it where it is live now"
+        )
+        self._dirty.pop(session, None)
+        self._retry.pop(session, None)
+        log.error("session %r lost its lease", session.id, exc_info=state.lost)
+        self._emit(SessionWriteFailed(session_id=session.id, error=state.lost))
+
+    def _state_of(self, session: Session) -> _Row | None:
+        entry = self._leased.get(session.id)
+        return entry[1] if entry is not None and entry[0] is session else None
+
+    # -- the backend hooks -------------------------------------------------------------------
+
+    def _begin(self, session: Session, stored: Stored | None) -> None:
+        if stored is None:
+            self._rows[session] = _Row(resumed=False, stored=0)
+            return
+        state = self._rows[session] = _Row(resumed=True, stored=len(stored.records))
+        for record in stored.records:
+            state.note(record)
+
+    def _on_record(self, session: Session, record: Record) -> None:
+        state = self._rows[session]
+        # Invariant: what one backend refuses, every backend refuses.
+        line = dump_record(record)
+        state.pending.append(line)
+        state.note(record)
+        if state.epoch is not None and state.lost is None:
+            self._dirty[session] = None
+            self._poke()
+
+    async def _enter(self, session: Session) -> None:
+        state = self._rows[session]
+        take = partial(
+            sql.take_lease,
+            session_id=session.id,
+            owner=self._owner,
+            lease_seconds=self._lease,
+            new=not state.resumed,
+            records=state.stored,
+        )
+        state.epoch = await self._pool.run(take)
+        self._leased[session.id] = (session, state)
+        if state.pending:
+            self._dirty[session] = None
+            self._poke()
+
+    async def _sync(self, session: Session) -> int:
+        state = self._rows[session]
+        if state.lost is not None:
+            raise state.lost
+        if not state.pending and not state.in_flight and session not in self._retry:
+            await trio.lowlevel.checkpoint()
+            return state.stored - 1
+        if not self._writer_alive:
+            raise SessionStoreClosedError(
+                f"the session store's writer has stopped; session {session.id!r} cannot be flushed"
+            )
+        batch = self._next
+        if batch is None:
+            batch = self._next = _Batch()
+        self._poke()
+        await batch.done.wait()
+        if state.lost is not None:
+            raise state.lost
+        if batch.error is not None:
+            raise batch.error
+        return state.stored - 1
+
+    async def _discard(self, session: Session) -> None:
+        state = self._rows[session]
+        state.pending.clear()
+        self._dirty.pop(session, None)
+        self._retry.pop(session, None)
+        while state.in_flight:
+            await self._batch_ended.wait()
+        if state.resumed or state.epoch is None or state.lost is not None:
+            await trio.lowlevel.checkpoint()
+            return
+        # A new session: the row this store created goes, with whatever was written to it.
+        epoch, state.epoch = state.epoch, None
+        await self._pool.run(sql.discard_session, session.id, self._owner, epoch)
+
+    async def _release(self, session: Session) -> None:
+        state = self._rows[session]
+        self._dirty.pop(session, None)
+        self._retry.pop(session, None)
+        if self._state_of(session) is state:
+            del self._leased[session.id]
+        epoch, state.epoch = state.epoch, None
+        if epoch is None or state.lost is not None:
+            await trio.lowlevel.checkpoint()
+            return
+        try:
+            await self._pool.run(sql.release_lease, session.id, self._owner, epoch)
+        except Exception as exc:
+            # Never raised: the lease expires by itself.
+            log.warning(
+                "releasing the lease of session %r failed (%s); it expires within %gs",
+                session.id,
+                str(exc).strip(),
+                self._lease,
+            )
+
+    async def is_stored(self, session_id: str) -> bool:
+        return await self._pool.run(sql.is_stored, session_id)
+
+    async def _read(self, session_id: str) -> Stored:
+        return Stored(await self._pool.run(sql.read_session, session_id))
+
+    async def _remove(self, session_id: str) -> None:
+        await self._pool.run(sql.delete_session, session_id)
+
+    async def _list_stored(self) -> builtins.list[SessionInfo]:
+        rows = await self._pool.run(sql.list_sessions)
+        return [
+            SessionInfo(
+                id=row.id,
+                records=row.records,
+                updated=row.updated.astimezone(UTC),
+                live=False,
+                title=row.title,
+                cwd=row.cwd,
+            )
+            for row in rows
+        ]

@@ -1,0 +1,433 @@
+"""The PostgreSQL backend's SQL: plain synchronous functions on one psycopg connection.
+
+Each function runs in a worker thread (the store calls them through ``trio.to_thread``) and
+is one transaction, so a caller never sees half of one. The connection is in autocommit mode;
+``conn.transaction()`` draws each transaction's bounds.
+
+Rules (the schema, format version 1):
+- ``trio_agents_format`` holds one row: the format version of the database. A database of a
+  newer version is refused, never written.
+- ``trio_agents_sessions`` holds one row per session: how many records it has, and its lease
+  (``owner``, ``epoch``, ``expires``). ``owner IS NULL`` is a free session; a lease whose
+  ``expires`` is past (by the database's clock, the one clock every worker shares) may be
+  taken over. Every take-over increments ``epoch``.
+- ``trio_agents_records`` holds the records, one JSON line each (``dump_record``), keyed by
+  ``(session_id, seq)``, with the epoch of the lease that wrote it.
+- Fencing: a write updates the session row ``WHERE owner = me AND epoch = mine AND records =
+  the count I wrote so far`` and inserts the records only when that matched, in the same
+  transaction. The row lock serializes it with any take-over, so a write from a worker whose
+  lease was taken over is rejected, never interleaved.
+- Row locks are taken in id order within a transaction, so two workers' batches cannot
+  deadlock.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+import attrs
+import psycopg
+
+from ._convert import load_record
+from ._errors import (
+    SessionExistsError,
+    SessionFormatError,
+    SessionIdInUseError,
+    SessionInUseError,
+    SessionNotFoundError,
+)
+from ._records import Record
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Conn",
+    "Listed",
+    "OperationalError",
+    "Outcome",
+    "WriteJob",
+    "close_quietly",
+    "connect",
+    "delete_session",
+    "discard_session",
+    "is_stored",
+    "list_sessions",
+    "prepare_schema",
+    "read_session",
+    "release_lease",
+    "renew_leases",
+    "take_lease",
+    "write_batch",
+]
+
+#: The format version this code writes (and the newest it reads).
+FORMAT_VERSION = 1
+
+# One constant key for the advisory lock that serializes schema creation across workers.
+_SCHEMA_LOCK = 0x7472696F  # "trio"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS trio_agents_format (
+    version integer NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trio_agents_sessions (
+    id text PRIMARY KEY,
+    records integer NOT NULL DEFAULT 0,
+    owner text,
+    epoch bigint NOT NULL DEFAULT 0,
+    expires timestamptz,
+    updated timestamptz NOT NULL DEFAULT now(),
+    title text,
+    cwd text
+);
+CREATE TABLE IF NOT EXISTS trio_agents_records (
+    session_id text NOT NULL REFERENCES trio_agents_sessions (id) ON DELETE CASCADE,
+    seq integer NOT NULL,
+    epoch bigint NOT NULL,
+    line text NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+"""
+
+Conn = psycopg.Connection[Any]
+
+#: A failure of the connection (the server is down, restarted, or refused the login).
+OperationalError = psycopg.OperationalError
+
+
+def connect(dsn: str, stalled_after: float) -> Conn:
+    """A new autocommit connection to ``dsn`` (giving up after 10 s unless it says otherwise).
+
+    The server ends the connection if it idles ``stalled_after`` seconds inside a transaction:
+    the transactions here are short, so such a client was stopped mid-transaction, and the
+    row locks it holds would otherwise keep every other worker from taking its sessions over.
+    """
+    if "connect_timeout" in dsn:
+        conn = psycopg.connect(dsn, autocommit=True)
+    else:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    conn.execute(
+        "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
+        (str(max(1, round(stalled_after * 1000))),),
+    )
+    return conn
+
+
+def prepare_schema(conn: Conn) -> int:
+    """Create the tables if missing, and return the database's format version.
+
+    Raises:
+        SessionFormatError: the database was written by a newer version of trio_agents.
+    """
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        conn.execute(_SCHEMA)
+        row = conn.execute("SELECT max(version) FROM trio_agents_format").fetchone()
+        version = row[0] if row is not None else None
+        if version is None:
+            conn.execute("INSERT INTO trio_agents_format (version) VALUES (%s)", (FORMAT_VERSION,))
+            version = FORMAT_VERSION
+    if version > FORMAT_VERSION:
+        raise SessionFormatError(
+            f"the session database is format version {version}, and this trio_agents reads "
+            f"versions up to {FORMAT_VERSION}; upgrade trio_agents to use it"
+        )
+    return int(version)
+
+
+def _in_use(session_id: str, owner: str, expires: datetime | None) -> SessionIdInUseError:
+    until = f", its lease runs until {expires:%H:%M:%S} UTC unless renewed" if expires else ""
+    return SessionIdInUseError(
+        f"session {session_id!r} is in use by another worker ({owner}{until}); end it "
+        f"there, or resume it once that worker has stopped and its lease expired"
+    )
+
+
+def take_lease(
+    conn: Conn,
+    session_id: str,
+    owner: str,
+    lease_seconds: float,
+    *,
+    new: bool,
+    records: int,
+) -> int:
+    """Take the lease on ``session_id`` for ``owner``; return its epoch.
+
+    A new session's row is created (with no records); a loaded one must still hold the
+    ``records`` it was loaded with (no other worker wrote it since).
+
+    Raises:
+        SessionIdInUseError: another owner's lease has not expired, or another worker wrote
+            the session since it was loaded.
+        SessionExistsError: the session is new and a stored one has its id.
+        SessionNotFoundError: the session was loaded, and deleted since.
+    """
+    while True:
+        with conn.transaction():
+            row = conn.execute(
+                "SELECT owner, expires, records, expires > clock_timestamp() "
+                "FROM trio_agents_sessions WHERE id = %s FOR UPDATE",
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                if not new:
+                    raise SessionNotFoundError(
+                        f"session {session_id!r} was deleted (by another worker) after it was "
+                        f"loaded; it cannot be resumed"
+                    )
+                created = conn.execute(
+                    "INSERT INTO trio_agents_sessions (id, owner, epoch, expires) "
+                    "VALUES (%s, %s, 1, clock_timestamp() + make_interval(secs => %s)) "
+                    "ON CONFLICT (id) DO NOTHING RETURNING epoch",
+                    (session_id, owner, lease_seconds),
+                ).fetchone()
+                if created is None:
+                    continue  # another worker created it meanwhile: look at its row again
+                return int(created[0])
+            holder, expires, stored, held = row
+            if holder is not None and holder != owner and held:
+                raise _in_use(session_id, holder, expires)
+            if new:
+                raise SessionExistsError(
+                    f"session {session_id!r} is already stored; resume it "
+                    f"(ctx.agents.resume({session_id!r})), or delete it first"
+                )
+            if stored != records:
+                raise SessionIdInUseError(
+                    f"session {session_id!r} was written by another worker after it was "
+                    f"loaded here ({stored} records stored, {records} loaded); load it again"
+                )
+            taken = conn.execute(
+                "UPDATE trio_agents_sessions SET owner = %s, epoch = epoch + 1, "
+                "expires = clock_timestamp() + make_interval(secs => %s) "
+                "WHERE id = %s RETURNING epoch",
+                (owner, lease_seconds, session_id),
+            ).fetchone()
+            assert taken is not None  # the row is locked
+            return int(taken[0])
+
+
+def renew_leases(
+    conn: Conn, owner: str, lease_seconds: float, leases: Sequence[tuple[str, int]]
+) -> builtins.list[str]:
+    """Extend every lease in ``leases`` (``(session_id, epoch)`` pairs) that ``owner`` still
+    holds; return the ids of those it lost (taken over, or deleted). One transaction of two
+    statements, in one pipeline, however many leases."""
+    ids = [session_id for session_id, _ in leases]
+    with conn.pipeline(), conn.transaction():
+        # Invariant: the rows are locked in id order (see the module's rules).
+        conn.execute(
+            "SELECT id FROM trio_agents_sessions WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
+            (ids,),
+        )
+        renewed = conn.execute(
+            "UPDATE trio_agents_sessions AS s "
+            "SET expires = clock_timestamp() + make_interval(secs => %s) "
+            "FROM unnest(%s::text[], %s::bigint[]) AS lease(id, epoch) "
+            "WHERE s.id = lease.id AND s.owner = %s AND s.epoch = lease.epoch RETURNING s.id",
+            (lease_seconds, ids, [epoch for _, epoch in leases], owner),
+        )
+        kept = {row[0] for row in renewed.fetchall()}
+    return [session_id for session_id in ids if session_id not in kept]
+
+
+def release_lease(conn: Conn, session_id: str, owner: str, epoch: int) -> bool:
+    """Give up the lease if ``owner`` still holds it at ``epoch``; whether it did."""
+    row = conn.execute(
+        "UPDATE trio_agents_sessions SET owner = NULL, expires = NULL "
+        "WHERE id = %s AND owner = %s AND epoch = %s RETURNING id",
+        (session_id, owner, epoch),
+    ).fetchone()
+    return row is not None
+
+
+@attrs.frozen
+class WriteJob:
+    """The records of one session to append: ``lines[i]`` is record ``first + i``."""
+
+    session_id: str
+    epoch: int
+    first: int
+    lines: tuple[str, ...]
+    title: str | None
+    cwd: str | None
+
+
+#: What a write did for one session: written, or refused and why.
+Outcome = Literal["written", "lost", "moved"]
+
+
+def write_batch(
+    conn: Conn, owner: str, lease_seconds: float, jobs: Sequence[WriteJob]
+) -> builtins.list[Outcome]:
+    """Append every job's records in one transaction (one commit for the whole batch).
+
+    A job whose lease ``owner`` lost (``"lost"``), or whose session no longer holds the
+    records the job follows (``"moved"``), writes nothing; the others are written, and their
+    leases extended. The outcomes are in the order of ``jobs``. The batch is the same four
+    statements however many sessions it holds, sent in one pipeline: one round trip (and one
+    wait for the GIL) for the whole batch.
+
+    Raises:
+        psycopg.Error: the transaction failed; nothing of the batch was written.
+    """
+    ids = [job.session_id for job in jobs]
+    epochs = [job.epoch for job in jobs]
+    rows = [
+        (job.session_id, job.first + n, job.epoch, job.first + len(job.lines), line)
+        for job in jobs
+        for n, line in enumerate(job.lines)
+    ]
+    columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * 5
+    with conn.pipeline(), conn.transaction():
+        # Invariant: the rows are locked in id order (see the module's rules).
+        conn.execute(
+            "SELECT id FROM trio_agents_sessions WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
+            (ids,),
+        )
+        updated = conn.execute(
+            "UPDATE trio_agents_sessions AS s SET records = job.first + job.count, "
+            "updated = now(), expires = clock_timestamp() + make_interval(secs => %s), "
+            "title = coalesce(job.title, s.title), cwd = job.cwd "
+            "FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[], %s::text[], %s::text[])"
+            " AS job(id, epoch, first, count, title, cwd) "
+            "WHERE s.id = job.id AND s.owner = %s AND s.epoch = job.epoch "
+            "AND s.records = job.first RETURNING s.id",
+            (
+                lease_seconds,
+                ids,
+                epochs,
+                [job.first for job in jobs],
+                [len(job.lines) for job in jobs],
+                [job.title for job in jobs],
+                [job.cwd for job in jobs],
+                owner,
+            ),
+        )
+        # The fence again, as the UPDATE left it: only a session it moved to the records'
+        # end (still this owner's, at this epoch) takes them.
+        conn.execute(
+            "INSERT INTO trio_agents_records (session_id, seq, epoch, line) "
+            "SELECT r.id, r.seq, r.epoch, r.line FROM "
+            "unnest(%s::text[], %s::int[], %s::bigint[], %s::int[], %s::text[]) "
+            "AS r(id, seq, epoch, upto, line) "
+            "JOIN trio_agents_sessions AS s ON s.id = r.id AND s.owner = %s "
+            "AND s.epoch = r.epoch AND s.records = r.upto",
+            (*columns, owner),
+        )
+        holding = conn.execute(
+            "SELECT s.id FROM trio_agents_sessions AS s "
+            "JOIN unnest(%s::text[], %s::bigint[]) AS job(id, epoch) "
+            "ON s.id = job.id AND s.owner = %s AND s.epoch = job.epoch",
+            (ids, epochs, owner),
+        )
+        written = {row[0] for row in updated.fetchall()}
+        held = {row[0] for row in holding.fetchall()}
+    return [
+        "written" if job.session_id in written else "moved" if job.session_id in held else "lost"
+        for job in jobs
+    ]
+
+
+def discard_session(conn: Conn, session_id: str, owner: str, epoch: int) -> None:
+    """Remove a new session's row (and records) if ``owner`` still holds it at ``epoch``."""
+    conn.execute(
+        "DELETE FROM trio_agents_sessions WHERE id = %s AND owner = %s AND epoch = %s",
+        (session_id, owner, epoch),
+    )
+
+
+def is_stored(conn: Conn, session_id: str) -> bool:
+    """Whether a session row has this id."""
+    row = conn.execute("SELECT 1 FROM trio_agents_sessions WHERE id = %s", (session_id,))
+    return row.fetchone() is not None
+
+
+def _not_found(session_id: str) -> SessionNotFoundError:
+    return SessionNotFoundError(
+        f"no stored session has the id {session_id!r}; see store.list() for the ids"
+    )
+
+
+def read_session(conn: Conn, session_id: str) -> builtins.list[Record]:
+    """The stored records of ``session_id``, in order (one snapshot: one transaction).
+
+    Raises:
+        SessionNotFoundError: no session has this id.
+        SessionFormatError: a record cannot be read, or records are missing.
+    """
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        row = conn.execute(
+            "SELECT records FROM trio_agents_sessions WHERE id = %s", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise _not_found(session_id)
+        lines = conn.execute(
+            "SELECT seq, line FROM trio_agents_records WHERE session_id = %s ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+    records: builtins.list[Record] = []
+    for expected, (seq, line) in enumerate(lines):
+        if seq != expected:
+            break
+        records.append(load_record(line, where=f"session {session_id!r} record {seq}"))
+    if len(records) != row[0] or len(lines) != row[0]:
+        raise SessionFormatError(
+            f"session {session_id!r} in the database is damaged: it should hold {row[0]} "
+            f"records with seq 0 to {row[0] - 1}, and {len(lines)} are stored "
+            f"({len(records)} contiguous); restore the database from a backup"
+        )
+    return records
+
+
+@attrs.frozen
+class Listed:
+    """One row of :func:`list_sessions`."""
+
+    id: str
+    records: int
+    updated: datetime
+    title: str | None
+    cwd: str | None
+
+
+def list_sessions(conn: Conn) -> builtins.list[Listed]:
+    """Every stored session."""
+    rows = conn.execute(
+        "SELECT id, records, updated, title, cwd FROM trio_agents_sessions"
+    ).fetchall()
+    return [Listed(*row) for row in rows]
+
+
+def delete_session(conn: Conn, session_id: str) -> None:
+    """Delete a session that no worker holds.
+
+    Raises:
+        SessionInUseError: a worker holds its lease.
+        SessionNotFoundError: no session has this id.
+    """
+    with conn.transaction():
+        row = conn.execute(
+            "SELECT owner, expires > clock_timestamp() FROM trio_agents_sessions "
+            "WHERE id = %s FOR UPDATE",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            raise _not_found(session_id)
+        if row[0] is not None and row[1]:
+            raise SessionInUseError(
+                f"session {session_id!r} is in use by another worker ({row[0]}); end it "
+                f"there, then delete it"
+            )
+        conn.execute("DELETE FROM trio_agents_sessions WHERE id = %s", (session_id,))
+
+
+def close_quietly(conn: Conn) -> None:
+    """Close ``conn``, ignoring a connection that is already broken."""
+    with contextlib.suppress(psycopg.Error):
+        conn.close()
