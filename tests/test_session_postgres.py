@@ -6,6 +6,7 @@ The store contract itself runs here too, through ``store_backends.BACKENDS``.
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -627,3 +628,31 @@ async def test_a_paused_worker_past_expiry_cannot_write_after_it_resumes(pg_dsn:
         assert await heir.end() == 0
         assert await paused.end() == 3
         assert (await paused.line()).startswith("ended session 's' is no longer this worker's")
+
+
+async def test_an_agent_held_by_another_worker_is_refused_saying_so(pg_dsn: str) -> None:
+    """Two runtimes on one database: the second cannot resume the first's live agent, and
+    the refusal says another worker holds it (not "a live agent of yours"); once the first
+    ends, the second resumes it."""
+    from trio_agents import open_runtime
+    from trio_agents.agent import AgentIdInUseError
+
+    async with open_runtime(store=PostgresStore(pg_dsn)) as first:
+        mine = first.agents
+        handle = await mine.create(session_id="shared")
+        await handle.agent.ask("hello")
+        async with open_runtime(store=PostgresStore(pg_dsn)) as second:
+            with pytest.raises(AgentIdInUseError) as caught:
+                await second.agents.resume("shared")
+            assert caught.value.elsewhere
+            assert re.match(
+                r"^agent id 'shared' cannot be used here: session 'shared' is in use by "
+                r"another worker \(",
+                str(caught.value),
+            ), str(caught.value)
+            with pytest.raises(AgentIdInUseError) as here:
+                await mine.resume("shared")
+            assert not here.value.elsewhere
+            await handle.dispose()
+            again = await second.agents.resume("shared")
+            assert await again.agent.ask("again") == "again"

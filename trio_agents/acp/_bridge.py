@@ -331,10 +331,11 @@ class AcpBridge:
                     f"unknown session {session_id!r}; session/list shows the stored ones",
                     {"sessionId": session_id},
                 ) from None
-            except AgentIdInUseError:
+            except AgentIdInUseError as exc:
+                where = "another worker" if exc.elsewhere else "another owner"
                 raise RpcError(
                     ErrorCode.INVALID_REQUEST,
-                    f"session {session_id!r} is live in another owner; it cannot be loaded",
+                    f"session {session_id!r} is live in {where}; it cannot be loaded ({exc})",
                 ) from None
             except (SessionFormatError, OSError) as exc:
                 # A damaged file (or one that cannot be read): the resume published nothing.

@@ -15,7 +15,14 @@ __all__ = ["AgentClosedError", "AgentIdInUseError", "MessageDroppedError", "Turn
 
 
 class AgentIdInUseError(TrioAgentsError, ValueError):
-    """A live agent already has this id."""
+    """A live agent already has this id.
+
+    Attributes:
+        elsewhere: the agent (its session) is live outside this process: another worker of
+            a shared store holds it (``False``: a live agent of this runtime).
+    """
+
+    elsewhere: bool = False
 
 
 class AgentClosedError(TrioAgentsError, trio.ClosedResourceError):

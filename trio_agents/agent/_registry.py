@@ -116,8 +116,8 @@ class _Hosted(Generic[A]):
         self.ctx = ctx
         try:
             await store.enter(session, owner=self)
-        except SessionIdInUseError:
-            raise AgentIdInUseError(_in_use(session.id)) from None
+        except SessionIdInUseError as exc:
+            raise registry._in_use_error(session.id, exc) from None
         ctx.defer(self._end_session)
         agent = self.make()
         if not isinstance(agent, AgentLike) or agent.session is not session:
@@ -297,8 +297,8 @@ class AgentRegistry(Generic[A]):
             raise AgentIdInUseError(_in_use(session_id))
         try:
             session = await self.store.load(session_id)
-        except SessionIdInUseError:
-            raise AgentIdInUseError(_in_use(session_id)) from None
+        except SessionIdInUseError as exc:
+            raise self._in_use_error(session_id, exc) from None
         try:
             stored = AgentConfig.of(latest_config(session.records))
             if isinstance(parent, Unset):
@@ -361,6 +361,11 @@ class AgentRegistry(Generic[A]):
             self._co_owners[agent] = caller.defer(fiber.dispose)
         return AgentHandle(agent, fiber.dispose)
 
+    def _in_use_error(self, session_id: str, error: SessionIdInUseError) -> AgentIdInUseError:
+        if session_id in self._live or self.store.get(session_id) is not None:
+            return AgentIdInUseError(_in_use(session_id))
+        return _elsewhere(session_id, error)
+
     def _scope_of(self, agent: AgentLike) -> Context:
         fiber = self._fibers.get(agent)
         hosted = fiber.plugin if fiber is not None else None
@@ -410,6 +415,14 @@ def _caller() -> Context | None:
         return current_context()
     except RuntimeError:
         return None
+
+
+def _elsewhere(session_id: str, error: SessionIdInUseError) -> AgentIdInUseError:
+    """The session is held outside this process (another worker of a shared store): the
+    store's message says by whom and until when."""
+    refused = AgentIdInUseError(f"agent id {session_id!r} cannot be used here: {error}")
+    refused.elsewhere = True
+    return refused
 
 
 def _in_use(agent_id: str) -> str:
