@@ -64,12 +64,18 @@ def test_postgresql_without_its_module_says_it_is_not_available(
         store_from_spec("postgresql://u@localhost/db")
 
 
-@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgresql"])
 def test_run_then_sessions_list_show_delete(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str, request: pytest.FixtureRequest
 ) -> None:
-    """The whole round trip of the command on a file-backed store of each kind."""
-    spec = str(tmp_path / "dir") if kind == "jsonl" else f"sqlite:{tmp_path / 's.db'}"
+    """The whole round trip of the command on a durable store of each kind (PostgreSQL: the
+    tests' own throwaway server)."""
+    specs = {
+        "jsonl": lambda: str(tmp_path / "dir"),
+        "sqlite": lambda: f"sqlite:{tmp_path / 's.db'}",
+    }
+    specs["postgresql"] = lambda: str(request.getfixturevalue("pg_dsn"))
+    spec = specs[kind]()
     status, out, err = run_cli(capsys, "run", "hello there", "--session", "s1", "--store", spec)
     assert (status, out) == (0, "hello there\n"), err
     if kind == "sqlite":
@@ -83,7 +89,7 @@ def test_run_then_sessions_list_show_delete(
     assert (status, out, err) == (0, "deleted s1\n", "")
     status, out, err = run_cli(capsys, "sessions", "show", "s1", "--store", spec)
     assert status == 1
-    where = tmp_path / "dir" if kind == "jsonl" else tmp_path / "s.db"
+    where = {"jsonl": tmp_path / "dir", "sqlite": tmp_path / "s.db"}.get(kind, spec)
     assert err == (
         f"trio-agents: error: no stored session 's1' in {where}; 'trio-agents sessions list' "
         f"shows the ids\n"
