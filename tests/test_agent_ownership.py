@@ -191,7 +191,9 @@ async def test_resume_cancelled_at_every_checkpoint_leaves_a_working_agent_or_no
 async def dispose_the_factory_at_step(k: int, root_dir: Path) -> str:
     """Create an agent in one task and dispose the AgentLoop at the ``k``-th step of the run;
     check that nothing is left, and say how the create ended."""
-    store = JsonlStore(root_dir)
+    # The writer runs a batch only when a flush asks (never within the long interval), so
+    # the steps of the run do not depend on how long a worker thread takes.
+    store = JsonlStore(root_dir, flush_interval=3600)
     async with ag.open_runtime(store=store) as root:
         registry = root.agents
         [loop] = [f for f in root.fiber.children if f.name == "agent-loop"]
