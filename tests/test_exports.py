@@ -106,6 +106,9 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._restore": frozenset({"restore"}),
     "trio_agents.agent._status": frozenset({"check_status"}),
     "trio_agents.session._state": frozenset({"check_session_state"}),
+    "trio_agents.session._batches": frozenset(
+        {"Batch", "BatchWriter", "check_interval", "write_failure"}
+    ),
     "trio_agents.agent._tool_schema": frozenset(
         {
             "ArgumentsError",

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-import math
 import os
 import weakref
 from collections.abc import Awaitable, Callable
@@ -40,9 +39,9 @@ import attrs
 import trio
 
 from . import _jsonl_io as io
+from ._batches import Batch, BatchWriter, check_interval, write_failure
 from ._convert import dump_record
-from ._errors import SessionStoreClosedError, SessionWriteError
-from ._events import SessionWriteFailed
+from ._errors import SessionWriteError
 from ._ids import default_root
 from ._records import Record
 from ._session import Session
@@ -88,12 +87,6 @@ class _File:
     last_error: SessionWriteError | None = None
 
 
-@attrs.define(eq=False)
-class _Batch:
-    done: trio.Event = attrs.field(factory=trio.Event)
-    error: BaseException | None = None
-
-
 @final
 class JsonlStore(SessionStore):
     """A :class:`SessionStore` that keeps each session in ``<root>/<id>.jsonl``.
@@ -120,19 +113,16 @@ class JsonlStore(SessionStore):
         read_only: bool = False,
     ) -> None:
         super().__init__()
-        if not (math.isfinite(flush_interval) and flush_interval >= 0):
-            raise ValueError(f"flush_interval is a delay in seconds, >= 0; got {flush_interval!r}")
         self._root = Path(root) if root is not None else default_root()
-        self._interval = flush_interval
+        self._batches = BatchWriter(
+            check_interval(flush_interval), lambda: bool(self._dirty), self._run_batch
+        )
         self._read_only = read_only
         # Invariant: both hold only entered sessions that are neither ended nor failed.
         self._files: weakref.WeakKeyDictionary[Session, _File] = weakref.WeakKeyDictionary()
         self._dirty: dict[Session, _File] = {}
         self._unsynced: dict[Session, _File] = {}
-        self._next: _Batch | None = None
-        self._wake = trio.Event()
         self._batch_ended = trio.Event()
-        self._writer_alive = False
         # How batch I/O reaches a worker thread; tests may swap it to count or hold batches.
         self._run_sync: RunSync = trio.to_thread.run_sync
 
@@ -160,7 +150,7 @@ class JsonlStore(SessionStore):
             await trio.to_thread.run_sync(io.check_root, self._root)
             return
         await trio.to_thread.run_sync(io.prepare_root, self._root)
-        await ctx.start(self._writer)
+        await ctx.start(self._batches.run)
 
     def _refuse_write(self, what: str) -> SessionWriteError:
         return SessionWriteError(
@@ -168,40 +158,7 @@ class JsonlStore(SessionStore):
             f"it without read_only=True"
         )
 
-    def _poke(self) -> None:
-        self._wake.set()
-
-    async def _idle(self) -> None:
-        self._wake = trio.Event()
-        await self._wake.wait()
-
-    async def _writer(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        self._writer_alive = True
-        task_status.started()
-        try:
-            while True:
-                while self._next is None and not self._dirty:
-                    await self._idle()
-                if self._next is None:
-                    # Invariant: a dirty record waits at most `flush_interval` (plus the
-                    # batch in flight), unless a flush asks for a batch sooner.
-                    with trio.move_on_after(self._interval):
-                        while self._next is None:
-                            await self._idle()
-                batch, self._next = self._next, None
-                await self._run_batch(batch)
-        finally:
-            self._writer_alive = False
-            if self._next is not None:
-                self._next.error = SessionStoreClosedError(
-                    "the session store closed before this flush was written"
-                )
-                self._next.done.set()
-                self._next = None
-
-    async def _run_batch(self, batch: _Batch | None) -> None:
+    async def _run_batch(self, batch: Batch | None) -> None:
         sync = batch is not None
         sessions = dict(self._dirty)
         self._dirty.clear()
@@ -285,15 +242,9 @@ class JsonlStore(SessionStore):
         )
         self._dirty.pop(session, None)
         self._unsynced.pop(session, None)
-        if state.last_error is not None and str(state.last_error) == message:
-            # A retry that failed the same way: the same problem, reported as the same error
-            # (a command prints it once), not logged again.
-            state.error = state.last_error
-            return
-        state.error = state.last_error = SessionWriteError(message)
-        # The error itself rides along, so a command that reports it drops this line.
-        log.error("session %r could not be written", session.id, exc_info=state.error)
-        self._emit(SessionWriteFailed(session_id=session.id, error=state.error))
+        state.error = state.last_error = write_failure(
+            message, state.last_error, session.id, self._emit
+        )
 
     def _settle(
         self,
@@ -348,7 +299,7 @@ class JsonlStore(SessionStore):
         state.pending.append((dump_record(record) + "\n").encode())
         if session.state is SessionState.LIVE and state.error is None:
             self._dirty[session] = state
-            self._poke()
+            self._batches.poke()
 
     async def _enter(self, session: Session) -> None:
         if self._read_only:
@@ -359,7 +310,7 @@ class JsonlStore(SessionStore):
         # is in `pending`, every later one marks the session dirty itself.
         if state.pending or not state.exists or state.tail is not None:
             self._dirty[session] = state
-            self._poke()
+            self._batches.poke()
 
     async def _sync(self, session: Session) -> int:
         state = self._files[session]
@@ -378,15 +329,8 @@ class JsonlStore(SessionStore):
         ):
             await trio.lowlevel.checkpoint()
             return state.synced_seq
-        if not self._writer_alive:
-            raise SessionStoreClosedError(
-                f"the session store's writer has stopped; session {session.id!r} cannot be flushed"
-            )
-        batch = self._next
-        if batch is None:
-            batch = self._next = _Batch()
-        self._poke()
-        await batch.done.wait()
+        self._batches.check_running(session.id)
+        batch = await self._batches.next_batch()
         if batch.error is not None:
             raise batch.error
         if state.error is not None:

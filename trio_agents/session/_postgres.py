@@ -43,8 +43,9 @@ import attrs
 import outcome
 import trio
 
+from ._batches import Batch, BatchWriter, check_interval
 from ._convert import dump_record
-from ._errors import SessionStoreClosedError, SessionWriteError
+from ._errors import SessionWriteError
 from ._events import SessionWriteFailed
 from ._records import AgentConfigured, InboxSpliced, Record, UserMessage
 from ._session import Session
@@ -187,12 +188,6 @@ class _Row:
             self.cwd = record.cwd
 
 
-@attrs.define(eq=False)
-class _Batch:
-    done: trio.Event = attrs.field(factory=trio.Event)
-    error: BaseException | None = None
-
-
 @final
 class PostgresStore(SessionStore):
     """A :class:`SessionStore` that keeps every session in one PostgreSQL database, shared by
@@ -234,14 +229,14 @@ class PostgresStore(SessionStore):
                 f"renew_every ({renew!r}) must be less than lease_seconds ({lease_seconds!r}), "
                 f"or leases expire between renewals"
             )
-        if not (math.isfinite(flush_interval) and flush_interval >= 0):
-            raise ValueError(f"flush_interval is a delay in seconds, >= 0; got {flush_interval!r}")
         if connections < 1:
             raise ValueError(f"connections must be at least 1; got {connections!r}")
         self._dsn = _check_dsn(dsn)
         self._lease = float(lease_seconds)
         self._renew_every = float(renew)
-        self._interval = flush_interval
+        self._batches = BatchWriter(
+            check_interval(flush_interval), lambda: bool(self._dirty), self._run_batch
+        )
         self._connections = connections
         self._pool = _Pool(dsn, trio.CapacityLimiter(connections), self._lease)
         self._owner = ""
@@ -250,10 +245,7 @@ class PostgresStore(SessionStore):
         self._dirty: dict[Session, None] = {}
         self._retry: dict[Session, None] = {}
         self._leased: dict[str, tuple[Session, _Row]] = {}
-        self._next: _Batch | None = None
-        self._wake = trio.Event()
         self._batch_ended = trio.Event()
-        self._writer_alive = False
 
     def __repr__(self) -> str:
         return f"<PostgresStore {_where(self._dsn)}>"
@@ -276,43 +268,10 @@ class PostgresStore(SessionStore):
         # Invariant: pushed first, so the connections close after every task and session.
         ctx.defer(self._pool.aclose)
         await self._pool.run(sql.prepare_schema)
-        await ctx.start(self._writer)
+        await ctx.start(self._batches.run)
         await ctx.start(self._renewer)
 
-    def _poke(self) -> None:
-        self._wake.set()
-
-    async def _idle(self) -> None:
-        self._wake = trio.Event()
-        await self._wake.wait()
-
-    async def _writer(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        self._writer_alive = True
-        task_status.started()
-        try:
-            while True:
-                while self._next is None and not self._dirty:
-                    await self._idle()
-                if self._next is None:
-                    # Invariant: a dirty record waits at most `flush_interval` (plus the
-                    # batch in flight), unless a flush asks for a batch sooner.
-                    with trio.move_on_after(self._interval):
-                        while self._next is None:
-                            await self._idle()
-                batch, self._next = self._next, None
-                await self._run_batch(batch)
-        finally:
-            self._writer_alive = False
-            if self._next is not None:
-                self._next.error = SessionStoreClosedError(
-                    "the session store closed before this flush was written"
-                )
-                self._next.done.set()
-                self._next = None
-
-    async def _run_batch(self, batch: _Batch | None) -> None:
+    async def _run_batch(self, batch: Batch | None) -> None:
         sessions = builtins.list(self._dirty)
         self._dirty.clear()
         if batch is not None:
@@ -443,7 +402,7 @@ class PostgresStore(SessionStore):
         state.note(record)
         if state.epoch is not None and state.lost is None:
             self._dirty[session] = None
-            self._poke()
+            self._batches.poke()
 
     async def _enter(self, session: Session) -> None:
         state = self._rows[session]
@@ -459,7 +418,7 @@ class PostgresStore(SessionStore):
         self._leased[session.id] = (session, state)
         if state.pending:
             self._dirty[session] = None
-            self._poke()
+            self._batches.poke()
 
     async def _sync(self, session: Session) -> int:
         state = self._rows[session]
@@ -468,15 +427,8 @@ class PostgresStore(SessionStore):
         if not state.pending and not state.in_flight and session not in self._retry:
             await trio.lowlevel.checkpoint()
             return state.stored - 1
-        if not self._writer_alive:
-            raise SessionStoreClosedError(
-                f"the session store's writer has stopped; session {session.id!r} cannot be flushed"
-            )
-        batch = self._next
-        if batch is None:
-            batch = self._next = _Batch()
-        self._poke()
-        await batch.done.wait()
+        self._batches.check_running(session.id)
+        batch = await self._batches.next_batch()
         if state.lost is not None:
             raise state.lost
         if batch.error is not None:

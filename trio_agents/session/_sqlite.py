@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import logging
-import math
 import os
 import time
 import weakref
@@ -42,13 +40,12 @@ import attrs
 import trio
 
 from . import _sqlite_io as io
+from ._batches import Batch, BatchWriter, check_interval, write_failure
 from ._convert import dump_record
 from ._errors import (
     SessionNotFoundError,
-    SessionStoreClosedError,
     SessionWriteError,
 )
-from ._events import SessionWriteFailed
 from ._records import Record
 from ._session import Session
 from ._state import SessionState
@@ -58,8 +55,6 @@ if TYPE_CHECKING:
     from ..kernel import Context
 
 __all__ = ["SqliteStore"]
-
-log = logging.getLogger("trio_agents")
 
 T = TypeVar("T")
 
@@ -82,12 +77,6 @@ class _Row:
     error: SessionWriteError | None = None
     # The error of the latest failure, also after a retry cleared `error`.
     last_error: SessionWriteError | None = None
-
-
-@attrs.define(eq=False)
-class _Batch:
-    done: trio.Event = attrs.field(factory=trio.Event)
-    error: BaseException | None = None
 
 
 @final
@@ -116,10 +105,10 @@ class SqliteStore(SessionStore):
         read_only: bool = False,
     ) -> None:
         super().__init__()
-        if not (math.isfinite(flush_interval) and flush_interval >= 0):
-            raise ValueError(f"flush_interval is a delay in seconds, >= 0; got {flush_interval!r}")
         self._path = Path(path)
-        self._interval = flush_interval
+        self._batches = BatchWriter(
+            check_interval(flush_interval), lambda: bool(self._dirty), self._run_batch
+        )
         self._read_only = read_only
         self._writer_db: io.Database | None = None
         self._reader_db: io.Database | None = None
@@ -130,10 +119,7 @@ class SqliteStore(SessionStore):
         # Invariant: both hold only entered sessions that are neither ended nor failed.
         self._dirty: dict[Session, _Row] = {}
         self._unsynced: dict[Session, _Row] = {}
-        self._next: _Batch | None = None
-        self._wake = trio.Event()
         self._batch_ended = trio.Event()
-        self._writer_alive = False
 
     @property
     def path(self) -> Path:
@@ -153,7 +139,7 @@ class SqliteStore(SessionStore):
     async def _open(self, ctx: Context) -> None:
         self._dirty.clear()
         self._unsynced.clear()
-        self._next = None
+        self._batches.reset()
         # Invariant: pushed before the writer task, so the connections close after it stopped.
         ctx.defer(self._close_databases)
         if self._read_only:
@@ -168,7 +154,7 @@ class SqliteStore(SessionStore):
             partial(io.open_database, self._path, read_only=False)
         )
         self._reader_db = await trio.to_thread.run_sync(io.open_reader, self._path)
-        await ctx.start(self._writer)
+        await ctx.start(self._batches.run)
 
     async def _close_databases(self) -> None:
         for db in (self._reader_db, self._writer_db):
@@ -196,40 +182,7 @@ class SqliteStore(SessionStore):
 
     # -- the writer task ---------------------------------------------------------------------
 
-    def _poke(self) -> None:
-        self._wake.set()
-
-    async def _idle(self) -> None:
-        self._wake = trio.Event()
-        await self._wake.wait()
-
-    async def _writer(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        self._writer_alive = True
-        task_status.started()
-        try:
-            while True:
-                while self._next is None and not self._dirty:
-                    await self._idle()
-                if self._next is None:
-                    # Invariant: a dirty record waits at most `flush_interval` (plus the
-                    # batch in flight), unless a flush asks for a batch sooner.
-                    with trio.move_on_after(self._interval):
-                        while self._next is None:
-                            await self._idle()
-                batch, self._next = self._next, None
-                await self._run_batch(batch)
-        finally:
-            self._writer_alive = False
-            if self._next is not None:
-                self._next.error = SessionStoreClosedError(
-                    "the session store closed before this flush was written"
-                )
-                self._next.done.set()
-                self._next = None
-
-    async def _run_batch(self, batch: _Batch | None) -> None:
+    async def _run_batch(self, batch: Batch | None) -> None:
         sync = batch is not None
         rows = dict(self._dirty)
         self._dirty.clear()
@@ -297,13 +250,7 @@ class SqliteStore(SessionStore):
         )
         self._dirty.pop(session, None)
         self._unsynced.pop(session, None)
-        if row.last_error is not None and str(row.last_error) == message:
-            # A retry that failed the same way: the same problem, reported as the same error.
-            row.error = row.last_error
-            return
-        row.error = row.last_error = SessionWriteError(message)
-        log.error("session %r could not be written", session.id, exc_info=row.error)
-        self._emit(SessionWriteFailed(session_id=session.id, error=row.error))
+        row.error = row.last_error = write_failure(message, row.last_error, session.id, self._emit)
 
     # -- the backend hooks ---------------------------------------------------------------------
 
@@ -320,7 +267,7 @@ class SqliteStore(SessionStore):
             if not self._dirty:
                 # The writer waits for the first dirty session (then for `flush_interval`
                 # or a flush); waking it for every record would cost a task switch each.
-                self._poke()
+                self._batches.poke()
             self._dirty[session] = state
 
     async def _enter(self, session: Session) -> None:
@@ -332,7 +279,7 @@ class SqliteStore(SessionStore):
         # from here until the session is live, so every record appended so far is queued.
         if state.pending or not state.stored:
             self._dirty[session] = state
-            self._poke()
+            self._batches.poke()
 
     async def _sync(self, session: Session) -> int:
         state = self._rows[session]
@@ -350,20 +297,13 @@ class SqliteStore(SessionStore):
         ):
             await trio.lowlevel.checkpoint()
             return state.synced_seq
-        if not self._writer_alive:
-            raise SessionStoreClosedError(
-                f"the session store's writer has stopped; session {session.id!r} cannot be flushed"
-            )
+        self._batches.check_running(session.id)
         if state.pending or not state.stored:
             self._dirty[session] = state
         if state.written_seq > state.synced_seq and not state.in_flight:
             self._unsynced[session] = state
-        batch = self._next
-        if batch is None:
-            batch = self._next = _Batch()
-        self._poke()
         # Invariant: only this wait is cancellable; the batch runs to its end without us.
-        await batch.done.wait()
+        batch = await self._batches.next_batch()
         if batch.error is not None:
             raise batch.error
         if state.error is not None:

@@ -1,0 +1,149 @@
+"""When a backend's writer runs a batch: group commit, one home for every store that writes
+in batches (JSONL, SQLite, PostgreSQL).
+
+Rules:
+- One writer task per store (:meth:`BatchWriter.run`, started on the store's fiber). It sleeps
+  until there is something to write: a dirty session (``poke()`` after marking one) or a flush
+  that asks for a sync batch.
+- A dirty record waits at most ``flush_interval`` (plus the batch in flight) before a plain
+  batch writes it, unless a flush asks for a batch sooner.
+- ``next_batch()`` is group commit: it asks for the *next* sync batch and waits for it;
+  flushes that arrive while a batch is in flight share the next one. Only the wait is
+  cancellable: the batch runs to its end without the caller.
+- When the writer stops (the store's teardown), a sync batch still asked for ends with a
+  ``SessionStoreClosedError``, and ``check_running`` refuses new flushes.
+- A failed write is reported once (:func:`write_failure`): logged and published as
+  ``SessionWriteFailed``; a retry that fails the same way is the same error again, so a
+  command that prints it prints it once.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import final
+
+import attrs
+import trio
+
+from ._errors import SessionStoreClosedError, SessionWriteError
+from ._events import SessionWriteFailed
+
+__all__ = ["Batch", "BatchWriter", "check_interval", "write_failure"]
+
+log = logging.getLogger("trio_agents")
+
+
+@attrs.define(eq=False)
+class Batch:
+    """One sync batch some flushes wait for; ``error`` is why it failed, if it did."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+    error: BaseException | None = None
+
+
+def check_interval(flush_interval: float) -> float:
+    """``flush_interval`` if it is a delay in seconds, else raise ``ValueError``."""
+    if not (math.isfinite(flush_interval) and flush_interval >= 0):
+        raise ValueError(f"flush_interval is a delay in seconds, >= 0; got {flush_interval!r}")
+    return flush_interval
+
+
+@final
+class BatchWriter:
+    """The writer task of one store, and the group commit of its flushes.
+
+    Args:
+        interval: the longest time a dirty record waits (see the module rules).
+        dirty: whether any session has records to write.
+        run: writes one batch: a sync batch (given) or a plain one (``None``).
+    """
+
+    def __init__(
+        self,
+        interval: float,
+        dirty: Callable[[], bool],
+        run: Callable[[Batch | None], Awaitable[None]],
+    ) -> None:
+        self._interval = interval
+        self._dirty = dirty
+        self._run = run
+        self._next: Batch | None = None
+        self._wake = trio.Event()
+        self._alive = False
+
+    def poke(self) -> None:
+        """Wake the writer: a session became dirty, or a flush asked for a batch."""
+        self._wake.set()
+
+    def reset(self) -> None:
+        """Forget a batch asked for before a restart of the store (nothing waits for it)."""
+        self._next = None
+
+    async def _idle(self) -> None:
+        self._wake = trio.Event()
+        await self._wake.wait()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The writer task: run batches until cancelled (see the module rules)."""
+        self._alive = True
+        task_status.started()
+        try:
+            while True:
+                while self._next is None and not self._dirty():
+                    await self._idle()
+                if self._next is None:
+                    # Invariant: a dirty record waits at most `interval` (plus the batch in
+                    # flight), unless a flush asks for a batch sooner.
+                    with trio.move_on_after(self._interval):
+                        while self._next is None:
+                            await self._idle()
+                batch, self._next = self._next, None
+                await self._run(batch)
+        finally:
+            self._alive = False
+            if self._next is not None:
+                self._next.error = SessionStoreClosedError(
+                    "the session store closed before this flush was written"
+                )
+                self._next.done.set()
+                self._next = None
+
+    def check_running(self, session_id: str) -> None:
+        """Refuse a flush once the writer has stopped.
+
+        Raises:
+            SessionStoreClosedError: the writer task is not running.
+        """
+        if not self._alive:
+            raise SessionStoreClosedError(
+                f"the session store's writer has stopped; session {session_id!r} cannot be flushed"
+            )
+
+    async def next_batch(self) -> Batch:
+        """Ask for the next sync batch and wait until it has run; the batch says how it went."""
+        batch = self._next
+        if batch is None:
+            batch = self._next = Batch()
+        self.poke()
+        await batch.done.wait()
+        return batch
+
+
+def write_failure(
+    message: str,
+    previous: SessionWriteError | None,
+    session_id: str,
+    emit: Callable[[object], None],
+) -> SessionWriteError:
+    """The error of a failed write of ``session_id`` that ``message`` describes: ``previous``
+    itself when it says the same (not logged or published again), else a new one, logged and
+    published."""
+    if previous is not None and str(previous) == message:
+        return previous
+    error = SessionWriteError(message)
+    # The error itself rides along, so a command that reports it drops this line.
+    log.error("session %r could not be written", session_id, exc_info=error)
+    emit(SessionWriteFailed(session_id=session_id, error=error))
+    return error
