@@ -110,6 +110,27 @@ class Terminal:
             self.seen += text
             self._unread += text
 
+    def expect_on_screen(self, lines: list[str]) -> list[str]:
+        """Wait (at most ``DEADLINE`` seconds) until ``lines`` stand on the rendered screen one
+        after another; the screen's lines. (The byte stream interleaves the input line's
+        redraws with the output; the screen is what a person reads.)"""
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            screen = self.screen()
+            if any(screen[i : i + len(lines)] == lines for i in range(len(screen))):
+                return screen
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self.fd], [], [], max(left, 0))
+            chunk = self._read() if ready else None
+            if not chunk:
+                raise AssertionError(f"{lines!r} not on the screen:\n" + "\n".join(screen))
+            decoded = chunk.decode("utf-8", errors="replace")
+            self.raw += decoded
+            self._render.feed(decoded)
+            text = _ESCAPES.sub("", decoded)
+            self.seen += text
+            self._unread += text
+
     def screen(self) -> list[str]:
         """The lines on the screen now (as rendered so far), without trailing blanks."""
         lines = [line.rstrip() for line in self._screen.display]
