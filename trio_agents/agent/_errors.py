@@ -22,7 +22,9 @@ class AgentIdInUseError(TrioAgentsError, ValueError):
             a shared store holds it (``False``: a live agent of this runtime).
     """
 
-    elsewhere: bool = False
+    def __init__(self, message: str, *, elsewhere: bool = False) -> None:
+        super().__init__(message)
+        self.elsewhere = elsewhere
 
 
 class AgentClosedError(TrioAgentsError, trio.ClosedResourceError):

@@ -364,7 +364,11 @@ class AgentRegistry(Generic[A]):
     def _in_use_error(self, session_id: str, error: SessionIdInUseError) -> AgentIdInUseError:
         if session_id in self._live or self.store.get(session_id) is not None:
             return AgentIdInUseError(_in_use(session_id))
-        return _elsewhere(session_id, error)
+        # Held outside this process (another worker of a shared store): the store's message
+        # says by whom and until when.
+        return AgentIdInUseError(
+            f"agent id {session_id!r} cannot be used here: {error}", elsewhere=True
+        )
 
     def _scope_of(self, agent: AgentLike) -> Context:
         fiber = self._fibers.get(agent)
@@ -415,14 +419,6 @@ def _caller() -> Context | None:
         return current_context()
     except RuntimeError:
         return None
-
-
-def _elsewhere(session_id: str, error: SessionIdInUseError) -> AgentIdInUseError:
-    """The session is held outside this process (another worker of a shared store): the
-    store's message says by whom and until when."""
-    refused = AgentIdInUseError(f"agent id {session_id!r} cannot be used here: {error}")
-    refused.elsewhere = True
-    return refused
 
 
 def _in_use(agent_id: str) -> str:
