@@ -69,7 +69,7 @@ class MemoryStore(SessionStore):
 
     async def _sync(self, session: Session) -> int:
         await trio.lowlevel.checkpoint()
-        return len(session.records) - 1
+        return session.last_seq
 
     async def _discard(self, session: Session) -> None:
         stored = self._data.get(session.id)

@@ -119,6 +119,11 @@ class Session:
         return self._flushed_seq
 
     @property
+    def last_seq(self) -> int:
+        """The ``seq`` of the newest record, ``-1`` when there is none (costs no snapshot)."""
+        return len(self._records) - 1
+
+    @property
     def records(self) -> tuple[Record, ...]:
         """An immutable snapshot of every record so far, in ``seq`` order."""
         snapshot = self._snapshot
