@@ -265,6 +265,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.session._convert": frozenset(
         {
+            "check_record",
             "converter",
             "parse_line",
             "structure_record",

@@ -3,31 +3,38 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_agents.cancel import CancelCause, DisposedCancel, HookCancel, ParentCancel, UserCancel
 from trio_agents.session import (
+    AgentConfigured,
     AssistantMessage,
+    Compacted,
     InboxSpliced,
     ModelUsage,
     Record,
     SessionFormatError,
     StopReason,
+    ToolApproval,
     ToolCall,
     ToolCallEnded,
     TurnEnded,
     TurnStarted,
+    UnstorableRecordError,
     UserMessage,
     dump_record,
     load_record,
     register_cause,
     register_record,
 )
+from trio_agents.session._convert import check_record
 
 text = st.text(max_size=20)
 seqs = st.integers(min_value=-1, max_value=2**40)
@@ -295,3 +302,91 @@ def test_a_long_wrong_value_is_shown_by_its_start() -> None:
         load_record(line)
     assert len(str(info.value)) < 200
     assert "expected a string, got list ['xxx" in str(info.value)
+
+
+# -- check_record: dump_record's verdict without the line ------------------------------------
+
+# Half of it holds a lone surrogate (category Cs), which st.text() draws almost never.
+_lone = st.builds(
+    lambda before, lone: before + lone, st.text(max_size=3), st.characters(categories=["Cs"])
+)  # text with a lone surrogate, which st.text() draws almost never
+_any_value: st.SearchStrategy[Any] = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.text(max_size=4),
+    _lone,
+    st.sampled_from([math.nan, math.inf, -math.inf, 0.5]),
+    st.sampled_from(StopReason),
+    st.builds(object),
+    st.binary(max_size=3),
+    st.lists(_lone | st.text(max_size=2), max_size=2),
+    st.dictionaries(st.text(max_size=2) | _lone, st.floats() | _lone, max_size=2),
+    causes,
+)
+
+
+@attrs.frozen(kw_only=True)
+class Unregistered(Record):
+    text: str
+
+
+_valid_records: st.SearchStrategy[Record] = st.one_of(
+    records,
+    st.builds(ModelUsage, turn_id=text, input_tokens=st.integers(0), output_tokens=st.integers(0)),
+    st.builds(Compacted, summary=text, kept_from_seq=st.integers(0), turn_id=st.none() | text),
+    st.builds(
+        ToolApproval,
+        turn_id=st.none() | text,
+        name=text,
+        decision=st.sampled_from(["allow_once", "reject_always", "cancel"]),
+        by=text,
+    ),
+    st.builds(AgentConfigured, instructions=st.none() | text, tools=st.none() | st.lists(text)),
+    st.builds(Unregistered, text=text),
+)
+
+
+@settings(max_examples=400)
+@given(record=_valid_records, data=st.data())
+def test_check_record_accepts_and_refuses_what_dump_record_does(
+    record: Record, data: st.DataObject
+) -> None:
+    """A storable record with one field set to any value (lone surrogates, NaN, objects,
+    bytes, the wrong enum): the quick check agrees with the full dump, both accept or both
+    raise the same error."""
+    names = [field.name for field in attrs.fields(type(record))]
+    if data.draw(st.booleans()):
+        name = data.draw(st.sampled_from(names))
+        try:
+            record = attrs.evolve(record, **{name: data.draw(_any_value)})
+        except (TypeError, ValueError):
+            return  # the class refuses the value itself
+    assert _verdict(check_record, record) == _verdict(dump_record, record)
+
+
+def _verdict(check: Callable[[Record], object], record: Record) -> tuple[str, str] | None:
+    """``None`` if ``check`` accepts ``record``, else the error it raised (class, message)."""
+    try:
+        check(record)
+    except Exception as exc:
+        return type(exc).__name__, str(exc)
+    return None
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        (
+            AssistantMessage(turn_id="t-1", content="bad \udcff"),
+            "lone surrogate U\\+DCFF at content",
+        ),
+        (TurnEnded(turn_id="t-1", stop_reason=b"done"), "JSON cannot represent"),  # type: ignore[arg-type]
+        (ModelUsage(turn_id="t-1", input_tokens=math.nan, output_tokens=0), "JSON cannot"),  # type: ignore[arg-type]
+    ],
+)
+def test_check_record_refuses_what_dump_record_refuses(record: Record, problem: str) -> None:
+    with pytest.raises(UnstorableRecordError, match=problem):
+        dump_record(record)
+    with pytest.raises(UnstorableRecordError, match=problem):
+        check_record(record)

@@ -13,12 +13,15 @@ Rules:
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import re
+import types
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
+import attrs
 from cattrs.gen import make_dict_unstructure_fn
 
 from ..cancel import CancelCause, DisposedCancel, HookCancel, ParentCancel, UserCancel
@@ -29,6 +32,7 @@ from ._errors import SessionFormatError, UnstorableRecordError
 from ._records import Record, record_class, record_tag, record_tags
 
 __all__ = [
+    "check_record",
     "converter",
     "dump_record",
     "load_record",
@@ -202,6 +206,96 @@ def dump_record(record: Record) -> str:
                 f"decode bytes with errors='replace' (or strip the surrogates) before storing"
             )
     return text
+
+
+def check_record(record: Record) -> None:
+    """Raise exactly what :func:`dump_record` would raise for ``record``, without encoding it
+    when its values are plainly storable (a store that keeps records in memory checks each
+    append with this).
+
+    Invariant: the quick check accepts only records whose line ``dump_record`` would write:
+    every field holds a value of its declared type that JSON carries as it is (text without a
+    lone surrogate, an int, a bool, a finite float, ``None``, a member of the declared enum);
+    any other value, and any class not registered, is left to ``dump_record`` itself, so the
+    two accept and refuse the same records with the same errors.
+    """
+    checks = _quick_checks(type(record))
+    if checks is not None:
+        for name, check in checks:
+            if not check(getattr(record, name)):
+                break
+        else:
+            return
+    dump_record(record)
+
+
+_Check = Callable[[Any], bool]
+#: Per registered record class: (field name, quick check) for every field, or ``None`` when
+#: some field's declared type has no quick check.
+_QUICK: dict[type, tuple[tuple[str, _Check], ...] | None] = {}
+
+
+def _quick_checks(cls: type[Record]) -> tuple[tuple[str, _Check], ...] | None:
+    try:
+        return _QUICK[cls]
+    except KeyError:
+        pass
+    try:
+        record_tag(cls)
+        attrs.resolve_types(cls)
+    except (TypeError, NameError):
+        return None  # not registered, or a type that does not resolve: dump_record decides
+    pairs = [(field.name, _quick_check(field.type)) for field in attrs.fields(cls)]
+    checks = tuple((name, check) for name, check in pairs if check is not None)
+    found = _QUICK[cls] = checks if len(checks) == len(pairs) else None
+    return found
+
+
+def _is_text(value: Any) -> bool:
+    return type(value) is str and (value.isascii() or _SURROGATE.search(value) is None)
+
+
+def _is_finite(value: Any) -> bool:
+    return type(value) is float and math.isfinite(value)
+
+
+_EXACT: dict[Any, _Check] = {
+    str: _is_text,
+    int: lambda value: type(value) is int,
+    bool: lambda value: type(value) is bool,
+    float: _is_finite,
+}
+
+
+def _quick_check(declared: Any) -> _Check | None:
+    """A check that accepts only values of ``declared`` that JSON carries as they are."""
+    exact = _EXACT.get(declared)
+    if exact is not None:
+        return exact
+    if isinstance(declared, type) and issubclass(declared, enum.Enum):
+        # Its members are written as their values: checked once, here.
+        if all(_is_plain(member.value) for member in declared):
+            return lambda value: type(value) is declared
+        return None
+    origin = get_origin(declared)
+    arguments = get_args(declared)
+    if origin is Literal:
+        return _is_text if all(type(a) is str for a in arguments) else None
+    if origin is Union or origin is types.UnionType:
+        rest = [a for a in arguments if a is not type(None)]
+        if len(rest) == len(arguments):
+            return None
+        # `X | None`: None passes; any other value passes X's check, if X has one.
+        inner = _quick_check(rest[0]) if len(rest) == 1 else None
+        if inner is None:
+            return lambda value: value is None
+        return lambda value: value is None or inner(value)
+    return None
+
+
+def _is_plain(value: Any) -> bool:
+    check = _EXACT.get(type(value))
+    return value is None or (check is not None and check(value))
 
 
 def load_record(line: str | bytes, *, where: str = "record") -> Record:

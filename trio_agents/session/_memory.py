@@ -11,7 +11,7 @@ from typing import final
 import attrs
 import trio
 
-from ._convert import dump_record
+from ._convert import check_record
 from ._errors import SessionNotFoundError
 from ._records import Record
 from ._session import Session
@@ -52,7 +52,7 @@ class MemoryStore(SessionStore):
 
     def _on_record(self, session: Session, record: Record) -> None:
         # Invariant: what one backend refuses, every backend refuses.
-        dump_record(record)
+        check_record(record)
         if session.state is SessionState.LIVE:
             # Invariant: a live session's slot holds the entry `_enter` stored for it.
             stored = self._slots[session].stored
