@@ -231,3 +231,24 @@ async def test_call_listener_contains_a_service_listener_like_emit_does() -> Non
         ("broken", "boom"),
         ("not_sync", "these listeners are sync"),
     ]
+
+
+async def test_listens_says_whether_an_emit_would_reach_anyone() -> None:
+    """``ctx.listens(cls)`` follows registration: subclasses count, a listener that left with
+    its fiber does not."""
+
+    async def apply(ctx: Context, config: None) -> None:
+        ctx.on(Ping, lambda e: None)
+
+    async with open_root() as root:
+        assert not root.listens(Ping)
+        fiber = await root.plugin(P("listener", apply))
+        assert root.listens(Ping)
+        assert root.listens(SubPing)  # a Ping listener receives SubPing events
+        await fiber.dispose()
+        assert not root.listens(Ping)
+        entry = root.on(SubPing, lambda e: None)
+        assert root.listens(SubPing)
+        assert not root.listens(Ping)  # a SubPing listener does not receive plain Pings
+        await entry.close()
+        assert not root.listens(SubPing)

@@ -8,6 +8,8 @@ Rules:
 - ``emit_serial`` awaits async listeners one after another; ``emit_concurrent`` runs them all at
   once. Failures are contained the same way; cancellation is not a failure and propagates.
 - A listener removed during an emit is not called afterwards.
+- ``listens(cls)`` says whether an emit of a ``cls`` would call anyone, so an emitter can
+  skip building an event nobody receives (it answers from the same cache ``emit`` uses).
 - :meth:`EventBus.call` is the one containment of a synchronous listener: the bus's own
   listeners and a service's listeners (``shell.on_job_done``) fail the same way.
 """
@@ -71,8 +73,14 @@ class EventBus:
         self._listeners.remove(listener)
         self._by_type.clear()
 
+    def listens(self, cls: type) -> bool:
+        """Whether an event of class ``cls`` emitted now would reach a listener."""
+        return bool(self._for_class(cls))
+
     def _matching(self, event: object) -> tuple[Listener, ...]:
-        cls = type(event)
+        return self._for_class(type(event))
+
+    def _for_class(self, cls: type) -> tuple[Listener, ...]:
         found = self._by_type.get(cls)
         if found is None:
             found = tuple(x for x in self._listeners if issubclass(cls, x.event_type))

@@ -206,6 +206,11 @@ class Context:
         """Call the sync listeners of ``event`` in order; their failures are contained."""
         self._fiber.runtime.bus.emit(event)
 
+    def listens(self, event_type: type) -> bool:
+        """Whether an ``event_type`` emitted now would reach a listener: an emitter that
+        builds an event per record or per chunk of output may skip building it otherwise."""
+        return self._fiber.runtime.bus.listens(event_type)
+
     def call_listener(
         self, listener: Callable[[T], object], event: T, *, async_error: str | None = None
     ) -> None:

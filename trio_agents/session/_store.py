@@ -186,6 +186,7 @@ class SessionStore(abc.ABC):
 
     def __init__(self) -> None:
         self._emit: Callable[[object], None] = _drop
+        self._listens: Callable[[type], bool] = _nobody
         self._running = False
         self._closing = False
         self._live: dict[str, Session] = {}
@@ -207,6 +208,7 @@ class SessionStore(abc.ABC):
         self._closing = False
         await self._open(ctx)
         self._emit = ctx.emit
+        self._listens = ctx.listens
         self._running = True
         # Invariant: pushed after the backend's tasks and before the service entry, so the
         # service leaves first, then the close runs while the backend still works.
@@ -504,7 +506,8 @@ class SessionStore(abc.ABC):
     def _appended(self, session: Session, record: Record) -> None:
         """The ``on_append`` of this store's sessions; raising refuses the record."""
         self._on_record(session, record)
-        if session.state is SessionState.LIVE:
+        # An event per record is built only for someone who receives it.
+        if session.state is SessionState.LIVE and self._listens(SessionAppended):
             self._emit(SessionAppended(session_id=session.id, record=record))
 
     def _check_open(self, what: str) -> None:
@@ -610,3 +613,8 @@ class SessionStore(abc.ABC):
 
 def _drop(event: object) -> None:
     """The emitter of a store that was never applied: nobody listens."""
+
+
+def _nobody(event_type: type) -> bool:
+    """The listener check of a store that was never applied."""
+    return False
