@@ -323,6 +323,8 @@ _any_value: st.SearchStrategy[Any] = st.one_of(
     st.lists(_lone | st.text(max_size=2), max_size=2),
     st.dictionaries(st.text(max_size=2) | _lone, st.floats() | _lone, max_size=2),
     causes,
+    st.builds(HookCancel, reason=_lone),
+    st.builds(ParentCancel, parent_id=st.integers() | st.builds(object)),
 )
 
 
@@ -383,6 +385,12 @@ def _verdict(check: Callable[[Record], object], record: Record) -> tuple[str, st
         ),
         (TurnEnded(turn_id="t-1", stop_reason=b"done"), "JSON cannot represent"),  # type: ignore[arg-type]
         (ModelUsage(turn_id="t-1", input_tokens=math.nan, output_tokens=0), "JSON cannot"),  # type: ignore[arg-type]
+        (
+            TurnEnded(
+                turn_id="t-1", stop_reason=StopReason.BLOCKED, cause=HookCancel(reason="\udcff")
+            ),
+            "lone surrogate U\\+DCFF at cause.reason",
+        ),
     ],
 )
 def test_check_record_refuses_what_dump_record_refuses(record: Record, problem: str) -> None:

@@ -215,40 +215,51 @@ def check_record(record: Record) -> None:
 
     Invariant: the quick check accepts only records whose line ``dump_record`` would write:
     every field holds a value of its declared type that JSON carries as it is (text without a
-    lone surrogate, an int, a bool, a finite float, ``None``, a member of the declared enum);
-    any other value, and any class not registered, is left to ``dump_record`` itself, so the
-    two accept and refuse the same records with the same errors.
+    lone surrogate, an int, a bool, a finite float, ``None``, a member of the declared enum,
+    a registered cancel cause whose fields are such values); any other value, and any class
+    not registered, is left to ``dump_record`` itself, so the two accept and refuse the same
+    records with the same errors.
     """
-    checks = _quick_checks(type(record))
-    if checks is not None:
-        for name, check in checks:
-            if not check(getattr(record, name)):
-                break
-        else:
-            return
-    dump_record(record)
+    if not _plainly_storable(record, record_tag):
+        dump_record(record)
 
 
 _Check = Callable[[Any], bool]
-#: Per registered record class: (field name, quick check) for every field, or ``None`` when
-#: some field's declared type has no quick check.
+#: Per registered class: (field name, quick check) for every field, or ``None`` when some
+#: field's declared type has no quick check.
 _QUICK: dict[type, tuple[tuple[str, _Check], ...] | None] = {}
 
 
-def _quick_checks(cls: type[Record]) -> tuple[tuple[str, _Check], ...] | None:
+def _plainly_storable(value: Any, tag_of: Callable[[Any], str]) -> bool:
+    """Whether ``value``, an instance of a class registered with ``tag_of``, passes the quick
+    check of every field."""
+    cls = type(value)
     try:
-        return _QUICK[cls]
+        checks = _QUICK[cls]
     except KeyError:
-        pass
+        checks = _QUICK[cls] = _quick_checks(cls, tag_of)
+    if checks is None:
+        return False
+    # A loop, not all() over a generator: this runs for every record appended.
+    for name, check in checks:  # noqa: SIM110
+        if not check(getattr(value, name)):
+            return False
+    return True
+
+
+def _quick_checks(cls: type, tag_of: Callable[[Any], str]) -> tuple[tuple[str, _Check], ...] | None:
     try:
-        record_tag(cls)
+        tag_of(cls)
         attrs.resolve_types(cls)
     except (TypeError, NameError):
         return None  # not registered, or a type that does not resolve: dump_record decides
     pairs = [(field.name, _quick_check(field.type)) for field in attrs.fields(cls)]
     checks = tuple((name, check) for name, check in pairs if check is not None)
-    found = _QUICK[cls] = checks if len(checks) == len(pairs) else None
-    return found
+    return checks if len(checks) == len(pairs) else None
+
+
+def _is_cause(value: Any) -> bool:
+    return isinstance(value, CancelCause) and _plainly_storable(value, _CAUSES.tag_for)
 
 
 def _is_text(value: Any) -> bool:
@@ -272,6 +283,8 @@ def _quick_check(declared: Any) -> _Check | None:
     exact = _EXACT.get(declared)
     if exact is not None:
         return exact
+    if declared is CancelCause:
+        return _is_cause  # written tagged by its own class, which must be registered
     if isinstance(declared, type) and issubclass(declared, enum.Enum):
         # Its members are written as their values: checked once, here.
         if all(_is_plain(member.value) for member in declared):
