@@ -258,7 +258,7 @@ def _quick_checks(cls: type, tag_of: Callable[[Any], str]) -> tuple[tuple[str, _
     return checks if len(checks) == len(pairs) else None
 
 
-def _is_cause(value: Any) -> bool:
+def _is_storable_cause(value: Any) -> bool:
     return isinstance(value, CancelCause) and _plainly_storable(value, _CAUSES.tag_for)
 
 
@@ -284,7 +284,7 @@ def _quick_check(declared: Any) -> _Check | None:
     if exact is not None:
         return exact
     if declared is CancelCause:
-        return _is_cause  # written tagged by its own class, which must be registered
+        return _is_storable_cause  # written tagged by its own class, which must be registered
     if isinstance(declared, type) and issubclass(declared, enum.Enum):
         # Its members are written as their values: checked once, here.
         if all(_is_plain(member.value) for member in declared):
