@@ -376,6 +376,13 @@ def _verdict(check: Callable[[Record], object], record: Record) -> tuple[str, st
     return None
 
 
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 @pytest.mark.parametrize(
     ("record", "problem"),
     [
@@ -391,6 +398,19 @@ def _verdict(check: Callable[[Record], object], record: Record) -> tuple[str, st
             ),
             "lone surrogate U\\+DCFF at cause.reason",
         ),
+        (
+            ToolCall(turn_id="t-1", call_id="c", name="n", arguments={"\udcff": 1}),
+            "lone surrogate U\\+DCFF at a key of arguments",
+        ),
+        (
+            ToolCall(turn_id="t-1", call_id="c", name="n", arguments={"a": [{"\udcff": 1}]}),
+            "lone surrogate U\\+DCFF at a key of arguments.a\\[0\\]",
+        ),
+        (
+            ToolCall(turn_id="t-1", call_id="c", name="n", arguments={"a": _nested(150)}),
+            "deeper than 100 levels",
+        ),
+        (ToolCall(turn_id="t-1", call_id="c", name="n", arguments={"a": {1, 2}}), "JSON cannot"),
     ],
 )
 def test_check_record_refuses_what_dump_record_refuses(record: Record, problem: str) -> None:

@@ -290,8 +290,22 @@ def _quick_check(declared: Any) -> _Check | None:
         if all(_is_plain(member.value) for member in declared):
             return lambda value: type(value) is declared
         return None
+    if declared is Any:
+        return _is_json
     origin = get_origin(declared)
     arguments = get_args(declared)
+    if origin is dict and len(arguments) == 2 and arguments[0] is str:
+        values = _quick_check(arguments[1])
+        if values is None:
+            return None
+        return lambda value: (
+            type(value) is dict and all(_is_text(k) and values(v) for k, v in value.items())
+        )
+    if origin is list and len(arguments) == 1:
+        items = _quick_check(arguments[0])
+        if items is None:
+            return None
+        return lambda value: type(value) is list and all(items(v) for v in value)
     if origin is Literal:
         return _is_text if all(type(a) is str for a in arguments) else None
     if origin is Union or origin is types.UnionType:
@@ -304,6 +318,24 @@ def _quick_check(declared: Any) -> _Check | None:
             return lambda value: value is None
         return lambda value: value is None or inner(value)
     return None
+
+
+#: How deep the quick check follows nested lists and dicts; deeper values are left to
+#: dump_record (which refuses nesting past MAX_DEPTH).
+_QUICK_DEPTH = 16
+
+
+def _is_json(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is plain JSON made of builtin types only: what cattrs hands to the
+    encoder unchanged (a tuple, a set or an attrs object would be converted first)."""
+    kind = type(value)
+    if kind is dict:
+        return depth < _QUICK_DEPTH and all(
+            _is_text(k) and _is_json(v, depth + 1) for k, v in value.items()
+        )
+    if kind is list:
+        return depth < _QUICK_DEPTH and all(_is_json(v, depth + 1) for v in value)
+    return _is_plain(value)
 
 
 def _is_plain(value: Any) -> bool:
