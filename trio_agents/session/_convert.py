@@ -251,8 +251,9 @@ def _quick_checks(cls: type, tag_of: Callable[[Any], str]) -> tuple[tuple[str, _
     try:
         tag_of(cls)
         attrs.resolve_types(cls)
-    except (TypeError, NameError):
-        return None  # not registered, or a type that does not resolve: dump_record decides
+    except Exception:
+        # Not registered, or annotations that do not resolve: dump_record decides, always.
+        return None
     pairs = [(field.name, _quick_check(field.type)) for field in attrs.fields(cls)]
     checks = tuple((name, check) for name, check in pairs if check is not None)
     return checks if len(checks) == len(pairs) else None
