@@ -20,7 +20,12 @@ Decoding a frame is strict, so nothing a client sends can raise past the edge (i
 
 Writing is the other direction: :func:`encode_frame` is the only way a message becomes bytes,
 and a serialized JSON value never holds a raw ``\\n``. It never fails on text: a lone
-surrogate (which UTF-8 cannot carry) is sent as U+FFFD, with a warning.
+surrogate (which UTF-8 cannot carry) is sent as U+FFFD, with a warning. A
+:class:`TextTemplate` is a message encoded once by :func:`encode_frame` with one string left
+open; each of its frames is byte for byte what :func:`encode_frame` makes of the message
+with that string (the string's JSON form spliced in, with the same surrogate rule), at the
+cost of encoding one string instead of the whole message (a streamed reply sends one frame
+per text delta).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ __all__ = [
     "MAX_FRAME",
     "LineFramer",
     "Oversized",
+    "TextTemplate",
     "decode_frame",
     "encode_frame",
     "find_problem",
@@ -82,6 +88,39 @@ def encode_frame(message: Any) -> bytes:
         # Only a string's content can hold a surrogate, so the replacement stays valid JSON.
         log.warning("an outgoing frame held a lone surrogate (not Unicode); sent as U+FFFD")
         return _SURROGATE.sub("\ufffd", text).encode() + b"\n"
+
+
+#: The placeholder of a :class:`TextTemplate`'s open string (no real text holds it).
+TEXT_SLOT: Final = "\x00text-slot\x00"
+_SLOT_JSON: Final = _encode(TEXT_SLOT).encode()
+
+
+@final
+class TextTemplate:
+    """The frames of one message that differ only in one string (see the module rules).
+
+    Args:
+        message: the message, with :data:`TEXT_SLOT` as the value of its *last* string in
+            serialized order (a key or value before it may hold anything, the slot included).
+    """
+
+    __slots__ = ("_head", "_tail")
+
+    def __init__(self, message: Any) -> None:
+        head, slot, tail = encode_frame(message).rpartition(_SLOT_JSON)
+        if not slot:
+            raise ValueError("the message holds no TEXT_SLOT string")
+        self._head = head
+        self._tail = tail
+
+    def frame(self, text: str) -> bytes:
+        """The frame of the message with ``text`` in the slot."""
+        literal = _encode(text)
+        try:
+            return self._head + literal.encode() + self._tail
+        except UnicodeEncodeError:
+            log.warning("an outgoing frame held a lone surrogate (not Unicode); sent as U+FFFD")
+            return self._head + _SURROGATE.sub("\ufffd", literal).encode() + self._tail
 
 
 def decode_frame(frame: bytes) -> Any:

@@ -42,7 +42,7 @@ from typing import Any, Final, final
 
 import trio
 
-from ._framing import LineFramer
+from ._framing import LineFramer, TextTemplate
 from ._jsonrpc import (
     Connection,
     ErrorCode,
@@ -153,6 +153,14 @@ class Serving:
             log.error("dropped a session/update of session %s: %s", session_id, exc)
             return
         self.send(frame)
+
+    def update_template(self, session_id: str, update: Mapping[str, Any]) -> TextTemplate:
+        """The ``session/update`` notifications of ``session_id`` that differ only in one
+        string: ``update`` holds :data:`._framing.TEXT_SLOT` as its last string, and
+        ``send(template.frame(text))`` queues what :meth:`update` would with ``text`` there."""
+        return self.rpc.notification_template(
+            "session/update", {"sessionId": session_id, "update": update}
+        )
 
     # -- the loop -----------------------------------------------------------------------------
 
