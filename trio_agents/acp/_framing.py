@@ -147,33 +147,43 @@ def find_problem(value: Any) -> str | None:
 
 def _has_problem(value: Any) -> bool:
     """Whether :func:`find_problem` has something to say: the same checks, without paths."""
-    todo: list[tuple[Any, int]] = [(value, 0)]
+    # Only containers are pushed (with their depth); the scalars in them are judged in
+    # place, so a frame's many small strings cost no tuple and no loop turn of their own.
+    if type(value) is not dict and type(value) is not list:
+        return _bad_scalar(value)
+    todo: list[tuple[dict[Any, Any] | list[Any], int]] = [(value, 0)]
     while todo:
         item, depth = todo.pop()
-        kind = type(item)
-        if kind is str:
-            if not item.isascii() and _SURROGATE.search(item):
-                return True
-        elif kind is dict or kind is list:
-            if depth >= MAX_DEPTH:
-                return True
-            depth += 1
-            if kind is list:
-                todo.extend((v, depth) for v in item)
-                continue
-            for key, v in item.items():
+        if depth >= MAX_DEPTH:
+            return True
+        depth += 1
+        if type(item) is dict:
+            for key in item:
                 if not key.isascii() and _SURROGATE.search(key):
                     return True
+            values: Any = item.values()
+        else:
+            values = item
+        for v in values:
+            kind = type(v)
+            if kind is str:
+                if not v.isascii() and _SURROGATE.search(v):
+                    return True
+            elif kind is dict or kind is list:
                 todo.append((v, depth))
-        elif (
-            kind is not int
-            and kind is not bool
-            and item is not None
-            and not (kind is float and math.isfinite(item))
-        ):
-            # Not finite, or a subclass of a JSON type: the full walk judges it.
-            return True
+            elif _bad_scalar(v):
+                return True
     return False
+
+
+def _bad_scalar(item: Any) -> bool:
+    kind = type(item)
+    if kind is str:
+        return not item.isascii() and _SURROGATE.search(item) is not None
+    # Not finite, or a subclass of a JSON type: the full walk judges it.
+    return not (
+        kind is int or kind is bool or item is None or (kind is float and math.isfinite(item))
+    )
 
 
 def _find_with_paths(value: Any) -> str | None:
