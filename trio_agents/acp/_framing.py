@@ -43,7 +43,6 @@ __all__ = [
     "MAX_FRAME",
     "LineFramer",
     "Oversized",
-    "TextTemplate",
     "decode_frame",
     "encode_frame",
     "find_problem",
