@@ -9,6 +9,12 @@ JSON-RPC server does for the same exchange over the same kind of socket pair: re
 ``json.loads`` it, write one ``session/update`` notification and the result, each
 ``json.dumps``-ed; the client is the same code. Both sides run in one ``trio.run``, samples
 interleaved in blocks. Goals: p50 at most 0.5 ms, at least 2,000 prompts/s.
+
+To tell the bridge's share from the agent's, a third side times the same turn without the
+bridge: ``agent.prompt(text)`` then ``await agent.when_idle()`` on a second echo agent of the
+same runtime, whose session grows by the same number of turns as the bridge's (so history
+costs match). The round trip's p50 less that turn's p50 is what the client, the socket pair
+and the bridge add to the turn; of that, the floor's p50 is what any JSON-RPC server pays.
 """
 
 from __future__ import annotations
@@ -111,6 +117,14 @@ async def _prompts(client: _Client, session_id: str, count: int, into: list[floa
         into.append(time.perf_counter() - start)
 
 
+async def _turns(agent: ta.Agent, count: int, into: list[float]) -> None:
+    for i in range(count):
+        start = time.perf_counter()
+        agent.prompt(f"hello {i}")
+        await agent.when_idle()
+        into.append(time.perf_counter() - start)
+
+
 def _p50(samples: list[float]) -> float:
     return sorted(samples)[len(samples) // 2]
 
@@ -119,6 +133,7 @@ async def measure(prompts: int = PROMPTS, rounds: int = ROUNDS) -> dict[str, flo
     """p50 round trip (ms) and prompts/s of the bridge and of the floor."""
     floor_samples: list[float] = []
     bridge_samples: list[float] = []
+    turn_samples: list[float] = []
     floor_best = bridge_best = float("inf")
     async with trio.open_nursery() as nursery:
         a, b = trio.socket.socketpair()
@@ -133,8 +148,10 @@ async def measure(prompts: int = PROMPTS, rounds: int = ROUNDS) -> dict[str, flo
             client_stream = trio.SocketStream(d)
             client = _Client(client_stream)
             session_id = await _open(client)
+            alone = await root.agents.create()
             await _prompts(floor, floor_session, 20, [])  # warm-up
             await _prompts(client, session_id, 20, [])
+            await _turns(alone.agent, 20, [])
             for _ in range(rounds):
                 block: list[float] = []
                 await _prompts(floor, floor_session, prompts, block)
@@ -144,6 +161,8 @@ async def measure(prompts: int = PROMPTS, rounds: int = ROUNDS) -> dict[str, flo
                 await _prompts(client, session_id, prompts, block)
                 bridge_best = min(bridge_best, sum(block))
                 bridge_samples += block
+                await _turns(alone.agent, prompts, turn_samples)
+            await alone.dispose()
             await client_stream.aclose()
             await bridge.wait_closed()
             await fiber.dispose()
@@ -156,6 +175,8 @@ async def measure(prompts: int = PROMPTS, rounds: int = ROUNDS) -> dict[str, flo
         "bridge_rate": prompts / bridge_best,
     }
     r["ratio"] = r["bridge_p50"] / r["floor_p50"]
+    r["turn_p50"] = _p50(turn_samples) * ms
+    r["bridge_share_p50"] = r["bridge_p50"] - r["turn_p50"]
     return r
 
 
@@ -171,6 +192,14 @@ def main() -> dict[str, float]:
     print(line("floor prompts/s (best block):", r["floor_rate"]))
     print(line("trio_agents AcpBridge prompts/s (best block):", r["bridge_rate"]))
     print(f"  ratio: a prompt round trip takes {r['ratio']:.1f}x the floor (p50)")
+    print(line("the same echo turn without the bridge, p50:", r["turn_p50"] * 1000, "us"))
+    print(
+        line(
+            "round trip p50 - turn p50 (client, socket, bridge):",
+            r["bridge_share_p50"] * 1000,
+            "us",
+        )
+    )
     return r
 
 

@@ -24,7 +24,13 @@ from trio_agents.acp import (
     _jsonrpc,
     encode_frame,
 )
-from trio_agents.acp._framing import MAX_DEPTH, MAX_FRAME, find_problem
+from trio_agents.acp._framing import (
+    MAX_DEPTH,
+    MAX_FRAME,
+    TEXT_SLOT,
+    TextTemplate,
+    find_problem,
+)
 
 
 def reply_of(event: object) -> dict[str, Any]:
@@ -493,6 +499,36 @@ def test_encoding_text_that_utf8_cannot_carry_never_raises() -> None:
     """A lone surrogate in an outgoing message is sent as U+FFFD (the frame stays UTF-8)."""
     encoded = encode_frame({"text": "a\ud800b"})
     assert json.loads(encoded.decode("utf-8")) == {"text": "a\ufffdb"}
+
+
+def _text_update(session_id: str, text: str) -> dict[str, Any]:
+    update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+    return {"sessionId": session_id, "update": update}
+
+
+@given(
+    st.text(st.characters(exclude_categories=()), max_size=12),
+    st.text(st.characters(exclude_categories=()), max_size=12),
+)
+def test_a_text_template_frame_is_byte_for_byte_the_notify_frame(
+    session_id: str, text: str
+) -> None:
+    """A template's frame is what notify() encodes with that text, lone surrogates and the
+    slot's own characters (in the id, or in the text) included."""
+    connection = Connection()
+    template = connection.notification_template(
+        "session/update", _text_update(session_id, TEXT_SLOT)
+    )
+    for value in (text, TEXT_SLOT + text, text + TEXT_SLOT):
+        expected = connection.notify("session/update", _text_update(session_id, value))
+        assert template.frame(value) == expected
+    assert template.frame(text).decode("utf-8")  # strict: still UTF-8
+
+
+def test_a_text_template_needs_its_slot() -> None:
+    """A message without the slot string is refused, not silently templated."""
+    with pytest.raises(ValueError, match=r"^the message holds no TEXT_SLOT string$"):
+        TextTemplate({"text": "no slot"})
 
 
 def test_an_answer_that_cannot_be_encoded_leaves_the_request_open() -> None:

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 import trio_agents.agent as ag
-from trio_agents.acp import AcpBridge, RpcError, encode_frame
+from trio_agents.acp import AcpBridge, RpcError, _serving, encode_frame
 from trio_agents.acp._jsonrpc import Request, Response
 from trio_agents.acp._serving import Serving
 from trio_agents.session import MemoryStore
@@ -250,3 +250,73 @@ async def test_a_bridge_whose_serving_fails_closes_and_keeps_the_failure(
         assert errors[0].exc_info[1] is bridge.failure
         assert bridge.statistics().closed
         await fiber.dispose()
+
+
+class RecordingOutput(trio.abc.SendStream):
+    """An output that keeps each send_all's bytes, one entry per write."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await trio.lowlevel.checkpoint()
+        self.writes.append(bytes(data))
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+async def _serving_in(
+    nursery: trio.Nursery, output: RecordingOutput
+) -> tuple[Serving, trio.testing.MemorySendStream]:
+    to_agent, agent_in = trio.testing.memory_stream_one_way_pair()
+    s = ok_serving(output, agent_in, [])
+    nursery.start_soon(
+        lambda: s.serve(
+            on_eof=lambda: None,
+            on_broken=nursery.cancel_scope.cancel,
+            after_eof=noop,
+            drain_seconds=1.0,
+        )
+    )
+    await trio.testing.wait_all_tasks_blocked()
+    return s, to_agent
+
+
+async def test_frames_queued_in_consecutive_steps_leave_in_one_write_in_order() -> None:
+    """A frame, then more queued by its producer's next step (a turn's last update and its
+    answer): one write, in the order queued; a frame queued later gets a write of its own."""
+    output = RecordingOutput()
+    async with trio.open_nursery() as nursery:
+        s, to_agent = await _serving_in(nursery, output)
+        s.send(b"1\n")
+        await trio.lowlevel.checkpoint()  # the producer's next step
+        s.send(b"2\n")
+        s.send(b"3\n")
+        await trio.testing.wait_all_tasks_blocked()
+        assert output.writes == [b"1\n2\n3\n"]
+        assert s.unsent == 0
+        s.send(b"4\n")
+        await trio.testing.wait_all_tasks_blocked()
+        assert output.writes == [b"1\n2\n3\n", b"4\n"]
+        await to_agent.aclose()
+
+
+async def test_one_write_joins_at_most_the_write_size_and_keeps_the_order() -> None:
+    """Past _WRITE_SIZE bytes the queue leaves in several writes, in order, none of them
+    larger than the bound unless it is one frame alone."""
+    output = RecordingOutput()
+    big = b"x" * (_serving._WRITE_SIZE - 1) + b"\n"
+    frames = [b"a\n", b"b\n", big, big + big, b"c\n"]
+    async with trio.open_nursery() as nursery:
+        s, to_agent = await _serving_in(nursery, output)
+        for frame in frames:
+            s.send(frame)
+        await trio.testing.wait_all_tasks_blocked()
+        assert b"".join(output.writes) == b"".join(frames)
+        assert output.writes == [b"a\nb\n", big, big + big, b"c\n"]
+        assert s.unsent == 0
+        await to_agent.aclose()

@@ -20,7 +20,12 @@ Decoding a frame is strict, so nothing a client sends can raise past the edge (i
 
 Writing is the other direction: :func:`encode_frame` is the only way a message becomes bytes,
 and a serialized JSON value never holds a raw ``\\n``. It never fails on text: a lone
-surrogate (which UTF-8 cannot carry) is sent as U+FFFD, with a warning.
+surrogate (which UTF-8 cannot carry) is sent as U+FFFD, with a warning. A
+:class:`TextTemplate` is a message encoded once by :func:`encode_frame` with one string left
+open; each of its frames is byte for byte what :func:`encode_frame` makes of the message
+with that string (the string's JSON form spliced in, with the same surrogate rule), at the
+cost of encoding one string instead of the whole message (a streamed reply sends one frame
+per text delta).
 """
 
 from __future__ import annotations
@@ -84,6 +89,39 @@ def encode_frame(message: Any) -> bytes:
         return _SURROGATE.sub("\ufffd", text).encode() + b"\n"
 
 
+#: The placeholder of a :class:`TextTemplate`'s open string (no real text holds it).
+TEXT_SLOT: Final = "\x00text-slot\x00"
+_SLOT_JSON: Final = _encode(TEXT_SLOT).encode()
+
+
+@final
+class TextTemplate:
+    """The frames of one message that differ only in one string (see the module rules).
+
+    Args:
+        message: the message, with :data:`TEXT_SLOT` as the value of its *last* string in
+            serialized order (a key or value before it may hold anything, the slot included).
+    """
+
+    __slots__ = ("_head", "_tail")
+
+    def __init__(self, message: Any) -> None:
+        head, slot, tail = encode_frame(message).rpartition(_SLOT_JSON)
+        if not slot:
+            raise ValueError("the message holds no TEXT_SLOT string")
+        self._head = head
+        self._tail = tail
+
+    def frame(self, text: str) -> bytes:
+        """The frame of the message with ``text`` in the slot."""
+        literal = _encode(text)
+        try:
+            return self._head + literal.encode() + self._tail
+        except UnicodeEncodeError:
+            log.warning("an outgoing frame held a lone surrogate (not Unicode); sent as U+FFFD")
+            return self._head + _SURROGATE.sub("\ufffd", literal).encode() + self._tail
+
+
 def decode_frame(frame: bytes) -> Any:
     """The JSON value of one frame (see the module rules).
 
@@ -108,33 +146,43 @@ def find_problem(value: Any) -> str | None:
 
 def _has_problem(value: Any) -> bool:
     """Whether :func:`find_problem` has something to say: the same checks, without paths."""
-    todo: list[tuple[Any, int]] = [(value, 0)]
+    # Only containers are pushed (with their depth); the scalars in them are judged in
+    # place, so a frame's many small strings cost no tuple and no loop turn of their own.
+    if type(value) is not dict and type(value) is not list:
+        return _bad_scalar(value)
+    todo: list[tuple[dict[Any, Any] | list[Any], int]] = [(value, 0)]
     while todo:
         item, depth = todo.pop()
-        kind = type(item)
-        if kind is str:
-            if not item.isascii() and _SURROGATE.search(item):
-                return True
-        elif kind is dict or kind is list:
-            if depth >= MAX_DEPTH:
-                return True
-            depth += 1
-            if kind is list:
-                todo.extend((v, depth) for v in item)
-                continue
-            for key, v in item.items():
+        if depth >= MAX_DEPTH:
+            return True
+        depth += 1
+        if type(item) is dict:
+            for key in item:
                 if not key.isascii() and _SURROGATE.search(key):
                     return True
+            values: Any = item.values()
+        else:
+            values = item
+        for v in values:
+            kind = type(v)
+            if kind is str:
+                if not v.isascii() and _SURROGATE.search(v):
+                    return True
+            elif kind is dict or kind is list:
                 todo.append((v, depth))
-        elif (
-            kind is not int
-            and kind is not bool
-            and item is not None
-            and not (kind is float and math.isfinite(item))
-        ):
-            # Not finite, or a subclass of a JSON type: the full walk judges it.
-            return True
+            elif _bad_scalar(v):
+                return True
     return False
+
+
+def _bad_scalar(item: Any) -> bool:
+    kind = type(item)
+    if kind is str:
+        return not item.isascii() and _SURROGATE.search(item) is not None
+    # Not finite, or a subclass of a JSON type: the full walk judges it.
+    return not (
+        kind is int or kind is bool or item is None or (kind is float and math.isfinite(item))
+    )
 
 
 def _find_with_paths(value: Any) -> str | None:

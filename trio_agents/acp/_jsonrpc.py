@@ -36,7 +36,7 @@ from typing import Any, Final, Literal, TypeAlias, TypeGuard, final
 import attrs
 
 from .._errors import TrioAgentsError
-from ._framing import Oversized, decode_frame, encode_frame, find_problem
+from ._framing import Oversized, TextTemplate, decode_frame, encode_frame, find_problem
 
 __all__ = [
     "Connection",
@@ -357,7 +357,17 @@ class Connection:
 
     def notify(self, method: str, params: Any) -> bytes:
         """The frame of a notification to the peer."""
-        return encode_frame({"jsonrpc": "2.0", "method": method, "params": params})
+        return encode_frame(_notification(method, params))
+
+    def notification_template(self, method: str, params: Any) -> TextTemplate:
+        """The notifications ``method`` whose ``params`` differ only in one string:
+        ``params`` holds :data:`._framing.TEXT_SLOT` as its last string, and
+        ``template.frame(text)`` is the frame :meth:`notify` makes with ``text`` there."""
+        return TextTemplate(_notification(method, params))
+
+
+def _notification(method: str, params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
 def _error_message(request_id: RequestId, code: int, message: str, data: Any) -> dict[str, Any]:

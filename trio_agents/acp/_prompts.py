@@ -30,6 +30,7 @@ from ..session import (
     TurnEnded,
     UserMessage,
 )
+from ._framing import TEXT_SLOT, TextTemplate
 from ._jsonrpc import ErrorCode, Request, RequestId, RpcError
 from ._protocol import (
     params_object,
@@ -68,6 +69,8 @@ class AcpSession:
     dispose: Callable[[], Awaitable[None]] = attrs.field(repr=False)
     cwd: str
     prompt: Prompt | None = None
+    #: The text updates' templates, by kind (encoded once: one frame per delta follows).
+    text_templates: dict[str, TextTemplate] = attrs.field(factory=dict, init=False, repr=False)
 
 
 @final
@@ -166,10 +169,20 @@ class Sessions:
 
     # -- live events (sync, in the emitter's task) ---------------------------------------------
 
+    def _text(self, session: AcpSession, kind: str, text: str) -> None:
+        # The frame update(text_chunk(kind, text)) would queue, from the session's template.
+        template = session.text_templates.get(kind)
+        if template is None:
+            template = session.text_templates[kind] = self._serving.update_template(
+                session.agent.id, text_chunk(kind, TEXT_SLOT)
+            )
+        self._serving.send(template.frame(text))
+
     def on_output(self, event: AgentOutput) -> None:
         """Stream a chunk of the agent's reply."""
-        if event.agent_id in self._live:
-            self._serving.update(event.agent_id, text_chunk("agent_message_chunk", event.text))
+        session = self._live.get(event.agent_id)
+        if session is not None:
+            self._text(session, "agent_message_chunk", event.text)
 
     def on_appended(self, event: SessionAppended) -> None:
         """Stream a record, or answer the pending prompt when its turn is over."""
@@ -181,7 +194,7 @@ class Sessions:
             if prompt is not None and record.message_id == prompt.message_id:
                 prompt.turn_id = record.turn_id  # the client shows its own prompt already
                 return
-            self._serving.update(session.agent.id, text_chunk("user_message_chunk", record.content))
+            self._text(session, "user_message_chunk", record.content)
         elif isinstance(record, ToolCall):
             self._serving.update(session.agent.id, tool_call(record))
         elif isinstance(record, ToolCallEnded):

@@ -3,6 +3,11 @@
 Rules (ordering):
 - Every frame goes through one outbound queue and one writer task, so frames leave in the
   order they were produced (:meth:`Serving.send` never blocks and never reorders).
+- The writer writes every frame queued when it runs in one ``send_all`` (up to
+  :data:`_WRITE_SIZE` bytes). Woken by a frame, it lets one scheduling pass go by first
+  (one checkpoint), never more: so the frames a turn queues in consecutive steps (its
+  updates and its answer) usually cost one write and the client one read, and no frame
+  waits for a later one beyond that one pass.
 - A client that stops reading must not make the queue grow without end, and a client that
   reads must get every frame however fast the agents produce them. So the queue may pass
   ``max_unsent`` bytes for a moment, but when it stays past the bound with no frame written
@@ -31,12 +36,13 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, final
 
 import trio
 
-from ._framing import LineFramer
+from ._framing import LineFramer, TextTemplate
 from ._jsonrpc import (
     Connection,
     ErrorCode,
@@ -52,6 +58,9 @@ __all__ = ["LATER", "Serving"]
 log = logging.getLogger("trio_agents.acp")
 
 _READ_SIZE: Final = 65536
+#: The most bytes of queued frames joined into one write (a larger frame is written alone):
+#: the copy a join makes stays bounded, however far the client lags.
+_WRITE_SIZE: Final = 1 << 20
 
 #: A handler's result meaning "answered later" (for a prompt: by the listener that ends the turn).
 LATER: Final = object()
@@ -102,7 +111,10 @@ class Serving:
         self._on_response = on_response
         self._initialized = initialized
         self._handlers: trio.Nursery | None = None
-        self._out_send, self._out_receive = trio.open_memory_channel[bytes](math.inf)
+        # The outbound queue: frames in order; the writer parks on _wake when it is empty.
+        self._queue: deque[bytes] = deque()
+        self._queue_closed = False
+        self._wake = trio.lowlevel.ParkingLot()
         self._drained = trio.Event()
         self._max_unsent = max_unsent
         self._stall_seconds = stall_seconds
@@ -119,11 +131,12 @@ class Serving:
 
     def send(self, frame: bytes) -> None:
         """Queue ``frame`` (dropped, with a debug log, once the connection closed)."""
-        try:
-            self._out_send.send_nowait(frame)
-        except trio.ClosedResourceError:
+        if self._queue_closed:
             log.debug("dropped a frame after the connection closed")
             return
+        self._queue.append(frame)
+        if self._wake:  # the writer is parked
+            self._wake.unpark()
         self._unsent += len(frame)
         if self._unsent > self._max_unsent:
             self._over.set()
@@ -140,6 +153,14 @@ class Serving:
             log.error("dropped a session/update of session %s: %s", session_id, exc)
             return
         self.send(frame)
+
+    def update_template(self, session_id: str, update: Mapping[str, Any]) -> TextTemplate:
+        """The ``session/update`` notifications of ``session_id`` that differ only in one
+        string: ``update`` holds :data:`._framing.TEXT_SLOT` as its last string, and
+        ``send(template.frame(text))`` queues what :meth:`update` would with ``text`` there."""
+        return self.rpc.notification_template(
+            "session/update", {"sessionId": session_id, "update": update}
+        )
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -176,14 +197,19 @@ class Serving:
             await self._drain(drain_seconds, shield=False)
             nursery.cancel_scope.cancel()
 
+    def _close_queue(self) -> None:
+        # Nothing more is queued; the writer writes what is, then sets _drained.
+        self._queue_closed = True
+        self._wake.unpark()
+
     async def _drain(self, seconds: float, *, shield: bool) -> None:
-        self._out_send.close()
+        self._close_queue()
         with trio.CancelScope(shield=shield), trio.move_on_after(seconds):
             await self._drained.wait()
 
     async def aclose(self) -> None:
         """Stop queueing frames and close both streams (forcefully: the peer is gone)."""
-        self._out_send.close()
+        self._close_queue()
         for stream in {id(s): s for s in (self._send_stream, self._receive_stream)}.values():
             await trio.aclose_forcefully(stream)
 
@@ -200,15 +226,39 @@ class Serving:
                 log.debug("the client closed its output")
                 return
 
+    def _take(self) -> bytes:
+        """The frames at the head of the queue, joined, up to ``_WRITE_SIZE`` bytes (at
+        least one frame)."""
+        queue = self._queue
+        if len(queue) == 1:
+            return queue.popleft()
+        frames = [queue.popleft()]
+        size = len(frames[0])
+        while queue and size + len(queue[0]) <= _WRITE_SIZE:
+            size += len(queue[0])
+            frames.append(queue.popleft())
+        return b"".join(frames)
+
     async def _write(self, on_broken: Callable[[], None]) -> None:
-        async for frame in self._out_receive:
+        queue = self._queue
+        while True:
+            if not queue:
+                if self._queue_closed:
+                    break
+                await self._wake.park()  # send() unparks it
+                # Woken in the pass after a frame was queued, with the tasks that queued
+                # it; one more checkpoint lets them run their step first, so what they
+                # queue in it (a turn's last update and its answer) leaves in this write.
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                continue
+            data = self._take()
             try:
-                await self._send_stream.send_all(frame)
+                await self._send_stream.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 log.debug("the client stopped reading; shutting down")
                 on_broken()
                 return
-            self._unsent -= len(frame)
+            self._unsent -= len(data)
             self._last_write = trio.current_time()
             if self._unsent <= self._max_unsent and self._over.is_set():
                 self._over = trio.Event()
@@ -228,7 +278,7 @@ class Serving:
                     self._unsent,
                     self._max_unsent,
                 )
-                self._out_send.close()  # nothing more is queued
+                self._close_queue()
                 on_broken()
                 return
 
