@@ -34,8 +34,10 @@ from trio_agents.session import (
     TurnEnded,
     TurnStarted,
     UserMessage,
+    dump_record,
     load_record,
 )
+from trio_agents.session._store import title_of
 
 WORKER = Path(__file__).with_name("pg_worker.py")
 
@@ -379,6 +381,35 @@ async def test_concurrent_flushes_share_commits(pg_dsn: str) -> None:
         for session in sessions:
             assert session.statistics().flushed_seq == 0
             assert len(await stored_rows(pg_dsn, session.id)) == 1
+
+
+AWKWARD = ['"quoted"', "back\\slash", "{braces}, commas", "NULL", "", "ünïcode ✓ 𝄞", "line\nbreak"]
+
+
+async def test_any_text_is_stored_exactly_in_one_batch(pg_dsn: str) -> None:
+    """The batch's array parameters (sent in binary) carry quotes, backslashes, braces,
+    commas, the word NULL, empty and non-ASCII text byte for byte; sessions with and without
+    a title (``None`` in the array) share the batch."""
+    async with running(store(pg_dsn)) as s:
+        sessions = [s.prepare(f"s{i}") for i in range(len(AWKWARD) + 1)]
+        for session in sessions:
+            await s.enter(session)
+        expected = {}
+        for session, content in zip(sessions, AWKWARD, strict=False):
+            expected[session.id] = [session.append(msg(content)), session.append(msg(content))]
+        untitled = sessions[-1]
+        expected[untitled.id] = [untitled.append(TurnStarted(turn_id="t"))]
+        async with trio.open_nursery() as nursery:
+            for session in sessions:
+                nursery.start_soon(s.flush, session)
+        for session in sessions:
+            rows = await stored_rows(pg_dsn, session.id)
+            assert [line for _, _, line in rows] == [dump_record(r) for r in expected[session.id]]
+        titles = dict(await db(pg_dsn, "SELECT id, title FROM trio_agents_sessions"))
+        assert titles == {
+            **{one.id: title_of([c]) for one, c in zip(sessions, AWKWARD, strict=False)},
+            untitled.id: None,
+        }
 
 
 async def test_a_failed_commit_writes_nothing_and_the_next_flush_writes_it(pg_dsn: str) -> None:
