@@ -5,7 +5,8 @@ otherwise slow the next one's garbage collections), and reports its figures back
 process for the table. ``python -m benchmarks --quick`` runs the issue #17 rows only, at
 smaller sizes (1,000 agents at most, 10,000 idle agents for the RSS); ``--idle N`` and
 ``--many 10,1000,10000`` set those sizes; ``--only agents,tools,...`` runs only the named
-benchmarks.
+benchmarks; ``--fsync-delay-us N`` runs them as on a disk whose sync takes N us longer
+(``_fsync_delay``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import subprocess
 import sys
 
 from . import (
+    _fsync_delay,
     bench_acp,
     bench_agents,
     bench_cancel,
@@ -124,6 +126,9 @@ def main() -> None:
     parser.add_argument("--only", type=lambda s: tuple(s.split(",")), default=None)
     parser.add_argument("--idle", type=int, default=None, help="idle agents for the RSS")
     parser.add_argument("--many", type=_sizes, default=None, help="agent counts, e.g. 10,1000")
+    parser.add_argument(
+        "--fsync-delay-us", type=int, default=0, help="make every fsync N microseconds slower"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     only = args.only or (FLOOR_ROWS if args.quick else OTHERS[:1] + FLOOR_ROWS + OTHERS[1:])
@@ -152,19 +157,24 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(runs)}")
     sizes = ["--idle", str(idle), "--many", ",".join(map(str, many))]
+    env = _fsync_delay.environment(args.fsync_delay_us)
     results: dict[str, dict[str, float]] = {}
     for name in only:
-        results[name] = _run_child([*sizes, "--child", name])
+        results[name] = _run_child([*sizes, "--child", name], env)
     _summary(results)
 
 
 _RESULT = "@@figures "
 
 
-def _run_child(args: list[str]) -> dict[str, float]:
+def _run_child(args: list[str], env: dict[str, str]) -> dict[str, float]:
     """Run one benchmark in a fresh interpreter; print its lines, return its figures."""
     child = subprocess.run(
-        [sys.executable, "-m", "benchmarks", *args], check=True, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "benchmarks", *args],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     figures: dict[str, float] = {}
     for row in child.stdout.splitlines():

@@ -37,6 +37,7 @@ import trio_agents as ta
 from trio_agents.session import SessionIdInUseError, SessionStore
 
 from ._common import line
+from ._fsync_delay import described
 
 ROUNDS = 3
 AGENTS = 32
@@ -167,7 +168,8 @@ def main() -> None:
         rates = trio.run(measure, server.dsn, pg_server.fresh_schema_dsn)
     print(
         f"PostgresStore, {AGENTS} agents flushing after every turn, concurrently (best of "
-        f"{ROUNDS} x {AGENTS * TURNS:,} turns; a local server, fsync on, loopback TCP):"
+        f"{ROUNDS} x {AGENTS * TURNS:,} turns; a local server, fsync on, loopback TCP"
+        f"{described()}):"
     )
     print(line("JsonlStore (flushed turns):", rates["JsonlStore"]))
     print(line("PostgresStore (flushed turns):", rates["PostgresStore"]))

@@ -35,6 +35,7 @@ import trio_agents as ta
 from trio_agents.session import SessionStore, SqliteStore, UserMessage, dump_record
 
 from ._common import line
+from ._fsync_delay import described
 
 ROUNDS = 3
 AGENTS = 32
@@ -123,7 +124,7 @@ def main() -> dict[str, float]:
     rates = trio.run(measure)
     print(
         f"Session stores, {AGENTS} agents flushing after every turn, concurrently "
-        f"(best of {ROUNDS} x {AGENTS * TURNS:,} turns, {tempfile.gettempdir()}):"
+        f"(best of {ROUNDS} x {AGENTS * TURNS:,} turns, {tempfile.gettempdir()}{described()}):"
     )
     print(line("floor (serial os.write + os.fsync, one per turn):", rates["floor"]))
     print(line("ceiling (MemoryStore: the agents' own cost):", rates["ceiling"]))
