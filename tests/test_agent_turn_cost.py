@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from store_backends import BACKENDS
 
 import trio_agents.agent as ag
 from trio_agents.model import Finished, FinishReason, ModelEvent, ModelRequest, TextDelta, Usage
+from trio_agents.session import TurnEnded
 
 GROWN = 10_000  # records
 ALLOWANCE = 24_000  # bytes a grown turn may allocate beyond a fresh one
@@ -73,3 +75,51 @@ async def test_a_turn_allocates_nothing_that_grows_with_the_session(
         f"a turn on a {GROWN:,}-record session allocates {grown:,} B at its peak, "
         f"{grown - fresh:,} B more than on a fresh one ({fresh:,} B)"
     )
+
+
+class _Steps(trio.abc.Instrument):
+    """Counts the steps the scheduler runs of one task."""
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task is self.task:
+            self.steps += 1
+
+
+class _Parked:
+    """Starts its answer, then waits until cancelled: a turn in flight."""
+
+    name = "parked"
+    context_window: int | None = None
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        yield TextDelta("thinking")
+        await trio.sleep_forever()
+        yield Finished(FinishReason.STOP, Usage())  # pragma: no cover - never reached
+
+
+@pytest.mark.parametrize("ending", ["completed", "cancelled"])
+async def test_when_idle_is_scheduled_once_per_turn(ending: str) -> None:
+    """A waiter wakes when the agent becomes idle, not at every change on the way (a status
+    change, the end of the work), and returns from that wake-up: each extra wake-up is a
+    scheduler pass of the waiting task in every turn."""
+    model = _Echo() if ending == "completed" else _Parked()
+    async with ag.open_runtime(model=model) as root:
+        agent = (await root.agents.create()).agent
+        steps = _Steps(trio.lowlevel.current_task())
+        for turn in range(3):
+            agent.prompt(f"turn {turn}")
+            if ending == "cancelled":
+                await trio.testing.wait_all_tasks_blocked()
+                agent.cancel()
+            trio.lowlevel.add_instrument(steps)
+            try:
+                await agent.when_idle()
+            finally:
+                trio.lowlevel.remove_instrument(steps)
+        ended = [r.stop_reason.value for r in agent.session.records if isinstance(r, TurnEnded)]
+    assert ended == [ending] * 3
+    assert steps.steps == 3, f"the waiter ran {steps.steps} steps in 3 turns, not one each"

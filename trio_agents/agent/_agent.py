@@ -94,6 +94,9 @@ class Agent:
         # Made when someone first waits for the next change (a change nobody awaits costs
         # no event).
         self._changed: trio.Event | None = None
+        # Made when someone first waits for quiescence; set only by a change that leaves the
+        # agent quiescent, so a waiter wakes once per wait, not at every step of a turn.
+        self._idle: trio.Event | None = None
         self._done = trio.Event()
         self._children: dict[str, Agent] = {}
         self._inbox, self._next_turn, usage = restore(session)
@@ -391,7 +394,8 @@ class Agent:
         if not keep_inbox:
             for message in self._inbox.clear():
                 self._record_removal(message, "cancelled")
-            self._fail_jobs(CompactionError(f"compaction cancelled by {cause!r}", cause))
+            if self._compact_jobs:
+                self._fail_jobs(CompactionError(f"compaction cancelled by {cause!r}", cause))
         if self._turn is not None:
             self._turn.abort(cause)
         for child in list(self._children.values()):
@@ -405,9 +409,17 @@ class Agent:
         Follows a successor turn that starts before idleness could be observed; after a cancel
         it returns once the cancelled turn has ended and been recorded.
         """
-        while not self._quiescent():
-            await self._change().wait()
-        await trio.lowlevel.checkpoint()
+        if self._quiescent():
+            await trio.lowlevel.checkpoint()
+            return
+        # Event.wait is a checkpoint: no second one after a wait.
+        while True:
+            idle = self._idle
+            if idle is None:
+                idle = self._idle = trio.Event()
+            await idle.wait()
+            if self._quiescent():
+                return
 
     def _quiescent(self) -> bool:
         if self._done.is_set():
@@ -440,6 +452,10 @@ class Agent:
         if changed is not None:
             self._changed = None
             changed.set()
+        idle = self._idle
+        if idle is not None and self._quiescent():
+            self._idle = None
+            idle.set()
 
     def _compactor(self) -> Compactor:
         found = self._find_compactor() if self._find_compactor is not None else None
