@@ -97,7 +97,7 @@ class _Parked:
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         yield TextDelta("thinking")
-        await trio.sleep_forever()
+        await trio.Event().wait()
         yield Finished(FinishReason.STOP, Usage())  # pragma: no cover - never reached
 
 

@@ -107,7 +107,8 @@ class _Hosted(Generic[A]):
         self.make = make
         self.ctx: Context | None = None
         self.agent: A | None = None
-        #: The agent's scope fiber: what the agent owns beyond its loop lands here.
+        #: The agent's scope, a section of its fiber's stack: what the agent owns beyond its
+        #: loop lands here, and unwinds after the loop stopped.
         self.scope: Context | None = None
         self.committed = False
 
@@ -128,7 +129,7 @@ class _Hosted(Generic[A]):
         self.agent = agent
         registry._attach(agent)
         ctx.defer(registry._detach, agent)
-        self.scope = await ctx.child("agent-scope")
+        self.scope = ctx.section("agent-scope")
 
     def commit(self) -> A:
         """Publish the agent and start its loop; synchronous, so it is all or nothing.

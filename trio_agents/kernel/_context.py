@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 from ._bus import Listener
 from ._errors import ServiceAccessError
 from ._service_key import ServiceKey, service_name
-from ._stack import Entry
+from ._stack import Entry, OwnedStack
 
 if TYPE_CHECKING:
     from ._fiber import Fiber
@@ -53,10 +53,13 @@ def current_context() -> Context:
 class Context:
     """A fiber's view of the runtime. Plugins receive one in ``apply(ctx, config)``."""
 
-    __slots__ = ("_fiber",)
+    __slots__ = ("_fiber", "_section")
 
-    def __init__(self, fiber: Fiber) -> None:
+    def __init__(self, fiber: Fiber, section: OwnedStack | None = None) -> None:
         self._fiber = fiber
+        # Where what is added through this context goes: a section of the fiber's stack
+        # (see section()), or the fiber's own stack.
+        self._section = section
 
     @property
     def fiber(self) -> Fiber:
@@ -75,7 +78,7 @@ class Context:
             ConfigError: ``config`` does not structure into ``plugin.Config``.
             Exception: whatever ``apply`` raised (what it entered was unwound first).
         """
-        return await self._fiber.runtime._spawn(self._fiber, plugin, config)
+        return await self._fiber.runtime._spawn(self._fiber, plugin, config, self._section)
 
     async def child(self, name: str) -> Context:
         """A new, empty child fiber named ``name``, active; its context.
@@ -89,6 +92,32 @@ class Context:
         assert holder.ctx is not None  # apply ran: a plugin with no inject never waits
         return holder.ctx
 
+    def section(self, name: str) -> Context:
+        """A new section of this fiber's stack, named ``name``: its context.
+
+        The section is one entry of the stack, pushed now. What is added through the context
+        it returns (cleanups, effects, tasks, child fibers, services, listeners) goes on the
+        section's own stack, and unwinds, last in first out, when the section's entry does:
+        after everything pushed here later, before everything pushed earlier, and whenever
+        it was added. It is the fiber's own: its tasks run in the fiber's nursery, a task that
+        fails fails the fiber, and it costs no task, nursery or cancel scope, unlike
+        :meth:`child`. Once the section unwinds it takes nothing more
+        (:class:`FiberClosedError`).
+        """
+        fiber = self._fiber
+        stack = OwnedStack()
+
+        async def unwind() -> None:
+            stack.closed = True
+            errors = await stack.unwind()
+            if errors:
+                raise BaseExceptionGroup(
+                    f"teardown of section {name!r} of fiber {fiber.id} failed", errors
+                )
+
+        fiber._push(Entry(f"section {name}", unwind), self._section)
+        return Context(fiber, stack)
+
     async def effect(self, cm: AbstractAsyncContextManager[T]) -> T:
         """Enter ``cm`` in the fiber's task and own it; it exits when the fiber unloads.
 
@@ -98,7 +127,7 @@ class Context:
         Raises:
             FiberClosedError: the fiber is unloading (or otherwise not open).
         """
-        return await self._fiber._effect(cm)
+        return await self._fiber._effect(cm, self._section)
 
     def defer(self, fn: Callable[..., Awaitable[object]], *args: object) -> Entry:
         """Own an async cleanup: ``await fn(*args)`` runs when the fiber unloads.
@@ -109,7 +138,8 @@ class Context:
         async def exit_() -> None:
             await fn(*args)
 
-        return self._fiber._push(Entry(f"defer {getattr(fn, '__qualname__', fn)}", exit_))
+        label = f"defer {getattr(fn, '__qualname__', fn)}"
+        return self._fiber._push(Entry(label, exit_), self._section)
 
     def start_soon(
         self, fn: Callable[..., Awaitable[object]], *args: object, name: object = None
@@ -119,7 +149,7 @@ class Context:
         Its exit cancels the task with :class:`DisposedCancel` and awaits it. A task that raises
         fails the fiber (logged, :class:`FiberFailed`), it does not crash the runtime.
         """
-        entry, main, nursery = self._fiber._start_task(fn, args, name or _name(fn))
+        entry, main, nursery = self._fiber._start_task(fn, args, name or _name(fn), self)
         nursery.start_soon(main, name=name or _name(fn))
         return entry
 
@@ -129,7 +159,7 @@ class Context:
 
         An exception raised before ``started`` goes to the caller.
         """
-        _entry, main, nursery = self._fiber._start_task(fn, args, _name(fn))
+        _entry, main, nursery = self._fiber._start_task(fn, args, _name(fn), self)
         return await nursery.start(main, name=_name(fn))
 
     # -- services ------------------------------------------------------------------------------
@@ -147,7 +177,7 @@ class Context:
         Raises:
             ServiceConflictError: the name is taken, or collides with a Context attribute.
         """
-        return self._fiber.runtime._provide(self._fiber, service_name(name), service)
+        return self._fiber.runtime._provide(self._fiber, service_name(name), service, self._section)
 
     @overload
     def get(self, name: ServiceKey[T]) -> T | None: ...
@@ -200,7 +230,7 @@ class Context:
 
     def on(self, event_type: type[T], listener: Callable[[T], object]) -> Entry:
         """Call ``listener(event)`` for every emitted ``event_type`` while the fiber is loaded."""
-        return self._fiber.runtime._listen(self._fiber, event_type, listener)
+        return self._fiber.runtime._listen(self._fiber, event_type, listener, self._section)
 
     def emit(self, event: object) -> None:
         """Call the sync listeners of ``event`` in order; their failures are contained."""

@@ -57,10 +57,11 @@ class FiberStatistics:
 class _EffectRequest:
     """An effect asked for from a task other than the fiber's own."""
 
-    __slots__ = ("cm", "done", "error", "value")
+    __slots__ = ("cm", "done", "error", "section", "value")
 
-    def __init__(self, cm: AbstractAsyncContextManager[Any]) -> None:
+    def __init__(self, cm: AbstractAsyncContextManager[Any], section: OwnedStack | None) -> None:
         self.cm = cm
+        self.section = section
         self.done = trio.Event()
         self.value: Any = None
         self.error: BaseException | None = None
@@ -191,28 +192,40 @@ class Fiber:
 
     # -- entries ---------------------------------------------------------------------------
 
-    def _check_open(self, what: str) -> tuple[OwnedStack, trio.Nursery]:
+    def _check_open(
+        self, what: str, section: OwnedStack | None = None
+    ) -> tuple[OwnedStack, trio.Nursery]:
+        """The stack ``what`` goes on (``section``, else the fiber's own) and the nursery."""
         if not self._state.is_open or self._stack is None or self._nursery is None:
             raise FiberClosedError(
                 f"fiber {self.id} is {self._state.value}; it cannot take {what} any more "
                 f"(add it to a fiber that is loading or active)"
             )
-        return self._stack, self._nursery
+        if section is None:
+            return self._stack, self._nursery
+        if section.closed:
+            raise FiberClosedError(
+                f"the section of fiber {self.id} that {what} was added to is unwinding; it "
+                f"cannot take it any more (add it to a section or fiber that is open)"
+            )
+        return section, self._nursery
 
-    def _push(self, entry: Entry) -> Entry:
-        stack, _ = self._check_open(entry.label)
+    def _push(self, entry: Entry, section: OwnedStack | None = None) -> Entry:
+        stack, _ = self._check_open(entry.label, section)
         return stack.push(entry)
 
-    async def _effect(self, cm: AbstractAsyncContextManager[T]) -> T:
+    async def _effect(
+        self, cm: AbstractAsyncContextManager[T], section: OwnedStack | None = None
+    ) -> T:
         if not hasattr(type(cm), "__aenter__") or not hasattr(type(cm), "__aexit__"):
             raise TypeError(
                 f"ctx.effect() takes an async context manager; got {type(cm).__name__} "
                 f"(did you forget to call it?)"
             )
-        self._check_open(f"the effect {type(cm).__name__}")
+        self._check_open(f"the effect {type(cm).__name__}", section)
         if trio.lowlevel.current_task() is self._task:
-            return await self._enter(cm)
-        request = _EffectRequest(cm)
+            return await self._enter(cm, section)
+        request = _EffectRequest(cm, section)
         self._requests.append(request)
         self._poke()
         await request.done.wait()
@@ -220,14 +233,16 @@ class Fiber:
             raise request.error
         return request.value  # type: ignore[no-any-return]
 
-    async def _enter(self, cm: AbstractAsyncContextManager[T]) -> T:
+    async def _enter(
+        self, cm: AbstractAsyncContextManager[T], section: OwnedStack | None = None
+    ) -> T:
         aexit = type(cm).__aexit__
         value = await type(cm).__aenter__(cm)
 
         async def exit_() -> None:
             await aexit(cm, None, None, None)
 
-        self._push(Entry(f"effect {type(cm).__name__}", exit_))
+        self._push(Entry(f"effect {type(cm).__name__}", exit_), section)
         return value
 
     def _start_task(
@@ -235,8 +250,9 @@ class Fiber:
         fn: Callable[..., Awaitable[object]],
         args: tuple[object, ...],
         name: object,
+        context: Context,
     ) -> tuple[Entry, Callable[..., Awaitable[None]], trio.Nursery]:
-        stack, nursery = self._check_open(f"the task {name}")
+        stack, nursery = self._check_open(f"the task {name}", context._section)
         scope = CauseScope()
         done = trio.Event()
         failed_while_stopping: list[BaseException] = []
@@ -250,7 +266,7 @@ class Fiber:
         entry = stack.push(Entry(f"task {name}", stop))
 
         async def main(*, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-            _CURRENT.set(self.context)
+            _CURRENT.set(context)
             _reset_scopes()
             started = False
 
@@ -407,7 +423,7 @@ class Fiber:
             if self._requests:
                 request = self._requests.popleft()
                 try:
-                    request.value = await self._enter(request.cm)
+                    request.value = await self._enter(request.cm, request.section)
                 except BaseException as exc:
                     request.error = exc
                     if not isinstance(exc, Exception):

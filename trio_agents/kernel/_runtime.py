@@ -24,7 +24,7 @@ from ._errors import ServiceConflictError
 from ._fiber import Fiber
 from ._plugin import PluginSpec
 from ._reload import reload
-from ._stack import Entry
+from ._stack import Entry, OwnedStack
 from ._states import FiberState
 
 __all__ = ["Runtime", "open_root"]
@@ -68,12 +68,14 @@ class Runtime:
 
     # -- fibers ---------------------------------------------------------------------------------
 
-    async def _spawn(self, parent: Fiber, plugin: object, config: object) -> Fiber:
+    async def _spawn(
+        self, parent: Fiber, plugin: object, config: object, section: OwnedStack | None = None
+    ) -> Fiber:
         spec = PluginSpec.of(plugin)
         structured = spec.structure(config)
         fiber = Fiber(self, spec, structured, config, parent)
-        _, nursery = parent._check_open(f"the child fiber {fiber.id}")
-        fiber._entry = parent._push(Entry(f"fiber {fiber.id}", fiber.dispose))
+        _, nursery = parent._check_open(f"the child fiber {fiber.id}", section)
+        fiber._entry = parent._push(Entry(f"fiber {fiber.id}", fiber.dispose), section)
         parent._children[fiber] = None
         self._fibers[fiber] = None
         await nursery.start(fiber._run, name=f"fiber {fiber.id}")
@@ -104,7 +106,9 @@ class Runtime:
         service = self._services.get(name)
         return None if service is None else service.value
 
-    def _provide(self, fiber: Fiber, name: str, value: object) -> Entry:
+    def _provide(
+        self, fiber: Fiber, name: str, value: object, section: OwnedStack | None = None
+    ) -> Entry:
         if not name.isidentifier():
             raise ServiceConflictError(
                 f"service names are identifiers (so ctx.{name} works); got {name!r}"
@@ -120,13 +124,13 @@ class Runtime:
                 f"service {name!r} is already provided by fiber {existing.provider.id}; "
                 f"dispose that fiber first"
             )
-        fiber._check_open(f"the service {name!r}")
+        fiber._check_open(f"the service {name!r}", section)
         service = _Service(value, fiber)
 
         async def withdraw() -> None:
             await self._withdraw(name, service)
 
-        entry = fiber._push(Entry(f"service {name}", withdraw))
+        entry = fiber._push(Entry(f"service {name}", withdraw), section)
         self._services[name] = service
         for other in self._fibers:
             if other.state is FiberState.PENDING:
@@ -152,14 +156,20 @@ class Runtime:
 
     # -- events ---------------------------------------------------------------------------------
 
-    def _listen(self, fiber: Fiber, event_type: type, fn: Callable[[Any], object]) -> Entry:
-        fiber._check_open(f"a listener for {getattr(event_type, '__name__', event_type)}")
+    def _listen(
+        self,
+        fiber: Fiber,
+        event_type: type,
+        fn: Callable[[Any], object],
+        section: OwnedStack | None = None,
+    ) -> Entry:
+        fiber._check_open(f"a listener for {getattr(event_type, '__name__', event_type)}", section)
         listener = self.bus.add(event_type, fn)
 
         async def remove() -> None:
             self.bus.remove(listener)
 
-        return fiber._push(Entry(f"listener {event_type.__name__}", remove))
+        return fiber._push(Entry(f"listener {event_type.__name__}", remove), section)
 
 
 @final

@@ -74,11 +74,13 @@ class Entry:
 class OwnedStack:
     """The ordered entries of one fiber application."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "closed")
 
     def __init__(self) -> None:
         # Invariant: dict order is push order, so popitem() yields the newest entry.
         self._entries: dict[int, Entry] = {}
+        #: Set when a section's stack starts to unwind: it takes no more entries.
+        self.closed = False
 
     def push(self, entry: Entry) -> Entry:
         """Own ``entry``; it will unwind before every entry pushed earlier."""
