@@ -25,6 +25,7 @@ import trio
 
 from ..cancel import CancelCause, ParentCancel, UserCancel, current_cause
 from ..cancel._causes import check_cause
+from ..kernel._signal import Signal
 from ..model import Model
 from ..session import Compacted, InboxSpliced, Session, SessionStore
 from ..session._convert import check_recordable_cause
@@ -90,14 +91,14 @@ class Agent:
         # The running work (a turn or a compaction), until it records its end.
         self._work: Turn | CompactJob | None = None
         self._turns = 0
-        self._wake = trio.Event()
+        self._wake = Signal()
         # Made when someone first waits for the next change (a change nobody awaits costs
         # no event).
         self._changed: trio.Event | None = None
         # Made when someone first waits for quiescence; set only by a change that leaves the
         # agent quiescent, so a waiter wakes once per wait, not at every step of a turn.
         self._idle: trio.Event | None = None
-        self._done = trio.Event()
+        self._done = Signal()
         self._children: dict[str, Agent] = {}
         self._inbox, self._next_turn, usage = restore(session)
         self._find_compactor = compactor
@@ -476,7 +477,7 @@ class Agent:
         try:
             while not self._closing:
                 if self._wake.is_set():
-                    self._wake = trio.Event()
+                    self._wake = Signal()
                 if self._compact_jobs:
                     self._set_status(AgentStatus.RUNNING)
                     await self._run_compaction(self._compact_jobs.pop(0))

@@ -121,6 +121,7 @@ class _Hosted(Generic[A]):
             raise registry._in_use_error(session.id, exc) from None
         ctx.defer(self._end_session)
         agent = self.make()
+        self.make = _built  # the request it closed over is not the agent's to keep
         if not isinstance(agent, AgentLike) or agent.session is not session:
             raise TypeError(
                 f"{self.registry.factory!r}.build() returned {agent!r}, which is not an agent "
@@ -413,6 +414,10 @@ class AgentRegistry(Generic[A]):
         if agent in self._published:
             self._published.discard(agent)
             self._ctx.emit(AgentDisposed(agent_id=agent.id, session_id=agent.session.id))
+
+
+def _built() -> Any:
+    raise RuntimeError("the agent of this fiber is built already")
 
 
 def _caller() -> Context | None:

@@ -134,12 +134,8 @@ class Context:
 
         Returns the :class:`Entry`, whose ``close()`` runs it early and ``discard()`` forgets it.
         """
-
-        async def exit_() -> None:
-            await fn(*args)
-
         label = f"defer {getattr(fn, '__qualname__', fn)}"
-        return self._fiber._push(Entry(label, exit_), self._section)
+        return self._fiber._push(Entry(label, fn, *args), self._section)
 
     def start_soon(
         self, fn: Callable[..., Awaitable[object]], *args: object, name: object = None

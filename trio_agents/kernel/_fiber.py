@@ -15,7 +15,6 @@ Rules:
 
 from __future__ import annotations
 
-import collections
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -30,6 +29,7 @@ from ._context import _CURRENT, Context
 from ._errors import FiberClosedError
 from ._events import FiberFailed
 from ._plugin import PluginSpec
+from ._signal import Signal
 from ._stack import Entry, OwnedStack
 from ._states import FiberState, check_transition
 
@@ -62,7 +62,7 @@ class _EffectRequest:
     def __init__(self, cm: AbstractAsyncContextManager[Any], section: OwnedStack | None) -> None:
         self.cm = cm
         self.section = section
-        self.done = trio.Event()
+        self.done = Signal()
         self.value: Any = None
         self.error: BaseException | None = None
 
@@ -73,6 +73,33 @@ class Fiber:
 
     Fibers are made by :meth:`Context.plugin`; never construct one directly.
     """
+
+    __slots__ = (
+        "__weakref__",
+        "_application_ended",
+        "_application_errors",
+        "_children",
+        "_config",
+        "_done",
+        "_entry",
+        "_errors",
+        "_failure",
+        "_load_scope",
+        "_nursery",
+        "_raw_config",
+        "_requests",
+        "_reset",
+        "_stack",
+        "_state",
+        "_stop",
+        "_task",
+        "_wake",
+        "context",
+        "id",
+        "parent",
+        "runtime",
+        "spec",
+    )
 
     def __init__(
         self,
@@ -94,15 +121,16 @@ class Fiber:
         self._nursery: trio.Nursery | None = None
         self._task: trio.lowlevel.Task | None = None
         self._load_scope: CauseScope | None = None
-        self._requests: collections.deque[_EffectRequest] = collections.deque()
-        self._wake = trio.Event()
+        # A list, not a deque: it is empty for most of a fiber's life (a deque is 0.6 KiB).
+        self._requests: list[_EffectRequest] = []
+        self._wake = Signal()
         self._stop = False
         self._reset = False
         self._failure: BaseException | None = None
-        self._application_ended = trio.Event()
+        self._application_ended = Signal()
         self._application_errors: list[BaseException] = []
         self._errors: list[BaseException] = []
-        self._done = trio.Event()
+        self._done = Signal()
         self._entry: Entry | None = None
         self._children: dict[Fiber, None] = {}
 
@@ -236,13 +264,9 @@ class Fiber:
     async def _enter(
         self, cm: AbstractAsyncContextManager[T], section: OwnedStack | None = None
     ) -> T:
-        aexit = type(cm).__aexit__
-        value = await type(cm).__aenter__(cm)
-
-        async def exit_() -> None:
-            await aexit(cm, None, None, None)
-
-        self._push(Entry(f"effect {type(cm).__name__}", exit_), section)
+        kind = type(cm)
+        value = await kind.__aenter__(cm)
+        self._push(Entry(f"effect {kind.__name__}", kind.__aexit__, cm, None, None, None), section)
         return value
 
     def _start_task(
@@ -254,16 +278,10 @@ class Fiber:
     ) -> tuple[Entry, Callable[..., Awaitable[None]], trio.Nursery]:
         stack, nursery = self._check_open(f"the task {name}", context._section)
         scope = CauseScope()
-        done = trio.Event()
+        done = Signal()
         failed_while_stopping: list[BaseException] = []
 
-        async def stop() -> None:
-            scope.cancel(DisposedCancel())
-            await done.wait()
-            if failed_while_stopping:
-                raise failed_while_stopping[0]
-
-        entry = stack.push(Entry(f"task {name}", stop))
+        entry = stack.push(Entry(f"task {name}", _stop_task, scope, done, failed_while_stopping))
 
         async def main(*, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
             _CURRENT.set(context)
@@ -319,7 +337,7 @@ class Fiber:
             # application cut short by an outer cancellation ends disposed, and must not
             # be applied again.
             while not self._stop and not self._state.is_final:
-                self._wake = trio.Event()
+                self._wake = Signal()
                 if self.runtime._missing(self.spec.inject):
                     if self._state is not FiberState.PENDING:
                         self._to(FiberState.PENDING)
@@ -345,38 +363,38 @@ class Fiber:
         self, status: trio.TaskStatus[None] | None
     ) -> trio.TaskStatus[None] | None:
         self._to(FiberState.LOADING)
-        self._application_ended = trio.Event()
+        self._application_ended = Signal()
         self._failure = None
         stack = self._stack = OwnedStack()
         errors: list[BaseException] = []
-        applied = trio.Event()
+        applied = Signal()
         apply_failure: list[BaseException] = []
         try:
-            # Invariant: this task enters and exits every entry; `guard` and the nursery are
-            # below all of them, so shielding `guard` protects the whole unwind.
-            with trio.CancelScope() as guard:
-                async with trio.open_nursery() as nursery:
-                    self._nursery = nursery
-                    load_scope = self._load_scope = CauseScope()
-                    nursery.start_soon(self._apply, load_scope, applied, apply_failure)
-                    try:
-                        await self._serve(applied.is_set)
-                        self._load_scope = None
-                        if not (apply_failure or self._halted()):
-                            self._to(FiberState.ACTIVE)
-                            status = _report(status)
-                            await self._serve(lambda: False)
-                    finally:
-                        guard.shield = True
-                        self._load_scope = None
-                        self._to(FiberState.UNLOADING)
-                        if not applied.is_set():
-                            load_scope.cancel(DisposedCancel())
-                            await applied.wait()
-                        self._refuse_requests()
-                        errors = await stack.unwind()
-                        self._nursery = None
-                        self._stack = None
+            # Invariant: this task enters and exits every entry; the nursery is below all of
+            # them, so shielding its cancel scope protects the whole unwind (and the tasks
+            # the unwind stops one by one) from an outer cancellation.
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                load_scope = self._load_scope = CauseScope()
+                nursery.start_soon(self._apply, load_scope, applied, apply_failure)
+                try:
+                    await self._serve(applied.is_set)
+                    self._load_scope = None
+                    if not (apply_failure or self._halted()):
+                        self._to(FiberState.ACTIVE)
+                        status = _report(status)
+                        await self._serve(lambda: False)
+                finally:
+                    nursery.cancel_scope.shield = True
+                    self._load_scope = None
+                    self._to(FiberState.UNLOADING)
+                    if not applied.is_set():
+                        load_scope.cancel(DisposedCancel())
+                        await applied.wait()
+                    self._refuse_requests()
+                    errors = await stack.unwind()
+                    self._nursery = None
+                    self._stack = None
         finally:
             self._application_errors = errors
             failure = apply_failure[0] if apply_failure else self._failure
@@ -398,7 +416,7 @@ class Fiber:
         return status
 
     async def _apply(
-        self, scope: CauseScope, applied: trio.Event, failure: list[BaseException]
+        self, scope: CauseScope, applied: Signal, failure: list[BaseException]
     ) -> None:
         _CURRENT.set(self.context)
         _reset_scopes()
@@ -419,9 +437,9 @@ class Fiber:
     async def _serve(self, done: Callable[[], bool]) -> None:
         """Enter the effects other tasks ask for until ``done()`` or the fiber must stop."""
         while True:
-            self._wake = trio.Event()
+            self._wake = Signal()
             if self._requests:
-                request = self._requests.popleft()
+                request = self._requests.pop(0)
                 try:
                     request.value = await self._enter(request.cm, request.section)
                 except BaseException as exc:
@@ -437,7 +455,7 @@ class Fiber:
 
     def _refuse_requests(self) -> None:
         while self._requests:
-            request = self._requests.popleft()
+            request = self._requests.pop(0)
             request.error = FiberClosedError(
                 f"fiber {self.id} is {self._state.value}; the effect "
                 f"{type(request.cm).__name__} was not entered"
@@ -455,6 +473,14 @@ class Fiber:
             await self._application_ended.wait()
             return list(self._application_errors)
         return []
+
+
+async def _stop_task(scope: CauseScope, done: Signal, failed: list[BaseException]) -> None:
+    """The exit of a fiber's task: cancel it and wait for it; raise what it raised meanwhile."""
+    scope.cancel(DisposedCancel())
+    await done.wait()
+    if failed:
+        raise failed[0]
 
 
 @final

@@ -18,7 +18,7 @@ from typing import Any, final
 import attrs
 import trio
 
-from ._bus import EventBus
+from ._bus import EventBus, Listener
 from ._context import _CURRENT, Context
 from ._errors import ServiceConflictError
 from ._fiber import Fiber
@@ -126,11 +126,7 @@ class Runtime:
             )
         fiber._check_open(f"the service {name!r}", section)
         service = _Service(value, fiber)
-
-        async def withdraw() -> None:
-            await self._withdraw(name, service)
-
-        entry = fiber._push(Entry(f"service {name}", withdraw), section)
+        entry = fiber._push(Entry(f"service {name}", self._withdraw, name, service), section)
         self._services[name] = service
         for other in self._fibers:
             if other.state is FiberState.PENDING:
@@ -165,11 +161,12 @@ class Runtime:
     ) -> Entry:
         fiber._check_open(f"a listener for {getattr(event_type, '__name__', event_type)}", section)
         listener = self.bus.add(event_type, fn)
+        return fiber._push(
+            Entry(f"listener {event_type.__name__}", self._unlisten, listener), section
+        )
 
-        async def remove() -> None:
-            self.bus.remove(listener)
-
-        return fiber._push(Entry(f"listener {event_type.__name__}", remove), section)
+    async def _unlisten(self, listener: Listener) -> None:
+        self.bus.remove(listener)
 
 
 @final

@@ -31,11 +31,13 @@ class Entry:
     The exit runs at most once; concurrent closers join the one run.
     """
 
-    __slots__ = ("_closed", "_exit", "_key", "_stack", "label")
+    __slots__ = ("_args", "_closed", "_exit", "_key", "_stack", "label")
 
-    def __init__(self, label: str, exit: Callable[[], Awaitable[object]]) -> None:
+    def __init__(self, label: str, exit: Callable[..., Awaitable[object]], *args: object) -> None:
         self.label = label
+        # The exit is `await exit(*args)`: arguments instead of a closure per entry.
         self._exit = exit
+        self._args = args
         self._key = next(_keys)
         self._stack: OwnedStack | None = None
         self._closed: trio.Event | None = None
@@ -62,7 +64,7 @@ class Entry:
             return
         self._closed = trio.Event()
         try:
-            await self._exit()
+            await self._exit(*self._args)
         finally:
             self._closed.set()
 
