@@ -244,3 +244,38 @@ async def test_dispose_during_a_cancelled_turns_unwinding_records_disposed_cause
         assert len(ends) == len(starts) == 1
         assert ends[0].stop_reason is StopReason.CANCELLED
         assert ends[0].cause == DisposedCancel()
+
+
+async def test_an_idle_agent_is_one_fiber_with_one_task() -> None:
+    """The agent's scope is a section of its fiber, not a fiber of its own: an idle agent
+    holds one fiber (its task) and the loop task, nothing more."""
+    async with ag.open_runtime() as root:
+        handle = await root.agents.create()
+        await trio.testing.wait_all_tasks_blocked()
+        (fiber,) = [f for f in root.fiber.runtime.fibers if f.name == f"agent:{handle.agent.id}"]
+        assert fiber.children == ()
+        nursery = fiber._nursery
+        assert nursery is not None
+        assert [t.name for t in nursery.child_tasks] == [f"agent {handle.agent.id} loop"]
+        assert "section agent-scope" in fiber.statistics().entries
+        await handle.dispose()
+
+
+async def test_what_the_scope_takes_while_the_loop_stops_unwinds_after_the_loop() -> None:
+    log: list[str] = []
+
+    class Late(ag.DefaultAgentFactory):
+        async def stop(self, agent: ag.Agent) -> None:
+            registry = agent_registry
+            registry.scope_of(agent).defer(self._late, log)
+            await super().stop(agent)
+            log.append(f"loop stopped, done={agent.done}")
+
+        async def _late(self, log: list[str]) -> None:
+            log.append("late entry unwound")
+
+    async with ag.open_runtime(factory=Late()) as root:
+        agent_registry = root.agents
+        handle = await root.agents.create()
+        await handle.dispose()
+    assert log == ["loop stopped, done=True", "late entry unwound"]

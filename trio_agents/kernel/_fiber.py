@@ -223,7 +223,13 @@ class Fiber:
     def _check_open(
         self, what: str, section: OwnedStack | None = None
     ) -> tuple[OwnedStack, trio.Nursery]:
-        """The stack ``what`` goes on (``section``, else the fiber's own) and the nursery."""
+        """The stack ``what`` goes on (``section``, else the fiber's own) and the nursery.
+
+        A section takes entries until it starts to unwind, also while the fiber unloads: what
+        is added to it then (by the exits above it) still unwinds in its place.
+        """
+        if section is not None and not section.closed and self._nursery is not None:
+            return section, self._nursery
         if not self._state.is_open or self._stack is None or self._nursery is None:
             raise FiberClosedError(
                 f"fiber {self.id} is {self._state.value}; it cannot take {what} any more "
@@ -231,12 +237,10 @@ class Fiber:
             )
         if section is None:
             return self._stack, self._nursery
-        if section.closed:
-            raise FiberClosedError(
-                f"the section of fiber {self.id} that {what} was added to is unwinding; it "
-                f"cannot take it any more (add it to a section or fiber that is open)"
-            )
-        return section, self._nursery
+        raise FiberClosedError(
+            f"the section of fiber {self.id} that {what} was added to is unwinding; it "
+            f"cannot take it any more (add it to a section or fiber that is open)"
+        )
 
     def _push(self, entry: Entry, section: OwnedStack | None = None) -> Entry:
         stack, _ = self._check_open(entry.label, section)
@@ -253,6 +257,13 @@ class Fiber:
         self._check_open(f"the effect {type(cm).__name__}", section)
         if trio.lowlevel.current_task() is self._task:
             return await self._enter(cm, section)
+        if not self._state.is_open:
+            # The fiber's task serves requests only while the fiber is open (a section still
+            # takes entries while it unloads, from the exits that run in that task).
+            raise FiberClosedError(
+                f"fiber {self.id} is {self._state.value}; the effect {type(cm).__name__} can "
+                f"only be entered from its own task now (add it to a fiber that is active)"
+            )
         request = _EffectRequest(cm, section)
         self._requests.append(request)
         self._poke()
