@@ -25,7 +25,7 @@ import trio
 
 from ..cancel import CancelCause, ParentCancel, UserCancel, current_cause
 from ..cancel._causes import check_cause
-from ..kernel._signal import Signal
+from ..kernel._signal import Signal, Wake
 from ..model import Model
 from ..session import Compacted, InboxSpliced, Session, SessionStore
 from ..session._convert import check_recordable_cause
@@ -91,7 +91,7 @@ class Agent:
         # The running work (a turn or a compaction), until it records its end.
         self._work: Turn | CompactJob | None = None
         self._turns = 0
-        self._wake = Signal()
+        self._wake = Wake()
         # Made when someone first waits for the next change (a change nobody awaits costs
         # no event).
         self._changed: trio.Event | None = None
@@ -477,7 +477,7 @@ class Agent:
         try:
             while not self._closing:
                 if self._wake.is_set():
-                    self._wake = Signal()
+                    self._wake = Wake()
                 if self._compact_jobs:
                     self._set_status(AgentStatus.RUNNING)
                     await self._run_compaction(self._compact_jobs.pop(0))

@@ -29,7 +29,7 @@ from ._context import _CURRENT, Context
 from ._errors import FiberClosedError
 from ._events import FiberFailed
 from ._plugin import PluginSpec
-from ._signal import Signal
+from ._signal import Signal, Wake
 from ._stack import Entry, OwnedStack
 from ._states import FiberState, check_transition
 
@@ -123,7 +123,7 @@ class Fiber:
         self._load_scope: CauseScope | None = None
         # A list, not a deque: it is empty for most of a fiber's life (a deque is 0.6 KiB).
         self._requests: list[_EffectRequest] = []
-        self._wake = Signal()
+        self._wake = Wake()
         self._stop = False
         self._reset = False
         self._failure: BaseException | None = None
@@ -348,7 +348,7 @@ class Fiber:
             # application cut short by an outer cancellation ends disposed, and must not
             # be applied again.
             while not self._stop and not self._state.is_final:
-                self._wake = Signal()
+                self._wake = Wake()
                 if self.runtime._missing(self.spec.inject):
                     if self._state is not FiberState.PENDING:
                         self._to(FiberState.PENDING)
@@ -448,7 +448,7 @@ class Fiber:
     async def _serve(self, done: Callable[[], bool]) -> None:
         """Enter the effects other tasks ask for until ``done()`` or the fiber must stop."""
         while True:
-            self._wake = Signal()
+            self._wake = Wake()
             if self._requests:
                 request = self._requests.pop(0)
                 try:

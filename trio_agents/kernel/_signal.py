@@ -14,7 +14,7 @@ from typing import final
 
 import trio
 
-__all__ = ["Signal"]
+__all__ = ["Signal", "Wake"]
 
 
 @final
@@ -49,3 +49,51 @@ class Signal:
 
     def __repr__(self) -> str:
         return f"<Signal {'set' if self._set else 'unset'}>"
+
+
+@final
+class Wake:
+    """A one-shot wake-up for a single waiting task: what a fiber's task and an agent's loop
+    park on while idle. The waiter parks itself with ``wait_task_rescheduled`` and ``set``
+    reschedules it, so an idle task holds no :class:`trio.Event`, no parking lot and two
+    frames less than one waiting on an Event.
+
+    Raises:
+        RuntimeError: a second task waits while one is waiting.
+    """
+
+    __slots__ = ("_set", "_task")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._task: trio.lowlevel.Task | None = None
+
+    def is_set(self) -> bool:
+        """Whether :meth:`set` was called."""
+        return self._set
+
+    def set(self) -> None:
+        """Set it and wake the waiter, if one waits."""
+        if self._set:
+            return
+        self._set = True
+        task, self._task = self._task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
+
+    async def wait(self) -> None:
+        """Return once it is set (a checkpoint either way)."""
+        if self._set:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._task is not None:
+            raise RuntimeError(f"{self!r} already has a waiter ({self._task.name})")
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, raise_cancel: object) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def __repr__(self) -> str:
+        return f"<Wake {'set' if self._set else 'unset'}>"
