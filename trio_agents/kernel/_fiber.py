@@ -342,7 +342,10 @@ class Fiber:
         self._task = trio.lowlevel.current_task()
         _CURRENT.set(self.context)
         _reset_scopes()
-        status: trio.TaskStatus[None] | None = task_status
+        # Reported once, then dropped (see _report): a task status kept in a frame keeps
+        # trio's temporary nursery of nursery.start() alive, with its cancel status.
+        status: list[trio.TaskStatus[None]] = [task_status]
+        del task_status
         try:
             # Invariant: a final state ends the loop even without a dispose() call; an
             # application cut short by an outer cancellation ends disposed, and must not
@@ -352,10 +355,10 @@ class Fiber:
                 if self.runtime._missing(self.spec.inject):
                     if self._state is not FiberState.PENDING:
                         self._to(FiberState.PENDING)
-                    status = _report(status)
+                    _report(status)
                     await self._wake.wait()
                     continue
-                status = await self._application(status)
+                await self._application(status)
         finally:
             if not self._state.is_final:
                 if self._state in (FiberState.LOADING, FiberState.ACTIVE):
@@ -370,9 +373,7 @@ class Fiber:
             self._done.set()
         _report(status)
 
-    async def _application(
-        self, status: trio.TaskStatus[None] | None
-    ) -> trio.TaskStatus[None] | None:
+    async def _application(self, status: list[trio.TaskStatus[None]]) -> None:
         self._to(FiberState.LOADING)
         self._application_ended = Signal()
         self._failure = None
@@ -393,7 +394,7 @@ class Fiber:
                     self._load_scope = None
                     if not (apply_failure or self._halted()):
                         self._to(FiberState.ACTIVE)
-                        status = _report(status)
+                        _report(status)
                         await self._serve(lambda: False)
                 finally:
                     nursery.cancel_scope.shield = True
@@ -424,7 +425,6 @@ class Fiber:
                 self._reset = False
                 self._to(FiberState.PENDING)
             self._application_ended.set()
-        return status
 
     async def _apply(
         self, scope: CauseScope, applied: Signal, failure: list[BaseException]
@@ -504,8 +504,7 @@ class _Status:
         self.started = started
 
 
-def _report(status: trio.TaskStatus[None] | None) -> trio.TaskStatus[None] | None:
-    """Report ``started()`` once; return what the caller should keep as its status (``None``)."""
-    if status is not None:
-        status.started()
-    return None
+def _report(status: list[trio.TaskStatus[None]]) -> None:
+    """Report ``started()`` once: the first call takes the status out of ``status``."""
+    if status:
+        status.pop().started()
