@@ -15,6 +15,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -293,36 +294,45 @@ class Fiber:
         failed_while_stopping: list[BaseException] = []
 
         entry = stack.push(Entry(f"task {name}", _stop_task, scope, done, failed_while_stopping))
-
-        async def main(*, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-            _CURRENT.set(context)
-            _reset_scopes()
-            started = False
-
-            def report(value: object = None) -> None:
-                nonlocal started
-                started = True
-                task_status.started(value)
-
-            try:
-                with scope:
-                    if task_status is trio.TASK_STATUS_IGNORED:
-                        await fn(*args)
-                    else:
-                        await fn(*args, task_status=_Status(report))
-            except Exception as exc:
-                if task_status is not trio.TASK_STATUS_IGNORED and not started:
-                    raise
-                if scope.cancel_called:
-                    # Being stopped: the failure belongs to the teardown that stopped it.
-                    failed_while_stopping.append(exc)
-                else:
-                    self._task_failed(exc)
-            finally:
-                entry.discard()
-                done.set()
-
+        # A partial of a method, not a closure: one object per task instead of a function,
+        # its cells and a second closure for task_status.
+        main = functools.partial(
+            self._task_main, fn, args, context, scope, done, failed_while_stopping, entry
+        )
         return entry, main, nursery
+
+    async def _task_main(
+        self,
+        fn: Callable[..., Awaitable[object]],
+        args: tuple[object, ...],
+        context: Context,
+        scope: CauseScope,
+        done: Signal,
+        failed_while_stopping: list[BaseException],
+        entry: Entry,
+        *,
+        task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        _CURRENT.set(context)
+        _reset_scopes()
+        status = None if task_status is trio.TASK_STATUS_IGNORED else _Status(task_status)
+        try:
+            with scope:
+                if status is None:
+                    await fn(*args)
+                else:
+                    await fn(*args, task_status=status)
+        except Exception as exc:
+            if status is not None and not status.reported:
+                raise
+            if scope.cancel_called:
+                # Being stopped: the failure belongs to the teardown that stopped it.
+                failed_while_stopping.append(exc)
+            else:
+                self._task_failed(exc)
+        finally:
+            entry.discard()
+            done.set()
 
     def _task_failed(self, exc: BaseException) -> None:
         log.error("a background task of fiber %s failed", self.id, exc_info=exc)
@@ -395,7 +405,7 @@ class Fiber:
                     if not (apply_failure or self._halted()):
                         self._to(FiberState.ACTIVE)
                         _report(status)
-                        await self._serve(lambda: False)
+                        await self._serve(_never)
                 finally:
                     nursery.cancel_scope.shield = True
                     self._load_scope = None
@@ -486,6 +496,10 @@ class Fiber:
         return []
 
 
+def _never() -> bool:
+    return False
+
+
 async def _stop_task(scope: CauseScope, done: Signal, failed: list[BaseException]) -> None:
     """The exit of a fiber's task: cancel it and wait for it; raise what it raised meanwhile."""
     scope.cancel(DisposedCancel())
@@ -498,10 +512,15 @@ async def _stop_task(scope: CauseScope, done: Signal, failed: list[BaseException
 class _Status:
     """The ``task_status`` handed to a task started with ``ctx.start``."""
 
-    __slots__ = ("started",)
+    __slots__ = ("_status", "reported")
 
-    def __init__(self, started: Callable[..., None]) -> None:
-        self.started = started
+    def __init__(self, status: trio.TaskStatus[Any]) -> None:
+        self._status = status
+        self.reported = False
+
+    def started(self, value: object = None) -> None:
+        self.reported = True
+        self._status.started(value)
 
 
 def _report(status: list[trio.TaskStatus[None]]) -> None:

@@ -13,15 +13,12 @@ Rules:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Awaitable, Callable
 from typing import final
 
 import trio
 
 __all__ = ["Entry", "OwnedStack"]
-
-_keys = itertools.count()
 
 
 @final
@@ -31,14 +28,13 @@ class Entry:
     The exit runs at most once; concurrent closers join the one run.
     """
 
-    __slots__ = ("_args", "_closed", "_exit", "_key", "_stack", "label")
+    __slots__ = ("_args", "_closed", "_exit", "_stack", "label")
 
     def __init__(self, label: str, exit: Callable[..., Awaitable[object]], *args: object) -> None:
         self.label = label
         # The exit is `await exit(*args)`: arguments instead of a closure per entry.
         self._exit = exit
         self._args = args
-        self._key = next(_keys)
         self._stack: OwnedStack | None = None
         self._closed: trio.Event | None = None
 
@@ -50,7 +46,7 @@ class Entry:
     def discard(self) -> None:
         """Leave the stack without running the exit (the owned thing already ended)."""
         if self._stack is not None:
-            self._stack._entries.pop(self._key, None)
+            self._stack._entries.pop(self, None)
             self._stack = None
 
     async def close(self) -> None:
@@ -80,19 +76,20 @@ class OwnedStack:
 
     def __init__(self) -> None:
         # Invariant: dict order is push order, so popitem() yields the newest entry.
-        self._entries: dict[int, Entry] = {}
+        # Keyed by the entries themselves (identity): no key object per entry.
+        self._entries: dict[Entry, None] = {}
         #: Set when a section's stack starts to unwind: it takes no more entries.
         self.closed = False
 
     def push(self, entry: Entry) -> Entry:
         """Own ``entry``; it will unwind before every entry pushed earlier."""
         entry._stack = self
-        self._entries[entry._key] = entry
+        self._entries[entry] = None
         return entry
 
     def labels(self) -> tuple[str, ...]:
         """The labels of the entries, oldest first."""
-        return tuple(e.label for e in self._entries.values())
+        return tuple(e.label for e in self._entries)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -101,7 +98,7 @@ class OwnedStack:
         """Exit every entry, newest first; return the failures in the order they happened."""
         errors: list[BaseException] = []
         while self._entries:
-            _, entry = self._entries.popitem()
+            entry, _ = self._entries.popitem()
             entry._stack = None
             try:
                 await entry._run_exit()
