@@ -22,6 +22,7 @@ Rules:
 from __future__ import annotations
 
 import abc
+import functools
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, final, runtime_checkable
 
 import attrs
@@ -162,7 +163,7 @@ class DefaultAgentFactory(AgentFactory[Agent]):
             emit=context.emit,
             config=request.config,
             parent=request.parent,
-            compactor=lambda: context.get(COMPACTION),
+            compactor=functools.partial(context.get, COMPACTION),
             approver=request.approver,
         )
 

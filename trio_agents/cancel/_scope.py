@@ -131,4 +131,5 @@ def current_cause() -> CancelCause | None:
 def _reset_scopes() -> None:
     """Forget inherited scopes in the current context (for tasks owned by a fiber, not by
     the task that spawned them)."""
-    _SCOPES.set(())
+    if _SCOPES.get():  # a set() copies the context's mapping: only when there is something
+        _SCOPES.set(())

@@ -115,7 +115,7 @@ class Context:
                     f"teardown of section {name!r} of fiber {fiber.id} failed", errors
                 )
 
-        fiber._push(Entry(f"section {name}", unwind), self._section)
+        fiber._push(Entry("section", unwind, about=name), self._section)
         return Context(fiber, stack)
 
     async def effect(self, cm: AbstractAsyncContextManager[T]) -> T:
@@ -134,8 +134,7 @@ class Context:
 
         Returns the :class:`Entry`, whose ``close()`` runs it early and ``discard()`` forgets it.
         """
-        label = f"defer {getattr(fn, '__qualname__', fn)}"
-        return self._fiber._push(Entry(label, fn, *args), self._section)
+        return self._fiber._push(Entry("defer", fn, *args, about=fn), self._section)
 
     def start_soon(
         self, fn: Callable[..., Awaitable[object]], *args: object, name: object = None

@@ -278,7 +278,9 @@ class Fiber:
     ) -> T:
         kind = type(cm)
         value = await kind.__aenter__(cm)
-        self._push(Entry(f"effect {kind.__name__}", kind.__aexit__, cm, None, None, None), section)
+        self._push(
+            Entry("effect", kind.__aexit__, cm, None, None, None, about=kind.__name__), section
+        )
         return value
 
     def _start_task(
@@ -293,7 +295,9 @@ class Fiber:
         done = Signal()
         failed_while_stopping: list[BaseException] = []
 
-        entry = stack.push(Entry(f"task {name}", _stop_task, scope, done, failed_while_stopping))
+        entry = stack.push(
+            Entry("task", _stop_task, scope, done, failed_while_stopping, about=name)
+        )
         # A partial of a method, not a closure: one object per task instead of a function,
         # its cells and a second closure for task_status.
         main = functools.partial(

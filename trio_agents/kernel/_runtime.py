@@ -75,7 +75,7 @@ class Runtime:
         structured = spec.structure(config)
         fiber = Fiber(self, spec, structured, config, parent)
         _, nursery = parent._check_open(f"the child fiber {fiber.id}", section)
-        fiber._entry = parent._push(Entry(f"fiber {fiber.id}", fiber.dispose), section)
+        fiber._entry = parent._push(Entry("fiber", fiber.dispose, about=fiber.id), section)
         parent._children[fiber] = None
         self._fibers[fiber] = None
         await nursery.start(fiber._run, name=f"fiber {fiber.id}")
@@ -126,7 +126,7 @@ class Runtime:
             )
         fiber._check_open(f"the service {name!r}", section)
         service = _Service(value, fiber)
-        entry = fiber._push(Entry(f"service {name}", self._withdraw, name, service), section)
+        entry = fiber._push(Entry("service", self._withdraw, name, service, about=name), section)
         self._services[name] = service
         for other in self._fibers:
             if other.state is FiberState.PENDING:
@@ -162,7 +162,7 @@ class Runtime:
         fiber._check_open(f"a listener for {getattr(event_type, '__name__', event_type)}", section)
         listener = self.bus.add(event_type, fn)
         return fiber._push(
-            Entry(f"listener {event_type.__name__}", self._unlisten, listener), section
+            Entry("listener", self._unlisten, listener, about=event_type.__name__), section
         )
 
     async def _unlisten(self, listener: Listener) -> None:

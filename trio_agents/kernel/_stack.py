@@ -28,15 +28,32 @@ class Entry:
     The exit runs at most once; concurrent closers join the one run.
     """
 
-    __slots__ = ("_args", "_closed", "_exit", "_stack", "label")
+    __slots__ = ("_about", "_args", "_closed", "_exit", "_kind", "_stack")
 
-    def __init__(self, label: str, exit: Callable[..., Awaitable[object]], *args: object) -> None:
-        self.label = label
+    def __init__(
+        self,
+        label: str,
+        exit: Callable[..., Awaitable[object]],
+        *args: object,
+        about: object = None,
+    ) -> None:
+        # The label is made when read: "<label> <about>" (a function is named by its
+        # qualified name), so an entry holds no string of its own.
+        self._kind = label
+        self._about = about
         # The exit is `await exit(*args)`: arguments instead of a closure per entry.
         self._exit = exit
         self._args = args
         self._stack: OwnedStack | None = None
         self._closed: trio.Event | None = None
+
+    @property
+    def label(self) -> str:
+        """What the entry owns, for statistics and error messages."""
+        about = self._about
+        if about is None:
+            return self._kind
+        return f"{self._kind} {getattr(about, '__qualname__', about)}"
 
     @property
     def owned(self) -> bool:
