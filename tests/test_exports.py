@@ -174,7 +174,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.kernel._plugin": frozenset({"PluginSpec", "describe_plugin"}),
     "trio_agents.kernel._reload": frozenset({"reload"}),
     "trio_agents.kernel._service_key": frozenset({"service_name"}),
-    "trio_agents.kernel._signal": frozenset({"Signal"}),
+    "trio_agents.kernel._signal": frozenset({"Signal", "Wake"}),
     "trio_agents.kernel._stack": frozenset({"OwnedStack"}),
     "trio_agents.kernel._states": frozenset({"StateTable", "check_transition"}),
     "trio_agents.kernel._strict": frozenset({"StrictConverter"}),
