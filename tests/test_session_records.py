@@ -39,6 +39,29 @@ def test_append_returns_the_stamped_record_of_the_same_type() -> None:
     assert record.seq == -1
 
 
+def test_append_stamps_like_evolve_private_fields_validators_and_no_init_fields() -> None:
+    """Stamping is evolve's call: a private field goes by its alias, validators and
+    __attrs_post_init__ run again, and a field __init__ does not take is rebuilt, not copied."""
+    calls: list[int] = []
+
+    @attrs.frozen(kw_only=True)
+    class Odd(Record):
+        _hidden: str = attrs.field(validator=attrs.validators.instance_of(str))
+        derived: str = attrs.field(init=False, default="")
+
+        def __attrs_post_init__(self) -> None:
+            calls.append(self.seq)
+            object.__setattr__(self, "derived", f"{self._hidden}@{self.seq}")
+
+    session = Session("s-1")
+    session.append(Odd(hidden="a"))
+    stamped = session.append(Odd(hidden="b"))
+    assert stamped == attrs.evolve(Odd(hidden="b"), seq=1)
+    assert stamped.derived == "b@1"
+    # The stamped record's __init__, then the two of the evolve in the comparison.
+    assert calls[-3:] == [1, -1, 1]
+
+
 def test_records_snapshot_is_immutable_and_not_affected_by_later_appends() -> None:
     """A records snapshot is a tuple that later appends do not change."""
     session = Session("s-1")

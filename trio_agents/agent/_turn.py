@@ -65,9 +65,11 @@ class Turn:
         self._parts = parts
         self._claimed = claimed
         self._disposed = False
-        # The tool calls asked for and not answered yet, and those of them that began.
-        self._open: dict[str, ToolCallRequested] = {}
-        self._started: set[str] = set()
+        # The tool calls asked for and not answered yet, and those of them that began; made
+        # at the first call (most turns call no tool, and each object alive across a turn's
+        # checkpoints is one more for the cyclic collector to traverse, issue #17).
+        self._open: dict[str, ToolCallRequested] | None = None
+        self._started: set[str] | None = None
 
     def abort(self, cause: CancelCause) -> None:
         """Cancel the turn with ``cause`` (the first cause given is the one recorded)."""
@@ -134,8 +136,10 @@ class Turn:
     async def _end(self, stop: StopReason, error: str | None, cause: CancelCause | None) -> None:
         self.ending = True
         append = self._parts.session.append
-        for call_id, call in self._open.items():
-            ran = call_id in self._started
+        open_calls = self._open if self._open is not None else {}
+        started = self._started if self._started is not None else set()
+        for call_id, call in open_calls.items():
+            ran = call_id in started
             append(
                 ToolCallEnded(
                     turn_id=self.id,
@@ -150,7 +154,7 @@ class Turn:
                     started=ran,
                 )
             )
-        self._open.clear()
+        self._open = None
         append(TurnEnded(turn_id=self.id, stop_reason=stop, cause=cause, error=error))
         await self._parts.flush_quietly()
 
@@ -222,6 +226,8 @@ class Turn:
                     arguments=dict(call.arguments),
                 )
             )
+            if self._open is None:
+                self._open = {}
             self._open[call.call_id] = call
         return calls
 
@@ -234,6 +240,11 @@ class Turn:
         async with trio.open_nursery() as nursery:
             for call in calls:
                 nursery.start_soon(self._call_tool, call)
+
+    def _start(self, call_id: str) -> None:
+        if self._started is None:
+            self._started = set()
+        self._started.add(call_id)
 
     async def _call_tool(self, call: ToolCallRequested) -> None:
         if self.scope.cancel_called:
@@ -254,9 +265,10 @@ class Turn:
                 parts.caller,
                 call_id=call.call_id,
                 scope=self.scope,
-                on_start=lambda: self._started.add(call.call_id),
+                on_start=lambda: self._start(call.call_id),
             )
-        self._open.pop(call.call_id, None)
+        if self._open is not None:
+            self._open.pop(call.call_id, None)
         parts.session.append(
             ToolCallEnded(
                 turn_id=self.id,

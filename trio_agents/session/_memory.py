@@ -46,6 +46,11 @@ class MemoryStore(SessionStore):
         super().__init__()
         self._data: dict[str, _Stored] = {}
         self._slots: weakref.WeakKeyDictionary[Session, _Slot] = weakref.WeakKeyDictionary()
+        # The stored entry of each live session, by id: what `_on_record` appends to. A plain
+        # dict, looked up per record, where the weak one would build a weakref per lookup.
+        # Invariant: holds exactly the sessions between `_enter` and `_release` (one live
+        # session per id, so the id names the session).
+        self._writing: dict[str, _Stored] = {}
 
     def _begin(self, session: Session, stored: Stored | None) -> None:
         self._slots[session] = _Slot()
@@ -54,18 +59,18 @@ class MemoryStore(SessionStore):
         # Invariant: what one backend refuses, every backend refuses.
         check_record(record)
         if session.state is SessionState.LIVE:
-            # Invariant: a live session's slot holds the entry `_enter` stored for it.
-            stored = self._slots[session].stored
-            assert stored is not None
+            # Invariant: a live session's entry is the one `_enter` stored for it.
+            stored = self._writing[session.id]
             stored.records.append(record)
-            stored.updated = time.time()
+            stored.updated = session.updated  # stamped by the append, just before
 
     async def _enter(self, session: Session) -> None:
         await trio.lowlevel.checkpoint()
         # No checkpoint from here until the session is live: no record is missed.
-        self._slots[session].stored = self._data[session.id] = _Stored(
+        stored = self._slots[session].stored = self._data[session.id] = _Stored(
             builtins.list(session.records)
         )
+        self._writing[session.id] = stored
 
     async def _sync(self, session: Session) -> int:
         await trio.lowlevel.checkpoint()
@@ -78,7 +83,10 @@ class MemoryStore(SessionStore):
         await trio.lowlevel.checkpoint()
 
     async def _release(self, session: Session) -> None:
-        self._slots[session].stored = None
+        slot = self._slots[session]
+        if slot.stored is not None and self._writing.get(session.id) is slot.stored:
+            del self._writing[session.id]
+        slot.stored = None
         await trio.lowlevel.checkpoint()
 
     async def is_stored(self, session_id: str) -> bool:

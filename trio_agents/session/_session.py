@@ -30,6 +30,29 @@ __all__ = ["Session", "SessionStatistics"]
 R = TypeVar("R", bound=Record)
 
 
+#: Per record class: (attribute, init argument) of every field ``__init__`` takes but ``seq``.
+_INIT_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _stamp(record: R, seq: int) -> R:
+    """``attrs.evolve(record, seq=seq)``, with the class's fields looked up once per class.
+
+    Invariant: the same call as ``evolve`` makes (``cls(**fields, seq=seq)``, so validators,
+    converters and ``__attrs_post_init__`` run as they would), without its per-call lookup of
+    the fields and the checks around it: this runs for every record appended.
+    """
+    cls = type(record)
+    try:
+        names = _INIT_FIELDS[cls]
+    except KeyError:
+        names = _INIT_FIELDS[cls] = tuple(
+            (a.name, a.alias) for a in attrs.fields(cls) if a.init and a.alias != "seq"
+        )
+    kwargs = {alias: getattr(record, name) for name, alias in names}
+    kwargs["seq"] = seq
+    return cls(**kwargs)
+
+
 @attrs.frozen(kw_only=True)
 class SessionStatistics:
     """A snapshot of a session.
@@ -163,7 +186,7 @@ class Session:
                 f"session {self._id!r} is detached; it takes no more records "
                 f"(load it again from the store to continue it)"
             )
-        stamped = attrs.evolve(record, seq=len(self._records))
+        stamped = _stamp(record, len(self._records))
         self._records.append(stamped)
         self._snapshot = None
         self._updated = time.time()
