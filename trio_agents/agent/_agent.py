@@ -65,6 +65,11 @@ class AgentStatistics:
 _DEFAULT_COMPACTOR = SummarizingCompactor()
 
 
+def _anyone(event_type: type) -> bool:
+    """Without a ``listens`` check every event is built and emitted."""
+    return True
+
+
 @final
 class Agent:
     """A long-lived agent. Made by ``ctx.agents.create``/``resume``, never directly."""
@@ -78,6 +83,7 @@ class Agent:
         model: Model,
         emit: Callable[[object], None],
         config: AgentConfig,
+        listens: Callable[[type], bool] | None = None,
         parent: Agent | None = None,
         compactor: Callable[[], Compactor | None] | None = None,
         approver: Approver | None = None,
@@ -86,6 +92,7 @@ class Agent:
         self.parent = parent
         self._config = config
         self._emit = emit
+        self._listens = listens if listens is not None else _anyone
         self._status = AgentStatus.IDLE
         self._closing = False
         # The running work (a turn or a compaction), until it records its end.
@@ -110,6 +117,7 @@ class Agent:
             tools=tools,
             allowed=frozenset(config.tools) if config.tools is not None else None,
             emit=emit,
+            listens=self._listens,
             inbox=self._inbox,
             usage=usage,
             instructions=config.instructions,
@@ -438,7 +446,8 @@ class Agent:
         if new is self._status:
             return
         old, self._status = self._status, check_status(self._status, new)
-        self._emit(AgentStatusChanged(agent_id=self.id, old=old, new=new))
+        if self._listens(AgentStatusChanged):
+            self._emit(AgentStatusChanged(agent_id=self.id, old=old, new=new))
         self._notify()
 
     def _change(self) -> trio.Event:

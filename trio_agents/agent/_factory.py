@@ -161,6 +161,7 @@ class DefaultAgentFactory(AgentFactory[Agent]):
             tools=request.tools,
             model=request.model,
             emit=context.emit,
+            listens=context.listens,
             config=request.config,
             parent=request.parent,
             compactor=functools.partial(context.get, COMPACTION),

@@ -49,6 +49,7 @@ class AgentParts:
         "history",
         "id",
         "inbox",
+        "listens",
         "max_steps",
         "meter",
         "model",
@@ -67,6 +68,7 @@ class AgentParts:
         tools: ToolRegistry,
         allowed: frozenset[str] | None,
         emit: Callable[[object], None],
+        listens: Callable[[type], bool],
         inbox: Inbox,
         usage: AgentUsage,
         instructions: str | None,
@@ -81,6 +83,8 @@ class AgentParts:
         self.tools = tools
         self.allowed = allowed
         self.emit = emit
+        #: Whether an event of a class would reach a listener (build it only then).
+        self.listens = listens
         self.inbox = inbox
         self.usage = usage
         self.history = History(instructions).update(session)

@@ -191,7 +191,10 @@ class Turn:
                 async for event in stream:
                     if isinstance(event, TextDelta):
                         text.append(event.text)
-                        parts.emit(AgentOutput(agent_id=parts.id, turn_id=self.id, text=event.text))
+                        if parts.listens(AgentOutput):
+                            parts.emit(
+                                AgentOutput(agent_id=parts.id, turn_id=self.id, text=event.text)
+                            )
                     elif isinstance(event, ToolCallRequested):
                         calls.append(event)
                     elif isinstance(event, Finished):

@@ -367,7 +367,8 @@ class SessionStore(abc.ABC):
 
     async def _flush_live(self, session: Session) -> None:
         seq = session.flushed(await self._sync(session))
-        self._emit(SessionFlushed(session_id=session.id, seq=seq))
+        if self._listens(SessionFlushed):
+            self._emit(SessionFlushed(session_id=session.id, seq=seq))
 
     async def detach(self, session: Session, *, owner: object = None) -> None:
         """Flush ``session`` a final time (``SessionFlushed``), take it out of the store, emit
