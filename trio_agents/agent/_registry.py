@@ -122,7 +122,7 @@ class _Hosted(Generic[A]):
         ctx.defer(self._end_session)
         agent = self.make()
         self.make = _built  # the request it closed over is not the agent's to keep
-        if not isinstance(agent, AgentLike) or agent.session is not session:
+        if not _is_agent_like(agent) or agent.session is not session:
             raise TypeError(
                 f"{self.registry.factory!r}.build() returned {agent!r}, which is not an agent "
                 f"of session {session.id!r}; build an AgentLike on request.session"
@@ -414,6 +414,21 @@ class AgentRegistry(Generic[A]):
         if agent in self._published:
             self._published.discard(agent)
             self._ctx.emit(AgentDisposed(agent_id=agent.id, session_id=agent.session.id))
+
+
+#: The classes whose instances passed the AgentLike check (a runtime protocol check looks up
+#: every member on the instance: tens of microseconds per agent otherwise).
+_AGENT_CLASSES: set[type] = set()
+
+
+def _is_agent_like(agent: object) -> bool:
+    cls = type(agent)
+    if cls in _AGENT_CLASSES:
+        return True
+    if isinstance(agent, AgentLike):
+        _AGENT_CLASSES.add(cls)
+        return True
+    return False
 
 
 def _built() -> Any:
