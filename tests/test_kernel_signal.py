@@ -69,8 +69,13 @@ async def test_a_signal_wakes_every_waiter() -> None:
 
 async def test_a_wake_refuses_a_second_waiter() -> None:
     wake = Wake()
+
+    async def waiter() -> None:
+        # Called in the waiting task: `start_soon(wake.wait)` would register the spawner.
+        await wake.wait()
+
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(wake.wait)
+        nursery.start_soon(waiter)
         await trio.testing.wait_all_tasks_blocked()
         with pytest.raises(RuntimeError, match="already has a waiter"):
             await wake.wait()

@@ -106,16 +106,9 @@ class Context:
         """
         fiber = self._fiber
         stack = OwnedStack()
-
-        async def unwind() -> None:
-            stack.closed = True
-            errors = await stack.unwind()
-            if errors:
-                raise BaseExceptionGroup(
-                    f"teardown of section {name!r} of fiber {fiber.id} failed", errors
-                )
-
-        fiber._push(Entry("section", unwind, about=name), self._section)
+        fiber._push(
+            Entry("section", _unwind_section, stack, name, fiber, about=name), self._section
+        )
         return Context(fiber, stack)
 
     async def effect(self, cm: AbstractAsyncContextManager[T]) -> T:
@@ -279,6 +272,14 @@ class Context:
 
     def __repr__(self) -> str:
         return f"<Context of {self._fiber!r}>"
+
+
+async def _unwind_section(stack: OwnedStack, name: str, fiber: Fiber) -> None:
+    """The exit of a section: it takes no more entries, and unwinds its own."""
+    stack.closed = True
+    errors = await stack.unwind()
+    if errors:
+        raise BaseExceptionGroup(f"teardown of section {name!r} of fiber {fiber.id} failed", errors)
 
 
 @final

@@ -401,20 +401,36 @@ class Fiber:
             # the unwind stops one by one) from an outer cancellation.
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                load_scope = self._load_scope = CauseScope()
-                nursery.start_soon(self._apply, load_scope, applied, apply_failure)
+                scope = CauseScope()
+                load_scope: CauseScope | None = scope
+                self._load_scope = scope
+                nursery.start_soon(self._apply, scope, applied, apply_failure)
                 try:
-                    await self._serve(applied.is_set)
-                    self._load_scope = None
-                    if not (apply_failure or self._halted()):
-                        self._to(FiberState.ACTIVE)
-                        _report(status)
-                        await self._serve(_never)
+                    # One loop for both phases, in this frame (an idle fiber holds no frame
+                    # of a helper): enter the effects other tasks ask for, until the fiber
+                    # must stop; when ``apply`` returns, the fiber is active.
+                    loading = True
+                    while True:
+                        self._wake = Wake()
+                        if self._requests:
+                            await self._enter_requested()
+                            continue
+                        if self._halted():
+                            break
+                        if loading and applied.is_set():
+                            loading = False
+                            self._load_scope = load_scope = None  # not kept for its life
+                            if apply_failure:
+                                break
+                            self._to(FiberState.ACTIVE)
+                            _report(status)
+                            continue
+                        await self._wake.wait()
                 finally:
                     nursery.cancel_scope.shield = True
                     self._load_scope = None
                     self._to(FiberState.UNLOADING)
-                    if not applied.is_set():
+                    if load_scope is not None and not applied.is_set():
                         load_scope.cancel(DisposedCancel())
                         await applied.wait()
                     self._refuse_requests()
@@ -459,24 +475,17 @@ class Fiber:
     def _halted(self) -> bool:
         return self._stop or self._reset or self._failure is not None
 
-    async def _serve(self, done: Callable[[], bool]) -> None:
-        """Enter the effects other tasks ask for until ``done()`` or the fiber must stop."""
-        while True:
-            self._wake = Wake()
-            if self._requests:
-                request = self._requests.pop(0)
-                try:
-                    request.value = await self._enter(request.cm, request.section)
-                except BaseException as exc:
-                    request.error = exc
-                    if not isinstance(exc, Exception):
-                        raise
-                finally:
-                    request.done.set()
-                continue
-            if done() or self._halted():
-                return
-            await self._wake.wait()
+    async def _enter_requested(self) -> None:
+        """Enter the oldest effect another task asked for; hand it its value or error."""
+        request = self._requests.pop(0)
+        try:
+            request.value = await self._enter(request.cm, request.section)
+        except BaseException as exc:
+            request.error = exc
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            request.done.set()
 
     def _refuse_requests(self) -> None:
         while self._requests:
@@ -498,10 +507,6 @@ class Fiber:
             await self._application_ended.wait()
             return list(self._application_errors)
         return []
-
-
-def _never() -> bool:
-    return False
 
 
 async def _stop_task(scope: CauseScope, done: Signal, failed: list[BaseException]) -> None:
