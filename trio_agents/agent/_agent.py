@@ -74,6 +74,32 @@ def _anyone(event_type: type) -> bool:
 class Agent:
     """A long-lived agent. Made by ``ctx.agents.create``/``resume``, never directly."""
 
+    # Slots: an idle agent is mostly this object, and 10,000 of them should cost little.
+    __slots__ = (
+        "_approvals",
+        "_changed",
+        "_children",
+        "_closing",
+        "_compact_jobs",
+        "_compactions",
+        "_config",
+        "_done",
+        "_emit",
+        "_find_compactor",
+        "_history",
+        "_idle",
+        "_inbox",
+        "_listens",
+        "_next_turn",
+        "_parts",
+        "_status",
+        "_turns",
+        "_wake",
+        "_work",
+        "parent",
+        "session",
+    )
+
     def __init__(
         self,
         *,

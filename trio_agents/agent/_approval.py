@@ -50,6 +50,8 @@ log = logging.getLogger("trio_agents")
 
 #: The longest title an :class:`ApprovalRequest` makes of a call's arguments.
 _TITLE_MAX: Final = 200
+# Shared by every agent that asks about no tool (an empty frozenset is 216 bytes).
+_NO_TOOLS: Final[frozenset[str]] = frozenset()
 
 
 class Decision(enum.Enum):
@@ -160,13 +162,14 @@ class Approvals:
         records: Iterable[Record],
         append: Callable[[Record], object],
     ) -> None:
-        self.ask = frozenset(ask)
+        self.ask = frozenset(ask) or _NO_TOOLS
         self.approver = approver
         self._append = append
         self._standing = standing_answers(records)
         # One question at a time per agent: the calls of one step are asked in turn, and an
-        # *_always answer to one of them stands for the others still waiting.
-        self._asking = trio.Lock()
+        # *_always answer to one of them stands for the others still waiting. Made by the
+        # first question: most agents never ask one.
+        self._asking: trio.Lock | None = None
 
     def asks(self, name: str) -> bool:
         """Whether the agent's definition or its approver names the tool ``name``."""
@@ -187,6 +190,8 @@ class Approvals:
         """Ask about ``request`` (unless an answer stands); ``None`` lets the call run, a
         string is the refusal the model reads (the call did not run)."""
         # Acquiring the lock is a checkpoint on every path, as if asked.
+        if self._asking is None:
+            self._asking = trio.Lock()
         async with self._asking:
             return await self._check(request, turn_id, scope, cancel_agent)
 

@@ -3,7 +3,8 @@
 Rules (teardown order, which falls out of the agent fiber's LIFO stack):
 - set-up, in the agent fiber's ``apply``: enter the session (its exit flushes and detaches it,
   ``SessionDisposed``) → attach to the registry (its exit detaches, ``AgentDisposed``) → open
-  the agent's scope, a child fiber for child agents, background jobs and per-agent tools.
+  the agent's scope, a section of the agent fiber's stack for child agents, background jobs
+  and per-agent tools.
 - commit, in the creating task right after ``apply`` returned, with no checkpoint in between:
   announce the session (``SessionCreated``; the agent is already in the registry), publish the
   agent (``AgentCreated``), start the loop and register the graceful stop. Only a committed
@@ -94,6 +95,8 @@ class AgentScope:
 @final
 class _Hosted(Generic[A]):
     """The plugin of one agent's fiber, and the transaction that creates the agent."""
+
+    __slots__ = ("agent", "committed", "ctx", "make", "name", "registry", "scope", "session")
 
     def __init__(
         self,

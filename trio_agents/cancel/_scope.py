@@ -47,15 +47,18 @@ class CauseScope:
         shield: passed to :class:`trio.CancelScope`.
     """
 
-    __slots__ = ("_cause", "_scope", "_token")
+    __slots__ = ("_cause", "_outer", "_scope")
 
     def __init__(self, *, deadline: float = math.inf, shield: bool = False) -> None:
         self._scope = trio.CancelScope(deadline=deadline, shield=shield)
         self._cause: CancelCause | None = None
-        self._token: contextvars.Token[tuple[CauseScope, ...]] | None = None
+        # The enclosing scopes while entered: restored on exit. The tuple is the enclosing
+        # context's own value, so keeping it costs nothing, where a Token would.
+        self._outer: tuple[CauseScope, ...] | None = None
 
     def __enter__(self) -> CauseScope:
-        self._token = _SCOPES.set((*_SCOPES.get(), self))
+        outer = self._outer = _SCOPES.get()
+        _SCOPES.set((*outer, self))
         self._scope.__enter__()
         return self
 
@@ -68,9 +71,9 @@ class CauseScope:
         try:
             return self._scope.__exit__(exc_type, exc, tb)
         finally:
-            if self._token is not None:
-                _SCOPES.reset(self._token)
-                self._token = None
+            if self._outer is not None:
+                _SCOPES.set(self._outer)
+                self._outer = None
 
     def cancel(self, cause: CancelCause) -> None:
         """Cancel the region with ``cause``; only the first cause is kept."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 import time
-import weakref
 from datetime import UTC, datetime
 from typing import final
 
@@ -25,13 +24,9 @@ __all__ = ["MemoryStore"]
 class _Stored:
     records: builtins.list[Record]
     updated: float = attrs.field(factory=time.time)
-
-
-@attrs.define(eq=False)
-class _Slot:
-    """The memory backend's state for one session: where its records go once it is live."""
-
-    stored: _Stored | None = None
+    #: The live session writing these records, from its ``_enter`` to its ``_release``: what
+    #: tells its own entry from a later one of the same id, with no per-session map.
+    writer: Session | None = None
 
 
 @final
@@ -45,7 +40,6 @@ class MemoryStore(SessionStore):
     def __init__(self) -> None:
         super().__init__()
         self._data: dict[str, _Stored] = {}
-        self._slots: weakref.WeakKeyDictionary[Session, _Slot] = weakref.WeakKeyDictionary()
         # The stored entry of each live session, by id: what `_on_record` appends to. A plain
         # dict, looked up per record, where the weak one would build a weakref per lookup.
         # Invariant: holds exactly the sessions between `_enter` and `_release` (one live
@@ -53,7 +47,7 @@ class MemoryStore(SessionStore):
         self._writing: dict[str, _Stored] = {}
 
     def _begin(self, session: Session, stored: Stored | None) -> None:
-        self._slots[session] = _Slot()
+        pass  # nothing is kept for a session before it is entered
 
     def _on_record(self, session: Session, record: Record) -> None:
         # Invariant: what one backend refuses, every backend refuses.
@@ -67,9 +61,7 @@ class MemoryStore(SessionStore):
     async def _enter(self, session: Session) -> None:
         await trio.lowlevel.checkpoint()
         # No checkpoint from here until the session is live: no record is missed.
-        stored = self._slots[session].stored = self._data[session.id] = _Stored(
-            builtins.list(session.records)
-        )
+        stored = self._data[session.id] = _Stored(builtins.list(session.records), writer=session)
         self._writing[session.id] = stored
 
     async def _sync(self, session: Session) -> int:
@@ -78,15 +70,15 @@ class MemoryStore(SessionStore):
 
     async def _discard(self, session: Session) -> None:
         stored = self._data.get(session.id)
-        if stored is not None and stored is self._slots[session].stored and not session.resumed:
+        if stored is not None and stored.writer is session and not session.resumed:
             del self._data[session.id]
         await trio.lowlevel.checkpoint()
 
     async def _release(self, session: Session) -> None:
-        slot = self._slots[session]
-        if slot.stored is not None and self._writing.get(session.id) is slot.stored:
+        stored = self._writing.get(session.id)
+        if stored is not None and stored.writer is session:
             del self._writing[session.id]
-        slot.stored = None
+            stored.writer = None
         await trio.lowlevel.checkpoint()
 
     async def is_stored(self, session_id: str) -> bool:

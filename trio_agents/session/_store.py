@@ -193,6 +193,8 @@ class SessionStore(abc.ABC):
         # Ids whose session is being entered: taken, though not live yet.
         self._entering: set[str] = set()
         self._entries: weakref.WeakKeyDictionary[Session, _Entry] = weakref.WeakKeyDictionary()
+        # Bound once, shared by every session of this store (not a bound method per session).
+        self._on_append = self._appended
         self._write_batches = 0
         self._sync_batches = 0
 
@@ -238,7 +240,7 @@ class SessionStore(abc.ABC):
         """
         self._check_open("prepare a session")
         session_id = new_session_id() if session_id is None else check_session_id(session_id)
-        session = Session(session_id, on_append=self._appended)
+        session = Session(session_id, on_append=self._on_append)
         self._entries[session] = _Entry()
         self._begin(session, None)
         return session
@@ -270,7 +272,7 @@ class SessionStore(abc.ABC):
                     await self._join_end(entry)
         self._check_not_live(session_id)
         stored = await self._read(session_id)
-        session = Session(session_id, stored.records, resumed=True, on_append=self._appended)
+        session = Session(session_id, stored.records, resumed=True, on_append=self._on_append)
         self._entries[session] = _Entry()
         self._begin(session, stored)
         for turn_id in open_turns(stored.records):
