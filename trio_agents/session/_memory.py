@@ -79,7 +79,9 @@ class MemoryStore(SessionStore):
         if stored is not None and stored.writer is session:
             del self._writing[session.id]
             stored.writer = None
-        await trio.lowlevel.checkpoint()
+        # No checkpoint: this runs shielded at the end of a detach or an abandon, right after
+        # the step of it that checkpointed (the final flush, the discard); one more would
+        # only be one more pass of the scheduler for every agent disposed.
 
     async def is_stored(self, session_id: str) -> bool:
         await trio.lowlevel.checkpoint()

@@ -389,6 +389,8 @@ class SessionStore(abc.ABC):
     async def _final_flush(self, session: Session, was_live: bool) -> None:
         if was_live:
             await self._flush_live(session)
+        else:
+            await trio.lowlevel.checkpoint()  # a detach is a checkpoint, also with no flush
 
     async def abandon(self, session: Session, *, owner: object = None) -> None:
         """Roll back a failed creation of ``session``.
