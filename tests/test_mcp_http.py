@@ -56,15 +56,6 @@ async def http_server() -> AsyncIterator[str]:
             process.terminate()
 
 
-# The SDK's streamable HTTP client (httpx2 underneath) leaves the async generators of its
-# SSE stream to the garbage collector when the connection closes; under trio that is a
-# ResourceWarning from trio's finalizer, nothing of ours and nothing lost. Only those are let
-# through.
-@pytest.mark.filterwarnings(
-    r"ignore:Exception ignored in. <async_generator object "
-    r"(Response\.aiter_text|Response\.aiter_bytes|EventSource\.__aiter__|PoolByteStream\.__aiter__)"
-    r":pytest.PytestUnraisableExceptionWarning"
-)
 async def test_an_http_server_s_tools_are_called_from_a_turn() -> None:
     """The tools of an HTTP server are registered and called like a stdio server's; headers
     are accepted; disposing the plugin leaves the server running (it is not ours)."""
