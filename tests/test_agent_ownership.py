@@ -13,7 +13,7 @@ import trio.testing
 
 import trio_agents.agent as ag
 from trio_agents.cancel import CancelCause, ParentCancel, UserCancel
-from trio_agents.kernel import Context, FiberClosedError
+from trio_agents.kernel import Context, FiberClosedError, FiberFailed
 from trio_agents.model import (
     Finished,
     FinishReason,
@@ -83,7 +83,7 @@ class Counted:
 
 def listen_all(root: Context) -> Counted:
     counted = Counted()
-    for kind in (ag.AgentCreated, ag.AgentDisposed, SessionCreated, SessionDisposed):
+    for kind in (ag.AgentCreated, ag.AgentDisposed, SessionCreated, SessionDisposed, FiberFailed):
         root.on(kind, counted)
     return counted
 
@@ -135,6 +135,7 @@ async def test_create_cancelled_at_every_checkpoint_leaves_a_working_agent_or_no
                 assert co_owner_entries(root) == before
                 assert events.get("AgentCreated") == events.get("AgentDisposed") == 0
                 assert events.get("SessionCreated") == events.get("SessionDisposed") == 0
+                assert events.get("FiberFailed") == 0  # a cancelled creation is no failure
                 continue
             await assert_works(handle)
             await handle.dispose()
@@ -160,6 +161,7 @@ async def test_resume_cancelled_at_every_checkpoint_leaves_a_working_agent_or_no
         await first.dispose()
         stored = len((await store.load("a")).records) if kind == "memory" else None
         before = co_owner_entries(root)
+        events = listen_all(root)
         for k in range(1, 400):
             scope = trio.CancelScope()
             instrument = AtStep(k, scope.cancel)
@@ -176,6 +178,7 @@ async def test_resume_cancelled_at_every_checkpoint_leaves_a_working_agent_or_no
                 assert root.agents.list() == ()
                 assert store.live() == ()
                 assert co_owner_entries(root) == before
+                assert events.get("FiberFailed") == 0  # a cancelled resume is no failure
                 continue
             assert handle.agent.instructions == "be brief"
             await assert_works(handle)

@@ -75,7 +75,9 @@ class Agent:
     """A long-lived agent. Made by ``ctx.agents.create``/``resume``, never directly."""
 
     # Slots: an idle agent is mostly this object, and 10,000 of them should cost little.
+    # ``__weakref__``: an application may key a WeakKeyDictionary or a WeakSet by its agents.
     __slots__ = (
+        "__weakref__",
         "_approvals",
         "_changed",
         "_children",

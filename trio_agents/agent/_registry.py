@@ -118,11 +118,15 @@ class _Hosted(Generic[A]):
     async def apply(self, ctx: Context, config: None) -> None:
         registry, store, session = self.registry, self.registry.store, self.session
         self.ctx = ctx
+        # Owned before it is entered: the end also undoes an enter that did not complete.
+        ctx.defer(self._end_session)
         try:
             await store.enter(session, owner=self)
         except SessionIdInUseError as exc:
             raise registry._in_use_error(session.id, exc) from None
-        ctx.defer(self._end_session)
+        # The enter is shielded: a dispose that came meanwhile (the creator cancelled) cuts
+        # the creation short here, not as a failure of the next step on a closing fiber.
+        await trio.lowlevel.checkpoint_if_cancelled()
         agent = self.make()
         self.make = _built  # the request it closed over is not the agent's to keep
         if not _is_agent_like(agent) or agent.session is not session:

@@ -401,10 +401,8 @@ class Fiber:
             # the unwind stops one by one) from an outer cancellation.
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                scope = CauseScope()
-                load_scope: CauseScope | None = scope
-                self._load_scope = scope
-                nursery.start_soon(self._apply, scope, applied, apply_failure)
+                self._load_scope = CauseScope()
+                nursery.start_soon(self._apply, self._load_scope, applied, apply_failure, status)
                 try:
                     # One loop for both phases, in this frame (an idle fiber holds no frame
                     # of a helper): enter the effects other tasks ask for, until the fiber
@@ -419,16 +417,15 @@ class Fiber:
                             break
                         if loading and applied.is_set():
                             loading = False
-                            self._load_scope = load_scope = None  # not kept for its life
                             if apply_failure:
                                 break
-                            self._to(FiberState.ACTIVE)
-                            _report(status)
+                            if self._state is FiberState.LOADING:
+                                self._activate(status)
                             continue
                         await self._wake.wait()
                 finally:
                     nursery.cancel_scope.shield = True
-                    self._load_scope = None
+                    load_scope, self._load_scope = self._load_scope, None
                     self._to(FiberState.UNLOADING)
                     if load_scope is not None and not applied.is_set():
                         load_scope.cancel(DisposedCancel())
@@ -457,20 +454,41 @@ class Fiber:
             self._application_ended.set()
 
     async def _apply(
-        self, scope: CauseScope, applied: Signal, failure: list[BaseException]
+        self,
+        scope: CauseScope,
+        applied: Signal,
+        failure: list[BaseException],
+        status: list[trio.TaskStatus[None]],
     ) -> None:
         _CURRENT.set(self.context)
         _reset_scopes()
         try:
+            if self._halted() or self._state is not FiberState.LOADING:
+                # Disposed (or its task cancelled) before it began: nothing is applied (its
+                # first steps would only meet a fiber that unloads already), nothing undone.
+                return
             with scope:
-                if self._halted():
-                    scope.cancel(DisposedCancel())
                 await self.spec.apply(self.context, self._config)
+            if (
+                not scope.cancelled_caught
+                and self._state is FiberState.LOADING
+                and not self._requests
+                and not self._halted()
+            ):
+                # What the fiber's loop would do next, done here: the creator resumes in
+                # the scheduler's next pass, not in the one after the loop took the news.
+                self._activate(status)
         except Exception as exc:
             failure.append(exc)
         finally:
             applied.set()
             self._poke()
+
+    def _activate(self, status: list[trio.TaskStatus[None]]) -> None:
+        """The application is done: the fiber is active (its load scope is not kept)."""
+        self._load_scope = None
+        self._to(FiberState.ACTIVE)
+        _report(status)
 
     def _halted(self) -> bool:
         return self._stop or self._reset or self._failure is not None

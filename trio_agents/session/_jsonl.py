@@ -28,7 +28,6 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-import weakref
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -119,7 +118,6 @@ class JsonlStore(SessionStore):
         )
         self._read_only = read_only
         # Invariant: both hold only entered sessions that are neither ended nor failed.
-        self._files: weakref.WeakKeyDictionary[Session, _File] = weakref.WeakKeyDictionary()
         self._dirty: dict[Session, _File] = {}
         self._unsynced: dict[Session, _File] = {}
         self._batch_ended = trio.Event()
@@ -283,10 +281,10 @@ class JsonlStore(SessionStore):
 
     # -- the backend hooks ---------------------------------------------------------------------
 
-    def _begin(self, session: Session, stored: Stored | None) -> None:
+    def _begin(self, session: Session, stored: Stored | None) -> _File:
         n = len(session.records)
         note = stored.note if stored is not None else None
-        self._files[session] = _File(
+        return _File(
             path=self.path_of(session.id),
             exists=session.resumed,
             written_seq=n - 1,
@@ -295,7 +293,7 @@ class JsonlStore(SessionStore):
         )
 
     def _on_record(self, session: Session, record: Record) -> None:
-        state = self._files[session]
+        state: _File = self._state(session)
         state.pending.append((dump_record(record) + "\n").encode())
         if session.state is SessionState.LIVE and state.error is None:
             self._dirty[session] = state
@@ -304,7 +302,7 @@ class JsonlStore(SessionStore):
     async def _enter(self, session: Session) -> None:
         if self._read_only:
             raise self._refuse_write(f"enter session {session.id!r}")
-        state = self._files[session]
+        state: _File = self._state(session)
         await trio.lowlevel.checkpoint()
         # No checkpoint from here until the session is live: every record appended before
         # is in `pending`, every later one marks the session dirty itself.
@@ -313,7 +311,7 @@ class JsonlStore(SessionStore):
             self._batches.poke()
 
     async def _sync(self, session: Session) -> int:
-        state = self._files[session]
+        state: _File = self._state(session)
         if state.error is not None:
             if not state.retry or state.in_flight:
                 raise state.error
@@ -338,7 +336,7 @@ class JsonlStore(SessionStore):
         return state.synced_seq
 
     async def _discard(self, session: Session) -> None:
-        state = self._files[session]
+        state: _File = self._state(session)
         state.abandoned = True
         state.pending.clear()
         state.unsynced.clear()

@@ -47,7 +47,7 @@ class MemoryStore(SessionStore):
         self._writing: dict[str, _Stored] = {}
 
     def _begin(self, session: Session, stored: Stored | None) -> None:
-        pass  # nothing is kept for a session before it is entered
+        return None  # nothing is kept for a session before it is entered
 
     def _on_record(self, session: Session, record: Record) -> None:
         # Invariant: what one backend refuses, every backend refuses.

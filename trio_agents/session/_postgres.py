@@ -33,7 +33,6 @@ import math
 import os
 import socket
 import uuid
-import weakref
 from collections.abc import Callable
 from datetime import UTC
 from functools import partial
@@ -240,7 +239,6 @@ class PostgresStore(SessionStore):
         self._connections = connections
         self._pool = _Pool(dsn, trio.CapacityLimiter(connections), self._lease)
         self._owner = ""
-        self._rows: weakref.WeakKeyDictionary[Session, _Row] = weakref.WeakKeyDictionary()
         # Invariant: both hold only sessions this store holds the lease of, not lost.
         self._dirty: dict[Session, None] = {}
         self._retry: dict[Session, None] = {}
@@ -280,7 +278,7 @@ class PostgresStore(SessionStore):
         plan: builtins.list[tuple[Session, _Row]] = []
         jobs: builtins.list[sql.WriteJob] = []
         for session in sessions:
-            state = self._state_of(session)
+            state = self._leased_state(session)
             if state is None or state.epoch is None or state.lost is not None:
                 continue
             state.in_flight, state.pending = tuple(state.pending), []
@@ -380,22 +378,22 @@ class PostgresStore(SessionStore):
         log.error("session %r lost its lease", session.id, exc_info=state.lost)
         self._emit(SessionWriteFailed(session_id=session.id, error=state.lost))
 
-    def _state_of(self, session: Session) -> _Row | None:
+    def _leased_state(self, session: Session) -> _Row | None:
         entry = self._leased.get(session.id)
         return entry[1] if entry is not None and entry[0] is session else None
 
     # -- the backend hooks -------------------------------------------------------------------
 
-    def _begin(self, session: Session, stored: Stored | None) -> None:
+    def _begin(self, session: Session, stored: Stored | None) -> _Row:
         if stored is None:
-            self._rows[session] = _Row(resumed=False, stored=0)
-            return
-        state = self._rows[session] = _Row(resumed=True, stored=len(stored.records))
+            return _Row(resumed=False, stored=0)
+        state = _Row(resumed=True, stored=len(stored.records))
         for record in stored.records:
             state.note(record)
+        return state
 
     def _on_record(self, session: Session, record: Record) -> None:
-        state = self._rows[session]
+        state: _Row = self._state(session)
         # Invariant: what one backend refuses, every backend refuses.
         line = dump_record(record)
         state.pending.append(line)
@@ -405,7 +403,7 @@ class PostgresStore(SessionStore):
             self._batches.poke()
 
     async def _enter(self, session: Session) -> None:
-        state = self._rows[session]
+        state: _Row = self._state(session)
         take = partial(
             sql.take_lease,
             session_id=session.id,
@@ -421,7 +419,7 @@ class PostgresStore(SessionStore):
             self._batches.poke()
 
     async def _sync(self, session: Session) -> int:
-        state = self._rows[session]
+        state: _Row = self._state(session)
         if state.lost is not None:
             raise state.lost
         if not state.pending and not state.in_flight and session not in self._retry:
@@ -436,7 +434,7 @@ class PostgresStore(SessionStore):
         return state.stored - 1
 
     async def _discard(self, session: Session) -> None:
-        state = self._rows[session]
+        state: _Row = self._state(session)
         state.pending.clear()
         self._dirty.pop(session, None)
         self._retry.pop(session, None)
@@ -450,10 +448,10 @@ class PostgresStore(SessionStore):
         await self._pool.run(sql.discard_session, session.id, self._owner, epoch)
 
     async def _release(self, session: Session) -> None:
-        state = self._rows[session]
+        state: _Row = self._state(session)
         self._dirty.pop(session, None)
         self._retry.pop(session, None)
-        if self._state_of(session) is state:
+        if self._leased_state(session) is state:
             del self._leased[session.id]
         epoch, state.epoch = state.epoch, None
         if epoch is None or state.lost is not None:

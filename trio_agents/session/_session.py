@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import TypeVar, final
+from typing import Any, TypeVar, final
 
 import attrs
 
@@ -105,6 +105,10 @@ class Session:
         self._on_append = on_append
         self._state = SessionState.PRIVATE
         self._flushed_seq = len(self._records) - 1 if resumed else -1
+        # What the store that made this session keeps of it (its own and its backend's
+        # state; SessionStore's business). Held here, not in a map of the store keyed by the
+        # session, so it lives as long as the session and can never keep the session alive.
+        self._store_entry: Any = None
 
     @property
     def id(self) -> str:

@@ -29,7 +29,6 @@ import builtins
 import contextlib
 import os
 import time
-import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -115,7 +114,6 @@ class SqliteStore(SessionStore):
         # Invariant: one thread at a time on each connection.
         self._write_lock = trio.Lock()
         self._read_lock = trio.Lock()
-        self._rows: weakref.WeakKeyDictionary[Session, _Row] = weakref.WeakKeyDictionary()
         # Invariant: both hold only entered sessions that are neither ended nor failed.
         self._dirty: dict[Session, _Row] = {}
         self._unsynced: dict[Session, _Row] = {}
@@ -254,14 +252,14 @@ class SqliteStore(SessionStore):
 
     # -- the backend hooks ---------------------------------------------------------------------
 
-    def _begin(self, session: Session, stored: Stored | None) -> None:
+    def _begin(self, session: Session, stored: Stored | None) -> _Row:
         n = len(stored.records) if stored is not None else 0
-        self._rows[session] = _Row(
+        return _Row(
             new=stored is None, stored=stored is not None, written_seq=n - 1, synced_seq=n - 1
         )
 
     def _on_record(self, session: Session, record: Record) -> None:
-        state = self._rows[session]
+        state: _Row = self._state(session)
         state.pending.append(dump_record(record))
         if session.state is SessionState.LIVE and state.error is None and not state.abandoned:
             if not self._dirty:
@@ -271,7 +269,7 @@ class SqliteStore(SessionStore):
             self._dirty[session] = state
 
     async def _enter(self, session: Session) -> None:
-        state = self._rows[session]
+        state: _Row = self._state(session)
         if self._read_only:
             raise self._refuse_write(f"enter session {session.id!r}")
         await trio.lowlevel.checkpoint()
@@ -282,7 +280,7 @@ class SqliteStore(SessionStore):
             self._batches.poke()
 
     async def _sync(self, session: Session) -> int:
-        state = self._rows[session]
+        state: _Row = self._state(session)
         if state.error is not None:
             if state.in_flight:
                 raise state.error
@@ -311,7 +309,7 @@ class SqliteStore(SessionStore):
         return state.synced_seq
 
     async def _discard(self, session: Session) -> None:
-        state = self._rows[session]
+        state: _Row = self._state(session)
         state.abandoned = True
         state.pending.clear()
         self._dirty.pop(session, None)

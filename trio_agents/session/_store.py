@@ -21,10 +21,9 @@ import abc
 import builtins
 import contextlib
 import logging
-import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import trio
@@ -162,8 +161,11 @@ def open_turns(records: Sequence[Record]) -> list[str]:
 
 @attrs.define(eq=False)
 class _Entry:
-    """The store's bookkeeping of one session it prepared or loaded."""
+    """The store's bookkeeping of one session it prepared or loaded (held by the session)."""
 
+    store: SessionStore
+    # The backend's state for the session (what `_begin` made).
+    backend: Any = None
     # Who may end the session (see SessionStore.enter), or None: anyone.
     owner: object = None
     announced: bool = False
@@ -178,8 +180,9 @@ class SessionStore(abc.ABC):
     A store object is a plugin: ``await ctx.plugin(store)`` starts it and provides it as
     ``sessions``. Its public methods are the contract. The session's lifecycle is the
     session's own (``Session.state``); the store moves it. A backend implements the
-    ``_``-prefixed abstract methods, keeps its own typed state per session (made in
-    ``_begin``), and reads only the public side of a session.
+    ``_``-prefixed abstract methods, keeps its own typed state per session (returned by
+    ``_begin``, held by the session, read back with ``_state``), and reads only the public
+    side of a session.
     """
 
     name: ClassVar[str] = "sessions"
@@ -192,7 +195,6 @@ class SessionStore(abc.ABC):
         self._live: dict[str, Session] = {}
         # Ids whose session is being entered: taken, though not live yet.
         self._entering: set[str] = set()
-        self._entries: weakref.WeakKeyDictionary[Session, _Entry] = weakref.WeakKeyDictionary()
         # Bound once, shared by every session of this store (not a bound method per session).
         self._on_append = self._appended
         self._write_batches = 0
@@ -241,8 +243,7 @@ class SessionStore(abc.ABC):
         self._check_open("prepare a session")
         session_id = new_session_id() if session_id is None else check_session_id(session_id)
         session = Session(session_id, on_append=self._on_append)
-        self._entries[session] = _Entry()
-        self._begin(session, None)
+        self._track(session, None)
         return session
 
     async def load(self, session_id: str) -> Session:
@@ -264,7 +265,7 @@ class SessionStore(abc.ABC):
         check_session_id(session_id)
         draining = self._live.get(session_id)
         if draining is not None:
-            entry = self._entries[draining]
+            entry = self._entry_of(draining)
             if entry.ending is not None:
                 # Its owner is gone and only the final flush remains: the id is free once it
                 # lands, so wait for it rather than refuse.
@@ -273,8 +274,7 @@ class SessionStore(abc.ABC):
         self._check_not_live(session_id)
         stored = await self._read(session_id)
         session = Session(session_id, stored.records, resumed=True, on_append=self._on_append)
-        self._entries[session] = _Entry()
-        self._begin(session, stored)
+        self._track(session, stored)
         for turn_id in open_turns(stored.records):
             session.append(TurnEnded(turn_id=turn_id, stop_reason=StopReason.INTERRUPTED))
         return session
@@ -448,6 +448,9 @@ class SessionStore(abc.ABC):
         with trio.CancelScope(shield=True):
             await self._release(session)
         session.advance(SessionState.ENDED)
+        # The owner only guarded the end: once over, the session does not keep it (nor, in a
+        # cycle through it, itself) alive; they go when the last reference does.
+        self._entry_of(session).owner = None
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -526,8 +529,8 @@ class SessionStore(abc.ABC):
     def _entry_of(self, session: Session) -> _Entry:
         if not isinstance(session, Session):
             raise TypeError(f"expected a Session; got {type(session).__name__}")
-        entry = self._entries.get(session)
-        if entry is None:
+        entry = session._store_entry
+        if not isinstance(entry, _Entry) or entry.store is not self:
             raise ValueError(
                 f"session {session.id!r} belongs to another store; use the store that "
                 f"prepared or loaded it"
@@ -566,10 +569,23 @@ class SessionStore(abc.ABC):
     async def _open(self, ctx: Context) -> None:  # noqa: B027 - optional hook
         """Start the backend (its background tasks go on ``ctx``'s fiber)."""
 
+    def _track(self, session: Session, stored: Stored | None) -> None:
+        entry = session._store_entry = _Entry(self)
+        entry.backend = self._begin(session, stored)
+
+    @staticmethod
+    def _state(session: Session) -> Any:
+        """The backend's state for ``session`` (what ``_begin`` made), in a backend's hooks.
+
+        The session holds it: a backend keeps nothing of a session in a map of its own that
+        the session could not outlive (an error kept there, with its traceback, would hold
+        the session forever)."""
+        return session._store_entry.backend
+
     @abc.abstractmethod
-    def _begin(self, session: Session, stored: Stored | None) -> None:
+    def _begin(self, session: Session, stored: Stored | None) -> object:
         """A session was prepared (``stored`` is ``None``) or loaded (``stored`` is what
-        ``_read`` returned): make the backend's state for it."""
+        ``_read`` returned): return the backend's state for it (``_state`` gives it back)."""
 
     @abc.abstractmethod
     def _on_record(self, session: Session, record: Record) -> None:
