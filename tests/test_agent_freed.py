@@ -3,7 +3,8 @@
 A long-lived runtime creates and disposes agents all day; whatever one of them leaves behind
 is kept for the runtime's life. Each test holds only weak references to what the agent was
 made of, drops its own strong ones, collects, and checks every one is dead, on every store
-backend (a store keeps its bookkeeping of a session beside it, and must not keep it alive).
+backend (a store keeps its bookkeeping of a session on the session, never in a map of its own
+that would keep the session alive).
 """
 
 from __future__ import annotations

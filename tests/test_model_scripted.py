@@ -33,6 +33,7 @@ from trio_agents.model import (
     Wait,
     split_words,
 )
+from trio_agents.model._scripted import _KEPT_REQUESTS
 
 
 def _request(*messages: ChatMessage) -> ModelRequest:
@@ -329,6 +330,16 @@ async def test_requests_records_every_request_in_order_also_past_the_script() ->
     with pytest.raises(ModelError, match=r"^the script of ScriptedModel 'scripted' has no reply"):
         await _collect(model, second)
     assert (before, model.requests) == ((), (first, second))
+
+
+async def test_requests_keeps_the_latest_ones_only() -> None:
+    """The echo model never runs out: a long-lived agent on it must not grow by a request
+    per turn, so ``requests`` holds the latest 1,000, oldest first."""
+    model = ScriptedModel.echo()
+    sent = [_request(UserText(f"m{i}")) for i in range(_KEPT_REQUESTS + 5)]
+    for request in sent:
+        await _collect(model, request)
+    assert model.requests == tuple(sent[5:])
 
 
 _WORDY = st.sampled_from(["a", "b c", "", " d  e f ", "g"])

@@ -12,14 +12,16 @@ Rules:
   from where that one ended, so a request's cost does not grow with its history; any
   message that is not the one (or equal to the one) counted before is counted afresh.
 - Every request a ``stream()`` starts on is kept, in order, in ``requests`` (what a test checks
-  the model was sent: the messages and the tool specs), also when the script has run out.
+  the model was sent: the messages and the tool specs), also when the script has run out: the
+  latest 1,000 of them, so that a long-lived agent on the embedded default
+  (``echo``, which never runs out) does not grow by a request per turn.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, TypeAlias, final
 
@@ -32,6 +34,9 @@ from ._protocol import check_context_window
 from ._stream import Finished, FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
 
 __all__ = ["CallTool", "Fail", "Reply", "Say", "ScriptedModel", "Step", "Wait", "split_words"]
+
+# How many of its latest requests a ScriptedModel keeps in `requests`.
+_KEPT_REQUESTS = 1_000
 
 
 def _copy(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -204,7 +209,7 @@ class ScriptedModel:
         self._replies = tuple(_normalize(r, i) for i, r in enumerate(replies))
         self._respond: Responder | None = None
         self._served = 0
-        self._requests: list[ModelRequest] = []
+        self._requests: deque[ModelRequest] = deque(maxlen=_KEPT_REQUESTS)
         self._call_ids = itertools.count(1)
         self._input_words = _InputWords()
 
@@ -244,7 +249,8 @@ class ScriptedModel:
 
     @property
     def requests(self) -> tuple[ModelRequest, ...]:
-        """Every request a ``stream()`` started on, oldest first (a snapshot)."""
+        """The latest 1,000 requests a ``stream()`` started on, oldest first
+        (a snapshot)."""
         return tuple(self._requests)
 
     def _next_steps(self, request: ModelRequest) -> Sequence[Step]:
