@@ -18,9 +18,8 @@ import weakref
 from pathlib import Path
 
 import pytest
-import trio
 from store_backends import BACKENDS, Factory
-from test_agent_ownership import AtStep
+from test_agent_ownership import cancelled_at_step
 from test_session_damaged import HEADER, good_line, write
 
 import trio_agents as ta
@@ -130,17 +129,12 @@ async def test_creations_cancelled_at_every_checkpoint_leave_nothing_alive(
     async with ta.open_runtime(store=make_store(), model=ta.ScriptedModel.echo()) as root:
         before = _census()
         for k in range(1, 400):
-            scope = trio.CancelScope()
-            instrument = AtStep(k, scope.cancel)
-            trio.lowlevel.add_instrument(instrument)
-            try:
-                with scope:
-                    handle = await root.agents.create(session_id="a")
-                    fired = instrument.fired
-            finally:
-                trio.lowlevel.remove_instrument(instrument)
-            if scope.cancelled_caught:
+            handle, cancelled, fired = await cancelled_at_step(
+                k, lambda: root.agents.create(session_id="a")
+            )
+            if cancelled:
                 continue
+            assert handle is not None
             await handle.dispose()
             del handle
             if not fired:

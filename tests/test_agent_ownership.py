@@ -3,8 +3,9 @@ transaction, cancel reaches what it should and reports only what it did, no back
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 import pytest
@@ -47,6 +48,9 @@ def co_owner_entries(ctx: Context) -> list[str]:
     return [label for label in ctx.fiber.statistics().entries if label.startswith("defer")]
 
 
+T = TypeVar("T")
+
+
 class AtStep(trio.abc.Instrument):
     """Calls ``action()`` right after the ``k``-th task step of the run (any task) from now:
     so ``k = 1, 2, ...`` reaches every checkpoint of an operation and of the tasks it
@@ -65,6 +69,26 @@ class AtStep(trio.abc.Instrument):
     @property
     def fired(self) -> bool:
         return self.steps >= self.k
+
+
+async def cancelled_at_step(
+    k: int, call: Callable[[], Awaitable[T]]
+) -> tuple[T | None, bool, bool]:
+    """Await ``call()`` with the caller cancelled right after the ``k``-th task step from now:
+    its result (``None`` if it did not return), whether the cancel was caught, and whether
+    step ``k`` came before it returned."""
+    scope = trio.CancelScope()
+    instrument = AtStep(k, scope.cancel)
+    trio.lowlevel.add_instrument(instrument)
+    result = None
+    fired = True
+    try:
+        with scope:
+            result = await call()
+            fired = instrument.fired
+    finally:
+        trio.lowlevel.remove_instrument(instrument)
+    return result, scope.cancelled_caught, fired
 
 
 @attrs.define
@@ -119,18 +143,11 @@ async def test_create_cancelled_at_every_checkpoint_leaves_a_working_agent_or_no
         before = co_owner_entries(root)
         completed_at = None
         for k in range(1, 400):
-            scope = trio.CancelScope()
-            instrument = AtStep(k, scope.cancel)
-            trio.lowlevel.add_instrument(instrument)
-            handle = None
-            try:
-                with scope:
-                    handle = await root.agents.create(session_id="a")
-                    fired = instrument.fired
-            finally:
-                trio.lowlevel.remove_instrument(instrument)
+            handle, cancelled, fired = await cancelled_at_step(
+                k, lambda: root.agents.create(session_id="a")
+            )
             if handle is None:
-                assert scope.cancelled_caught
+                assert cancelled
                 await assert_nothing_left(root, store, tmp_path)
                 assert co_owner_entries(root) == before
                 assert events.get("AgentCreated") == events.get("AgentDisposed") == 0
@@ -163,18 +180,9 @@ async def test_resume_cancelled_at_every_checkpoint_leaves_a_working_agent_or_no
         before = co_owner_entries(root)
         events = listen_all(root)
         for k in range(1, 400):
-            scope = trio.CancelScope()
-            instrument = AtStep(k, scope.cancel)
-            trio.lowlevel.add_instrument(instrument)
-            handle = None
-            try:
-                with scope:
-                    handle = await root.agents.resume("a")
-                    fired = instrument.fired
-            finally:
-                trio.lowlevel.remove_instrument(instrument)
+            handle, cancelled, fired = await cancelled_at_step(k, lambda: root.agents.resume("a"))
             if handle is None:
-                assert scope.cancelled_caught
+                assert cancelled
                 assert root.agents.list() == ()
                 assert store.live() == ()
                 assert co_owner_entries(root) == before
