@@ -195,6 +195,31 @@ async def test_create_never_replaces_a_stored_session(tmp_path: Path) -> None:
         ]
 
 
+async def test_a_generated_id_that_is_stored_is_refused_by_the_enter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """create() without an id does not look the fresh id up (48 random bits); the store's
+    enter, the authoritative check, still refuses one that is stored: the creation fails,
+    nothing is left of it, and the stored history stays."""
+    import trio_agents.session._store as store_module
+    from trio_agents.session import SessionExistsError, UserMessage
+
+    async with ag.open_runtime(store=JsonlStore(tmp_path)) as root:
+        first = await root.agents.create(session_id="s-000000000001")
+        first.agent.prompt("remember me")
+        await first.agent.when_idle()
+        await first.dispose()
+        monkeypatch.setattr(store_module, "new_session_id", lambda: "s-000000000001")
+        with pytest.raises(SessionExistsError, match=r"^session 's-000000000001' is already"):
+            await root.agents.create()
+        assert root.agents.list() == ()
+        assert [f.name for f in root.fiber.runtime.fibers if f.name.startswith("agent:")] == []
+        resumed = (await root.agents.resume("s-000000000001")).agent
+        assert [r.content for r in resumed.session.records if isinstance(r, UserMessage)] == [
+            "remember me"
+        ]
+
+
 async def test_declared_agent_with_a_stored_id_is_resumed(tmp_path: Path) -> None:
     """A declared agent whose session is stored comes back with its history on restart."""
     from trio_agents.session import UserMessage

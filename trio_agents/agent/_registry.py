@@ -268,7 +268,10 @@ class AgentRegistry(Generic[A]):
         if isinstance(session_id, str) and session_id in self._live:
             raise AgentIdInUseError(_in_use(session_id))
         session = self.store.prepare(session_id)
-        if await self.store.is_stored(session.id):
+        # A given id is looked up now, for a clear refusal before anything is built. A fresh
+        # one (48 random bits) is not: the store's enter, the authoritative check, refuses
+        # it in the unlikely case it is stored, and the creation rolls back as a failure.
+        if session_id is not None and await self.store.is_stored(session.id):
             await self.store.abandon(session)
             raise SessionExistsError(
                 f"session {session.id!r} is already stored; resume it "

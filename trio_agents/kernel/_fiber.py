@@ -462,6 +462,7 @@ class Fiber:
     ) -> None:
         _CURRENT.set(self.context)
         _reset_scopes()
+        activated = False
         try:
             if self._halted() or self._state is not FiberState.LOADING:
                 # Disposed (or its task cancelled) before it began: nothing is applied (its
@@ -478,11 +479,15 @@ class Fiber:
                 # What the fiber's loop would do next, done here: the creator resumes in
                 # the scheduler's next pass, not in the one after the loop took the news.
                 self._activate(status)
+                activated = True
         except Exception as exc:
             failure.append(exc)
         finally:
             applied.set()
-            self._poke()
+            if not activated:
+                # The loop has news to act on (a failure, a cancel, a request or a stop).
+                # After an activation it has none: it reads ``applied`` when it next wakes.
+                self._poke()
 
     def _activate(self, status: list[trio.TaskStatus[None]]) -> None:
         """The application is done: the fiber is active (its load scope is not kept)."""

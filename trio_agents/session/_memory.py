@@ -59,7 +59,9 @@ class MemoryStore(SessionStore):
             stored.updated = session.updated  # stamped by the append, just before
 
     async def _enter(self, session: Session) -> None:
-        await trio.lowlevel.checkpoint()
+        if session.resumed:
+            # A new session's enter checkpointed already, in the is_stored check before this.
+            await trio.lowlevel.checkpoint()
         # No checkpoint from here until the session is live: no record is missed.
         stored = self._data[session.id] = _Stored(builtins.list(session.records), writer=session)
         self._writing[session.id] = stored
