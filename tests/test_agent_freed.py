@@ -180,3 +180,26 @@ async def test_an_agent_whose_final_flush_failed_is_freed(
         assert caught.group_contains(SessionWriteError, match="changed since it was read")
         del handle, caught
         assert _alive(refs) == []
+
+
+async def test_a_disposed_agent_is_freed_without_the_collector(make_store: Factory) -> None:
+    """Nothing of a disposed agent is in a reference cycle: it is freed when its last
+    reference goes, not by a pass of the cyclic garbage collector (which a runtime creating
+    and disposing agents all day would otherwise pay for, in proportion to what it holds)."""
+    async with ta.open_runtime(store=make_store(), model=ta.ScriptedModel.echo()) as root:
+        for warm_up in (True, False):  # the first agent builds what later ones share
+            gc.collect()
+            gc.disable()
+            try:
+                handle = await root.agents.create()
+                handle.agent.prompt("one")
+                await handle.agent.when_idle()
+                refs = _refs(root, handle.agent)
+                await handle.dispose()
+                del handle
+                _wait_for_worker_threads()
+                alive = [name for name, ref in refs.items() if ref() is not None]
+            finally:
+                gc.enable()
+            if not warm_up:
+                assert alive == []

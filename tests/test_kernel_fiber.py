@@ -520,3 +520,36 @@ async def test_a_child_context_owns_its_entries_and_unwinds_in_its_parents_order
         "exit kept",
         "exit before",
     ]
+
+
+async def test_a_disposed_fiber_is_freed_without_the_collector() -> None:
+    """A done fiber drops what refers back to it (its context, task and stack entry): one
+    nobody holds is freed by reference counting, and a late reader of ``fiber.context`` gets
+    a context that refuses what the done fiber refuses."""
+    import gc
+    import weakref
+
+    async def nothing() -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def apply(ctx: Context, config: None) -> None:
+        ctx.defer(nothing)
+        ctx.start_soon(trio.sleep_forever)
+
+    async with open_root() as root:
+        gc.collect()
+        gc.disable()
+        try:
+            fiber = await root.plugin(P("short", apply))
+            context = fiber.context
+            assert fiber.context is context  # one context while the fiber lives
+            await fiber.dispose()
+            late = fiber.context
+            assert late.fiber is fiber
+            with pytest.raises(FiberClosedError):
+                late.defer(nothing)
+            ref = weakref.ref(fiber)
+            del fiber, context, late
+            assert ref() is None
+        finally:
+            gc.enable()

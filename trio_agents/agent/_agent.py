@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
@@ -65,6 +66,12 @@ class AgentStatistics:
 _DEFAULT_COMPACTOR = SummarizingCompactor()
 
 
+def _compactor_of(find: Callable[[], Compactor | None] | None) -> Compactor:
+    """The compaction policy in force: the runtime's service, else the default."""
+    found = find() if find is not None else None
+    return found if found is not None else _DEFAULT_COMPACTOR
+
+
 def _anyone(event_type: type) -> bool:
     """Without a ``listens`` check every event is built and emitted."""
     return True
@@ -87,7 +94,6 @@ class Agent:
         "_config",
         "_done",
         "_emit",
-        "_find_compactor",
         "_history",
         "_idle",
         "_inbox",
@@ -136,7 +142,6 @@ class Agent:
         self._done = Signal()
         self._children: dict[str, Agent] = {}
         self._inbox, self._next_turn, usage = restore(session)
-        self._find_compactor = compactor
         self._parts = AgentParts(
             caller=self,
             session=session,
@@ -150,7 +155,7 @@ class Agent:
             usage=usage,
             instructions=config.instructions,
             max_steps=config.max_steps,
-            compactor=self._compactor,
+            compactor=functools.partial(_compactor_of, compactor),
         )
         self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []
@@ -495,10 +500,6 @@ class Agent:
             self._idle = None
             idle.set()
 
-    def _compactor(self) -> Compactor:
-        found = self._find_compactor() if self._find_compactor is not None else None
-        return found if found is not None else _DEFAULT_COMPACTOR
-
     def _fail_jobs(self, error: BaseException) -> None:
         for job in self._compact_jobs:
             job.fail(error)
@@ -573,5 +574,8 @@ class Agent:
         await self._parts.flush()
 
     def _finish(self) -> None:
+        # The parts name the agent to its tools; a disposed agent runs none, and without the
+        # reference a disposed agent nobody holds is freed at once, not by the collector.
+        self._parts.caller = None
         if self._status is AgentStatus.DISPOSING:
             self._set_status(AgentStatus.DISPOSED)

@@ -168,10 +168,15 @@ class _Hosted(Generic[A]):
 
     async def _end_session(self) -> None:
         store = self.registry.store
-        if self.committed:
-            await store.detach(self.session, owner=self)
-        else:
-            await store.abandon(self.session, owner=self)
+        try:
+            if self.committed:
+                await store.detach(self.session, owner=self)
+            else:
+                await store.abandon(self.session, owner=self)
+        finally:
+            # The last step of the agent's teardown: its fiber holds this plugin, so the
+            # contexts of that fiber, kept here, would make a cycle the collector must free.
+            self.ctx = self.scope = None
 
 
 @final

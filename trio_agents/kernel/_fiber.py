@@ -81,6 +81,7 @@ class Fiber:
         "_application_errors",
         "_children",
         "_config",
+        "_context",
         "_done",
         "_entry",
         "_errors",
@@ -95,7 +96,6 @@ class Fiber:
         "_stop",
         "_task",
         "_wake",
-        "context",
         "id",
         "parent",
         "runtime",
@@ -114,7 +114,7 @@ class Fiber:
         self.spec = spec
         self.parent = parent
         self.id = f"{spec.name}#{runtime._next_id()}"
-        self.context = Context(self)
+        self._context: Context | None = Context(self)
         self._config = config
         self._raw_config = raw_config
         self._state = FiberState.PENDING
@@ -136,6 +136,15 @@ class Fiber:
         self._children: dict[Fiber, None] = {}
 
     # -- public surface -------------------------------------------------------------------
+
+    @property
+    def context(self) -> Context:
+        """The fiber's own context: what its ``apply`` received."""
+        context = self._context
+        # Once the fiber is done it drops its context (and its task and entry), so that a
+        # fiber nobody holds is freed at once, not by the cyclic garbage collector; a late
+        # reader gets an equivalent context, which refuses everything a done fiber refuses.
+        return context if context is not None else Context(self)
 
     @property
     def name(self) -> str:
@@ -384,6 +393,8 @@ class Fiber:
                 self._entry.discard()
             if self.parent is not None:
                 self.parent._children.pop(self, None)
+            # The references back to this fiber from what it holds (see `context`).
+            self._context = self._entry = self._task = None
             self._done.set()
         _report(status)
 
