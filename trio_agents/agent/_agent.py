@@ -17,7 +17,6 @@ Rules:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
@@ -33,7 +32,7 @@ from ..session._convert import check_recordable_cause
 from ._approval import Approvals, Approver
 from ._ask import AnswerFold
 from ._compact_job import CompactJob
-from ._compaction import CompactionError, Compactor, SummarizingCompactor
+from ._compaction import CompactionError, Compactor
 from ._config import AgentConfig
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
@@ -61,15 +60,6 @@ class AgentStatistics:
     turns: int
     running_turn: str | None
     children: tuple[str, ...]
-
-
-_DEFAULT_COMPACTOR = SummarizingCompactor()
-
-
-def _compactor_of(find: Callable[[], Compactor | None] | None) -> Compactor:
-    """The compaction policy in force: the runtime's service, else the default."""
-    found = find() if find is not None else None
-    return found if found is not None else _DEFAULT_COMPACTOR
 
 
 def _anyone(event_type: type) -> bool:
@@ -155,7 +145,7 @@ class Agent:
             usage=usage,
             instructions=config.instructions,
             max_steps=config.max_steps,
-            compactor=functools.partial(_compactor_of, compactor),
+            find_compactor=compactor,
         )
         self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []

@@ -17,16 +17,19 @@ from typing import TYPE_CHECKING, Any, final
 
 from ..model import Model, ToolSpec
 from ..session import ModelUsage, Session, SessionStore, SessionWriteError
+from ._compaction import Compactor, SummarizingCompactor
 from ._history import History
 from ._inbox import Inbox
 from ._meter import ContextMeter, ContextUsage
 from ._usage import AgentUsage
 
 if TYPE_CHECKING:
-    from ._compaction import Compactor
     from ._tools import ToolRegistry
 
 __all__ = ["AgentParts"]
+
+#: The compaction policy of a runtime that provides none.
+_DEFAULT_COMPACTOR = SummarizingCompactor()
 
 
 @final
@@ -40,11 +43,11 @@ class AgentParts:
     """
 
     __slots__ = (
+        "_find_compactor",
         "_specs_seen",
         "_store",
         "allowed",
         "caller",
-        "compactor",
         "emit",
         "history",
         "id",
@@ -73,7 +76,7 @@ class AgentParts:
         usage: AgentUsage,
         instructions: str | None,
         max_steps: int,
-        compactor: Callable[[], Compactor],
+        find_compactor: Callable[[], Compactor | None] | None,
     ) -> None:
         self.id = session.id
         self.caller = caller
@@ -90,10 +93,17 @@ class AgentParts:
         self.history = History(instructions).update(session)
         self.meter = ContextMeter()
         self.max_steps = max_steps
-        #: The compaction policy in force now (looked up at each use).
-        self.compactor = compactor
+        # The runtime's compaction service, looked up at each use (shared by the agents of
+        # one context: a callable per agent would be held by every idle one).
+        self._find_compactor = find_compactor
         # The agent's view of the registry's specs: (the registry's tuple, the subset offered).
         self._specs_seen: tuple[tuple[ToolSpec, ...], tuple[ToolSpec, ...]] | None = None
+
+    def compactor(self) -> Compactor:
+        """The compaction policy in force now: the runtime's service, else the default."""
+        find = self._find_compactor
+        found = find() if find is not None else None
+        return found if found is not None else _DEFAULT_COMPACTOR
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """What the model is told about the tools this agent may call."""
