@@ -139,11 +139,14 @@ class Fiber:
 
     @property
     def context(self) -> Context:
-        """The fiber's own context: what its ``apply`` received."""
+        """The fiber's own context: what its ``apply`` received.
+
+        Once the fiber is done (disposed or failed), an equivalent new context on each read,
+        which refuses what a done fiber refuses.
+        """
         context = self._context
-        # Once the fiber is done it drops its context (and its task and entry), so that a
-        # fiber nobody holds is freed at once, not by the cyclic garbage collector; a late
-        # reader gets an equivalent context, which refuses everything a done fiber refuses.
+        # A done fiber drops its context (and its task and entry), which all refer back to
+        # it: a fiber nobody holds is freed at once, not by the cyclic garbage collector.
         return context if context is not None else Context(self)
 
     @property
