@@ -91,8 +91,10 @@ async def test_failed_apply_with_a_failing_exit_raises_both() -> None:
 
     @asynccontextmanager
     async def bad() -> AsyncIterator[None]:
-        yield
-        raise KeyError("exit")
+        try:
+            yield
+        finally:
+            raise KeyError("exit")
 
     async def apply(ctx: Context, config: None) -> None:
         await ctx.effect(bad())

@@ -95,6 +95,7 @@ class Fiber:
         "_state",
         "_stop",
         "_task",
+        "_unwinding",
         "_wake",
         "id",
         "parent",
@@ -128,6 +129,8 @@ class Fiber:
         self._stop = False
         self._reset = False
         self._failure: BaseException | None = None
+        # Set by the owner of the root before it disposes it: what unwinds the application.
+        self._unwinding: BaseException | None = None
         self._application_ended = Signal()
         self._application_errors: list[BaseException] = []
         self._errors: list[BaseException] = []
@@ -291,7 +294,7 @@ class Fiber:
         kind = type(cm)
         value = await kind.__aenter__(cm)
         self._push(
-            Entry("effect", kind.__aexit__, cm, None, None, None, about=kind.__name__), section
+            Entry("effect", kind.__aexit__, cm, about=kind.__name__, unwinding=True), section
         )
         return value
 
@@ -409,6 +412,9 @@ class Fiber:
         errors: list[BaseException] = []
         applied = Signal()
         apply_failure: list[BaseException] = []
+        # What tears the application down from outside: trio's Cancelled of an outer
+        # cancellation, or what the root's owner hands over (see open_root).
+        outer: BaseException | None = None
         try:
             # Invariant: this task enters and exits every entry; the nursery is below all of
             # them, so shielding its cancel scope protects the whole unwind (and the tasks
@@ -437,6 +443,9 @@ class Fiber:
                                 self._activate(status)
                             continue
                         await self._wake.wait()
+                except BaseException as exc:
+                    outer = exc
+                    raise
                 finally:
                     nursery.cancel_scope.shield = True
                     load_scope, self._load_scope = self._load_scope, None
@@ -445,7 +454,15 @@ class Fiber:
                         load_scope.cancel(DisposedCancel())
                         await applied.wait()
                     self._refuse_requests()
-                    errors = await stack.unwind()
+                    # Invariant: an effect's exit sees what unwinds the fiber: its failure
+                    # first (the state it ends in), else an outer cancellation, else what
+                    # the owner handed over; None on a clean unload.
+                    unwinding = apply_failure[0] if apply_failure else self._failure
+                    if unwinding is None:
+                        unwinding = outer if outer is not None else self._unwinding
+                    errors = await stack.unwind(unwinding)
+                    del unwinding, outer
+                    self._unwinding = None
                     self._nursery = None
                     self._stack = None
         finally:

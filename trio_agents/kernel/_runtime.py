@@ -199,6 +199,8 @@ async def open_root() -> AsyncIterator[Context]:
                 yield root.context
             except BaseException as exc:
                 body_error = exc
+                # The body is the root's application: its effects see what it raised.
+                root._unwinding = exc
                 raise
             finally:
                 _CURRENT.reset(token)
