@@ -348,6 +348,12 @@ class AgentRegistry(Generic[A]):
         approver: Approver | None,
     ) -> AgentHandle[A]:
         caller = _caller()
+        # A child agent is owned by its parent alone: its fiber is in the parent's scope.
+        # Otherwise the calling fiber co-owns the agent, so it must be able to own it: it is
+        # checked now (nothing is built for a refusal), and its entry is taken before the
+        # commit (nothing is published if it cannot be).
+        if parent is not None or caller is None or caller.fiber is self._ctx.fiber:
+            caller = None
         request = AgentRequest(
             session=session,
             config=config,
@@ -359,23 +365,32 @@ class AgentRegistry(Generic[A]):
             tools=self.tools,
         )
         hosted = _Hosted(self, session, lambda: self.factory.build(request))
+        co_owner: Entry | None = None
         try:
+            if caller is not None and not caller.fiber.state.is_open:
+                raise FiberClosedError(_closed_caller(session.id, caller))
             owner = self._scope_of(parent) if parent is not None else self._ctx
             fiber = await owner.plugin(hosted)
             # Invariant: no checkpoint from here to the return, so a cancellation of the
             # caller either came before (rolled back below) or finds the agent handed over.
+            if caller is not None:
+                # The calling fiber co-owns the agent: its unload disposes it. The entry
+                # leaves the caller's stack when the agent goes by any other path (_detach).
+                try:
+                    co_owner = caller.defer(fiber.dispose)
+                except FiberClosedError:
+                    raise FiberClosedError(_closed_caller(session.id, caller)) from None
             agent = hosted.commit()
         except BaseException:
+            if co_owner is not None:
+                co_owner.discard()
             with trio.CancelScope(shield=True):
                 await hosted.roll_back()
             raise
         self._fibers[agent] = fiber
         self.factory.adopted(agent)
-        # A child agent is owned by its parent alone: its fiber is in the parent's scope.
-        if parent is None and caller is not None and caller.fiber is not self._ctx.fiber:
-            # The calling fiber co-owns the agent: its unload disposes it. The entry leaves
-            # the caller's stack when the agent goes by any other path (see _detach).
-            self._co_owners[agent] = caller.defer(fiber.dispose)
+        if co_owner is not None:
+            self._co_owners[agent] = co_owner
         return AgentHandle(agent, fiber.dispose)
 
     def _in_use_error(self, session_id: str, error: SessionIdInUseError) -> AgentIdInUseError:
@@ -455,6 +470,19 @@ def _caller() -> Context | None:
         return current_context()
     except RuntimeError:
         return None
+
+
+def _closed_caller(agent_id: str, caller: Context) -> str:
+    fiber = caller.fiber
+    where = (
+        f"fiber {fiber.id} is {fiber.state.value}"
+        if not fiber.state.is_open
+        else f"the section of fiber {fiber.id} it was called from is unwinding"
+    )
+    return (
+        f"agent {agent_id!r} was not created: the calling fiber co-owns the agents it creates, "
+        f"and {where}; create it from a fiber that is loading or active"
+    )
 
 
 def _in_use(agent_id: str) -> str:
