@@ -558,3 +558,27 @@ async def test_the_scope_of_an_agent_hands_out_no_fiber() -> None:
         scope.defer(cleanup)
         await handle.dispose()
         assert ran == ["cleanup"]
+
+
+async def test_the_fiber_tree_cannot_dispose_an_agent_only_its_handle_can() -> None:
+    """An agent's fiber found through runtime.fibers or Fiber.children refuses dispose();
+    the agent keeps working, and the handle still tears it down."""
+    async with ag.open_runtime() as root:
+        handle = await root.agents.create(session_id="a")
+        child = await root.agents.create(session_id="c", parent=handle.agent)
+        runtime = root.fiber.runtime
+        [fiber] = [f for f in runtime.fibers if f.name == "agent:a"]
+        [child_fiber] = [f for f in fiber.children if f.name == "agent:c"]
+        for found, agent_id in ((fiber, "a"), (child_fiber, "c"), (fiber.context.fiber, "a")):
+            with pytest.raises(
+                RuntimeError,
+                match=rf"^fiber agent:{agent_id}#\d+ cannot be disposed from the fiber tree: "
+                rf"agent '{agent_id}' is torn down by its handle; call dispose\(\) on the "
+                r"AgentHandle that create\(\) or resume\(\) returned$",
+            ):
+                await found.dispose()
+        await assert_works(handle)
+        await assert_works(child)
+        await handle.dispose()
+        assert root.agents.list() == ()
+        assert [f.name for f in runtime.fibers if f.name.startswith("agent:")] == []

@@ -37,7 +37,7 @@ import attrs
 import trio
 from typing_extensions import TypeVar
 
-from ..kernel import Context, Entry, Fiber, FiberClosedError, FiberState, current_context
+from ..kernel import Context, Entry, FiberClosedError, FiberState, current_context
 from ..model import Model
 from ..session import Session, SessionExistsError, SessionIdInUseError, SessionStore
 from ._agent import Agent
@@ -96,7 +96,17 @@ class AgentScope:
 class _Hosted(Generic[A]):
     """The plugin of one agent's fiber, and the transaction that creates the agent."""
 
-    __slots__ = ("agent", "committed", "ctx", "make", "name", "registry", "scope", "session")
+    __slots__ = (
+        "_disposer",
+        "agent",
+        "committed",
+        "ctx",
+        "make",
+        "name",
+        "registry",
+        "scope",
+        "session",
+    )
 
     def __init__(
         self,
@@ -114,10 +124,17 @@ class _Hosted(Generic[A]):
         #: loop lands here, and unwinds after the loop stopped.
         self.scope: Context | None = None
         self.committed = False
+        #: The one way to tear the agent's fiber down: its dispose() through the fiber tree
+        #: refuses; the handle (and the caller's co-owner entry) hold this.
+        self._disposer: Callable[[], Awaitable[None]] | None = None
 
     async def apply(self, ctx: Context, config: None) -> None:
         registry, store, session = self.registry, self.registry.store, self.session
         self.ctx = ctx
+        self._disposer = ctx.fiber.guard(
+            f"agent {session.id!r} is torn down by its handle; call dispose() on the "
+            f"AgentHandle that create() or resume() returned"
+        )
         # Owned before it is entered: the end also undoes an enter that did not complete.
         ctx.defer(self._end_session)
         try:
@@ -148,10 +165,7 @@ class _Hosted(Generic[A]):
         """
         ctx, agent = self.ctx, self.agent
         if ctx is None or agent is None or ctx.fiber.state is not FiberState.ACTIVE:
-            raise FiberClosedError(
-                f"agent {self.session.id!r} was torn down before its creation completed "
-                f"(its agent loop or parent was disposed meanwhile); nothing was kept"
-            )
+            raise self._torn_down()
         self.committed = True
         self.registry.store.announce(self.session)
         self.registry._publish(agent)
@@ -160,10 +174,26 @@ class _Hosted(Generic[A]):
         ctx.defer(factory.stop, agent)
         return agent
 
+    def disposer(self) -> Callable[[], Awaitable[None]]:
+        """The agent fiber's disposer, while its fiber is not torn down.
+
+        Raises:
+            FiberClosedError: the agent's fiber was torn down before it could be published.
+        """
+        if self._disposer is None:
+            raise self._torn_down()
+        return self._disposer
+
+    def _torn_down(self) -> FiberClosedError:
+        return FiberClosedError(
+            f"agent {self.session.id!r} was torn down before its creation completed "
+            f"(its agent loop or parent was disposed meanwhile); nothing was kept"
+        )
+
     async def roll_back(self) -> None:
         """Undo an uncommitted creation: nothing of it is left (call shielded)."""
-        if self.ctx is not None:
-            await self.ctx.fiber.dispose()
+        if self._disposer is not None:
+            await self._disposer()
         await self.registry.store.abandon(self.session, owner=self)
 
     async def _end_session(self) -> None:
@@ -177,6 +207,7 @@ class _Hosted(Generic[A]):
             # The last step of the agent's teardown: its fiber holds this plugin, so the
             # contexts of that fiber, kept here, would make a cycle the collector must free.
             self.ctx = self.scope = None
+            self._disposer = None
 
 
 @final
@@ -208,7 +239,7 @@ class AgentRegistry(Generic[A]):
         #: The factory that builds, runs and stops this registry's agents.
         self.factory: AgentFactory[A] = found
         self._live: dict[str, A] = {}
-        self._fibers: dict[AgentLike, Fiber] = {}
+        self._hosted: dict[AgentLike, _Hosted[A]] = {}
         self._co_owners: dict[A, Entry] = {}
         # Invariant: the agents whose AgentCreated was emitted and AgentDisposed not yet.
         self._published: set[A] = set()
@@ -370,14 +401,15 @@ class AgentRegistry(Generic[A]):
             if caller is not None and not caller.fiber.state.is_open:
                 raise FiberClosedError(_closed_caller(session.id, caller))
             owner = self._scope_of(parent) if parent is not None else self._ctx
-            fiber = await owner.plugin(hosted)
+            await owner.plugin(hosted)
+            dispose = hosted.disposer()
             # Invariant: no checkpoint from here to the return, so a cancellation of the
             # caller either came before (rolled back below) or finds the agent handed over.
             if caller is not None:
                 # The calling fiber co-owns the agent: its unload disposes it. The entry
                 # leaves the caller's stack when the agent goes by any other path (_detach).
                 try:
-                    co_owner = caller.defer(fiber.dispose)
+                    co_owner = caller.defer(dispose)
                 except FiberClosedError:
                     raise FiberClosedError(_closed_caller(session.id, caller)) from None
             agent = hosted.commit()
@@ -387,11 +419,11 @@ class AgentRegistry(Generic[A]):
             with trio.CancelScope(shield=True):
                 await hosted.roll_back()
             raise
-        self._fibers[agent] = fiber
+        self._hosted[agent] = hosted
         self.factory.adopted(agent)
         if co_owner is not None:
             self._co_owners[agent] = co_owner
-        return AgentHandle(agent, fiber.dispose)
+        return AgentHandle(agent, dispose)
 
     def _in_use_error(self, session_id: str, error: SessionIdInUseError) -> AgentIdInUseError:
         if session_id in self._live or self.store.get(session_id) is not None:
@@ -403,9 +435,8 @@ class AgentRegistry(Generic[A]):
         )
 
     def _scope_of(self, agent: AgentLike) -> Context:
-        fiber = self._fibers.get(agent)
-        hosted = fiber.plugin if fiber is not None else None
-        if not isinstance(hosted, _Hosted) or hosted.scope is None:
+        hosted = self._hosted.get(agent)
+        if hosted is None or hosted.scope is None:
             raise ValueError(f"agent {agent.id} is not live; a parent must be a live agent")
         return hosted.scope
 
@@ -437,7 +468,7 @@ class AgentRegistry(Generic[A]):
         self.factory.detached(agent)
         if self._live.get(agent.id) is agent:
             del self._live[agent.id]
-        self._fibers.pop(agent, None)
+        self._hosted.pop(agent, None)
         co_owner = self._co_owners.pop(agent, None)
         if co_owner is not None:
             co_owner.discard()

@@ -86,6 +86,7 @@ class Fiber:
         "_entry",
         "_errors",
         "_failure",
+        "_guard",
         "_load_scope",
         "_nursery",
         "_raw_config",
@@ -129,6 +130,8 @@ class Fiber:
         self._stop = False
         self._reset = False
         self._failure: BaseException | None = None
+        # Why the public dispose() refuses (see guard()), or None.
+        self._guard: str | None = None
         # Set by the owner of the root before it disposes it: what unwinds the application.
         self._unwinding: BaseException | None = None
         self._application_ended = Signal()
@@ -193,8 +196,31 @@ class Fiber:
 
         Raises:
             ExceptionGroup: one or more exits failed (every other entry still unwound).
-            RuntimeError: called from the fiber's own task, which would wait for itself.
+            RuntimeError: called from the fiber's own task, which would wait for itself; or
+                the fiber is guarded (see :meth:`guard`): only its disposer tears it down.
         """
+        if self._guard is not None:
+            raise RuntimeError(
+                f"fiber {self.id} cannot be disposed from the fiber tree: {self._guard}"
+            )
+        await self._dispose()
+
+    def guard(self, refusal: str) -> Callable[[], Awaitable[None]]:
+        """Make :meth:`dispose` refuse (saying ``refusal``); return the one disposer.
+
+        For a fiber whose teardown is a capability (an agent's, which its handle holds):
+        whoever reaches the fiber through the public tree (``runtime.fibers``,
+        ``Fiber.children``) cannot dispose it. Its parent's teardown still does.
+
+        Raises:
+            RuntimeError: the fiber is guarded already (its disposer has a holder).
+        """
+        if self._guard is not None:
+            raise RuntimeError(f"fiber {self.id} is guarded already; its disposer has a holder")
+        self._guard = refusal
+        return self._dispose
+
+    async def _dispose(self) -> None:
         if trio.lowlevel.current_task() is self._task and not self._done.is_set():
             raise RuntimeError(
                 f"fiber {self.id} cannot await its own disposal from its own task; "
