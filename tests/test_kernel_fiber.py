@@ -580,7 +580,7 @@ async def test_a_guarded_fiber_is_disposed_only_by_its_disposer_or_its_parent() 
             await first.dispose()
         assert first.state is FiberState.ACTIVE
         await disposer()
-        assert first.state is FiberState.DISPOSED
+        assert state_of(first) is FiberState.DISPOSED
         second = await root.plugin(guarded("second"))
         second.guard("ask its owner")
     assert second.state is FiberState.DISPOSED

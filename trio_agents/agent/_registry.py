@@ -29,6 +29,7 @@ Rules (teardown order, which falls out of the agent fiber's LIFO stack):
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Generic, final
@@ -37,9 +38,18 @@ import attrs
 import trio
 from typing_extensions import TypeVar
 
+from ..cancel import LeaseLost
 from ..kernel import Context, Entry, FiberClosedError, FiberState, current_context
 from ..model import Model
-from ..session import Session, SessionExistsError, SessionIdInUseError, SessionStore
+from ..session import (
+    Session,
+    SessionExistsError,
+    SessionIdInUseError,
+    SessionLeaseLostError,
+    SessionStore,
+    SessionWriteError,
+    SessionWriteFailed,
+)
 from ._agent import Agent
 from ._approval import Approver
 from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
@@ -55,6 +65,8 @@ if TYPE_CHECKING:
     from ._tools import ToolRegistry
 
 __all__ = ["AgentRegistry", "AgentScope"]
+
+log = logging.getLogger("trio_agents")
 
 T = TypeVar("T")
 A = TypeVar("A", bound=AgentLike, default=Agent)
@@ -243,6 +255,7 @@ class AgentRegistry(Generic[A]):
         self._co_owners: dict[A, Entry] = {}
         # Invariant: the agents whose AgentCreated was emitted and AgentDisposed not yet.
         self._published: set[A] = set()
+        ctx.on(SessionWriteFailed, self._on_write_failed)
 
     def get(self, agent_id: str) -> A | None:
         """The live agent with this id, or ``None``."""
@@ -425,6 +438,20 @@ class AgentRegistry(Generic[A]):
             self._co_owners[agent] = co_owner
         return AgentHandle(agent, dispose)
 
+    def _on_write_failed(self, event: SessionWriteFailed) -> None:
+        """A lost lease stops the session's agent at once and disposes it (LeaseLost)."""
+        error = event.error
+        if not isinstance(error, SessionLeaseLostError):
+            return
+        agent = self._live.get(event.session_id)
+        hosted = self._hosted.get(agent) if agent is not None else None
+        if agent is None or hosted is None or hosted._disposer is None:
+            return
+        # Invariant: synchronous, in the listener: from the moment the store knows the lease
+        # is lost, the agent starts no model call and no tool call.
+        self.factory.lost(agent, LeaseLost(holder=error.holder))
+        self._ctx.start_soon(_dispose_lost, agent.id, hosted._disposer, name=f"lost {agent.id}")
+
     def _in_use_error(self, session_id: str, error: SessionIdInUseError) -> AgentIdInUseError:
         if session_id in self._live or self.store.get(session_id) is not None:
             return AgentIdInUseError(_in_use(session_id))
@@ -490,6 +517,15 @@ def _is_agent_like(agent: object) -> bool:
         _AGENT_CLASSES.add(cls)
         return True
     return False
+
+
+async def _dispose_lost(agent_id: str, dispose: Callable[[], Awaitable[None]]) -> None:
+    """Dispose an agent whose session lease was lost; its last flush cannot write, as
+    expected (the store reported it once already)."""
+    try:
+        await dispose()
+    except* SessionWriteError as group:
+        log.info("agent %r was disposed after its session lease was lost (%s)", agent_id, group)
 
 
 def _built() -> Any:
