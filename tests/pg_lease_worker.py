@@ -42,6 +42,7 @@ class Counted:
     """The echo model, waiting an hour before it answers; it says when a call starts."""
 
     name: str = "counted"
+    context_window: int | None = None
     calls: int = 0
     inner: ScriptedModel = attrs.field(factory=lambda: ScriptedModel.echo(delay=3600))
 
