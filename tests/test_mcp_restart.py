@@ -78,9 +78,9 @@ async def test_a_crashed_server_is_restarted_and_its_tools_work_again(root: Cont
     first = int((await invoke(root, "t__pid")).content)
     crashed = await invoke(root, "t__crash")
     assert crashed.is_error
-    assert re.match(r"^MCP server 't' closed its connection during the call to 'crash'", (
-        crashed.content
-    ))
+    assert re.match(
+        r"^MCP server 't' closed its connection during the call to 'crash'", (crashed.content)
+    )
     await seen.until(failed=1, restarted=1)
     [failure] = seen.failed
     assert (failure.server, failure.failures, failure.retry_in) == ("t", 1, 0.0)
@@ -140,7 +140,7 @@ async def test_without_restart_a_crashed_server_stays_down(root: Context) -> Non
     assert fiber.state is FiberState.ACTIVE
     with trio.fail_after(10):
         await fiber.dispose()
-    assert fiber.state is FiberState.DISPOSED
+    assert fiber.state.is_final
     assert seen.restarted == []
 
 
@@ -184,7 +184,9 @@ async def test_leaving_the_runtime_while_a_restart_waits_ends_it(root: Context) 
     """A teardown during the backoff cancels the restart: no new process, the fiber disposed."""
     seen = Seen()
     seen.attach(root)
-    fiber = await root.plugin(tools_server(restart=McpRestart(first_delay=3600.0, max_delay=3600.0)))
+    fiber = await root.plugin(
+        tools_server(restart=McpRestart(first_delay=3600.0, max_delay=3600.0))
+    )
     await invoke(root, "t__crash")
     await seen.until(failed=1, restarted=0)
     assert seen.failed[0].retry_in == 3600.0
@@ -235,7 +237,7 @@ def test_a_stable_connection_starts_the_count_again() -> None:
 )
 def test_restart_takes_a_policy_true_or_off(value: object, expected: McpRestart | None) -> None:
     """``restart``: a policy, True (the defaults), or None/False (stays down)."""
-    assert McpServer("s", command="x", restart=value).restart == expected  # type: ignore[arg-type]
+    assert McpServer("s", command="x", restart=value).restart == expected
 
 
 @pytest.mark.parametrize(

@@ -385,6 +385,8 @@ async def test_a_server_killed_while_idle_is_noticed_at_once(root: Context) -> N
         await failed.wait()
     assert fiber.state is FiberState.ACTIVE
     [failure] = failures
-    assert re.match(r"^MCP server 't' closed its connection \(.*tools_server\.py\)$", failure.reason)
+    assert re.match(
+        r"^MCP server 't' closed its connection \(.*tools_server\.py\)$", failure.reason
+    )
     assert registry(root).names() == ()
     assert fiber_failed == []

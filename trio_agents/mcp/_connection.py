@@ -390,7 +390,9 @@ class Connection:
         )
 
     def _ended(self) -> str:
-        return f"MCP server {self._server.name!r} closed its connection ({self._what()}){self._tail()}"
+        return (
+            f"MCP server {self._server.name!r} closed its connection ({self._what()}){self._tail()}"
+        )
 
     def _tail(self) -> str:
         """The end of the server's stderr, as a suffix of a message (stdio servers only)."""
