@@ -33,7 +33,7 @@ from typing import IO, Any, TextIO, cast, final
 import attrs
 import mcp.types as mt
 import trio
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp import ClientSession, MCPError, StdioServerParameters
 from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -44,6 +44,9 @@ from ._errors import McpServerError
 from ._events import McpServerFailed, McpServerRestarted, McpToolsChanged
 from ._restart import Backoff
 from ._results import to_result, tool_name
+
+# The SDK's own stdio_client reads in time quadratic in a message's size (see ._stdio).
+from ._stdio import stdio_client
 from ._server import McpServer
 from ._watched import Watched
 
