@@ -44,10 +44,8 @@ from ._errors import McpServerError
 from ._events import McpServerFailed, McpServerRestarted, McpToolsChanged
 from ._restart import Backoff
 from ._results import to_result, tool_name
-
-# The SDK's own stdio_client reads in time quadratic in a message's size (see ._stdio).
-from ._stdio import stdio_client
 from ._server import McpServer
+from ._stdio import stdio_client  # not the SDK's: its reading is quadratic (see ._stdio)
 from ._watched import Watched
 
 __all__ = ["Connection"]

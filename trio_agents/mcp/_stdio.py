@@ -56,20 +56,20 @@ class LineFramer:
     def __init__(self) -> None:
         self._pending: list[bytes] = []
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes | bytearray) -> list[bytes]:
         """The lines that ``data`` ends (without their newline)."""
         lines: list[bytes] = []
         start = 0
         while (end := data.find(b"\n", start)) >= 0:
             if self._pending:
-                self._pending.append(data[start:end])
+                self._pending.append(bytes(data[start:end]))
                 lines.append(b"".join(self._pending))
                 self._pending = []
             else:
-                lines.append(data[start:end])
+                lines.append(bytes(data[start:end]))
             start = end + 1
         if start < len(data):
-            self._pending.append(data[start:])
+            self._pending.append(bytes(data[start:]))
         return lines
 
 
@@ -100,7 +100,8 @@ async def stdio_client(
         start_new_session=True,
     )
     # No checkpoint from here to the nursery: a cancel in between would leak the child.
-    assert process.stdin is not None and process.stdout is not None
+    assert process.stdin is not None
+    assert process.stdout is not None
     stdin, stdout = process.stdin, process.stdout
     incoming_writer, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_reader = anyio.create_memory_object_stream[SessionMessage](0)
