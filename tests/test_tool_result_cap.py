@@ -19,7 +19,9 @@ from trio_agents.kernel import Context
 from trio_agents.model import CallTool, Say, ScriptedModel, ToolOutput
 from trio_agents.session import ToolCallEnded
 
-MARKER = re.compile(r"\n\[\.\.\. (\d+) bytes of output dropped \(over the tool result cap\) \.\.\.\]\n")
+MARKER = re.compile(
+    r"\n\[\.\.\. (\d+) bytes of output dropped \(over the tool result cap\) \.\.\.\]\n"
+)
 
 
 def _size(text: str) -> int:

@@ -32,11 +32,13 @@ from typing import IO, Any, TextIO, cast, final
 
 import attrs
 import mcp.types as mt
+import pydantic
 import trio
 from mcp import ClientSession, MCPError, StdioServerParameters
 from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.message import SessionMessage
 
 from ..agent import TOOLS, Tool, ToolContext, ToolResult
 from ..kernel import Context, Entry, current_context
@@ -82,6 +84,7 @@ class Connection:
         self._stderr: IO[str] | None = None
         # Whether the current connection answered initialize and registered its tools.
         self._up = False
+        self._raw_tools: list[Any] | None = None
 
     # -- the task ------------------------------------------------------------------------------
 
@@ -144,7 +147,7 @@ class Connection:
             async with (
                 self._transport() as (read, write),
                 ClientSession(
-                    Watched(read, self._on_closed),
+                    Watched(read, self._on_closed, self._on_item),
                     write,
                     message_handler=self._on_message,
                     logging_callback=self._on_log,
@@ -211,6 +214,8 @@ class Connection:
                     f"MCP server {server.name!r} failed to start ({self._what()}): "
                     f"{self._reason(exc)}{self._tail()}"
                 )
+            except McpServerError as exc:
+                return str(exc)
         if startup.cancelled_caught:
             return (
                 f"MCP server {server.name!r} did not answer 'initialize' within "
@@ -235,6 +240,8 @@ class Connection:
                     log.warning(
                         "MCP server %r: re-listing its tools failed: %s", self._server.name, exc
                     )
+                except McpServerError as exc:
+                    log.warning("%s; its tools stay as they were", exc)
 
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[TransportStreams]:
@@ -257,7 +264,7 @@ class Connection:
     # -- the registry --------------------------------------------------------------------------
 
     async def _sync(self, ctx: Context, session: ClientSession) -> None:
-        listed = await _list_tools(session)
+        listed = await _list_tools(session, self._server.name, lambda: self._raw_tools)
         server = self._server
         wanted: dict[str, mt.Tool] = {}
         for remote in listed:
@@ -341,6 +348,14 @@ class Connection:
 
     # -- what the SDK tells us -----------------------------------------------------------------
 
+    def _on_item(self, item: object) -> None:
+        # The last tools/list page as the server wrote it, to name a tool the SDK refuses.
+        message = item.message if isinstance(item, SessionMessage) else None
+        if isinstance(message, mt.JSONRPCResponse):
+            tools = message.result.get("tools")
+            if isinstance(tools, list):
+                self._raw_tools = tools
+
     def _on_closed(self) -> None:
         self._closed = True
         self._wake.set()
@@ -418,13 +433,43 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-async def _list_tools(session: ClientSession) -> list[mt.Tool]:
+async def _list_tools(
+    session: ClientSession, server: str, raw: Callable[[], list[Any] | None]
+) -> list[mt.Tool]:
     tools: list[mt.Tool] = []
     cursor: str | None = None
     while True:
         params = mt.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await session.list_tools(params=params)
+        try:
+            page = await session.list_tools(params=params)
+        except pydantic.ValidationError as exc:
+            raise McpServerError(_malformed(raw(), server, exc)) from None
         tools.extend(page.tools)
         cursor = page.next_cursor
         if cursor is None:
             return tools
+
+
+def _problem(exc: pydantic.ValidationError) -> tuple[int | None, str]:
+    """Which tool of a tools/list answer is wrong (its index, if it is one), and how."""
+    errors = exc.errors(include_url=False)
+    loc = errors[0]["loc"]
+    index = loc[1] if len(loc) > 1 and loc[0] == "tools" and isinstance(loc[1], int) else None
+    where = ".".join(str(part) for part in (loc[2:] if index is not None else loc))
+    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    return index, f"{where or 'the tool'}: {errors[0]['msg']}{more}"
+
+
+def _malformed(raw: list[Any] | None, server: str, exc: pydantic.ValidationError) -> str:
+    """One line for a tools/list answer the SDK refused: which tool, and what is wrong."""
+    index, problem = _problem(exc)
+    fix = "the server is refused; fix that definition on the server"
+    if index is not None and raw is not None and index < len(raw):
+        entry = raw[index]
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if isinstance(name, str):
+            return f"MCP server {server!r} lists a malformed tool {name!r}: {problem}; {fix}"
+    return (
+        f"MCP server {server!r} answered tools/list with a malformed list: {problem}; "
+        f"the server is refused; fix that definition on the server"
+    )
