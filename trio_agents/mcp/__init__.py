@@ -1,6 +1,6 @@
 """MCP servers as tool providers: :class:`McpServer` is a plugin per server.
 
-Needs the ``mcp`` extra (``pip install trio-agents[mcp]``).
+Needs the ``mcp`` extra (from a checkout: ``pip install -e '.[mcp]'``).
 """
 
 from ._errors import McpConfigError as McpConfigError

@@ -191,6 +191,6 @@ class McpServer:
         except ImportError as exc:
             raise McpError(
                 f"MCP server {self.name!r} needs the MCP SDK, which is not installed "
-                f"({exc}); install it with: pip install 'trio-agents[mcp]'"
+                f"({exc}); install the 'mcp' extra (from a checkout: pip install -e '.[mcp]')"
             ) from exc
         await ctx.start(Connection(self).run)
