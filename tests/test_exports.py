@@ -118,7 +118,9 @@ INTERNAL: dict[str, frozenset[str]] = {
             "tools_converter",
         }
     ),
-    "trio_agents.agent._tools": frozenset({"ToolFn", "ToolsPlugin", "tools_converter"}),
+    "trio_agents.agent._tools": frozenset(
+        {"RESULT_CAP", "ToolFn", "ToolsPlugin", "cap_result", "tools_converter"}
+    ),
     "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.cancel._causes": frozenset({"check_cause"}),
     "trio_agents.cli._acp": frozenset({"acp"}),
@@ -183,7 +185,9 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"StrictTypeError", "Wording", "count_problems", "json_type", "list_problems"}
     ),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
+    "trio_agents.mcp._restart": frozenset({"Backoff"}),
     "trio_agents.mcp._results": frozenset({"describe", "to_result", "tool_name"}),
+    "trio_agents.mcp._stdio": frozenset({"LineFramer", "stdio_client"}),
     "trio_agents.mcp._watched": frozenset({"Watched"}),
     "trio_agents.model._anthropic": frozenset(
         {
