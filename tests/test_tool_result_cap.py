@@ -99,8 +99,13 @@ async def test_the_registry_caps_every_answer(root: Context) -> None:
     assert failed.is_error
     assert failed.content.startswith("tool 'loud' failed: RuntimeError: yyy")
     assert _size(failed.content) <= 200
-    with pytest.raises(ValueError, match=r"^result_cap is a number of bytes >= 1; got 0$"):
-        ag.ToolRegistry(result_cap=0)
+    for wrong in (0, RESULT_CAP + 1):
+        with pytest.raises(
+            ValueError,
+            match=rf"^result_cap is a number of bytes from 1 to "
+            rf"1048576; got {wrong}$",
+        ):
+            ag.ToolRegistry(result_cap=wrong)
 
 
 async def test_a_10_mb_mcp_result_is_stored_capped(root: Context) -> None:

@@ -281,10 +281,17 @@ class ToolRegistry:
         """A registry with no tools.
 
         Args:
-            result_cap: the most UTF-8 bytes of a tool result kept (see :func:`cap_result`).
+            result_cap: the most UTF-8 bytes of a tool result kept (see :func:`cap_result`);
+                at most :data:`RESULT_CAP`, the bound the history re-sends results within.
         """
-        if isinstance(result_cap, bool) or not isinstance(result_cap, int) or result_cap < 1:
-            raise ValueError(f"result_cap is a number of bytes >= 1; got {result_cap!r}")
+        if (
+            isinstance(result_cap, bool)
+            or not isinstance(result_cap, int)
+            or not 1 <= result_cap <= RESULT_CAP
+        ):
+            raise ValueError(
+                f"result_cap is a number of bytes from 1 to {RESULT_CAP}; got {result_cap!r}"
+            )
         self._result_cap = result_cap
         # Invariant: dict order is registration order (specs() keeps it).
         self._tools: dict[str, _Registration] = {}
