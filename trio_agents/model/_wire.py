@@ -9,17 +9,33 @@ Rules:
 - Metadata (token counts, other choices) stays lenient: a malformed value there is ignored.
 - An answer ends with its assembled tool calls, then one ``Finished`` (:func:`finished`); a
   body that ends before the model finished is a lost connection (:func:`lost_mid_stream`).
+- One answer is at most ``max_answer`` characters of text, reasoning and tool-call arguments
+  together (:class:`AnswerBudget`): an assembler charges every piece before it keeps or
+  yields it, so past the bound the answer is cut with a :class:`ModelError` and nothing
+  beyond the bound was ever held, shown or stored. Invariant: the text yielded before the
+  cut is at most ``max_answer`` characters.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import Any, TypeVar, final
 
 from ._errors import ModelError
 from ._stream import Finished, FinishReason, ModelEvent, ToolCallRequested, Usage
 
-__all__ = ["checked", "clip", "field", "finished", "lost_mid_stream"]
+__all__ = [
+    "DEFAULT_MAX_ANSWER",
+    "AnswerBudget",
+    "checked",
+    "clip",
+    "field",
+    "finished",
+    "lost_mid_stream",
+]
+
+#: The default bound of one answer (text, reasoning and tool-call arguments), in characters.
+DEFAULT_MAX_ANSWER = 4 << 20
 
 T = TypeVar("T")
 
@@ -54,6 +70,39 @@ def checked(where: str, value: Any, kind: type[T], path: str) -> T | None:
         f"{where} sent a malformed stream event: {path} is {clip(json.dumps(value))}, "
         f"not {_KINDS[kind]}"
     )
+
+
+@final
+class AnswerBudget:
+    """What is left of one answer's ``max_answer`` characters; see the module rules.
+
+    Args:
+        where: the endpoint, named in the error.
+        limit: the most characters of text, reasoning and tool-call arguments together.
+    """
+
+    __slots__ = ("_left", "_limit", "_where")
+
+    def __init__(self, where: str, limit: int) -> None:
+        self._where = where
+        self._limit = limit
+        self._left = limit
+
+    def charge(self, piece: str) -> None:
+        """Count ``piece`` against the bound, before it is kept or yielded.
+
+        Raises:
+            ModelError: the answer would pass the bound; the message names it and how to
+                raise it.
+        """
+        self._left -= len(piece)
+        if self._left < 0:
+            raise ModelError(
+                f"{self._where} sent an answer longer than {self._limit} characters (text, "
+                "reasoning and tool-call arguments together), so the turn ended there; if "
+                "answers are really this large, raise max_answer= (?max_answer=N in the "
+                "model spec)"
+            )
 
 
 def lost_mid_stream(where: str) -> ModelError:
