@@ -31,7 +31,8 @@ HTTP_SPEC_KEYS = (
     "context_window",
 )
 _SECONDS = ("timeout", "deadline")
-_COUNTS = {"max_line": 1, "max_retries": 0, "max_answer": 1, "context_window": 1}  # the smallest value of each
+# The smallest value of each count.
+_COUNTS = {"max_line": 1, "max_retries": 0, "max_answer": 1, "context_window": 1}
 
 
 def spec_params(scheme: str, rest: str, keys: Sequence[str]) -> tuple[str, dict[str, str]]:
