@@ -43,7 +43,15 @@ from ._errors import ModelError
 from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
 from ._retry import Failure, StreamFailure
 from ._stream import FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
-from ._wire import DEFAULT_MAX_ANSWER, AnswerBudget, clip, field, finished, lost_mid_stream
+from ._wire import (
+    DEFAULT_MAX_ANSWER,
+    AnswerBudget,
+    clip,
+    field,
+    finished,
+    loads,
+    lost_mid_stream,
+)
 
 __all__ = [
     "EventAssembler",
@@ -171,7 +179,7 @@ class EventAssembler:
         if self._done:
             return []
         try:
-            event = json.loads(data)
+            event = loads(data)
         except ValueError:
             raise ModelError(
                 f"{self._where} sent a stream event that is not JSON: {clip(data)!r}"
@@ -278,7 +286,7 @@ class EventAssembler:
         raw = "".join(call.pieces)
         if raw.strip():
             try:
-                arguments = json.loads(raw)
+                arguments = loads(raw)
             except ValueError:
                 arguments = None
         else:
@@ -310,7 +318,7 @@ def describe_failure(
     """Classify the error response ``status`` with body ``content`` from ``url``."""
     text = content.decode("utf-8", errors="replace")
     try:
-        body: object = json.loads(text)
+        body: object = loads(text)
     except ValueError:
         body = None
     error_type, message = _error_fields(body)

@@ -40,6 +40,7 @@ from ._wire import (
     clip,
     field,
     finished,
+    loads,
     lost_mid_stream,
 )
 
@@ -157,7 +158,7 @@ class ChunkAssembler:
             self._done = True
             return []
         try:
-            chunk = json.loads(data)
+            chunk = loads(data)
         except ValueError:
             raise ModelError(
                 f"{self._where} sent a stream event that is not JSON: {clip(data)!r}"
@@ -237,7 +238,7 @@ class ChunkAssembler:
             raise ModelError(f"{self._where} sent a tool call without a tool name")
         raw = "".join(call.arguments)
         try:
-            arguments = json.loads(raw) if raw.strip() else {}
+            arguments = loads(raw) if raw.strip() else {}
         except ValueError:
             arguments = None
         if not isinstance(arguments, dict):
@@ -277,7 +278,7 @@ def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Fa
     """Classify the error response ``status`` with body ``content`` from ``url``."""
     text = content.decode("utf-8", errors="replace")
     try:
-        body: object = json.loads(text)
+        body: object = loads(text)
     except ValueError:
         body = None
     message, code = _error_fields(body)

@@ -14,11 +14,16 @@ Rules:
   yields it, so past the bound the answer is cut with a :class:`ModelError` and nothing
   beyond the bound was ever held, shown or stored. Invariant: the text yielded before the
   cut is at most ``max_answer`` characters.
+- Every JSON a server sends is read with :func:`loads`: a lone surrogate escape
+  (``"\\ud800"`` without its pair) is not Unicode text (it can be neither shown nor stored),
+  so it is read as U+FFFD, the replacement character, as the event-stream decoder reads bytes
+  that are not UTF-8. Strings and object keys at any depth are mended.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, TypeVar, final
 
 from ._errors import ModelError
@@ -31,6 +36,7 @@ __all__ = [
     "clip",
     "field",
     "finished",
+    "loads",
     "lost_mid_stream",
 ]
 
@@ -46,6 +52,43 @@ _KINDS: dict[type, str] = {
     list: "an array",
     dict: "an object",
 }
+
+
+# What a lone surrogate escape may look like in JSON text (a pair matches too: it is rare, and
+# the walk below only costs time): the cheap test before any walk.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+# After json.loads a pair is one character, so any surrogate left is a lone one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def loads(text: str) -> Any:
+    """``json.loads(text)``, with every lone surrogate read as U+FFFD (see the module rules).
+
+    Raises:
+        ValueError: ``text`` is not JSON.
+    """
+    value = json.loads(text)
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return value
+    return _mend(value)
+
+
+def _mend(value: Any) -> Any:
+    """``value`` with lone surrogates replaced; iterative, as JSON may nest deeply."""
+    root: list[Any] = [value]
+    todo: list[tuple[list[Any] | dict[Any, Any], Any]] = [(root, 0)]
+    while todo:
+        container, key = todo.pop()
+        item = container[key]
+        if isinstance(item, str):
+            container[key] = _SURROGATE.sub("\ufffd", item)
+        elif isinstance(item, list):
+            todo.extend((item, i) for i in range(len(item)))
+        elif isinstance(item, dict):
+            mended = {_SURROGATE.sub("\ufffd", k): v for k, v in item.items()}
+            container[key] = mended
+            todo.extend((mended, k) for k in mended)
+    return root[0]
 
 
 def clip(text: str) -> str:
