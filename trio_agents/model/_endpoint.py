@@ -107,6 +107,15 @@ class EndpointModel:
 
     _endpoint: Endpoint
 
+    def preflight(self) -> None:
+        """Refuse, before anything is stored or sent, a missing key for the provider's own
+        endpoint (see :func:`trio_agents.model.preflight`).
+
+        Raises:
+            ModelError: ``$<PREFIX>_API_KEY`` is not set (nor ``api_key=`` given).
+        """
+        self._endpoint.check_key()
+
     @property
     def base_url(self) -> str:
         """The API root requests go to (without a trailing slash)."""
