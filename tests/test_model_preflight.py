@@ -37,6 +37,11 @@ def scheme(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     return value
 
 
+def entries(directory: Path) -> list[Path]:
+    """What ``directory`` holds (nothing if it does not exist)."""
+    return list(directory.iterdir()) if directory.exists() else []
+
+
 def missing(scheme: str) -> str:
     return rf"^{KEYS[scheme]}_API_KEY is not set; export it or pass api_key=$"
 
@@ -69,7 +74,7 @@ async def test_create_without_the_key_stores_nothing(scheme: str, tmp_path: Path
             await root.agents.create(model=f"{scheme}:test-model", session_id="s2")
         assert root.agents.list() == ()
         assert await store.list() == []
-    assert list(tmp_path.iterdir()) == []
+    assert entries(tmp_path) == []
 
 
 async def test_resume_onto_a_model_without_its_key_changes_nothing(
@@ -108,4 +113,4 @@ async def test_run_without_the_key_is_one_line_and_stores_nothing(
     assert done.stderr.decode() == (
         f"trio-agents: error: {KEYS[scheme]}_API_KEY is not set; export it or pass api_key=\n"
     )
-    assert not store.exists() or list(store.iterdir()) == []
+    assert entries(store) == []

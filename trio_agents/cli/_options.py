@@ -4,9 +4,9 @@ describe.
 Rules:
 - Everything the user can get wrong in the options is checked by :func:`settings_from`, before
   trio starts: the model spec and what the model needs (its API key: ``model.preflight``),
-  the config file (every problem at once), ``--watch`` without ``watchfiles``. What fails later (a store directory that cannot be created, a plugin whose
-  ``apply`` raises) surfaces as a :class:`TrioAgentsError` or :class:`OSError`, which the entry
-  point prints as one line.
+  the config file (every problem at once), ``--watch`` without ``watchfiles``. What fails
+  later (a store directory that cannot be created, a plugin whose ``apply`` raises) surfaces
+  as a :class:`TrioAgentsError` or :class:`OSError`, which the entry point prints as one line.
 - ``--model`` beats the config file's ``model``, which beats ``echo``.
 - Without ``--store``, the first command that writes sessions to the default directory (one
   that does not exist yet) says where, once, on stderr (:func:`announce_store`).
