@@ -143,7 +143,7 @@ def test_demo_with_a_failing_model_ends_with_one_line_and_status_1(tmp_path: Pat
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert re.fullmatch(
-        r"trio-agents: error: the demo stopped: model gpt-x did not answer \(error: "
-        r"OPENAI_API_KEY is not set.*\); run it without --model to use the embedded echo model\n",
+        r"trio-agents: error: the demo stopped: model gpt-x cannot answer: "
+        r"OPENAI_API_KEY is not set.*; run it without --model to use the embedded echo model\n",
         result.stderr,
     ), result.stderr

@@ -261,10 +261,13 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.model._wire": frozenset(
         {
+            "AnswerBudget",
+            "DEFAULT_MAX_ANSWER",
             "checked",
             "clip",
             "field",
             "finished",
+            "loads",
             "lost_mid_stream",
         }
     ),

@@ -3,10 +3,10 @@ describe.
 
 Rules:
 - Everything the user can get wrong in the options is checked by :func:`settings_from`, before
-  trio starts: the model spec, the config file (every problem at once), ``--watch`` without
-  ``watchfiles``. What fails later (a store directory that cannot be created, a plugin whose
-  ``apply`` raises) surfaces as a :class:`TrioAgentsError` or :class:`OSError`, which the entry
-  point prints as one line.
+  trio starts: the model spec and what the model needs (its API key: ``model.preflight``),
+  the config file (every problem at once), ``--watch`` without ``watchfiles``. What fails
+  later (a store directory that cannot be created, a plugin whose ``apply`` raises) surfaces
+  as a :class:`TrioAgentsError` or :class:`OSError`, which the entry point prints as one line.
 - ``--model`` beats the config file's ``model``, which beats ``echo``.
 - Without ``--store``, the first command that writes sessions to the default directory (one
   that does not exist yet) says where, once, on stderr (:func:`announce_store`).
@@ -27,7 +27,7 @@ import attrs
 from .._errors import TrioAgentsError
 from ..agent import Agent, AgentHandle, open_runtime
 from ..kernel import Context, watch_plugins
-from ..model import Model, model_from_spec
+from ..model import Model, model_from_spec, preflight
 from ..session import (
     JsonlStore,
     MemoryStore,
@@ -116,12 +116,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
     Raises:
         ConfigFileError: the config file is missing or has problems (all listed).
         ModelSpecError: the model spec is not valid.
+        ModelError: the model cannot answer as configured (a missing API key).
         StoreSpecError: the store spec is not valid.
         CliError: ``--watch`` without the ``watchfiles`` package.
     """
     path = getattr(args, "config", None)
     config = load_config(path) if path is not None else Config()
     model = resolve_model(getattr(args, "model", None) or config.model)
+    preflight(model)  # a missing API key is refused before anything is stored
     watch = bool(getattr(args, "watch", False))
     if watch and importlib.util.find_spec("watchfiles") is None:
         raise CliError("--watch needs the watchfiles package: pip install 'trio-agents[watch]'")
