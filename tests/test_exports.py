@@ -144,9 +144,9 @@ INTERNAL: dict[str, frozenset[str]] = {
         {
             "CliError",
             "Settings",
-            "add_common",
             "announce_store",
             "attach",
+            "common_parents",
             "make_store",
             "open_cli_runtime",
             "resolve_model",
