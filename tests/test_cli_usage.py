@@ -211,7 +211,7 @@ def test_sessions_show_into_a_reader_that_stops_early_ends_quietly(
 ) -> None:
     """``sessions show ID | head``: exit status 141 (128 + SIGPIPE) and nothing on stderr."""
     big = "word " * 40_000  # far more than a pipe holds, so the writer meets the closed pipe
-    made = _run("run", big, "--session", "big", "--store", str(store), home=tmp_path)
+    made = _run("run", "-", "--session", "big", "--store", str(store), home=tmp_path, stdin=big)
     assert made.returncode == 0, made.stderr
     environ = {**os.environ, "TRIO_AGENTS_HOME": str(tmp_path)}
     with subprocess.Popen(
