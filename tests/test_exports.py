@@ -158,6 +158,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.cli._run": frozenset({"run"}),
+    "trio_agents.cli._stdout": frozenset({"PipedStdout"}),
     "trio_agents.cli._usage": frozenset({"Parser", "UsageExit", "suggestion", "version"}),
     "trio_agents.cli._sessions": frozenset({"SHOWN", "sessions"}),
     "trio_agents.cli._signals": frozenset(
@@ -165,7 +166,9 @@ INTERNAL: dict[str, frozenset[str]] = {
             "FORCE_GRACE",
             "Terminated",
             "Termination",
+            "ended_by",
             "guarded",
+            "stoppable",
             "terminable",
         }
     ),

@@ -25,7 +25,8 @@ import trio
 from .._errors import TrioAgentsError
 from ._logs import CliLog
 from ._options import common_parents, settings_from
-from ._signals import Terminated, Termination, guarded
+from ._signals import Terminated, Termination, guarded, stoppable
+from ._stdout import PipedStdout
 from ._usage import Parser, version
 
 __all__ = ["main"]
@@ -63,13 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--session", default=None, help="resume (or create) this session id")
 
-    demo = commands.add_parser(
+    commands.add_parser(
         "demo", parents=common_parents(model=True), help="show the agent lifecycle end to end"
     )
 
-    run = commands.add_parser(
-        "run", parents=runtime, help="run one prompt and print the answer"
-    )
+    run = commands.add_parser("run", parents=runtime, help="run one prompt and print the answer")
     run.add_argument(
         "prompt",
         help="the prompt text; '-' reads it from stdin, and text piped to stdin is sent after it",
@@ -96,9 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument(
         "--json", action="store_true", help="print the records as JSON lines, one per record"
     )
-    delete = sessions_commands.add_parser(
-        "delete", parents=stored, help="delete a stored session"
-    )
+    delete = sessions_commands.add_parser("delete", parents=stored, help="delete a stored session")
     delete.add_argument("id")
     return parser
 
@@ -198,25 +195,46 @@ def _quiet_exit() -> int:
     return CLOSED_STDOUT
 
 
-def _flushed(status: int, stdout: int | None) -> int:
-    """``status``, once what is buffered for stdout is written (or its reader is gone)."""
+def _flushed(status: int, stdout: int | None, piped: PipedStdout | None, *, stop: bool) -> int:
+    """``status``, once what is buffered or queued for stdout is written (or its reader is
+    gone); a command that a signal or Ctrl-C stopped (``stop``) does not wait for a reader."""
     try:
         sys.stdout.flush()
+        if piped is not None and not stop:
+            stopped = stoppable(piped.drain)
+            if stopped is not None:
+                return stopped
     except BrokenPipeError:
         if _closed(stdout):
             return _quiet_exit()
         raise
+    if piped is not None and piped.error is not None and _closed(stdout):
+        return _quiet_exit()
     return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
+    stdout = _stdout_copy()
+    # Invariant: with stdout a pipe, no write blocks the trio thread (``_stdout.py``).
+    piped = PipedStdout.install() if args.command != "acp" else None
+    try:
+        status = _main(args, stdout)
+        stop = status in (130, 143, 129)
+        return _flushed(status, stdout, piped, stop=stop)
+    finally:
+        if piped is not None:
+            piped.uninstall()
+        if stdout is not None:
+            os.close(stdout)
+
+
+def _main(args: argparse.Namespace, stdout: int | None) -> int:
     log = CliLog().install()
     args.log = log
     reported: BaseException | None = None
     termination = Termination()
-    stdout = _stdout_copy()
     try:
         # Every subcommand reads the config file: its store is the default of ``sessions``
         # and ``demo``, its model that of ``demo``.
@@ -227,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = trio.run(guarded, termination, functools.partial(_command(args.command), args))
         if termination.status is not None:
             print(termination.line, file=sys.stderr)
-        return _flushed(status, stdout)
+        return status
     except BaseException as exc:
         # The same error raised by two teardown steps (two flushes of a session that failed
         # to write, say) is one problem: it is printed once.
@@ -270,7 +288,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"trio-agents: error: {_describe(leaf)}", file=sys.stderr)
         return 1
     finally:
-        if stdout is not None:
-            os.close(stdout)
         log.publish(reported)
         log.uninstall()
