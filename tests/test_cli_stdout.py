@@ -24,6 +24,17 @@ FULL = 60_000
 BIG = ("x" * 99 + " ") * 3_000
 
 
+def _writing(pid: int) -> bool:
+    """Whether a thread of process ``pid`` is blocked writing to a pipe (Linux)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if (task / "wchan").read_text().endswith("pipe_write"):
+                return True
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
+    return False
+
+
 def _in_pipe(fd: int) -> int:
     count = array.array("i", [0])
     fcntl.ioctl(fd, termios.FIONREAD, count)
@@ -32,8 +43,8 @@ def _in_pipe(fd: int) -> int:
 
 @contextmanager
 def _unread_run(model: str, home: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """``trio-agents run - --model MODEL`` with the big prompt, once its stdout pipe is full
-    and nobody reads it."""
+    """``trio-agents run - --model MODEL`` with the big prompt, once its stdout pipe is full,
+    nobody reads it, and a thread of it is blocked writing there."""
     environ = {**os.environ, "TRIO_AGENTS_HOME": str(home)}
     environ.pop("TRIO_AGENTS_DEBUG", None)
     with subprocess.Popen(
@@ -50,7 +61,7 @@ def _unread_run(model: str, home: Path) -> Iterator[subprocess.Popen[bytes]]:
             process.stdin.close()
             deadline = time.monotonic() + 60
             # Waiting for a state of the pipe that only the other process changes.
-            while _in_pipe(process.stdout.fileno()) < FULL:
+            while _in_pipe(process.stdout.fileno()) < FULL or not _writing(process.pid):
                 assert time.monotonic() < deadline, "the command never filled its stdout"
                 time.sleep(0.01)
             yield process
