@@ -220,7 +220,8 @@ def test_sessions_show_into_a_reader_that_stops_early_ends_quietly(
         stderr=subprocess.PIPE,
         env=environ,
     ) as reader:
-        assert reader.stdout is not None and reader.stderr is not None
+        assert reader.stdout is not None
+        assert reader.stderr is not None
         assert reader.stdout.read(10)
         reader.stdout.close()  # what head does once it has its lines
         status = reader.wait(timeout=60)

@@ -44,6 +44,7 @@ from ..session import (
 from ..shell import LocalShell, tool_bash
 from ._config import Config, load_config
 from ._signals import terminable
+from ._usage import Parser
 
 __all__ = [
     "CliError",
@@ -72,9 +73,9 @@ _CONFIG_HELP = (
 )
 
 
-def _common() -> argparse.ArgumentParser:
+def _common() -> Parser:
     """The options every subcommand takes: where the config file and the sessions are."""
-    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    common = Parser(add_help=False)
     group = common.add_argument_group("common options")
     group.add_argument("--config", default=None, metavar="FILE", help=_CONFIG_HELP)
     group.add_argument(
@@ -88,9 +89,9 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
-def _model() -> argparse.ArgumentParser:
+def _model() -> Parser:
     """The option of the subcommands that run a model."""
-    model = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    model = Parser(add_help=False)
     model.add_argument(
         "--model",
         default=None,
@@ -101,9 +102,9 @@ def _model() -> argparse.ArgumentParser:
     return model
 
 
-def _watch() -> argparse.ArgumentParser:
+def _watch() -> Parser:
     """The option of the subcommands that load the config file's plugins."""
-    watch = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    watch = Parser(add_help=False)
     watch.add_argument(
         "--watch",
         action="store_true",
@@ -118,7 +119,7 @@ _MODEL = _model()
 _WATCH = _watch()
 
 
-def common_parents(*, model: bool = False, watch: bool = False) -> list[argparse.ArgumentParser]:
+def common_parents(*, model: bool = False, watch: bool = False) -> list[Parser]:
     """The parent parsers of a subcommand: ``--config`` and ``--store``, which every
     subcommand takes, and ``--model`` / ``--watch`` for the subcommands that use them."""
     return [_COMMON, *([_MODEL] if model else []), *([_WATCH] if watch else [])]

@@ -152,12 +152,13 @@ class StrictConverter(cattrs.Converter):
         found: list[Exception] = []
         for field in checked:
             key = field.alias or field.name
-            if key not in value:
+            if key not in value or field.type is None:
                 continue  # a default: the class's own choice
             try:
                 given = self.structure(value[key], field.type)
-                if field.converter is not None:
-                    given = field.converter(given)  # type: ignore[call-arg]
+                converter: Any = field.converter
+                if converter is not None:
+                    given = converter(given)
             except Exception:  # a type problem: cattrs reported it with its path
                 continue
             try:
