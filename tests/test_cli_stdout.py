@@ -101,3 +101,25 @@ def test_a_slow_reader_gets_the_whole_answer_in_order(tmp_path: Path) -> None:
         out = process.stdout.read()
         assert process.wait(timeout=60) == 0
         assert out.decode() == BIG.rstrip() + "\n"
+
+
+def test_run_into_a_reader_that_stops_early_ends_quietly(tmp_path: Path) -> None:
+    """``run ... | head`` mid-answer: the turn stops, status 141, nothing on stderr."""
+    environ = {**os.environ, "TRIO_AGENTS_HOME": str(tmp_path)}
+    environ.pop("TRIO_AGENTS_DEBUG", None)
+    with subprocess.Popen(
+        [str(TRIO_AGENTS), "run", "-", "--store", "memory", "--model", "echo?delay=0.002"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environ,
+    ) as process:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdin.write(BIG.encode())
+        process.stdin.close()
+        assert process.stdout.read(10) == b"x" * 10
+        process.stdout.close()  # what head does once it has its lines
+        assert process.wait(timeout=60) == 141
+        assert process.stderr.read() == b""
