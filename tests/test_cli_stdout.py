@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from support import TRIO_AGENTS
 
+from trio_agents.cli._stdout import PipedStdout
+
 #: Bytes in the stdout pipe that mean it is full: a writer that goes on blocks (or queues).
 FULL = 60_000
 #: A prompt the echo model says back: far more than a pipe holds.
@@ -123,3 +125,32 @@ def test_run_into_a_reader_that_stops_early_ends_quietly(tmp_path: Path) -> None
         process.stdout.close()  # what head does once it has its lines
         assert process.wait(timeout=60) == 141
         assert process.stderr.read() == b""
+
+
+def test_a_write_to_a_full_pipe_returns_at_once_and_keeps_the_order() -> None:
+    """Four pipes' worth written with nobody reading returns; the reader then gets it all."""
+    read_fd, write_fd = os.pipe()
+    piped = PipedStdout(write_fd)
+    chunks = [bytes([65 + i % 26]) * 1000 for i in range(260)]
+    for chunk in chunks:
+        piped.put(chunk)  # would block a plain write once the pipe held 64 KiB
+    received = bytearray()
+    with os.fdopen(read_fd, "rb") as reader:
+        while len(received) < sum(map(len, chunks)):
+            received += reader.read1(65536)
+        piped.drain()
+        piped.uninstall()
+    assert bytes(received) == b"".join(chunks)
+    os.close(write_fd)
+
+
+def test_a_closed_reader_makes_the_next_write_a_broken_pipe() -> None:
+    """After the reader closed the pipe, a write raises BrokenPipeError, as a plain one would."""
+    read_fd, write_fd = os.pipe()
+    piped = PipedStdout(write_fd)
+    os.close(read_fd)
+    with pytest.raises(BrokenPipeError):
+        piped.put(b"lost")
+    assert isinstance(piped.error, BrokenPipeError)
+    piped.uninstall()
+    os.close(write_fd)

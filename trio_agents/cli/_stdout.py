@@ -57,6 +57,7 @@ class PipedStdout:
         self._changed = threading.Condition(self._lock)
         self._pending: collections.deque[bytes] = collections.deque()
         self._busy = False
+        self._done = False
         #: The error that ended writing (the reader closed the pipe), if any.
         self.error: OSError | None = None
         self._original: TextIO | None = None
@@ -82,10 +83,14 @@ class PipedStdout:
         return piped
 
     def uninstall(self) -> None:
-        """Give ``sys.stdout`` back (what is still queued stays queued)."""
+        """Give ``sys.stdout`` back; the thread ends once what is queued is written (a
+        reader that never reads keeps it, a daemon, blocked until the process exits)."""
         if self._original is not None:
             sys.stdout = self._original
             self._original = None
+        with self._lock:
+            self._done = True  # the thread ends once the queue is written
+            self._changed.notify_all()
 
     def put(self, data: bytes) -> None:
         """Write ``data`` now as far as the pipe takes it, queue the rest; never blocks.
@@ -125,8 +130,10 @@ class PipedStdout:
     def _write_queue(self) -> None:
         while True:
             with self._lock:
-                while not self._pending:
+                while not self._pending and not self._done:
                     self._changed.wait()
+                if not self._pending:
+                    return
                 data = memoryview(self._pending.popleft())
                 self._busy = True
             error: OSError | None = None
