@@ -31,9 +31,11 @@ from ._usage import Parser, version
 
 __all__ = ["main"]
 
+#: The statuses of a command that Ctrl-C or a stop signal ended: its output is not waited for.
+_STOPPED = frozenset(128 + s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
 #: The status of a command whose stdout was closed by its reader (``| head``): 128 + SIGPIPE,
 #: what the shell reports for a Unix tool that SIGPIPE ended.
-CLOSED_STDOUT = 128 + signal.SIGPIPE
+_CLOSED_STDOUT = 128 + signal.SIGPIPE
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -192,7 +194,7 @@ def _quiet_exit() -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # the interpreter's last flush of sys.stdout then succeeds
     os.close(devnull)
-    return CLOSED_STDOUT
+    return _CLOSED_STDOUT
 
 
 def _flushed(status: int, stdout: int | None, piped: PipedStdout | None, *, stop: bool) -> int:
@@ -221,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     piped = PipedStdout.install() if args.command != "acp" else None
     try:
         status = _main(args, stdout)
-        stop = status in (130, 143, 129)
+        stop = status in _STOPPED
         return _flushed(status, stdout, piped, stop=stop)
     finally:
         if piped is not None:
