@@ -882,3 +882,45 @@ async def test_a_failing_disposal_is_logged_and_the_shutdown_completes(
         assert f"disposing the agent of ACP session {session_id} failed" in caplog.messages
         assert s.agents.list() == ()
         assert s.bridge.statistics().sessions == ()
+
+
+@pytest.mark.parametrize(
+    ("cwd", "reason"),
+    [
+        ("rel/dir", r"'cwd' must be an absolute path; got 'rel/dir'"),
+        ("/tmp/a\0b", r"'cwd' holds a NUL character; got '/tmp/a\\x00b'"),
+        ("/nonexistent/trio-agents-cwd", r"'cwd' '/nonexistent/trio-agents-cwd' does not exist"),
+        ("/etc/hostname", r"'cwd' '/etc/hostname' is not a directory"),
+    ],
+)
+async def test_new_session_refuses_a_cwd_it_cannot_work_in(cwd: str, reason: str) -> None:
+    """Relative, NUL, missing or a file: -32602 with the reason, and no agent is made."""
+    async with serve() as s:
+        await s.client.initialize()
+        request_id = await s.client.request("session/new", {"cwd": cwd, "mcpServers": []})
+        _, response = await s.client.until(request_id)
+        assert response["error"]["code"] == -32602
+        assert re.fullmatch(rf"invalid params: {reason}", response["error"]["message"])
+        assert not s.agents.list()
+
+
+async def test_load_refuses_a_cwd_that_does_not_exist() -> None:
+    """session/load with a missing cwd is -32602 and leaves the stored session unloaded."""
+    store = MemoryStore()
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        await s.client.until(await s.client.prompt(session_id, "kept"))
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        request_id = await s.client.request(
+            "session/load",
+            {"sessionId": session_id, "cwd": "/nonexistent/here", "mcpServers": []},
+        )
+        _, response = await s.client.until(request_id)
+        assert response["error"]["code"] == -32602
+        assert re.fullmatch(
+            r"invalid params: 'cwd' '/nonexistent/here' does not exist",
+            response["error"]["message"],
+        )
+        assert not s.agents.list()

@@ -146,9 +146,9 @@ INTERNAL: dict[str, frozenset[str]] = {
         {
             "CliError",
             "Settings",
-            "add_common",
             "announce_store",
             "attach",
+            "common_parents",
             "make_store",
             "open_cli_runtime",
             "resolve_model",
@@ -160,6 +160,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.cli._run": frozenset({"run"}),
+    "trio_agents.cli._stdout": frozenset({"PipedStdout"}),
     "trio_agents.cli._usage": frozenset({"Parser", "UsageExit", "suggestion", "version"}),
     "trio_agents.cli._sessions": frozenset({"SHOWN", "sessions"}),
     "trio_agents.cli._signals": frozenset(
@@ -167,7 +168,9 @@ INTERNAL: dict[str, frozenset[str]] = {
             "FORCE_GRACE",
             "Terminated",
             "Termination",
+            "ended_by",
             "guarded",
+            "stoppable",
             "terminable",
         }
     ),

@@ -101,7 +101,7 @@ def test_every_bad_entry_is_reported_at_once_with_where_it_is() -> None:
         r"mcp_servers\[1\]\.command: expected str, got int 3",
         r"mcp_servers\[1\]: unknown keys: bogus",
         r"mcp_servers\[2\]\.args: expected a list, got str 'not a list'",
-        r"mcp_servers\[3\]: an MCP server's name is 1-48 letters, .*got 'd d'",
+        r"mcp_servers\[3\]\.name: an MCP server's name is 1-48 letters, .*got 'd d'",
         r"mcp_servers\[5\]\.name: 'e' is declared already \(mcp_servers\[4\]\); names are unique",
     ]
     assert len(problems) == len(expected), problems

@@ -33,6 +33,10 @@ Rules:
 - Validation collects every problem (types, unknown keys, model specs, imports, plugin shapes
   and plugin configs) and raises one :class:`ConfigFileError` listing them all, each with the
   place it is at (``agents[0].tools``).
+- A file nested too deeply for Python's parser (a ``RecursionError`` in ``tomllib`` or in
+  structuring) is one problem, never a traceback.
+- Numbers are checked by the classes' validators (``max_steps >= 1``, timeouts > 0); each
+  refusal is a problem at its field (``agents[0].max_steps``), listed with the others.
 - Values are not coerced: a number where a string belongs, or a string where a list belongs,
   is a problem, never ``"3"`` or ``["b", "a", "s", "h"]`` (the kernel's strict policy, the
   same that structures each plugin's ``config`` table).
@@ -171,10 +175,22 @@ def load_config(path: str | Path) -> Config:
         raise ConfigFileError(f"cannot read config file {str(path)!r}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"config file {str(path)!r} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigFileError(_too_deep(path)) from None
     directory = str(path.resolve().parent)
     if directory not in sys.path:
         sys.path.insert(0, directory)
-    return parse(data, path=path)
+    try:
+        return parse(data, path=path)
+    except RecursionError:
+        raise ConfigFileError(_too_deep(path)) from None
+
+
+def _too_deep(path: Path) -> str:
+    return (
+        f"config file {str(path)!r} nests arrays or tables too deeply to read; "
+        f"a configuration needs a few levels"
+    )
 
 
 def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:

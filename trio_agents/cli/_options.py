@@ -1,7 +1,11 @@
-"""The common options (``--model``, ``--store``, ``--config``, ``--watch``) and the runtime they
+"""The common options (``--config``, ``--store``, ``--model``, ``--watch``) and the runtime they
 describe.
 
 Rules:
+- Every subcommand takes ``--config`` and ``--store`` (one set, built once: argparse parents);
+  those that run a model take ``--model``, those that load the config file's plugins
+  ``--watch``. The config file is read for every subcommand, so its ``store`` is the default
+  of ``sessions`` too.
 - Everything the user can get wrong in the options is checked by :func:`settings_from`, before
   trio starts: the model spec and what the model needs (its API key: ``model.preflight``),
   the config file (every problem at once), ``--watch`` without ``watchfiles``. What fails
@@ -40,13 +44,14 @@ from ..session import (
 from ..shell import LocalShell, tool_bash
 from ._config import Config, load_config
 from ._signals import terminable
+from ._usage import Parser
 
 __all__ = [
     "CliError",
     "Settings",
-    "add_common",
     "announce_store",
     "attach",
+    "common_parents",
     "make_store",
     "open_cli_runtime",
     "resolve_model",
@@ -62,23 +67,18 @@ class CliError(TrioAgentsError, ValueError):
     """A mistake in how the command was called; the message says what to do."""
 
 
-def add_common(parser: argparse.ArgumentParser, *, runtime: bool = True) -> None:
-    """Add the common options (given after the subcommand).
+_CONFIG_HELP = (
+    "a TOML file: model, store, [[plugins]], [[mcp_servers]], [[agents]] and [approval] "
+    "(see docs/cli.rst, 'The config file')"
+)
 
-    Args:
-        parser: the subcommand's parser.
-        runtime: whether the subcommand runs agents (``--model``, ``--config``, ``--watch``);
-            otherwise only ``--store`` is added.
-    """
-    if runtime:
-        parser.add_argument(
-            "--model",
-            default=None,
-            metavar="SPEC",
-            help="model spec: echo, echo?delay=SECONDS, openai:MODEL, anthropic:MODEL "
-            "(default: the config file's model, else echo)",
-        )
-    parser.add_argument(
+
+def _common() -> Parser:
+    """The options every subcommand takes: where the config file and the sessions are."""
+    common = Parser(add_help=False)
+    group = common.add_argument_group("common options")
+    group.add_argument("--config", default=None, metavar="FILE", help=_CONFIG_HELP)
+    group.add_argument(
         "--store",
         default=None,
         metavar="SPEC",
@@ -86,18 +86,43 @@ def add_common(parser: argparse.ArgumentParser, *, runtime: bool = True) -> None
         "postgresql://... (default: the config file's store, else $TRIO_AGENTS_HOME/sessions, "
         "else $XDG_STATE_HOME/trio-agents/sessions)",
     )
-    if runtime:
-        parser.add_argument(
-            "--config",
-            default=None,
-            metavar="FILE",
-            help="a TOML file: model, [[plugins]] and [[agents]] (see docs/cli.rst)",
-        )
-        parser.add_argument(
-            "--watch",
-            action="store_true",
-            help="reload the config file's plugin modules when their source changes",
-        )
+    return common
+
+
+def _model() -> Parser:
+    """The option of the subcommands that run a model."""
+    model = Parser(add_help=False)
+    model.add_argument(
+        "--model",
+        default=None,
+        metavar="SPEC",
+        help="model spec: echo, echo?delay=SECONDS, openai:MODEL, anthropic:MODEL "
+        "(default: the config file's model, else echo)",
+    )
+    return model
+
+
+def _watch() -> Parser:
+    """The option of the subcommands that load the config file's plugins."""
+    watch = Parser(add_help=False)
+    watch.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload the config file's plugin modules when their source changes",
+    )
+    return watch
+
+
+# Invariant: built once; every subcommand's parser copies its actions (argparse ``parents``).
+_COMMON = _common()
+_MODEL = _model()
+_WATCH = _watch()
+
+
+def common_parents(*, model: bool = False, watch: bool = False) -> list[Parser]:
+    """The parent parsers of a subcommand: ``--config`` and ``--store``, which every
+    subcommand takes, and ``--model`` / ``--watch`` for the subcommands that use them."""
+    return [_COMMON, *([_MODEL] if model else []), *([_WATCH] if watch else [])]
 
 
 @attrs.frozen
