@@ -76,7 +76,7 @@ def test_restart_and_call_timeout_come_from_the_table() -> None:
     with pytest.raises(ConfigFileError) as caught:
         parse({"mcp_servers": [{"name": "a", "command": "x", "restart": {"max_restarts": -1}}]})
     assert caught.value.problems == (
-        "mcp_servers[0].restart: restart max_restarts must be an integer >= 0; got -1",
+        "mcp_servers[0].restart.max_restarts: restart max_restarts must be an integer >= 0; got -1",
     )
 
 

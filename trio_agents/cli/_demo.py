@@ -24,7 +24,6 @@ from ..agent import (
     open_runtime,
 )
 from ..kernel import Context
-from ..model import ModelError, preflight
 from ..session import (
     AssistantMessage,
     InboxSpliced,
@@ -46,13 +45,7 @@ async def demo(args: argparse.Namespace) -> int:
     out = Console(highlight=False)
     spec = args.model if args.model not in (None, "echo") else "echo?delay=0.2"
     model = resolve_model(spec)
-    try:
-        preflight(model)  # a missing API key, before anything is stored
-    except ModelError as exc:
-        raise CliError(
-            f"the demo stopped: model {model.name} cannot answer: {exc}; "
-            "run it without --model to use the embedded echo model"
-        ) from None
+    # A missing API key was refused with the demo's hint before trio started (settings_from).
     root_dir = store_place(args.store)
     announce_store(args.store)
     out.rule("trio-agents demo")

@@ -31,7 +31,7 @@ import attrs
 from .._errors import TrioAgentsError
 from ..agent import Agent, AgentHandle, open_runtime
 from ..kernel import Context, watch_plugins
-from ..model import Model, model_from_spec, preflight
+from ..model import Model, ModelError, model_from_spec, preflight
 from ..session import (
     JsonlStore,
     MemoryStore,
@@ -148,7 +148,15 @@ def settings_from(args: argparse.Namespace) -> Settings:
     path = getattr(args, "config", None)
     config = load_config(path) if path is not None else Config()
     model = resolve_model(getattr(args, "model", None) or config.model)
-    preflight(model)  # a missing API key is refused before anything is stored
+    try:
+        preflight(model)  # a missing API key is refused before anything is stored
+    except ModelError as exc:
+        if getattr(args, "command", None) != "demo":
+            raise
+        raise CliError(
+            f"the demo stopped: model {model.name} cannot answer: {exc}; "
+            "run it without --model to use the embedded echo model"
+        ) from None
     watch = bool(getattr(args, "watch", False))
     if watch and importlib.util.find_spec("watchfiles") is None:
         raise CliError("--watch needs the watchfiles package: pip install 'trio-agents[watch]'")
