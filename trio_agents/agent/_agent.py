@@ -526,14 +526,18 @@ class Agent:
         self._compactions += 1
         self._work = job
         try:
-            await job.run(self._parts, f"compact-{self._compactions}")
+            try:
+                await job.run(self._parts, f"compact-{self._compactions}")
+            finally:
+                self._work = None
+            # Invariant: compact() returns once its record is durable, so the flush comes
+            # before settle() wakes the caller (test_a_compaction_is_durable_when_compact_returns).
+            if job.record is not None:
+                with trio.CancelScope(shield=True):
+                    await self._parts.flush_quietly()
         finally:
-            self._work = None
             job.settle()
             self._notify()
-        if job.record is not None:
-            with trio.CancelScope(shield=True):
-                await self._parts.flush_quietly()
 
     def _claimable(self) -> bool:
         # Checked again after the status change: a listener of it may have cancelled the
