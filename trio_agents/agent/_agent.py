@@ -557,7 +557,14 @@ class Agent:
             self._notify()
 
     async def _shutdown(self) -> None:
-        """Stop the loop and await its exit and its flushes (first step of teardown)."""
+        """Stop the loop and await its exit and its flushes (first step of teardown).
+
+        The final flush makes what was recorded outside a turn (an ``inject`` or ``discard``
+        after the last turn's own flush) durable before the agent's scope, whose child
+        agents, jobs and tools may take long to stop, unwinds; the session's detach would
+        write it only after that
+        (test_every_record_is_durable_before_the_agents_scope_unwinds).
+        """
         if not self._closing:
             self._closing = True
             self._set_status(AgentStatus.DISPOSING)
