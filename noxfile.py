@@ -62,6 +62,15 @@ def stress(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11")
+def mutants(session: nox.Session) -> None:
+    """Mutation testing of the ownership core (mutants/): prints the kill score and the
+    survivors; fails on a survivor not accepted in tests/mutants-accepted.txt. Bounded by
+    default (a fixed sample); ``nox -s mutants -- --all`` runs the whole catalogue."""
+    session.install("-e", ".", *_groups("test"))
+    session.run("python", "-m", "mutants", *session.posargs)
+
+
+@nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
     """Check style and the async rules with ruff (lint and format)."""
     session.install(*_groups("lint"))
