@@ -58,7 +58,9 @@ def stress(session: nox.Session) -> None:
         "tests/test_agent_stateful.py",
         "tests/test_kernel_stateful.py",
     ]
-    session.run("pytest", "-s", "-p", "no:randomly", "-o", "faulthandler_timeout=900", *files)
+    # The large budget runs for minutes: the per-test limits of pyproject would cut it short.
+    limits = ["-o", "faulthandler_timeout=900", "-o", "timeout=1800"]
+    session.run("pytest", "-s", "-p", "no:randomly", *limits, *files)
 
 
 @nox.session(python="3.11")
