@@ -32,6 +32,7 @@ JSONL: Final = (
     "tests/test_session_jsonl.py",
     "tests/test_session_faults.py",
     "tests/test_session_write_batch.py",
+    "tests/test_session_jsonl_durability.py",
 )
 BASH: Final = ("tests/test_shell_tool_bash.py",)
 BRIDGE: Final = ("tests/test_acp_bridge.py",)
