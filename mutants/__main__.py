@@ -1,7 +1,7 @@
 """Run the mutants: ``python -m mutants [--all | --sample N [--seed S] | ID ...]``.
 
 By default the run is bounded for a shared machine: the first ``--sample`` mutants of a
-shuffle with a fixed seed (12 of them, about ten minutes on two busy cores); ``--all`` runs
+shuffle with a fixed seed (12 of them, about five minutes on two busy cores); ``--all`` runs
 the whole catalogue; ``ID ...`` runs those. Exit status: 0 when every survivor is accepted in
 ``tests/mutants-accepted.txt``, 1 otherwise (2 when a mutant no longer applies).
 """
