@@ -555,6 +555,31 @@ async def test_plugin_teardown_disposes_sessions_and_closes_the_stream() -> None
             await client.next()
 
 
+async def test_a_broken_connection_disposes_every_session(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """The client stops reading (the bridge's next write breaks) with a session mid-turn:
+    wait_closed() returns with no agent and no live session left, before any teardown of
+    the bridge's fiber."""
+    store = MemoryStore()
+    async with ag.open_runtime(store=store, model="echo?delay=100") as root:
+        to_bridge, from_client = trio.testing.memory_stream_one_way_pair()
+        to_client, from_bridge = trio.testing.memory_stream_one_way_pair()
+        bridge = AcpBridge(trio.StapledStream(to_client, from_client))
+        await root.plugin(bridge)
+        client = Client(trio.StapledStream(to_bridge, from_bridge))
+        await client.initialize()
+        session_id = await client.new_session()
+        await client.prompt(session_id, "pending forever")
+        await trio.testing.wait_all_tasks_blocked()
+        await from_bridge.aclose()
+        await client.request("session/list", {})  # its answer is the write that breaks
+        with trio.fail_after(5):
+            await bridge.wait_closed()
+        assert root.get("agents").list() == ()
+        assert store.live() == ()
+
+
 async def test_new_session_racing_the_close_is_disposed() -> None:
     """session/new then EOF at once: the created handle is disposed, nothing is left."""
     async with serve() as s:

@@ -313,6 +313,7 @@ async def test_sessions_of_another_store_are_refused(make_store: Factory) -> Non
             await store.enter(session)
 
 
+@pytest.mark.listener_failures
 async def test_a_failing_listener_cannot_break_append(make_store: Factory) -> None:
     """A SessionAppended listener that raises is contained; the record is kept."""
     async with running(make_store()) as (root, store):
