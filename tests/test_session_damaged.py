@@ -23,7 +23,9 @@ from trio_agents.session import (
     JsonlStore,
     MemoryStore,
     SessionExistsError,
+    SessionIdInUseError,
     SessionFormatError,
+    SessionState,
     SessionStore,
     SessionWriteError,
     TurnStarted,
@@ -319,19 +321,21 @@ async def test_a_torn_header_loads_empty_and_is_rewritten_only_on_resume(
 
 
 async def test_a_file_that_grew_since_it_was_read_is_not_truncated(tmp_path: Path) -> None:
-    """The repair refuses when the file is not the size it was read at; the session's write
-    fails with a clear error and the file keeps every byte."""
+    """A resume refuses to enter when the file is not the size it was read at (another
+    process wrote it since); the file keeps every byte."""
     path = tmp_path / "s.jsonl"
     write(path, HEADER % "s" + good_line(0) + "torn")
     async with runtime(JsonlStore(tmp_path)) as root:
         session = await root.sessions.load("s")
         with path.open("ab") as f:  # another writer appended meanwhile
             f.write(b" and more")
-        await root.sessions.enter(session)
-        with pytest.raises(SessionWriteError, match="changed since it was read"):
-            await root.sessions.flush(session)
-        with pytest.raises(SessionWriteError, match="changed since it was read"):
-            await root.sessions.detach(session)  # it flushes, and says so again
+        with pytest.raises(
+            SessionIdInUseError,
+            match=r"^session 's' was written by another process since this one read it; load ",
+        ):
+            await root.sessions.enter(session)
+        assert session.state is SessionState.PRIVATE
+        await root.sessions.abandon(session)
     assert path.read_text() == HEADER % "s" + good_line(0) + "torn and more"
     assert not (tmp_path / "s.jsonl.damaged-1").exists()
 

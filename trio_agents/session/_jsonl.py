@@ -40,7 +40,7 @@ import trio
 from . import _jsonl_io as io
 from ._batches import Batch, BatchWriter, check_interval, write_failure
 from ._convert import dump_record
-from ._errors import SessionWriteError
+from ._errors import SessionIdInUseError, SessionInUseError, SessionWriteError
 from ._ids import default_root
 from ._records import Record
 from ._session import Session
@@ -84,6 +84,10 @@ class _File:
     retry: bool = False
     # The error of the latest failure, also after a retry cleared `error`.
     last_error: SessionWriteError | None = None
+    # The size of the file when a resumed session was read (see `_enter`).
+    read_size: int = 0
+    # The descriptor of the session's lock (io.take_lock) from `_enter` to `_release`.
+    lock: int | None = None
 
 
 @final
@@ -289,7 +293,8 @@ class JsonlStore(SessionStore):
             exists=session.resumed,
             written_seq=n - 1,
             synced_seq=n - 1,
-            tail=note if isinstance(note, io.Tail) else None,
+            tail=note.tail if isinstance(note, io.Loaded) else None,
+            read_size=note.size if isinstance(note, io.Loaded) else 0,
         )
 
     def _on_record(self, session: Session, record: Record) -> None:
@@ -304,11 +309,51 @@ class JsonlStore(SessionStore):
             raise self._refuse_write(f"enter session {session.id!r}")
         state: _File = self._state(session)
         await trio.lowlevel.checkpoint()
+        self._lock(session, state)
         # No checkpoint from here until the session is live: every record appended before
         # is in `pending`, every later one marks the session dirty itself.
         if state.pending or not state.exists or state.tail is not None:
             self._dirty[session] = state
             self._batches.poke()
+
+    def _lock(self, session: Session, state: _File) -> None:
+        """Take the session's lock, and check that the file is still what was read.
+
+        A few syscalls on a local file, none of which waits (the lock is tried, not awaited):
+        like ``is_stored``, they run on the loop's thread, which keeps entering a session free
+        of thread round trips.
+        """
+        try:
+            state.lock = io.take_lock(state.path)
+        except io.LockHeld as held:
+            raise SessionIdInUseError(
+                f"session {session.id!r} is in use by {held.holder}, which writes it (one "
+                f"process writes a session at a time; its lock is {io.lock_path(state.path)}); "
+                f"end it there, or resume it once that process has stopped"
+            ) from None
+        except OSError as exc:
+            raise SessionWriteError(
+                f"cannot lock session {session.id!r} ({exc.strerror or exc}); check that "
+                f"{self._root} is writable, or choose another store directory"
+            ) from exc
+        changed = (
+            _size(state.path) != state.read_size
+            if session.resumed
+            else os.path.lexists(state.path)  # noqa: ASYNC240 - see the docstring
+        )
+        if changed:
+            self._unlock(state)
+            then = "load it again" if session.resumed else "resume it instead"
+            raise SessionIdInUseError(
+                f"session {session.id!r} was written by another process since this one "
+                f"{'read it' if session.resumed else 'checked its id'}; {then}"
+            )
+
+    @staticmethod
+    def _unlock(state: _File) -> None:
+        if state.lock is not None:
+            lock, state.lock = state.lock, None
+            io.release_lock(state.path, lock)
 
     async def _sync(self, session: Session) -> int:
         state: _File = self._state(session)
@@ -355,8 +400,13 @@ class JsonlStore(SessionStore):
             await trio.lowlevel.checkpoint()
 
     async def _release(self, session: Session) -> None:
+        state: _File = self._state(session)
         self._dirty.pop(session, None)
         self._unsynced.pop(session, None)
+        # Invariant: the lock goes only once no batch writes the file any more.
+        while state.in_flight:
+            await self._batch_ended.wait()
+        self._unlock(state)
         await trio.lowlevel.checkpoint()
 
     async def is_stored(self, session_id: str) -> bool:
@@ -379,12 +429,17 @@ class JsonlStore(SessionStore):
                 path,
                 tail.size - tail.offset,
             )
-        return Stored(loaded.records, tail)
+        return Stored(loaded.records, loaded)
 
     async def _remove(self, session_id: str) -> None:
         if self._read_only:
             raise self._refuse_write(f"delete session {session_id!r}")
-        await trio.to_thread.run_sync(io.remove_session, self.path_of(session_id), session_id)
+        try:
+            await trio.to_thread.run_sync(io.remove_session, self.path_of(session_id), session_id)
+        except io.LockHeld as held:
+            raise SessionInUseError(
+                f"session {session_id!r} is live in {held.holder}; end it there, then delete it"
+            ) from None
 
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         found = await trio.to_thread.run_sync(io.scan_root, self._root)
@@ -400,3 +455,10 @@ class JsonlStore(SessionStore):
             )
             for f in found
         ]
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_size
+    except FileNotFoundError:
+        return None

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import secrets
+import socket
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,17 +47,21 @@ __all__ = [
     "SUFFIX",
     "VERSION",
     "Loaded",
+    "LockHeld",
     "RewindError",
     "StoredFile",
     "Tail",
     "WriteJob",
     "check_root",
     "header_line",
+    "lock_path",
     "prepare_root",
     "read_session",
+    "release_lock",
     "remove_session",
     "repair_tail",
     "scan_root",
+    "take_lock",
     "write_batch",
 ]
 
@@ -191,6 +197,9 @@ class Loaded:
     records: list[Record]
     tail: Tail | None
     mtime: float
+    #: The file's size when it was read: a resume checks, once it holds the session's lock,
+    #: that no other process wrote to the file since.
+    size: int = 0
 
 
 def _refuse_link(path: Path) -> SessionFormatError:
@@ -253,7 +262,8 @@ def read_session(path: Path, session_id: str) -> Loaded:
             # Not a torn header of ours (say, a foreign one-line file): refuse it.
             _check_header(data, path, session_id)
         # The header itself is torn: nothing after it was ever complete.
-        return Loaded([], Tail(0, len(data), "a torn header (no complete first line)"), mtime)
+        torn = Tail(0, len(data), "a torn header (no complete first line)")
+        return Loaded([], torn, mtime, len(data))
     _check_header(data[:end], path, session_id)
     records: list[Record] = []
     start = end + 1
@@ -281,7 +291,7 @@ def read_session(path: Path, session_id: str) -> Loaded:
             )
         records.append(record)
         start = end + 1
-    return Loaded(records, tail, mtime)
+    return Loaded(records, tail, mtime, len(data))
 
 
 def repair_tail(path: Path, tail: Tail, header: bytes) -> Path | None:
@@ -464,17 +474,21 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def remove_session(path: Path, session_id: str) -> None:
-    """Delete a session file.
+    """Delete a session file, holding its lock.
 
     Raises:
         SessionNotFoundError: there is no such file.
+        LockHeld: another process has the session live.
     """
-    try:
-        path.unlink()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise SessionNotFoundError(
             f"no stored session has the id {session_id!r}; see store.list() for the ids"
-        ) from None
+        )
+    lock = take_lock(path)
+    try:
+        path.unlink(missing_ok=True)
+    finally:
+        release_lock(path, lock)
 
 
 @attrs.frozen
@@ -543,3 +557,87 @@ def _lmtime(path: Path) -> float | None:
         return path.lstat().st_mtime
     except OSError:
         return None
+
+
+# -- the session lock (one writing process per session) ---------------------------------------
+
+LOCK = ".lock"
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file beside a session file: ``<id>.jsonl.lock``."""
+    return path.with_name(path.name + LOCK)
+
+
+class LockHeld(Exception):
+    """Another open file description holds the lock of a session (see :func:`take_lock`).
+
+    Attributes:
+        holder: who holds it, said for a person: ``"process 12 on host h"``, ``"another store
+            object of this process"``, or ``"another process"`` when the lock file names none.
+    """
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(holder)
+        self.holder = holder
+
+
+def take_lock(path: Path) -> int:
+    """Take the exclusive lock of the session file ``path`` and write our pid and host in it.
+
+    The lock is a ``flock`` on the lock file beside the session file, so the kernel drops it
+    when the process dies, however it dies (a SIGKILLed holder leaves nothing to clean up),
+    and the descriptor is close-on-exec, so no child process keeps it.
+
+    Returns:
+        The lock's descriptor, for :func:`release_lock`.
+
+    Raises:
+        LockHeld: another process (or another store object of this one) holds it.
+        OSError: the lock file cannot be created or locked.
+    """
+    lock = lock_path(path)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise LockHeld(holder) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        # Invariant: the lock is ours only if `fd` is still the file at `lock`; the previous
+        # holder removes the file as it releases, so a file opened just before that is stale.
+        try:
+            current = os.stat(lock, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+    return fd
+
+
+def release_lock(path: Path, fd: int) -> None:
+    """Release a lock :func:`take_lock` took (its file is removed first, while still held)."""
+    try:
+        with contextlib.suppress(OSError):
+            os.unlink(lock_path(path))
+    finally:
+        os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    text = ""
+    with contextlib.suppress(OSError):
+        text = os.pread(fd, 300, 0).decode("utf-8", "replace")
+    pid, _, host = text.strip().partition(" ")
+    if not pid.isdigit():
+        return "another process"
+    if int(pid) == os.getpid() and host == socket.gethostname():
+        return "another store object of this process"
+    return f"process {pid} on {host}" if host else f"process {pid}"
