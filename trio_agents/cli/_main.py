@@ -88,6 +88,12 @@ def _parser() -> argparse.ArgumentParser:
     delete = sessions_commands.add_parser("delete", help="delete a stored session")
     delete.add_argument("id")
     add_common(delete, runtime=False)
+    repair = sessions_commands.add_parser(
+        "repair",
+        help="keep the valid start of a corrupt session file, move the rest to a side file",
+    )
+    repair.add_argument("id")
+    add_common(repair, runtime=False)
     return parser
 
 

@@ -41,7 +41,7 @@ from . import _jsonl_io as io
 from ._batches import Batch, BatchWriter, check_interval, write_failure
 from ._convert import dump_record
 from ._errors import SessionIdInUseError, SessionInUseError, SessionWriteError
-from ._ids import default_root
+from ._ids import check_session_id, default_root
 from ._records import Record
 from ._session import Session
 from ._state import SessionState
@@ -50,7 +50,7 @@ from ._store import SessionInfo, SessionStore, Stored
 if TYPE_CHECKING:
     from ..kernel import Context
 
-__all__ = ["JsonlStore"]
+__all__ = ["JsonlStore", "SessionRepair"]
 
 log = logging.getLogger("trio_agents")
 
@@ -88,6 +88,34 @@ class _File:
     read_size: int = 0
     # The descriptor of the session's lock (io.take_lock) from `_enter` to `_release`.
     lock: int | None = None
+
+
+@attrs.frozen
+class SessionRepair:
+    """What :meth:`JsonlStore.repair` did to a corrupt session file.
+
+    Attributes:
+        session_id: the session.
+        records: how many records the file keeps (its longest valid start).
+        removed: how many bytes were moved out of it, to ``side``.
+        side: the side file beside it that holds those bytes (``<id>.jsonl.damaged-<n>``),
+            or ``None`` when there were none (a torn header was replaced).
+        reason: what was wrong where the kept part ends.
+    """
+
+    session_id: str
+    records: int
+    removed: int
+    side: Path | None
+    reason: str
+
+    def __str__(self) -> str:
+        moved = f"; the {self.removed} bytes after it are in {self.side}" if self.side else ""
+        plural = "" if self.records == 1 else "s"
+        return (
+            f"session {self.session_id!r} keeps its first {self.records} record{plural}{moved} "
+            f"(what was wrong: {self.reason})"
+        )
 
 
 @final
@@ -440,6 +468,45 @@ class JsonlStore(SessionStore):
             raise SessionInUseError(
                 f"session {session_id!r} is live in {held.holder}; end it there, then delete it"
             ) from None
+
+    async def repair(self, session_id: str) -> SessionRepair | None:
+        """Repair a corrupt session file: keep its longest valid start (the records up to the
+        first line that cannot be read or is out of order) and move the rest, byte for byte,
+        to a side file beside it. Nothing is deleted. A torn last line is repaired the same
+        way (a resume would do it too).
+
+        Returns:
+            What was done, or ``None`` when the file needed no repair.
+
+        Raises:
+            SessionNotFoundError: no stored session has this id.
+            SessionInUseError: the session is live (here, or in another process).
+            SessionFormatError: the file is not a session file of this store (its header).
+            SessionWriteError: the store is read-only, or the file could not be rewritten.
+        """
+        self._check_open("repair a session")
+        check_session_id(session_id)
+        if self._read_only:
+            raise self._refuse_write(f"repair session {session_id!r}")
+        if session_id in self._live or session_id in self._entering:
+            raise SessionInUseError(
+                f"session {session_id!r} is live; dispose the agent that uses it, then repair it"
+            )
+        path = self.path_of(session_id)
+        try:
+            done = await trio.to_thread.run_sync(io.repair_session, path, session_id)
+        except io.LockHeld as held:
+            raise SessionInUseError(
+                f"session {session_id!r} is live in {held.holder}; end it there, then repair it"
+            ) from None
+        except OSError as exc:
+            raise SessionWriteError(
+                f"repairing session {session_id!r} in {path} failed ({exc.strerror or exc}); "
+                f"nothing was deleted"
+            ) from exc
+        if done is None:
+            return None
+        return SessionRepair(session_id, done.records, done.removed, done.side, done.reason)
 
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         found = await trio.to_thread.run_sync(io.scan_root, self._root)

@@ -48,6 +48,7 @@ __all__ = [
     "VERSION",
     "Loaded",
     "LockHeld",
+    "Repaired",
     "RewindError",
     "StoredFile",
     "Tail",
@@ -59,6 +60,7 @@ __all__ = [
     "read_session",
     "release_lock",
     "remove_session",
+    "repair_session",
     "repair_tail",
     "scan_root",
     "take_lock",
@@ -238,8 +240,13 @@ def _read_all(fd: int) -> tuple[bytes, float]:
     return b"".join(chunks), info.st_mtime
 
 
-def read_session(path: Path, session_id: str) -> Loaded:
+def read_session(path: Path, session_id: str, *, prefix: bool = False) -> Loaded:
     """Read a session file without writing to it (see the module rules).
+
+    Args:
+        prefix: read the longest valid start of a corrupt file instead of refusing it: the
+            first bad line (one that cannot be read, or out of ``seq`` order) and everything
+            after it is the tail (see :func:`repair_session`).
 
     Raises:
         SessionNotFoundError: there is no such file.
@@ -276,22 +283,76 @@ def read_session(path: Path, session_id: str) -> Loaded:
         if end < 0:
             tail = Tail(start, len(data), "a torn last line (no newline at its end)")
             break
+        # A last line that cannot be parsed is a torn write; a bad record is corruption.
+        torn = end + 1 == len(data)
         try:
             value = parse_line(data[start:end], where=where)
+            torn = False
+            record = structure_record(value, where=where)
+            if record.seq != len(records):
+                raise SessionFormatError(
+                    f"{where}: expected the record with seq {len(records)}, found "
+                    f"seq {record.seq}"
+                )
         except SessionFormatError as exc:
-            if end + 1 < len(data):
-                raise SessionFormatError(f"{exc}; the file is corrupt") from None
+            if prefix:
+                tail = Tail(start, len(data), f"from line {lineno} on: {exc}")
+                break
+            if not torn:
+                raise SessionFormatError(
+                    f"{exc}; the file is corrupt: 'trio-agents sessions repair {session_id}' "
+                    f"keeps its valid start and moves the rest to a side file"
+                ) from None
             tail = Tail(start, len(data), f"a last line that cannot be read ({exc})")
             break
-        record = structure_record(value, where=where)
-        if record.seq != len(records):
-            raise SessionFormatError(
-                f"{where}: expected the record with seq {len(records)}, found "
-                f"seq {record.seq}; the file is corrupt"
-            )
         records.append(record)
         start = end + 1
     return Loaded(records, tail, mtime, len(data))
+
+
+@attrs.frozen
+class Repaired:
+    """What :func:`repair_session` did.
+
+    Attributes:
+        records: how many records the file keeps.
+        removed: how many bytes were moved out of it.
+        side: the side file that holds them.
+        reason: what was wrong where the kept part ends.
+    """
+
+    records: int
+    removed: int
+    side: Path | None
+    reason: str
+
+
+def repair_session(path: Path, session_id: str) -> Repaired | None:
+    """Keep the longest valid start of a session file and move the rest to a side file
+    (``<id>.jsonl.damaged-<n>``), holding the session's lock; nothing is deleted.
+
+    Returns:
+        What was done, or ``None`` when the file was whole.
+
+    Raises:
+        SessionNotFoundError: there is no such file.
+        SessionFormatError: the header is not a session header (nothing to keep).
+        LockHeld: another process has the session live.
+    """
+    if not os.path.lexists(path):
+        raise SessionNotFoundError(
+            f"no stored session has the id {session_id!r}; see store.list() for the ids"
+        )
+    lock = take_lock(path)
+    try:
+        loaded = read_session(path, session_id, prefix=True)
+        tail = loaded.tail
+        if tail is None:
+            return None
+        side = repair_tail(path, tail, header_line(session_id))
+        return Repaired(len(loaded.records), tail.size - tail.offset, side, tail.reason)
+    finally:
+        release_lock(path, lock)
 
 
 def repair_tail(path: Path, tail: Tail, header: bytes) -> Path | None:
