@@ -4,6 +4,7 @@ two writers corrupted before the lock existed (issue 34, item 1)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -12,6 +13,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_support import run_cli
@@ -275,3 +277,55 @@ def test_a_sigkilled_holder_is_taken_over_at_once(tmp_path: Path) -> None:
     shown = run_command("sessions", "show", "k", "--store", str(store))
     assert shown.returncode == 0, shown.stderr
     assert re.search(r"interrupted.*\n(.*\n)*user: taken over\nagent: taken over\n", shown.stdout)
+
+
+def test_acp_session_load_of_a_session_live_in_another_acp_is_refused(tmp_path: Path) -> None:
+    """Two editor windows: ``trio-agents acp`` twice on one store. The second's
+    ``session/list`` shows the first's session at once; its ``session/load`` is a JSON-RPC
+    error naming the first process; the first keeps serving the session."""
+    acp = pytest.importorskip("acp")
+    from acp import RequestError, text_block
+
+    class Client:
+        async def request_permission(self, *args: object, **kwargs: object) -> None:
+            raise AssertionError("no tool runs here")
+
+        async def session_update(self, *args: object, **kwargs: object) -> None:
+            pass
+
+    def spawn(store: Path) -> Any:
+        return acp.spawn_agent_process(
+            Client(),
+            str(TRIO_AGENTS),
+            "acp",
+            "--store",
+            str(store),
+            transport_kwargs={"stderr": None},
+            env=dict(os.environ),
+        )
+
+    async def main() -> None:
+        store = tmp_path / "sessions"
+        async with spawn(store) as (first, first_process):
+            await first.initialize(protocol_version=1)
+            session = await first.new_session(cwd=str(tmp_path), mcp_servers=[])
+            sid = session.session_id
+            answer = await first.prompt(session_id=sid, prompt=[text_block("first window")])
+            assert answer.stop_reason == "end_turn"
+            async with spawn(store) as (second, _):
+                await second.initialize(protocol_version=1)
+                listed = await second.list_sessions(cwd=str(tmp_path))
+                assert [s.session_id for s in listed.sessions] == [sid]
+                with pytest.raises(RequestError) as refused:
+                    await second.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+                assert re.fullmatch(
+                    rf"session '{sid}' is live in another worker; it cannot be loaded \(agent "
+                    rf"id '{sid}' cannot be used here: session '{sid}' is in use by process "
+                    rf"{first_process.pid} on {re.escape(socket.gethostname())}, which writes "
+                    rf"it .*\)",
+                    str(refused.value),
+                ), refused.value
+            again = await first.prompt(session_id=sid, prompt=[text_block("still mine")])
+            assert again.stop_reason == "end_turn"
+
+    asyncio.run(asyncio.wait_for(main(), LIMIT))
