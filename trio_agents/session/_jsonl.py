@@ -365,9 +365,7 @@ class JsonlStore(SessionStore):
                 f"{self._root} is writable, or choose another store directory"
             ) from exc
         changed = (
-            _size(state.path) != state.read_size
-            if session.resumed
-            else os.path.lexists(state.path)  # noqa: ASYNC240 - see the docstring
+            _size(state.path) != state.read_size if session.resumed else os.path.lexists(state.path)
         )
         if changed:
             self._unlock(state)

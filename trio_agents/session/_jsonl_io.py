@@ -284,21 +284,20 @@ def read_session(path: Path, session_id: str, *, prefix: bool = False) -> Loaded
             tail = Tail(start, len(data), "a torn last line (no newline at its end)")
             break
         # A last line that cannot be parsed is a torn write; a bad record is corruption.
-        torn = end + 1 == len(data)
+        may_be_torn = end + 1 == len(data)
         try:
             value = parse_line(data[start:end], where=where)
-            torn = False
+            may_be_torn = False
             record = structure_record(value, where=where)
             if record.seq != len(records):
                 raise SessionFormatError(
-                    f"{where}: expected the record with seq {len(records)}, found "
-                    f"seq {record.seq}"
+                    f"{where}: expected the record with seq {len(records)}, found seq {record.seq}"
                 )
         except SessionFormatError as exc:
             if prefix:
                 tail = Tail(start, len(data), f"from line {lineno} on: {exc}")
                 break
-            if not torn:
+            if not may_be_torn:
                 raise SessionFormatError(
                     f"{exc}; the file is corrupt: 'trio-agents sessions repair {session_id}' "
                     f"keeps its valid start and moves the rest to a side file"
