@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _distribution_version
-from typing import NoReturn
+from typing import Any, NoReturn
 
 __all__ = ["Parser", "UsageExit", "suggestion", "version"]
 
@@ -76,6 +76,11 @@ class Parser(argparse.ArgumentParser):
 
     argv: Sequence[str] = ()
     top: argparse.ArgumentParser | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No prefix matching of options: `--stor ./s` is a mistake, not `--store`.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         top = self.top or self
