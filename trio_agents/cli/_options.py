@@ -83,8 +83,8 @@ def add_common(parser: argparse.ArgumentParser, *, runtime: bool = True) -> None
         default=None,
         metavar="SPEC",
         help="where sessions are kept: DIR (JSONL files), 'memory', sqlite:PATH, "
-        "postgresql://... or 'host=... dbname=...' (default: the config file's store, else $TRIO_AGENTS_HOME/sessions, "
-        "else $XDG_STATE_HOME/trio-agents/sessions)",
+        "postgresql://... or 'host=... dbname=...' (default: the config file's store, else "
+        "$TRIO_AGENTS_HOME/sessions, else $XDG_STATE_HOME/trio-agents/sessions)",
     )
     if runtime:
         parser.add_argument(

@@ -120,9 +120,9 @@ def parse_store_spec(spec: str | None) -> StoreSpec:
         return StoreSpec("sqlite", Path(os.path.expanduser(path)))
     if spec.startswith(_POSTGRES) or _KEYWORD_DSN.match(spec):
         return StoreSpec("postgresql", spec)
-    path = Path(os.path.expanduser(spec))
-    _check_slip(spec, path)
-    return StoreSpec("jsonl", path)
+    directory = Path(os.path.expanduser(spec))
+    _check_slip(spec, directory)
+    return StoreSpec("jsonl", directory)
 
 
 def _check_slip(spec: str, path: Path) -> None:
