@@ -511,3 +511,26 @@ async def test_titles_skip_blank_messages(make_store: Factory) -> None:
         await store.detach(session)
         [stored] = await store.list()
     assert live.title == stored.title == "second"
+
+
+async def test_only_the_owner_can_detach_or_abandon_an_owned_session(make_store: Factory) -> None:
+    """``enter(owner=x)``: a detach or an abandon without ``x`` (none, or another object) is
+    refused and changes nothing; the owner's own detach ends it (issue 45: the store's owner
+    check, pinned at the store)."""
+    owner, stranger = object(), object()
+    async with running(make_store()) as (_, store):
+        session = store.prepare("owned")
+        await store.enter(session, owner=owner)
+        session.append(TurnStarted(turn_id="t1"))
+        refused = r"^session 'owned' belongs to a live agent; dispose the agent's handle "
+        for end in (store.detach, store.abandon):
+            for who in (None, stranger):
+                with pytest.raises(SessionInUseError, match=refused):
+                    await end(session, owner=who)
+                assert state_of(session) is SessionState.LIVE
+                assert store.get("owned") is session
+        session.append(TurnEnded(turn_id="t1", stop_reason=StopReason.COMPLETED))
+        await store.detach(session, owner=owner)
+        assert state_of(session) is SessionState.ENDED
+        assert store.get("owned") is None
+        assert [type(r) for r in (await store.load("owned")).records] == [TurnStarted, TurnEnded]
