@@ -393,10 +393,12 @@ async def test_an_illegal_move_of_a_session_raises_and_changes_nothing() -> None
     assert state_of(session) is SessionState.ENDED
 
 
-async def test_a_cancelled_enter_is_all_or_nothing(make_store: Factory) -> None:
-    """Cancel the caller of enter() at every checkpoint k: the session is either live (and
-    detaches cleanly) or private again (and abandons cleanly), and the id is never left
-    taken."""
+async def test_a_cancelled_enter_still_enters_and_a_failed_one_leaves_it_private(
+    make_store: Factory,
+) -> None:
+    """Cancel the caller of enter() at every checkpoint k: enter has no cancellable point once
+    begun, so the session is live (and detaches cleanly). An enter that fails (a stored id)
+    leaves the session private again, abandoned cleanly; the id is never left taken."""
     for k in range(8):
         async with running(make_store()) as (_, store):
             session = store.prepare(f"k{k}")
@@ -407,17 +409,20 @@ async def test_a_cancelled_enter_is_all_or_nothing(make_store: Factory) -> None:
                     for _ in range(k):
                         await trio.lowlevel.checkpoint()
                     scope.cancel()
-            if session.state is SessionState.LIVE:
-                assert store.get(session.id) is session
-                await store.detach(session)
-                loaded = await store.load(session.id)  # kept, and its open turn closed
-                assert [type(r) for r in loaded.records] == [TurnStarted, TurnEnded]
-                await store.abandon(loaded)
-            else:
-                assert session.state is SessionState.PRIVATE
-                assert store.get(session.id) is None
-                await store.abandon(session)
-                assert not await store.is_stored(session.id)
+            assert state_of(session) is SessionState.LIVE
+            assert store.get(session.id) is session
+            await store.detach(session)
+            loaded = await store.load(session.id)  # kept, and its open turn closed
+            assert [type(r) for r in loaded.records] == [TurnStarted, TurnEnded]
+            await store.abandon(loaded)
+            clash = store.prepare(f"k{k}")
+            clash.append(TurnStarted(turn_id="u"))
+            with pytest.raises(SessionExistsError, match=rf"^session 'k{k}' is already stored"):
+                await store.enter(clash)
+            assert state_of(clash) is SessionState.PRIVATE
+            assert store.get(clash.id) is None
+            await store.abandon(clash)  # a resumed-or-new rollback removes nothing stored
+            assert len((await store.load(f"k{k}")).records) == 2
             again = store.prepare(f"k{k}-again")
             await store.enter(again)  # the store still works
             await store.detach(again)
