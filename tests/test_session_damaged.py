@@ -5,12 +5,15 @@ never followed."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import re
 import stat
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -35,7 +38,6 @@ from trio_agents.session import (
 )
 
 HEADER = '{"format":"trio-agents-session","version":1,"session_id":"%s"}\n'
-AS_ROOT = os.geteuid() == 0 if hasattr(os, "geteuid") else False
 
 
 def good_line(seq: int = 0) -> str:
@@ -222,14 +224,31 @@ async def test_list_validates_names_and_kinds_of_entries(tmp_path: Path) -> None
     assert "junk.jsonl:2 is not valid JSON" in (infos["junk"].damaged or "")
 
 
-@pytest.mark.skipif(AS_ROOT, reason="root reads a file of mode 000")
-async def test_a_file_that_cannot_be_opened_is_listed_as_damaged(tmp_path: Path) -> None:
+def refuse_opening(monkeypatch: pytest.MonkeyPatch, refused: Callable[[str], bool]) -> None:
+    """``os.open`` of a path ``refused`` picks fails with EACCES, as a file of mode 000 does
+    for anyone but root (CI runs as root, so chmod alone would prove nothing there)."""
+    real_open = os.open
+
+    def fake_open(path: Any, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
+        if refused(os.fspath(path)):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_open(path, flags, mode, **kwargs)
+
+    monkeypatch.setattr(os, "open", fake_open)
+
+
+async def test_a_file_that_cannot_be_opened_is_listed_as_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Replaces "list skips a file it cannot read": it is listed, with the OS's reason."""
     write(tmp_path / "locked.jsonl", HEADER % "locked")
-    (tmp_path / "locked.jsonl").chmod(0)
+    write(tmp_path / "fine.jsonl", HEADER % "fine" + good_line(0))
     async with runtime(JsonlStore(tmp_path)) as root:
-        (info,) = await root.sessions.list()
-    assert info.damaged == "cannot be read (Permission denied)"
+        refuse_opening(monkeypatch, lambda path: path.endswith("locked.jsonl"))
+        infos = {info.id: info for info in await root.sessions.list()}
+        monkeypatch.undo()
+    assert infos["locked"].damaged == "cannot be read (Permission denied)"
+    assert (infos["fine"].damaged, infos["fine"].records) == (None, 1)
 
 
 # -- item 8: reading never writes; repair happens on resume, with a side file ----------------------
@@ -437,16 +456,20 @@ async def test_a_read_only_store_creates_no_directory(tmp_path: Path) -> None:
     assert names(tmp_path) == []
 
 
-@pytest.mark.skipif(AS_ROOT, reason="chmod does not stop root from writing")
-async def test_a_writable_store_on_a_read_only_directory_fails_at_start(tmp_path: Path) -> None:
+async def test_a_writable_store_on_a_read_only_directory_fails_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Applying the store probes the directory: the error names it and the fix."""
-    chmod(tmp_path, 0o555)
-    try:
-        with pytest.raises(SessionWriteError, match=r"is not writable .*Permission denied"):
-            async with runtime(JsonlStore(tmp_path)):
-                pass  # pragma: no cover - the store does not start
-    finally:
-        chmod(tmp_path, 0o755)
+    refuse_opening(monkeypatch, lambda path: ".write-probe-" in path)
+    with pytest.raises(
+        SessionWriteError,
+        match=rf"^the session directory {re.escape(str(tmp_path))} is not writable \(Permission "
+        r"denied\); sessions could not be saved — free space or fix the permissions",
+    ):
+        async with runtime(JsonlStore(tmp_path)):
+            pass  # pragma: no cover - the store does not start
+    monkeypatch.undo()
+    assert names(tmp_path) == []
 
 
 async def test_a_store_path_that_is_a_file_says_so(tmp_path: Path) -> None:
