@@ -336,6 +336,10 @@ class Database:
                     try:
                         _write_job(conn, job)
                     except sqlite3.Error as exc:
+                        if not conn.in_transaction:
+                            # SQLite rolled the whole transaction back (a full disk does):
+                            # it failed as a whole, for that reason.
+                            raise
                         conn.execute("ROLLBACK TO job")
                         results[i] = exc
                     conn.execute("RELEASE job")
