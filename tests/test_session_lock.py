@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
+import trio.testing
 from cli_support import run_cli
 from support import TRIO_AGENTS
 
 import trio_agents.agent as ag
+from trio_agents.kernel import open_root
 from trio_agents.session import (
     JsonlStore,
     SessionFormatError,
@@ -69,6 +72,28 @@ async def test_a_second_store_object_cannot_enter_a_live_session(tmp_path: Path)
         assert [r.content for r in resumed.session.records if isinstance(r, UserMessage)] == [
             "kept"
         ]
+
+
+async def test_a_new_session_live_elsewhere_and_not_yet_written_is_refused(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Creating a session whose id another store object has live but has not written yet (its
+    writer waits ``flush_interval``): the id is not stored, and the lock refuses it."""
+    first, second = JsonlStore(tmp_path, flush_interval=60), JsonlStore(tmp_path)
+    async with open_root() as one, open_root() as two:
+        await one.plugin(first)
+        await two.plugin(second)
+        held = first.prepare("n")
+        await first.enter(held)
+        assert not (tmp_path / "n.jsonl").exists()
+        clash = second.prepare("n")
+        with pytest.raises(SessionIdInUseError, match=r"^session 'n' is in use by another store"):
+            await second.enter(clash)
+        await second.abandon(clash)
+        await first.detach(held)
+        again = second.prepare("n2")
+        await second.enter(again)
+        await second.detach(again)
 
 
 async def test_reading_a_live_session_needs_no_lock(tmp_path: Path) -> None:
