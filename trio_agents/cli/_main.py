@@ -99,6 +99,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     delete = sessions_commands.add_parser("delete", parents=stored, help="delete a stored session")
     delete.add_argument("id")
+    repair = sessions_commands.add_parser(
+        "repair",
+        parents=stored,
+        help="keep the valid start of a corrupt session file, move the rest to a side file",
+    )
+    repair.add_argument("id")
     return parser
 
 

@@ -82,9 +82,9 @@ def _common() -> Parser:
         "--store",
         default=None,
         metavar="SPEC",
-        help="where sessions are kept: DIR (JSONL files), 'memory', sqlite:PATH or "
-        "postgresql://... (default: the config file's store, else $TRIO_AGENTS_HOME/sessions, "
-        "else $XDG_STATE_HOME/trio-agents/sessions)",
+        help="where sessions are kept: DIR (JSONL files), 'memory', sqlite:PATH, "
+        "postgresql://... or 'host=... dbname=...' (default: the config file's store, else "
+        "$TRIO_AGENTS_HOME/sessions, else $XDG_STATE_HOME/trio-agents/sessions)",
     )
     return common
 
