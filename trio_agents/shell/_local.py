@@ -11,7 +11,8 @@ Rules:
   runs inside the process's own cancel scope. Cancelling that scope (``kill``), its deadline
   (the timeout) and an outer cancellation (a cancelled caller, the fiber's teardown) all end
   in the same shielded stop: SIGTERM to the job, ``kill_grace`` seconds, SIGKILL to the
-  job, await the shell's exit.
+  job, await the shell's exit (``kill_grace`` again, then ``Child.force``: a job that stopped
+  its supervisor cannot make the stop wait for ever).
 - When the shell has exited, what is left of the job gets the same treatment, and the pipe
   is drained to EOF (bounded by ``kill_grace``): no process outlives its job, and the output
   of a job that is no longer running is complete.
@@ -302,7 +303,7 @@ class LocalShellExecutor(ShellExecutor):
         process: Child
         if self._config.supervise and supervisor_available():
             process = await SupervisedChild.spawn(
-                spec.command, spec.cwd, spec.env, self._config.kill_grace
+                ["/bin/sh", "-c", spec.command], spec.cwd, spec.env, self._config.kill_grace
             )
         else:
             process = await GroupChild.spawn(spec.command, spec.cwd, spec.env)
@@ -360,6 +361,11 @@ class LocalShellExecutor(ShellExecutor):
             await proc.process.wait()
         if proc.process.returncode is None:
             self._signal(proc, signal.SIGKILL)
+            with trio.move_on_after(self._config.kill_grace):
+                await proc.process.wait()
+        if proc.process.returncode is None:
+            # Nothing acted on the SIGKILL (the job stopped or killed its supervisor).
+            await proc.process.force()
             await proc.process.wait()
 
     async def _sweep(self, proc: _Process) -> None:
