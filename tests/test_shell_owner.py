@@ -30,6 +30,8 @@ pytestmark = pytest.mark.skipif(not supervisor_available(), reason="the supervis
 
 DEADLINE = 30.0
 NAMES = ("sh", "sleep", "double")
+# Written too, so that the fixture can end a supervisor that a failing test left stopped.
+SUPERVISOR = "supervisor"
 
 
 def fighting(directory: Path, fight: str) -> str:
@@ -38,7 +40,8 @@ def fighting(directory: Path, fight: str) -> str:
     d = directory
     return (
         f"sleep 1000 & echo $! > {d}/sleep; (sleep 1000 & echo $! > {d}/double); "
-        f"echo $$ > {d}/sh.tmp; mv {d}/sh.tmp {d}/sh; {fight}; wait"
+        f"echo $PPID > {d}/{SUPERVISOR}; echo $$ > {d}/sh.tmp; mv {d}/sh.tmp {d}/sh; "
+        f"{fight}; wait"
     )
 
 
@@ -80,7 +83,7 @@ def job_dir(tmp_path: Path) -> Iterator[Path]:
     directory = tmp_path / "job"
     directory.mkdir()
     yield directory
-    for name in NAMES:
+    for name in (*NAMES, SUPERVISOR):
         path = directory / name
         if path.exists():
             for pid in alive([int(path.read_text())]):
