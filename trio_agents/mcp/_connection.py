@@ -37,8 +37,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from ..agent import TOOLS, Tool, ToolContext, ToolResult
 from ..kernel import Context, Entry, current_context
+from ..shell import supervisor_available
 from ._errors import McpServerError
 from ._events import McpToolsChanged
+from ._process import supervised_stdio
 from ._results import to_result, tool_name
 from ._server import McpServer
 from ._watched import Watched
@@ -165,10 +167,15 @@ class Connection:
     async def _transport(self) -> AsyncIterator[TransportStreams]:
         server = self._server
         if server.command is not None:
+            assert self._stderr is not None
+            if supervisor_available():
+                # Like a shell job: every process the server starts ends with it.
+                async with supervised_stdio(server, self._stderr) as streams:
+                    yield streams
+                return
             params = StdioServerParameters(
                 command=server.command, args=list(server.args), env=server.env, cwd=server.cwd
             )
-            assert self._stderr is not None
             async with stdio_client(params, errlog=cast(TextIO, self._stderr)) as streams:
                 yield streams
             return

@@ -360,7 +360,10 @@ class SupervisedChild(Child):
     def _send_supervisor(self, signum: signal.Signals) -> None:
         # Invariant: not reaped yet (see __init__), so the pidfd still names the supervisor.
         if not self._reaped and self._exit is None:
-            signal.pidfd_send_signal(self._pidfd, signum)
+            try:  # noqa: SIM105 - the one place, no contextlib needed
+                signal.pidfd_send_signal(self._pidfd, signum)
+            except ProcessLookupError:  # it exited; _exited() will say so
+                pass
 
     async def force(self) -> None:
         self._send_supervisor(signal.SIGKILL)
