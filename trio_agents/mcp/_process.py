@@ -96,7 +96,7 @@ async def _read(
     """Lines of the server's stdout to ``out``; then discard the rest until end of file."""
     parts: list[bytes] = []
     listening = True
-    with out:
+    async with out:
         while True:
             try:
                 data = await child.stdout.receive_some(_READ_SIZE)
@@ -104,6 +104,7 @@ async def _read(
                 return
             if not data:
                 return
+            data = bytes(data)
             while listening and (end := data.find(b"\n")) >= 0:
                 parts.append(data[:end])
                 data = data[end + 1 :]

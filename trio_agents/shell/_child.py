@@ -290,7 +290,8 @@ class SupervisedChild(Child):
             await trio.lowlevel.checkpoint()
             return
         await trio.lowlevel.wait_readable(self._pidfd)
-        info = os.waitid(os.P_PIDFD, self._pidfd, os.WEXITED | os.WNOWAIT)
+        # WNOWAIT on a readable pidfd: answers at once, and leaves the reaping to aclose().
+        info = os.waitid(os.P_PIDFD, self._pidfd, os.WEXITED | os.WNOWAIT)  # noqa: ASYNC222
         # Invariant: the pidfd is readable only once the process exited, so waitid answers.
         assert info is not None
         killed = info.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
@@ -354,10 +355,10 @@ class SupervisedChild(Child):
         # it was killed, and what it left behind is looked for in its session.
         await self._exited()
         # Nothing announces the exit of a process that is not our child: look again.
-        while self._exit != 0 and session_members(self._process.pid):
+        while self._exit != 0 and session_members(self._process.pid):  # noqa: ASYNC110
             await trio.sleep(_RESCAN)
 
-    def _send_supervisor(self, signum: signal.Signals) -> None:
+    def _send_supervisor(self, signum: int) -> None:
         # Invariant: not reaped yet (see __init__), so the pidfd still names the supervisor.
         if not self._reaped and self._exit is None:
             try:  # noqa: SIM105 - the one place, no contextlib needed
@@ -373,7 +374,8 @@ class SupervisedChild(Child):
     async def _kill_left(self) -> None:
         """SIGKILL what is left in the supervisor's session until nothing is (bounded)."""
         with trio.move_on_after(self._grace):
-            while self._exit != 0 and self._signal_left(signal.SIGKILL):
+            # Nothing announces the exit of a process that is not our child: look again.
+            while self._exit != 0 and self._signal_left(signal.SIGKILL):  # noqa: ASYNC110
                 await trio.sleep(_RESCAN)
 
     def _close_control(self) -> None:
