@@ -44,7 +44,7 @@ def word() -> Iterator[str]:
 
 
 def wait_for(word: str, count: int) -> list[int]:
-    """The processes with ``word`` once there are ``count`` of them (the server, its child)."""
+    """The processes with ``word`` once there are ``count`` of them."""
     deadline = time.monotonic() + DEADLINE
     while len(found := processes_with(word)) < count:
         assert time.monotonic() < deadline, f"only {found} started"
@@ -119,7 +119,7 @@ def test_sigkill_of_run_still_ends_the_server_and_its_child(
     sees its control socket close, and a stubborn server is killed after the grace."""
     with _run(tmp_path, word, extra, "echo?delay=30") as process:
         try:
-            wait_for(word, 2)
+            wait_for(word, 3)  # the supervisor, the server and its child
         finally:
             process.kill()
             process.communicate(timeout=DEADLINE)
