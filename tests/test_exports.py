@@ -183,6 +183,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"StrictTypeError", "Wording", "count_problems", "json_type", "list_problems"}
     ),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
+    "trio_agents.mcp._process": frozenset({"GRACE", "supervised_stdio"}),
     "trio_agents.mcp._results": frozenset({"describe", "to_result", "tool_name"}),
     "trio_agents.mcp._watched": frozenset({"Watched"}),
     "trio_agents.model._anthropic": frozenset(
@@ -330,14 +331,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.session._store": frozenset({"open_turns", "title_of"}),
-    "trio_agents.shell._child": frozenset(
-        {
-            "Child",
-            "GroupChild",
-            "SupervisedChild",
-            "supervisor_available",
-        }
-    ),
+    "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
 }
 
 

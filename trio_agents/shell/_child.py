@@ -24,6 +24,7 @@ Rules:
 from __future__ import annotations
 
 import abc
+import functools
 import os
 import signal
 import socket
@@ -36,7 +37,7 @@ import trio
 
 from ._errors import ShellError
 
-__all__ = ["Child", "GroupChild", "SupervisedChild", "supervisor_available"]
+__all__ = ["Child", "GroupChild", "SupervisedChild", "session_members", "supervisor_available"]
 
 _SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_supervisor.py")
 # The supervisor writes its first line right after fork(); this bounds a broken one.
@@ -45,13 +46,16 @@ _START_TIMEOUT = 30.0
 _RESCAN = 0.02
 
 
+@functools.cache
 def supervisor_available() -> bool:
     """Whether this platform has what the supervisor needs (Linux: subreapers, /proc, pidfds)."""
-    return (
-        sys.platform.startswith("linux")
-        and os.path.isdir("/proc/self")
-        and hasattr(os, "pidfd_open")
-    )
+    if not (sys.platform.startswith("linux") and os.path.isdir("/proc/self")):
+        return False
+    try:  # the call exists since Linux 5.3
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
 
 
 def session_members(session: int) -> list[int]:
