@@ -32,7 +32,7 @@ async def root(request: pytest.FixtureRequest) -> AsyncIterator[Context]:
 
 
 async def test_the_longest_command_runs_and_one_byte_more_is_refused(root: Context) -> None:
-    """The longest command (MAX_ARG_STRLEN) runs; one byte more is refused by ``resolve``, naming both sizes."""
+    """The longest command (MAX_ARG_STRLEN) runs; one byte more is refused by resolve."""
     shell = shell_of(root)
     limit = LIMIT
     longest = ": " + "x" * (limit - 2)
