@@ -55,6 +55,7 @@ def stress(session: nox.Session) -> None:
         "tests/test_stress_crash_loop.py",
         "tests/test_stress_soak.py",
         "tests/test_stress_ownership.py",
+        "tests/test_stress_supervision.py",
         "tests/test_agent_stateful.py",
         "tests/test_kernel_stateful.py",
     ]

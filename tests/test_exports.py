@@ -189,8 +189,9 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
     "trio_agents.mcp._restart": frozenset({"Backoff"}),
+    "trio_agents.mcp._process": frozenset({"GRACE", "supervised_stdio"}),
     "trio_agents.mcp._results": frozenset({"describe", "to_result", "tool_name"}),
-    "trio_agents.mcp._stdio": frozenset({"LineFramer", "stdio_client"}),
+    "trio_agents.mcp._stdio": frozenset({"LineFramer", "parse_message", "stdio_client"}),
     "trio_agents.mcp._watched": frozenset({"Watched"}),
     "trio_agents.model._anthropic": frozenset(
         {
@@ -346,14 +347,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.session._store": frozenset({"open_turns", "title_of"}),
-    "trio_agents.shell._child": frozenset(
-        {
-            "Child",
-            "GroupChild",
-            "SupervisedChild",
-            "supervisor_available",
-        }
-    ),
+    "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
 }
 
 

@@ -1,10 +1,11 @@
 """The task of an :class:`McpServer` fiber: one connection, and the tools it registers.
 
 Rules:
-- Everything the SDK starts (the child process and its pipe tasks, the HTTP client, the
-  session's dispatcher) lives under this one task, so the fiber owns it: the fiber's teardown
-  cancels the task, and the SDK's own shielded, bounded shutdown closes the child's stdin,
-  then terminates and kills its process group. No process outlives the plugin.
+- Everything the connection starts (the server process and its pipe tasks, the HTTP client,
+  the session's dispatcher) lives under this one task, so the fiber owns it: the fiber's
+  teardown cancels the task, and the transport's shielded, bounded stop ends the server (on
+  Linux under the shell's per-job supervisor, :mod:`._process`: every process it started).
+  No process outlives the plugin.
 - The registry holds one entry per offered tool, each an entry of the fiber: registered after
   ``initialize``, re-synced on every ``notifications/tools/list_changed`` (added tools are
   registered, removed ones unregistered, changed ones replaced), all gone at teardown.
@@ -42,8 +43,10 @@ from mcp.shared.message import SessionMessage
 
 from ..agent import TOOLS, Tool, ToolContext, ToolResult
 from ..kernel import Context, Entry, current_context
+from ..shell import supervisor_available
 from ._errors import McpServerError
 from ._events import McpServerFailed, McpServerRestarted, McpToolsChanged
+from ._process import supervised_stdio
 from ._restart import Backoff
 from ._results import to_result, tool_name
 from ._server import McpServer
@@ -247,10 +250,15 @@ class Connection:
     async def _transport(self) -> AsyncIterator[TransportStreams]:
         server = self._server
         if server.command is not None:
+            assert self._stderr is not None
+            if supervisor_available():
+                # Like a shell job: every process the server starts ends with it.
+                async with supervised_stdio(server, self._stderr) as streams:
+                    yield streams
+                return
             params = StdioServerParameters(
                 command=server.command, args=list(server.args), env=server.env, cwd=server.cwd
             )
-            assert self._stderr is not None
             async with stdio_client(params, errlog=cast(TextIO, self._stderr)) as streams:
                 yield streams
             return

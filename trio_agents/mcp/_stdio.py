@@ -33,7 +33,7 @@ from mcp.client._transport import TransportStreams
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-__all__ = ["LineFramer", "stdio_client"]
+__all__ = ["LineFramer", "parse_message", "stdio_client"]
 
 log = logging.getLogger("trio_agents.mcp")
 
@@ -73,7 +73,8 @@ class LineFramer:
         return lines
 
 
-def _parse(line: bytes) -> SessionMessage | Exception:
+def parse_message(line: bytes) -> SessionMessage | Exception:
+    """One line of a server's stdout as a message, or the error that says why it is not one."""
     try:
         return SessionMessage(mt.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
@@ -115,7 +116,7 @@ async def stdio_client(
                     for line in framer.feed(data):
                         if line.strip():
                             try:
-                                await incoming_writer.send(_parse(line))
+                                await incoming_writer.send(parse_message(line))
                             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                                 return
 
