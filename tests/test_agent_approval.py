@@ -21,6 +21,7 @@ from trio_agents.mcp import McpServer
 from trio_agents.model import CallTool, Say, ScriptedModel
 from trio_agents.session import (
     AgentConfigured,
+    InboxSpliced,
     JsonlStore,
     StopReason,
     ToolApproval,
@@ -182,6 +183,33 @@ async def test_cancel_answer_stops_the_turn_with_user_cancel() -> None:
             False,
         )
         assert of(agent, ToolApproval)[0].decision == "cancel"
+
+
+async def test_cancel_answer_is_the_agents_public_stop_and_clears_the_queue() -> None:
+    """Decision.CANCEL goes through Agent.cancel(): AgentCancelRequested is emitted before the
+    turn is aborted, and a prompt queued behind the turn never runs."""
+    ran: list[str] = []
+    asker = Asker(ta.Decision.CANCEL, hold=True)
+    seen: list[str] = []
+    async with ag.open_runtime(model=calls("a", "b")) as root:
+        await root.plugin(Tools(writer(ran)))
+        agent = (await root.agents.create(approver=asker)).agent
+
+        def requested(event: ta.AgentCancelRequested) -> None:
+            turn = agent._turn
+            seen.append("aborted" if turn is not None and turn.scope.cancel_called else "first")
+
+        root.on(ta.AgentCancelRequested, requested)
+        agent.prompt("go 0")
+        await asker.asking.wait()
+        queued = agent.prompt("go 1")
+        asker.release.set()
+        await agent.when_idle()
+        assert seen == ["first"]
+        assert ran == []
+        assert len(of(agent, TurnEnded)) == 1
+        removed = [(r.op, r.reason) for r in of(agent, InboxSpliced) if r.message_id == queued]
+        assert removed == [("add", None), ("remove", "cancelled")]
 
 
 @pytest.mark.parametrize("checkpoints", [0, 1, 2, 3])

@@ -11,8 +11,10 @@ Rules:
   ``create``/``resume`` or set by the front end that shows the agent). A call that needs
   approval and has nobody to ask (no agent, or an agent without an approver) is refused.
 - Answers: ``allow_*`` runs the call; ``reject_*`` (or a :class:`Refusal`) answers the model
-  with an error result and the turn goes on; ``cancel`` does not run the call and cancels the
-  turn with :class:`UserCancel`. An ``*_always`` answer stands, for that tool name, for the
+  with an error result and the turn goes on; ``cancel`` does not run the call and stops the
+  agent through its one public stop, ``Agent.cancel(UserCancel())`` (``AgentCancelRequested``
+  first, the queued prompts cleared, the turn aborted); a call outside the agent's turn stops
+  only what it runs in (its own scope, or the agent's turn keeping the queue). An ``*_always`` answer stands, for that tool name, for the
   rest of the agent's session; a resumed agent restores it from the records.
 - One question at a time per agent: concurrent calls of one step are asked in turn, so an
   ``*_always`` answer to the first stands for the rest.
@@ -34,7 +36,6 @@ from typing import Any, Final, Protocol, final, runtime_checkable
 import attrs
 import trio
 
-from ..cancel import CauseScope, UserCancel
 from ..session import Record, ToolApproval
 
 __all__ = [
@@ -184,23 +185,19 @@ class Approvals:
         request: ApprovalRequest,
         *,
         turn_id: str | None,
-        scope: CauseScope | None,
-        cancel_agent: Callable[[], object],
+        stop: Callable[[], object],
     ) -> str | None:
         """Ask about ``request`` (unless an answer stands); ``None`` lets the call run, a
-        string is the refusal the model reads (the call did not run)."""
+        string is the refusal the model reads (the call did not run). ``stop`` is called
+        on a ``cancel`` answer (see the module rules)."""
         # Acquiring the lock is a checkpoint on every path, as if asked.
         if self._asking is None:
             self._asking = trio.Lock()
         async with self._asking:
-            return await self._check(request, turn_id, scope, cancel_agent)
+            return await self._check(request, turn_id, stop)
 
     async def _check(
-        self,
-        request: ApprovalRequest,
-        turn_id: str | None,
-        scope: CauseScope | None,
-        cancel_agent: Callable[[], object],
+        self, request: ApprovalRequest, turn_id: str | None, stop: Callable[[], object]
     ) -> str | None:
         standing = self._standing.get(request.tool)
         if standing is not None:
@@ -225,10 +222,7 @@ class Approvals:
         if decision in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS):
             return None
         if decision is Decision.CANCEL:
-            if scope is not None:
-                scope.cancel(UserCancel())
-            else:
-                cancel_agent()
+            stop()
             return f"the user cancelled; tool {request.tool!r} did not run"
         return reason
 

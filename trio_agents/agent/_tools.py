@@ -200,6 +200,19 @@ def _answer(name: str, result: object) -> ToolResult:
         )
 
 
+def _stop(
+    agent: Agent, scope: CauseScope | None, turn: CauseScope | None
+) -> Callable[[], object]:
+    """What a ``cancel`` answer about a call stops: within the agent's turn, the agent (its
+    one public stop); a call in a scope of its own, that scope; else the agent's turn, its
+    queue kept (see :mod:`._approval`)."""
+    if scope is not None and scope is turn:
+        return lambda: agent.cancel(UserCancel())
+    if scope is not None:
+        return lambda: scope.cancel(UserCancel())
+    return lambda: agent.cancel(UserCancel(), keep_inbox=True)
+
+
 def _invalid(name: str, problems: list[str]) -> ToolResult:
     return ToolResult(
         f"invalid arguments for tool {name!r} ({count_problems(problems)}):"
@@ -412,8 +425,7 @@ class ToolRegistry:
                     call_id=call.call_id,
                 ),
                 turn_id=turn.id if turn is not None else None,
-                scope=call.scope,
-                cancel_agent=lambda: agent.cancel(UserCancel(), keep_inbox=True),
+                stop=_stop(agent, call.scope, turn.scope if turn is not None else None),
             )
         if refusal is None:
             return None
