@@ -240,6 +240,8 @@ def test_closing_the_terminal_ends_the_chat_its_jobs_and_flushes(
         terminal.send(
             f"!bash sleep 1000 & echo $! > {tmp_path}/pid; echo $$ > {tmp_path}/sh; wait\n"
         )
+        terminal.expect(r"allow bash: ")
+        terminal.send("y\n")
         deadline = time.monotonic() + DEADLINE
         # The shell writes the file; nothing announces it: poll with a deadline.
         while not (tmp_path / "sh").exists():
@@ -277,7 +279,7 @@ async def test_jobs_lists_the_agents_background_jobs_and_their_state() -> None:
         [[CallTool("bash", {"command": "sleep 30", "run_in_background": True})], "started"]
     )
     settings = Settings(model=resolve_model(None), store="memory")
-    async with open_cli_runtime(settings) as root:
+    async with open_cli_runtime(settings, allow=["bash"]) as root:
         done: dict[str, JobDone] = {}
         root.on(JobDone, lambda event: done.__setitem__(event.job_id, event))
         owner = (await root.agents.create(model=model)).agent
@@ -320,7 +322,7 @@ def test_chat_from_a_pipe_in_process_answers_every_command(
 ) -> None:
     """Each line is echoed and acted on in order; end of input (no newline) still counts."""
     monkeypatch.setenv("COLUMNS", "200")
-    lines = "hello\n\n/cancel\n/steer\n/steer more\n/jobs\n/help\n/frob\n!bash echo hi\nlast"
+    lines = "hello\n\n/cancel\n/steer\n/steer more\n/jobs\n/help\n/frob\n!bash echo hi\ny\nlast"
     os.write(stdin_pipe, lines.encode())
     os.close(stdin_pipe)
     assert main(["chat", "--store", str(store), "--session", "talk"]) == 0
@@ -335,7 +337,8 @@ def test_chat_from_a_pipe_in_process_answers_every_command(
         r"you> /jobs\nno background jobs\n",
         r"you> /help\nTEXT +send a prompt",
         r"you> /frob\nunknown command /frob; /help lists the commands\n",
-        r'you> !bash echo hi\n→ bash \{"command": "echo hi"\}\n← hi  \(\+1 lines\)\n'
+        r"you> !bash echo hi\nallow bash: echo hi\?  \[y\]es / \[n\]o / \[a\]lways\n",
+        r'you> y\n→ bash \{"command": "echo hi"\}\n← hi  \(\+1 lines\)\n'
         r"bash `echo hi` exited: hi",
         r"you> last\nlast\n",
         rf"session talk: {re.escape(str(store / 'talk.jsonl'))}\n$",
@@ -523,7 +526,7 @@ async def test_jobs_without_a_shell_or_of_an_earlier_process_are_not_listed(
         handle = await root.agents.create(model=model)
         assert _jobs(root, handle.agent, {}) == []
         await handle.dispose()
-    async with open_cli_runtime(settings) as root:
+    async with open_cli_runtime(settings, allow=["bash"]) as root:
         done: dict[str, JobDone] = {}
         root.on(JobDone, lambda event: done.__setitem__(event.job_id, event))
         agent = (await root.agents.create(model=model, session_id="jobs")).agent

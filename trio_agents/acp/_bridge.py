@@ -3,7 +3,7 @@
 The bridge owns the lifecycle and the sessions' handles; :mod:`._serving` moves the frames,
 :mod:`._prompts` keeps each session's prompt and streams its updates, :mod:`._permission`
 is the approver of its sessions' agents (it asks the client before a call that needs approval,
-``bash`` among them unless ``allow_bash``).
+``bash`` and ``bash_kill`` among them unless ``allow_bash``).
 
 Rules (ownership):
 - The bridge is a plugin. Its agents are created from the tasks of a child fiber (the *host*),
@@ -105,7 +105,7 @@ class AcpBridge:
         send_stream: where frames are written (the client's input).
         receive_stream: where frames are read (the client's output); ``None`` means
             ``send_stream`` is a bidirectional :class:`trio.abc.Stream`.
-        allow_bash: run ``bash`` without asking the client for permission.
+        allow_bash: run ``bash`` and ``bash_kill`` without asking the client for permission.
         max_frame: the largest incoming frame, in bytes.
         max_unsent: bytes of frames queued for the client past which, when the client has
             read nothing for 10 seconds, the connection is closed (with a warning) as if the

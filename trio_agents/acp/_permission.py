@@ -1,10 +1,10 @@
 """The ACP front end of approval: ``session/request_permission``.
 
 Rules (permission): the bridge is the :class:`~trio_agents.agent.Approver` of the agents of its
-sessions. A call that needs approval (a tool marked ``ask``, and ``bash`` unless
-``allow_bash``) is asked with ``session/request_permission``, offering allow once / always and
-reject once / always. ``allow_*`` runs it, ``reject_*`` answers the model with an error and
-the turn goes on (the ``*_always`` answers stand for the rest of the session, kept by the
+sessions. A call that needs approval (a tool marked ``ask``, and ``bash`` and ``bash_kill``
+unless ``allow_bash``) is asked with ``session/request_permission``, offering allow once /
+always and reject once / always. ``allow_*`` runs it, ``reject_*`` answers the model with an
+error and the turn goes on (the ``*_always`` answers stand for the rest of the session, kept by the
 agent's approval state), ``cancelled`` (or a closed connection) does not run it and ends the
 turn cancelled. A ``session/cancel`` withdraws the questions of its session; an answer that is
 not one of the offered options is a ``reject_once``.
@@ -30,6 +30,8 @@ __all__ = ["Permissions"]
 
 log = logging.getLogger("trio_agents.acp")
 
+#: The shell's tools that change the world (``bash_output`` only reads).
+_SHELL: Final = frozenset({"bash", "bash_kill"})
 _DECISIONS: Final = {"allow_once": Decision.ALLOW_ONCE, "allow_always": Decision.ALLOW_ALWAYS}
 
 
@@ -57,7 +59,7 @@ class Permissions:
         allow_bash: bool = False,
     ) -> None:
         #: What the bridge asks about besides the tools marked ``ask`` (see the seam's rules).
-        self.ask: frozenset[str] = frozenset() if allow_bash else frozenset({"bash"})
+        self.ask: frozenset[str] = frozenset() if allow_bash else _SHELL
         self._serving = serving
         self._sessions = sessions
         self._closed = closed

@@ -14,8 +14,9 @@ Rules:
   with an error result and the turn goes on; ``cancel`` does not run the call and stops the
   agent through its one public stop, ``Agent.cancel(UserCancel())`` (``AgentCancelRequested``
   first, the queued prompts cleared, the turn aborted); a call outside the agent's turn stops
-  only what it runs in (its own scope, or the agent's turn keeping the queue). An ``*_always`` answer stands, for that tool name, for the
-  rest of the agent's session; a resumed agent restores it from the records.
+  only what it runs in (its own scope, or the agent's turn keeping the queue). An
+  ``*_always`` answer stands, for that tool name, for the rest of the agent's session; a
+  resumed agent restores it from the records.
 - One question at a time per agent: concurrent calls of one step are asked in turn, so an
   ``*_always`` answer to the first stands for the rest.
 - Every answer is a :class:`~trio_agents.session.ToolApproval` record, written before the call

@@ -200,9 +200,7 @@ def _answer(name: str, result: object) -> ToolResult:
         )
 
 
-def _stop(
-    agent: Agent, scope: CauseScope | None, turn: CauseScope | None
-) -> Callable[[], object]:
+def _stop(agent: Agent, scope: CauseScope | None, turn: CauseScope | None) -> Callable[[], object]:
     """What a ``cancel`` answer about a call stops: within the agent's turn, the agent (its
     one public stop); a call in a scope of its own, that scope; else the agent's turn, its
     queue kept (see :mod:`._approval`)."""

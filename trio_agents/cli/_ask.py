@@ -9,8 +9,10 @@ Rules:
 - Ctrl-C while a question is open cancels the turn (the chat's own handler); the question is
   withdrawn with it and the call does not run.
 - :class:`RunApprover` never waits: with ``--yes`` every call is allowed once (recorded
-  ``by="run --yes"``); without it the call is refused, the model reads why, and stderr says
-  which tool was refused and how to allow it.
+  ``by="run --yes"``); without it the call is refused (a tool error result: the model reads
+  why, and the turn goes on), and stderr says, in one line per tool refused the first time,
+  which call was refused and how to allow it (``--yes``, or the config file's
+  ``[approval] allow``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import attrs
 import trio
 
 from ..agent import Agent, ApprovalRequest, Decision, Refusal
+from ._config import ASKED_BY_DEFAULT
 
 __all__ = ["RunApprover", "TerminalAsker"]
 
@@ -126,19 +129,27 @@ class RunApprover:
         self.yes = yes
         self.name = "run --yes" if yes else "run"
         self._err = err
+        self._said: set[str] = set()
 
     async def approve(self, request: ApprovalRequest) -> Decision | Refusal:
         """Answer at once (see the module rules)."""
         await trio.lowlevel.checkpoint()
         if self.yes:
             return Decision.ALLOW_ONCE
-        err = self._err if self._err is not None else sys.stderr
-        print(
-            f"trio-agents: refused {request.title} (tool {request.tool!r} needs approval); "
-            f"run with --yes to allow it",
-            file=err,
-            flush=True,
-        )
+        if request.tool not in self._said:
+            self._said.add(request.tool)
+            err = self._err if self._err is not None else sys.stderr
+            config = (
+                f", or add {request.tool!r} to the config file's [approval] allow"
+                if request.tool in ASKED_BY_DEFAULT
+                else ""
+            )
+            print(
+                f"trio-agents: refused {request.title} (tool {request.tool!r} needs approval); "
+                f"run with --yes to allow it{config}",
+                file=err,
+                flush=True,
+            )
         return Refusal(
             f"refused: tool {request.tool!r} needs approval and 'trio-agents run' asks nobody; "
             f"it did not run (run with --yes to allow it)"

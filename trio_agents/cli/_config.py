@@ -17,7 +17,8 @@ The format::
     args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
     tools = ["read_file"]             # optional allow-list (the server's own tool names)
 
-    ask = ["write_file"]              # optional: its tools whose calls need approval ("*": all)
+    ask = ["write_file"]              # optional: its tools whose calls need approval;
+                                      # without this key, all of them ("*"); [] for none
 
     [[agents]]                        # owned by the AgentLoop
     id = "helper"
@@ -28,11 +29,16 @@ The format::
 
     [approval]                        # optional: tools whose calls need approval in every agent
     ask = ["bash", "files__write_file"]
+    allow = ["bash_kill"]             # optional: of bash and bash_kill (asked by default),
+                                      # those that run unasked
 
 Rules:
 - Validation collects every problem (types, unknown keys, model specs, imports, plugin shapes
   and plugin configs) and raises one :class:`ConfigFileError` listing them all, each with the
   place it is at (``agents[0].tools``).
+- What the command asks about by default (:data:`ASKED_BY_DEFAULT`, every MCP server's tools
+  unless its table says ``ask``) is decided here and in :func:`~._options.open_cli_runtime`;
+  a name in both ``[approval] ask`` and ``[approval] allow`` is a problem.
 - Values are not coerced: a number where a string belongs, or a string where a list belongs,
   is a problem, never ``"3"`` or ``["b", "a", "s", "h"]`` (the kernel's strict policy, the
   same that structures each plugin's ``config`` table).
@@ -46,7 +52,7 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, final
+from typing import Any, Final, final
 
 import attrs
 
@@ -59,6 +65,7 @@ from ..model import ModelSpecError, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
 
 __all__ = [
+    "ASKED_BY_DEFAULT",
     "Approval",
     "Config",
     "ConfigFileError",
@@ -82,12 +89,19 @@ class PluginEntry:
     config: dict[str, Any] | None = None
 
 
+#: The tools that change the world and that the command asks about unless ``[approval] allow``
+#: names them (``bash_output`` only reads, and runs unasked).
+ASKED_BY_DEFAULT: Final = ("bash", "bash_kill")
+
+
 @attrs.frozen
 class Approval:
     """The ``[approval]`` table."""
 
     #: The tools whose calls need approval, in every agent.
     ask: list[str] = attrs.Factory(list)
+    #: Of :data:`ASKED_BY_DEFAULT`, the tools that run unasked.
+    allow: list[str] = attrs.Factory(list)
 
 
 @attrs.frozen
@@ -138,6 +152,8 @@ class Config:
     ask: tuple[str, ...] = ()
     #: The store spec (``--store`` wins over it), or ``None``.
     store: str | None = None
+    #: The ``[approval]`` table's ``allow``: of :data:`ASKED_BY_DEFAULT`, those run unasked.
+    allow: tuple[str, ...] = ()
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -218,6 +234,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
                     f"(mcp_servers[{names[name]}]); names are unique"
                 )
             names.setdefault(name, index)
+    problems.extend(_check_allow(data))
     plugins = []
     for index, table in enumerate(_tables(data, "plugins")):
         entry = _entry(table)
@@ -229,15 +246,42 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         raise ConfigFileError(
             f"{where} has {count_problems(problems)}:{list_problems(problems)}", tuple(problems)
         )
+    servers = tuple(
+        # Every MCP tool changes the world as far as the command knows: asked unless the
+        # server's table says which (``ask = []`` for none).
+        server if "ask" in table else attrs.evolve(server, ask=("*",))
+        for server, table in zip(raw.mcp_servers, _tables(data, "mcp_servers"), strict=True)
+    )
     return Config(
         path,
         raw.model,
         tuple(plugins),
         tuple(raw.agents),
-        tuple(raw.mcp_servers),
+        servers,
         tuple(raw.approval.ask),
         store=raw.store,
+        allow=tuple(raw.approval.allow),
     )
+
+
+def _check_allow(data: Mapping[str, Any]) -> list[str]:
+    table = data.get("approval")
+    if not isinstance(table, Mapping):
+        return []
+    allow, ask = table.get("allow"), table.get("ask")
+    if not isinstance(allow, list):
+        return []
+    problems = []
+    for name in allow:
+        if isinstance(name, str) and name not in ASKED_BY_DEFAULT:
+            problems.append(
+                f"approval.allow: {name!r} is not asked about by default; allow names "
+                f"{' or '.join(repr(n) for n in ASKED_BY_DEFAULT)} (an MCP server's tools: "
+                f"its 'ask')"
+            )
+        elif isinstance(ask, list) and name in ask:
+            problems.append(f"approval.allow: {name!r} is in approval.ask too; keep one")
+    return problems
 
 
 def _text(table: Mapping[str, Any], key: str) -> str | None:

@@ -18,7 +18,7 @@ import argparse
 import importlib.util
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -38,7 +38,7 @@ from ..session import (
     parse_store_spec,
 )
 from ..shell import LocalShell, tool_bash
-from ._config import Config, load_config
+from ._config import ASKED_BY_DEFAULT, Config, load_config
 from ._signals import terminable
 
 __all__ = [
@@ -196,14 +196,17 @@ def resolve_model(spec: str | None) -> Model:
 
 
 @asynccontextmanager
-async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIterator[Context]:
+async def open_cli_runtime(
+    settings: Settings, *, shell: bool = True, allow: Iterable[str] = ()
+) -> AsyncIterator[Context]:
     """Open the runtime the options describe and yield its root.
 
     Applies, in order: the core plugins (with the declared agents, owned by the AgentLoop),
-    the ``[approval]`` table's ``ask`` (``tools.require_approval``), ``LocalShell`` and
-    ``tool_bash`` (when ``shell``), the config file's plugins with their configs, its MCP
-    servers (each a plugin; one that cannot start is an error), and with ``--watch`` a
-    background task that reloads their modules on change.
+    what needs approval (``tools.require_approval``: the ``[approval]`` table's ``ask``, and
+    ``bash`` and ``bash_kill`` unless its ``allow`` or ``allow`` here names them),
+    ``LocalShell`` and ``tool_bash`` (when ``shell``), the config file's plugins with their
+    configs, its MCP servers (each a plugin; one that cannot start is an error), and with
+    ``--watch`` a background task that reloads their modules on change.
 
     A SIGINT, SIGTERM or SIGHUP that the command itself does not take ends the body (plugin
     start included) with :exc:`Terminated`, and the runtime unwinds (``_signals.py``).
@@ -221,8 +224,10 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
         store=make_store(settings.store), model=settings.model, agents=declared
     ) as root:
         with terminable(root):
-            if config.ask:
-                root.get("tools").require_approval(config.ask)
+            allowed = {*config.allow, *allow}
+            asked = {*config.ask, *(n for n in ASKED_BY_DEFAULT if n not in allowed)}
+            if asked:
+                root.get("tools").require_approval(sorted(asked))
             if shell:
                 await root.plugin(LocalShell())
                 await root.plugin(tool_bash)

@@ -5,8 +5,9 @@ Rules:
   (a pipe or a file, not a terminal) is sent after the argument, separated by a blank line,
   so ``git diff | trio-agents run "review this"`` works.
 - stdout carries the answer only; the spinner (a terminal only) and notes go to stderr.
-- A tool call that needs approval is refused unless ``--yes`` (:mod:`._ask`); the model reads
-  the refusal and the turn goes on.
+- A tool call that needs approval (``bash`` and ``bash_kill`` by default) is refused unless
+  ``--yes`` (:mod:`._ask`); the model reads the refusal and the turn goes on, and the exit
+  status is the turn's (a refusal alone does not change it).
 - The exit status says how the turn ended: 0 completed; 1 error, max steps or blocked (one
   line on stderr); 130 cancelled by Ctrl-C, which cancels the turn with ``UserCancel`` so the
   session records it.
