@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from trio_agents.cli._options import Settings, open_cli_runtime, resolve_model
 from trio_agents.mcp import McpServer
 
 ASK_BASH = '[approval]\nask = ["bash"]\n'
+TOOLS_SERVER = str(Path(__file__).parent / "mcp_servers" / "tools_server.py")
 
 
 def command(*args: str, home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -293,3 +295,40 @@ def test_the_config_file_marks_tools_in_three_places() -> None:
         parse({"approval": {"ask": "bash"}})
     with pytest.raises(ConfigFileError, match=r"approval: unknown keys: deny"):
         parse({"approval": {"deny": ["bash"]}})
+
+
+async def test_an_ask_name_that_matches_no_tool_is_a_listed_problem() -> None:
+    """[approval] ask = ["Bash"] and an agent's typo: the runtime refuses to open, listing both."""
+    config = parse({"approval": {"ask": ["Bash"]}, "agents": [{"id": "a", "ask": ["bahs"]}]})
+    settings = Settings(model=resolve_model(None), store="memory", config=config)
+    with pytest.raises(ConfigFileError) as caught:
+        async with open_cli_runtime(settings):
+            pytest.fail("the runtime opened")  # pragma: no cover
+    assert [re.sub(r" \(the tools: .*\)$", "", p) for p in caught.value.problems] == [
+        "approval.ask: 'Bash' matches no tool",
+        "agents[0].ask: 'bahs' matches no tool",
+    ]
+
+
+async def test_an_mcp_ask_takes_the_tool_name_with_or_without_the_prefix() -> None:
+    """ask = ["t__add"] and ask = ["add"] both ask about t__add; a typo is a listed problem."""
+    for ask in (["t__add"], ["add"]):
+        table = {"name": "t", "command": sys.executable, "args": [TOOLS_SERVER], "ask": ask}
+        settings = Settings(
+            model=resolve_model(None), store="memory", config=parse({"mcp_servers": [table]})
+        )
+        async with open_cli_runtime(settings, shell=False) as root:
+            tools = root.get("tools")
+            assert tools.needs_approval("t__add")
+            assert not tools.needs_approval("t__pid")
+    table = {"name": "t", "command": sys.executable, "args": [TOOLS_SERVER], "ask": ["ad"]}
+    settings = Settings(
+        model=resolve_model(None), store="memory", config=parse({"mcp_servers": [table]})
+    )
+    with pytest.raises(
+        ConfigFileError,
+        match=r"(?m)^  - mcp_servers\[0\]\.ask: 'ad' matches no tool of server 't' "
+        r"\(its tools: .*\badd\b",
+    ):
+        async with open_cli_runtime(settings, shell=False):
+            pytest.fail("the runtime opened")  # pragma: no cover

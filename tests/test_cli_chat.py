@@ -337,8 +337,8 @@ def test_chat_from_a_pipe_in_process_answers_every_command(
         r"you> /jobs\nno background jobs\n",
         r"you> /help\nTEXT +send a prompt",
         r"you> /frob\nunknown command /frob; /help lists the commands\n",
-        r"you> !bash echo hi\nallow bash: echo hi\?  \[y\]es / \[n\]o / \[a\]lways\n",
-        r'you> y\n→ bash \{"command": "echo hi"\}\n← hi  \(\+1 lines\)\n'
+        r'you> !bash echo hi\n→ bash \{"command": "echo hi"\}\n'
+        r"allow bash: echo hi\?  \[y\]es / \[n\]o / \[a\]lways\ny\n← hi  \(\+1 lines\)\n"
         r"bash `echo hi` exited: hi",
         r"you> last\nlast\n",
         rf"session talk: {re.escape(str(store / 'talk.jsonl'))}\n$",

@@ -36,6 +36,9 @@ Rules:
 - Validation collects every problem (types, unknown keys, model specs, imports, plugin shapes
   and plugin configs) and raises one :class:`ConfigFileError` listing them all, each with the
   place it is at (``agents[0].tools``).
+- An ``ask`` name must match a tool: :func:`check_asks` lists those that match none, once
+  the tools are known (after the MCP servers listed theirs). An MCP server's ``ask`` takes
+  the server's own tool names, with or without its prefix.
 - What the command asks about by default (:data:`ASKED_BY_DEFAULT`, every MCP server's tools
   unless its table says ``ask``) is decided here and in :func:`~._options.open_cli_runtime`;
   a name in both ``[approval] ask`` and ``[approval] allow`` is a problem.
@@ -50,7 +53,7 @@ import importlib
 import inspect
 import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Final, final
 
@@ -71,6 +74,7 @@ __all__ = [
     "ConfigFileError",
     "LoadedPlugin",
     "PluginEntry",
+    "check_asks",
     "load_config",
     "parse",
 ]
@@ -248,8 +252,11 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         )
     servers = tuple(
         # Every MCP tool changes the world as far as the command knows: asked unless the
-        # server's table says which (``ask = []`` for none).
-        server if "ask" in table else attrs.evolve(server, ask=("*",))
+        # server's table says which (``ask = []`` for none). A name given with the server's
+        # prefix (the name agents see) means the server's own name.
+        attrs.evolve(server, ask=tuple(_unprefixed(server, n) for n in server.ask))
+        if "ask" in table
+        else attrs.evolve(server, ask=("*",))
         for server, table in zip(raw.mcp_servers, _tables(data, "mcp_servers"), strict=True)
     )
     return Config(
@@ -262,6 +269,48 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         store=raw.store,
         allow=tuple(raw.approval.allow),
     )
+
+
+def _unprefixed(server: McpServer, name: str) -> str:
+    prefix = server.tool_prefix
+    return name[len(prefix) :] if prefix and name.startswith(prefix) else name
+
+
+def check_asks(config: Config, names: Collection[str]) -> None:
+    """Check, once the tools are known (``names``: every registered tool, the MCP servers'
+    included), that each ``ask`` of ``config`` names one.
+
+    Raises:
+        ConfigFileError: listing every ``ask`` name that matches no tool.
+    """
+    known = ", ".join(sorted(names)) or "none"
+    problems = [
+        f"approval.ask: {name!r} matches no tool (the tools: {known})"
+        for name in config.ask
+        if name not in names
+    ]
+    for index, agent in enumerate(config.agents):
+        problems += [
+            f"agents[{index}].ask: {name!r} matches no tool (the tools: {known})"
+            for name in agent.ask or ()
+            if name not in names
+        ]
+    for index, server in enumerate(config.mcp_servers):
+        prefix = server.tool_prefix
+        offered = sorted(n[len(prefix) :] for n in names if n.startswith(prefix))
+        problems += [
+            f"mcp_servers[{index}].ask: {name!r} matches no tool of server {server.name!r} "
+            f"(its tools: {', '.join(offered) or 'none'})"
+            for name in server.ask
+            if name != "*" and f"{prefix}{name}" not in names
+        ]
+    if problems:
+        where = (
+            f"config file {str(config.path)!r}" if config.path is not None else "the configuration"
+        )
+        raise ConfigFileError(
+            f"{where} has {count_problems(problems)}:{list_problems(problems)}", tuple(problems)
+        )
 
 
 def _check_allow(data: Mapping[str, Any]) -> list[str]:

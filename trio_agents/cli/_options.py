@@ -38,7 +38,7 @@ from ..session import (
     parse_store_spec,
 )
 from ..shell import LocalShell, tool_bash
-from ._config import ASKED_BY_DEFAULT, Config, load_config
+from ._config import ASKED_BY_DEFAULT, Config, check_asks, load_config
 from ._signals import terminable
 
 __all__ = [
@@ -205,7 +205,8 @@ async def open_cli_runtime(
     what needs approval (``tools.require_approval``: the ``[approval]`` table's ``ask``, and
     ``bash`` and ``bash_kill`` unless its ``allow`` or ``allow`` here names them),
     ``LocalShell`` and ``tool_bash`` (when ``shell``), the config file's plugins with their
-    configs, its MCP servers (each a plugin; one that cannot start is an error), and with
+    configs, its MCP servers (each a plugin; one that cannot start is an error), the check
+    that every ``ask`` of the config file names a tool (:func:`check_asks`), and with
     ``--watch`` a background task that reloads their modules on change.
 
     A SIGINT, SIGTERM or SIGHUP that the command itself does not take ends the body (plugin
@@ -213,6 +214,7 @@ async def open_cli_runtime(
 
     Raises:
         CliError: a plugin of the config file failed to start.
+        ConfigFileError: an ``ask`` of the config file names no tool (every such listed).
         Terminated: a signal ended the body.
     """
     config = settings.config
@@ -242,6 +244,7 @@ async def open_cli_runtime(
                     ) from exc
             for server in config.mcp_servers:
                 await root.plugin(server)
+            check_asks(config, root.get("tools").names())
             if settings.watch:
                 files = sorted({p.file for p in config.plugins if p.file is not None})
                 if files:
