@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -523,3 +524,62 @@ def test_any_sequence_of_answers_matches_the_model(
             assert len(of(agent, ToolApproval)) == len(plan)
 
     trio.run(main)
+
+
+async def test_a_child_inherits_its_parents_approver_and_ask() -> None:
+    """A child created without approver or ask is asked about its parent's ask, by the
+    parent's approver (the one the parent has when the call comes)."""
+    ran: list[str] = []
+    async with ag.open_runtime(model=calls("a")) as root:
+        await root.plugin(Tools(writer(ran, ask=False)))
+        parent = (await root.agents.create(ask=["write"])).agent
+        child = (await root.agents.create(parent=parent)).agent
+        asker = Asker(ta.Decision.ALLOW_ONCE)
+        parent.approver = asker
+        assert child.approver is asker
+        await run_prompts(child, 1)
+        assert ran == ["a"]
+        assert [r.tool for r in asker.requests] == ["write"]
+
+
+async def test_a_child_inherits_what_its_parents_approver_asks_about() -> None:
+    """An approver's own ask (the ACP bridge's "always ask about bash") reaches the child."""
+
+    class Strict(Asker):
+        ask = frozenset({"write"})
+
+    ran: list[str] = []
+    async with ag.open_runtime(model=calls("a")) as root:
+        await root.plugin(Tools(writer(ran, ask=False)))
+        asker = Strict(ta.Decision.REJECT_ONCE)
+        parent = (await root.agents.create(approver=asker)).agent
+        child = (await root.agents.create(parent=parent)).agent
+        await run_prompts(child, 1)
+        assert ran == []
+        assert [r.agent_id for r in asker.requests] == [child.id]
+
+
+async def test_a_child_with_its_own_approver_and_ask_uses_them() -> None:
+    """Given its own approver and ask, the child is asked by its own about its own tools."""
+    ran: list[str] = []
+    async with ag.open_runtime(model=calls("a")) as root:
+        await root.plugin(Tools(writer(ran, ask=False)))
+        theirs, mine = Asker(), Asker(ta.Decision.ALLOW_ONCE)
+        parent = (await root.agents.create(ask=["other"], approver=theirs)).agent
+        child = (await root.agents.create(parent=parent, ask=["write"], approver=mine)).agent
+        await run_prompts(child, 1)
+        assert ran == ["a"]
+        assert (len(theirs.requests), len(mine.requests)) == (0, 1)
+
+
+async def test_a_child_with_asked_tools_and_nobody_to_ask_refuses_them() -> None:
+    """Neither the child nor its parent has an approver: the inherited ask fails closed."""
+    ran: list[str] = []
+    async with ag.open_runtime(model=calls("a")) as root:
+        await root.plugin(Tools(writer(ran, ask=False)))
+        parent = (await root.agents.create(ask=["write"])).agent
+        child = (await root.agents.create(parent=parent)).agent
+        await run_prompts(child, 1)
+        assert ran == []
+        (ended,) = of(child, ToolCallEnded)
+        assert re.match(r"^tool 'write' needs approval and nobody can be asked here", ended.content)

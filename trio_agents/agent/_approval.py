@@ -10,6 +10,9 @@ Rules:
 - There is one seam: the calling agent's :class:`Approver` (``agent.approver``, given to
   ``create``/``resume`` or set by the front end that shows the agent). A call that needs
   approval and has nobody to ask (no agent, or an agent without an approver) is refused.
+- A child agent (``create(parent=...)``) without an approver of its own is answered by its
+  parent's (the one the parent has at the time of the call, with the approver's ``ask``), and
+  one without an ``ask`` of its own asks about its parent's; given its own, it uses its own.
 - Answers: ``allow_*`` runs the call; ``reject_*`` (or a :class:`Refusal`) answers the model
   with an error result and the turn goes on; ``cancel`` does not run the call and stops the
   agent through its one public stop, ``Agent.cancel(UserCancel())`` (``AgentCancelRequested``
@@ -154,7 +157,7 @@ class Approvals:
     """The approval state of one agent: who asks, what its definition asks about, and the
     standing answers of its session (see the module rules)."""
 
-    __slots__ = ("_append", "_asking", "_standing", "approver", "ask")
+    __slots__ = ("_append", "_asking", "_own", "_parent", "_standing", "ask")
 
     def __init__(
         self,
@@ -163,9 +166,12 @@ class Approvals:
         approver: Approver | None,
         records: Iterable[Record],
         append: Callable[[Record], object],
+        parent: Approvals | None = None,
     ) -> None:
         self.ask = frozenset(ask) or _NO_TOOLS
-        self.approver = approver
+        self._own = approver
+        # A child agent's: what it asks about and who answers, when it has none of its own.
+        self._parent = parent
         self._append = append
         self._standing = standing_answers(records)
         # One question at a time per agent: the calls of one step are asked in turn, and an
@@ -173,9 +179,26 @@ class Approvals:
         # first question: most agents never ask one.
         self._asking: trio.Lock | None = None
 
+    @property
+    def approver(self) -> Approver | None:
+        """Who answers: the agent's own approver, else its parent's (a child inherits it)."""
+        if self._own is None and self._parent is not None:
+            return self._parent.approver
+        return self._own
+
+    @approver.setter
+    def approver(self, approver: Approver | None) -> None:
+        self._own = approver
+
     def asks(self, name: str) -> bool:
-        """Whether the agent's definition or its approver names the tool ``name``."""
-        return name in self.ask or name in getattr(self.approver, "ask", ())
+        """Whether the agent's definition (a child without an ``ask`` of its own: its
+        parent's) or its approver names the tool ``name``."""
+        return self._defined(name) or name in getattr(self.approver, "ask", ())
+
+    def _defined(self, name: str) -> bool:
+        if self.ask or self._parent is None:
+            return name in self.ask
+        return self._parent._defined(name)
 
     def standing(self) -> dict[str, Decision]:
         """A copy of the standing answers, by tool name."""
