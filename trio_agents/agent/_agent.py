@@ -150,7 +150,7 @@ class Agent:
         self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []
         self._compactions = 0
-        self._approvals = Approvals(
+        self._approvals: Approvals = Approvals(
             ask=config.ask,
             approver=approver,
             records=session.records,
