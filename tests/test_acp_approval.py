@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_acp_bridge import CWD, allow, serve
+from test_acp_bridge import CWD, allow, chunks, serve
 from test_acp_client import Recorder, agent_process, run
 
 from trio_agents.session import MemoryStore, ToolApproval
@@ -116,7 +116,7 @@ def test_allow_always_stops_asking_for_that_tool(tmp_path: Path) -> None:
 
 async def test_always_answers_survive_session_load() -> None:
     """allow_always in one connection; after session/load in another, bash runs unasked, and
-    the answers are recorded as ToolApproval (which replays as nothing)."""
+    the answers are recorded as ToolApproval (which replays as nothing but the notice)."""
     store = MemoryStore()
     async with serve(store=store) as s:
         await s.client.initialize()
@@ -138,4 +138,35 @@ async def test_always_answers_survive_session_load() -> None:
             ("allow_always", "acp client"),
             ("allow_always", "standing answer"),
         ]
-        assert all("approval" not in str(m) for m in replayed)
+        # The records replay as nothing; the one notice of the restored answer names them.
+        (notice,) = [m for m in replayed if "approval" in str(m)]
+        assert notice is replayed[-1]
+
+
+async def test_session_load_announces_a_standing_approval_and_can_forget_it() -> None:
+    """session/load of a session with an allow_always answer sends one agent_message notice
+    naming bash; with forget_approvals the notice says it is ignored and bash is asked again."""
+    store = MemoryStore()
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        s.client.permission = allow("allow-always")
+        session_id = await s.client.new_session()
+        await s.client.until(await s.client.prompt(session_id, "!bash one"))
+    params = {"sessionId": session_id, "cwd": CWD, "mcpServers": []}
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        replayed, _ = await s.client.until(await s.client.request("session/load", params))
+        assert chunks(replayed).endswith(
+            "[trio-agents] this session stores 'always' approvals: bash run without asking "
+            "(trio-agents acp --forget-approvals asks again).\n"
+        )
+    async with serve(store=store, forget_approvals=True) as s:
+        await s.client.initialize()
+        s.client.permission = allow("reject-once")
+        replayed, _ = await s.client.until(await s.client.request("session/load", params))
+        assert chunks(replayed).endswith(
+            "[trio-agents] this session's stored 'always' approvals (bash) are ignored.\n"
+        )
+        await s.client.until(await s.client.prompt(session_id, "!bash two"))
+        assert len(s.client.permission_requests) == 1
+        assert s.bash.ran == []

@@ -46,7 +46,7 @@ from ..session import (
 from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
-from ._permission import Permissions
+from ._permission import Permissions, restored_notice
 from ._prompts import AcpSession, Sessions
 from ._protocol import (
     PROTOCOL_VERSION,
@@ -56,6 +56,7 @@ from ._protocol import (
     params_object,
     required_str,
     session_info,
+    text_chunk,
 )
 from ._serving import LATER, Serving
 
@@ -106,6 +107,8 @@ class AcpBridge:
         receive_stream: where frames are read (the client's output); ``None`` means
             ``send_stream`` is a bidirectional :class:`trio.abc.Stream`.
         allow_bash: run ``bash`` and ``bash_kill`` without asking the client for permission.
+        forget_approvals: ignore the standing ``allow_always`` answers stored in a loaded
+            session (they are asked again); a session file is trusted input otherwise.
         max_frame: the largest incoming frame, in bytes.
         max_unsent: bytes of frames queued for the client past which, when the client has
             read nothing for 10 seconds, the connection is closed (with a warning) as if the
@@ -124,6 +127,7 @@ class AcpBridge:
         receive_stream: trio.abc.ReceiveStream | None = None,
         *,
         allow_bash: bool = False,
+        forget_approvals: bool = False,
         max_frame: int = MAX_FRAME,
         max_unsent: int = MAX_UNSENT,
     ) -> None:
@@ -153,7 +157,11 @@ class AcpBridge:
         )
         self._sessions = Sessions(self._serving)
         self._permissions = Permissions(
-            self._serving, self._sessions, lambda: self._closed, allow_bash=allow_bash
+            self._serving,
+            self._sessions,
+            lambda: self._closed,
+            allow_bash=allow_bash,
+            forget_stored=forget_approvals,
         )
         self._ctx: Context | None = None
         self._host: Context | None = None
@@ -349,6 +357,11 @@ class AcpBridge:
         # Invariant: no checkpoint between the snapshot and the answer, so what happens next
         # in the session is streamed after the replay.
         self._sessions.replay(session)
+        notice = restored_notice(
+            session.agent.session.records, forgotten=self._permissions.forget_stored
+        )
+        if notice is not None:
+            self._serving.update(session_id, text_chunk("agent_message_chunk", notice))
         return {}
 
     async def _list(self, request: Request) -> Any:

@@ -8,25 +8,30 @@ error and the turn goes on (the ``*_always`` answers stand for the rest of the s
 agent's approval state), ``cancelled`` (or a closed connection) does not run it and ends the
 turn cancelled. A ``session/cancel`` withdraws the questions of its session; an answer that is
 not one of the offered options is a ``reject_once``.
+
+Rules (restored answers): ``session/load`` of a session whose records hold standing
+``allow_always`` answers sends one ``agent_message_chunk`` notice naming those tools, after
+the replay; with ``forget_stored`` they are ignored (asked again) and the notice says so.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final, final
 
 import attrs
 import trio
 
-from ..agent import ApprovalRequest, Decision, Refusal
+from ..agent import ApprovalRequest, Decision, Refusal, standing_answers
+from ..session import Record
 from ._jsonrpc import Response
 from ._prompts import AcpSession, Sessions
 from ._protocol import PERMISSION_OPTIONS
 from ._serving import Serving
 
-__all__ = ["Permissions"]
+__all__ = ["Permissions", "restored_notice"]
 
 log = logging.getLogger("trio_agents.acp")
 
@@ -57,9 +62,12 @@ class Permissions:
         closed: Callable[[], bool],
         *,
         allow_bash: bool = False,
+        forget_stored: bool = False,
     ) -> None:
         #: What the bridge asks about besides the tools marked ``ask`` (see the seam's rules).
         self.ask: frozenset[str] = frozenset() if allow_bash else _SHELL
+        #: Ignore the standing answers restored from a loaded session (see the seam's rules).
+        self.forget_stored = forget_stored
         self._serving = serving
         self._sessions = sessions
         self._closed = closed
@@ -132,6 +140,21 @@ class Permissions:
             if self._waiters.pop(request_id, None) is not None:
                 rpc.abandon(request_id)
         return _outcome(waiter.response)
+
+
+def restored_notice(records: Iterable[Record], *, forgotten: bool) -> str | None:
+    """The ``agent_message`` notice of ``session/load`` naming the standing ``allow_always``
+    answers restored from the session (a session file is trusted input), or ``None``."""
+    tools = sorted(t for t, d in standing_answers(records).items() if d is Decision.ALLOW_ALWAYS)
+    if not tools:
+        return None
+    names = ", ".join(tools)
+    if forgotten:
+        return f"[trio-agents] this session's stored 'always' approvals ({names}) are ignored.\n"
+    return (
+        f"[trio-agents] this session stores 'always' approvals: {names} run without asking "
+        f"(trio-agents acp --forget-approvals asks again).\n"
+    )
 
 
 def _outcome(response: Response | None) -> str:

@@ -19,7 +19,10 @@ Rules:
   first, the queued prompts cleared, the turn aborted); a call outside the agent's turn stops
   only what it runs in (its own scope, or the agent's turn keeping the queue). An
   ``*_always`` answer stands, for that tool name, for the rest of the agent's session; a
-  resumed agent restores it from the records.
+  resumed agent restores it from the records. A session file is trusted input: a standing
+  answer restored from it is in force unless the approver says ``forget_stored`` (then only
+  the answers given since the agent was built stand); the front ends announce the restored
+  ones (:func:`standing_answers` of the records they resumed).
 - One question at a time per agent: concurrent calls of one step are asked in turn, so an
   ``*_always`` answer to the first stands for the rest.
 - Every answer is a :class:`~trio_agents.session.ToolApproval` record, written before the call
@@ -127,7 +130,9 @@ class Approver(Protocol):
     ``approve`` may take as long as the person does; a cancel of the turn cancels it.
     Optional attributes: ``name`` says who answered in the session's records (default: the
     class name); ``ask``, a collection of tool names, adds those tools to the ones asked about
-    for the agents this approver serves.
+    for the agents this approver serves; ``forget_stored``, when true, ignores the standing
+    answers restored from the session's records (``--forget-approvals``), so those calls are
+    asked again.
     """
 
     async def approve(self, request: ApprovalRequest) -> Decision | Refusal:
@@ -157,7 +162,7 @@ class Approvals:
     """The approval state of one agent: who asks, what its definition asks about, and the
     standing answers of its session (see the module rules)."""
 
-    __slots__ = ("_append", "_asking", "_own", "_parent", "_standing", "ask")
+    __slots__ = ("_append", "_asking", "_own", "_parent", "_restored", "_standing", "ask")
 
     def __init__(
         self,
@@ -174,6 +179,8 @@ class Approvals:
         self._parent = parent
         self._append = append
         self._standing = standing_answers(records)
+        # The tools whose standing answer came from the records (not given in this process).
+        self._restored = frozenset(self._standing) or _NO_TOOLS
         # One question at a time per agent: the calls of one step are asked in turn, and an
         # *_always answer to one of them stands for the others still waiting. Made by the
         # first question: most agents never ask one.
@@ -224,6 +231,8 @@ class Approvals:
         self, request: ApprovalRequest, turn_id: str | None, stop: Callable[[], object]
     ) -> str | None:
         standing = self._standing.get(request.tool)
+        if request.tool in self._restored and getattr(self.approver, "forget_stored", False):
+            standing = None
         if standing is not None:
             self._record(request, turn_id, standing, "standing answer")
             return None if standing is Decision.ALLOW_ALWAYS else _refused(request.tool, True)
@@ -243,6 +252,7 @@ class Approvals:
         self._record(request, turn_id, decision, by)
         if decision in (Decision.ALLOW_ALWAYS, Decision.REJECT_ALWAYS):
             self._standing[request.tool] = decision
+            self._restored -= {request.tool}
         if decision in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS):
             return None
         if decision is Decision.CANCEL:

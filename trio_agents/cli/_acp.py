@@ -59,7 +59,12 @@ async def acp(args: argparse.Namespace) -> int:
         send = trio.lowlevel.FdStream(send_fd)
         allow = ("bash", "bash_kill") if args.allow_bash else ()
         async with open_cli_runtime(args.settings, allow=allow) as root:
-            bridge = AcpBridge(send, receive, allow_bash=bool(args.allow_bash))
+            bridge = AcpBridge(
+                send,
+                receive,
+                allow_bash=bool(args.allow_bash),
+                forget_approvals=args.settings.forget_approvals,
+            )
             fiber = await root.plugin(bridge)
             await bridge.wait_closed()
             await fiber.dispose()

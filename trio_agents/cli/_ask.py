@@ -6,6 +6,9 @@ Rules:
   allows the tool for the rest of the session, ``n``/``no`` refuses. Anything else asks again.
   The chat loop offers each line to :meth:`TerminalAsker.offer` first; it is the only hook,
   so how lines are read (a pipe, a terminal, a line editor) is not this module's business.
+- A resumed session's standing ``allow_always`` answers are announced in one line
+  (:func:`restored_note`); with ``forget_stored`` (``--forget-approvals``) they are ignored,
+  and the line says so.
 - Ctrl-C while a question is open cancels the turn (the chat's own handler); the question is
   withdrawn with it and the call does not run.
 - :class:`RunApprover` never waits: with ``--yes`` every call is allowed once (recorded
@@ -18,16 +21,17 @@ Rules:
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TextIO, final
 
 import attrs
 import trio
 
-from ..agent import Agent, ApprovalRequest, Decision, Refusal
+from ..agent import Agent, ApprovalRequest, Decision, Refusal, standing_answers
+from ..session import Record
 from ._config import ASKED_BY_DEFAULT
 
-__all__ = ["RunApprover", "TerminalAsker"]
+__all__ = ["RunApprover", "TerminalAsker", "restored_note"]
 
 _ANSWERS = {
     "y": Decision.ALLOW_ONCE,
@@ -59,8 +63,14 @@ class TerminalAsker:
     name = "terminal"
 
     def __init__(
-        self, show: Callable[[str, str], None], waiting: Callable[[bool], None] | None = None
+        self,
+        show: Callable[[str, str], None],
+        waiting: Callable[[bool], None] | None = None,
+        *,
+        forget_stored: bool = False,
     ) -> None:
+        #: Ignore the standing answers restored from the session (``--forget-approvals``).
+        self.forget_stored = forget_stored
         self._show = show
         self._waiting = waiting if waiting is not None else _unseen
         self._lock = trio.Lock()
@@ -125,7 +135,11 @@ class TerminalAsker:
 class RunApprover:
     """The ``run`` approver: allow with ``--yes``, else refuse and say so on stderr."""
 
-    def __init__(self, yes: bool, err: TextIO | None = None) -> None:
+    def __init__(
+        self, yes: bool, err: TextIO | None = None, *, forget_stored: bool = False
+    ) -> None:
+        #: Ignore the standing answers restored from the session (``--forget-approvals``).
+        self.forget_stored = forget_stored
         self.yes = yes
         self.name = "run --yes" if yes else "run"
         self._err = err
@@ -154,6 +168,21 @@ class RunApprover:
             f"refused: tool {request.tool!r} needs approval and 'trio-agents run' asks nobody; "
             f"it did not run (run with --yes to allow it)"
         )
+
+
+def restored_note(records: Iterable[Record], *, forgotten: bool) -> str | None:
+    """The one line that says which standing approvals a resumed session restored (a session
+    file is trusted input: the user should know what runs unasked), or ``None``."""
+    tools = sorted(t for t, d in standing_answers(records).items() if d is Decision.ALLOW_ALWAYS)
+    if not tools:
+        return None
+    names = ", ".join(tools)
+    if forgotten:
+        return f"the session's stored 'always' approvals ({names}) are ignored: asked again"
+    return (
+        f"stored in the session: 'always' approvals of {names}, which run unasked "
+        f"(--forget-approvals asks again)"
+    )
 
 
 def _unseen(waiting: bool) -> None:

@@ -31,6 +31,8 @@ The format::
     ask = ["bash", "files__write_file"]
     allow = ["bash_kill"]             # optional: of bash and bash_kill (asked by default),
                                       # those that run unasked
+    forget_approvals = true           # optional: ignore the "always" answers stored in a
+                                      # resumed session (as --forget-approvals)
 
 Rules:
 - Validation collects every problem (types, unknown keys, model specs, imports, plugin shapes
@@ -106,6 +108,8 @@ class Approval:
     ask: list[str] = attrs.Factory(list)
     #: Of :data:`ASKED_BY_DEFAULT`, the tools that run unasked.
     allow: list[str] = attrs.Factory(list)
+    #: Ignore the standing answers (``allow_always``) restored from a resumed session.
+    forget_approvals: bool = False
 
 
 @attrs.frozen
@@ -158,6 +162,8 @@ class Config:
     store: str | None = None
     #: The ``[approval]`` table's ``allow``: of :data:`ASKED_BY_DEFAULT`, those run unasked.
     allow: tuple[str, ...] = ()
+    #: The ``[approval]`` table's ``forget_approvals`` (``--forget-approvals``).
+    forget_approvals: bool = False
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -268,6 +274,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         tuple(raw.approval.ask),
         store=raw.store,
         allow=tuple(raw.approval.allow),
+        forget_approvals=raw.approval.forget_approvals,
     )
 
 

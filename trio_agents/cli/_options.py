@@ -98,6 +98,12 @@ def add_common(parser: argparse.ArgumentParser, *, runtime: bool = True) -> None
             action="store_true",
             help="reload the config file's plugin modules when their source changes",
         )
+        parser.add_argument(
+            "--forget-approvals",
+            action="store_true",
+            help="ignore the 'always' answers stored in a resumed session: ask again "
+            "(a session file is trusted input)",
+        )
 
 
 @attrs.frozen
@@ -108,6 +114,9 @@ class Settings:
     store: str | None = None
     config: Config = attrs.Factory(Config)
     watch: bool = False
+    #: Ignore the standing approvals restored from a session (``--forget-approvals``, or the
+    #: config file's ``[approval] forget_approvals``).
+    forget_approvals: bool = False
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -127,7 +136,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise CliError("--watch needs the watchfiles package: pip install 'trio-agents[watch]'")
     store = args.store if args.store is not None else config.store
     parse_store_spec(store)  # refused before trio starts
-    return Settings(model=model, store=store, config=config, watch=watch)
+    forget = bool(getattr(args, "forget_approvals", False)) or config.forget_approvals
+    return Settings(model=model, store=store, config=config, watch=watch, forget_approvals=forget)
 
 
 def make_store(store: str | None, *, read_only: bool = False) -> SessionStore:

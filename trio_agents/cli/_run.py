@@ -4,6 +4,8 @@ Rules:
 - The prompt is the argument; ``-`` reads it from stdin instead. Otherwise, text piped to stdin
   (a pipe or a file, not a terminal) is sent after the argument, separated by a blank line,
   so ``git diff | trio-agents run "review this"`` works.
+- A resumed session's standing ``allow_always`` approvals are named in one stderr line
+  (ignored with ``--forget-approvals``).
 - stdout carries the answer only; the spinner (a terminal only) and notes go to stderr.
 - A tool call that needs approval (``bash`` and ``bash_kill`` by default) is refused unless
   ``--yes`` (:mod:`._ask`); the model reads the refusal and the turn goes on, and the exit
@@ -37,7 +39,7 @@ from ..session import (
     TurnEnded,
     UserMessage,
 )
-from ._ask import RunApprover
+from ._ask import RunApprover, restored_note
 from ._options import CliError, Settings, attach, open_cli_runtime, session_path
 
 __all__ = ["run"]
@@ -52,7 +54,11 @@ async def run(args: argparse.Namespace) -> int:
     prompt = await _prompt(args.prompt)
     async with open_cli_runtime(settings) as root:
         agent, handle = await attach(root, args.session)
-        agent.approver = RunApprover(getattr(args, "yes", False))
+        forget = settings.forget_approvals
+        agent.approver = RunApprover(getattr(args, "yes", False), forget_stored=forget)
+        restored = restored_note(agent.session.records, forgotten=forget)
+        if restored is not None:
+            print(f"trio-agents: {restored}", file=sys.stderr)
         status = err.status("thinking…", spinner="dots")
 
         def show(event: AgentOutput) -> None:
