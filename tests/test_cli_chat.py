@@ -541,3 +541,43 @@ async def test_jobs_without_a_shell_or_of_an_earlier_process_are_not_listed(
     async with open_cli_runtime(settings) as root:
         agent = (await root.agents.resume("jobs")).agent
         assert _jobs(root, agent, {}) == []
+
+
+# The title change (OSC 0) and the clear screen a hostile answer or tool output would send.
+HOSTILE = "\x1b]0;owned\x07\x1b[2J"
+
+
+def test_run_on_a_terminal_shows_the_answers_controls_as_escapes(
+    store: Path, tmp_path: Path
+) -> None:
+    """run with stdout a terminal: the echoed escape sequences arrive as visible text."""
+    terminal = Terminal("run", f"a{HOSTILE}b", "--store", str(store), home=tmp_path)
+    try:
+        terminal.expect(r"session \S+")
+        assert terminal.wait() == 0
+    finally:
+        terminal.close()
+    assert "a\\x1b]0;owned\\x07\\x1b[2Jb" in terminal.seen
+    assert HOSTILE not in terminal.raw
+
+
+def test_chat_on_a_terminal_shows_tool_and_model_controls_as_escapes(
+    store: Path, tmp_path: Path
+) -> None:
+    """chat: a command's output with escapes is shown escaped, in the tool line and in the
+    model's answer that quotes it; the terminal's title and screen are untouched."""
+    terminal = Terminal("chat", "--store", str(store), home=tmp_path)
+    try:
+        terminal.expect(r"you> ")
+        terminal.send("!bash printf '\\033]0;owned\\007\\033[2J'\n")
+        terminal.expect(r"allow bash: ")
+        terminal.send("y\n")
+        terminal.expect(r"← \\x1b\]0;owned\\x07\\x1b\[2J")
+        terminal.expect(r"exited: \\x1b\]0;owned\\x07\\x1b\[2J")
+        terminal.expect(r"you> ")
+        terminal.send("/quit\n")
+        terminal.expect(r"session \S+: ")
+        assert terminal.wait() == 0
+    finally:
+        terminal.close()
+    assert HOSTILE not in terminal.raw

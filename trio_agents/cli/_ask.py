@@ -30,6 +30,7 @@ import trio
 from ..agent import Agent, ApprovalRequest, Decision, Refusal, standing_answers
 from ..session import Record
 from ._config import ASKED_BY_DEFAULT
+from ._controls import visible_controls
 
 __all__ = ["RunApprover", "TerminalAsker", "restored_note"]
 
@@ -158,8 +159,9 @@ class RunApprover:
                 if request.tool in ASKED_BY_DEFAULT
                 else ""
             )
+            title = visible_controls(request.title) if err.isatty() else request.title
             print(
-                f"trio-agents: refused {request.title} (tool {request.tool!r} needs approval); "
+                f"trio-agents: refused {title} (tool {request.tool!r} needs approval); "
                 f"run with --yes to allow it{config}",
                 file=err,
                 flush=True,
@@ -176,7 +178,7 @@ def restored_note(records: Iterable[Record], *, forgotten: bool) -> str | None:
     tools = sorted(t for t, d in standing_answers(records).items() if d is Decision.ALLOW_ALWAYS)
     if not tools:
         return None
-    names = ", ".join(tools)
+    names = visible_controls(", ".join(tools))  # from the session file, which anyone may edit
     if forgotten:
         return f"the session's stored 'always' approvals ({names}) are ignored: asked again"
     return (

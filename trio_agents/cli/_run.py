@@ -6,6 +6,9 @@ Rules:
   so ``git diff | trio-agents run "review this"`` works.
 - A resumed session's standing ``allow_always`` approvals are named in one stderr line
   (ignored with ``--forget-approvals``).
+- On a terminal, the answer's control characters (but newline and tab) are shown as visible
+  escapes (:mod:`._controls`): the model does not control the terminal. A pipe gets the text
+  as it is.
 - stdout carries the answer only; the spinner (a terminal only) and notes go to stderr.
 - A tool call that needs approval (``bash`` and ``bash_kill`` by default) is refused unless
   ``--yes`` (:mod:`._ask`); the model reads the refusal and the turn goes on, and the exit
@@ -40,6 +43,7 @@ from ..session import (
     UserMessage,
 )
 from ._ask import RunApprover, restored_note
+from ._controls import visible_controls
 from ._options import CliError, Settings, attach, open_cli_runtime, session_path
 
 __all__ = ["run"]
@@ -60,13 +64,14 @@ async def run(args: argparse.Namespace) -> int:
         if restored is not None:
             print(f"trio-agents: {restored}", file=sys.stderr)
         status = err.status("thinking…", spinner="dots")
+        shown = visible_controls if sys.stdout.isatty() else str
 
         def show(event: AgentOutput) -> None:
             nonlocal wrote
             if event.agent_id == agent.id and failed is None:
                 status.stop()
                 wrote = True
-                sys.stdout.write(event.text)
+                sys.stdout.write(shown(event.text))
                 sys.stdout.flush()
 
         def on_write_failed(event: SessionWriteFailed) -> None:
