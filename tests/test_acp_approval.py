@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import trio
 from test_acp_bridge import CWD, allow, chunks, serve
 from test_acp_client import Recorder, agent_process, run
 
@@ -170,3 +171,23 @@ async def test_session_load_announces_a_standing_approval_and_can_forget_it() ->
         await s.client.until(await s.client.prompt(session_id, "!bash two"))
         assert len(s.client.permission_requests) == 1
         assert s.bash.ran == []
+
+
+async def test_a_child_of_a_sessions_agent_asks_the_client_about_bash() -> None:
+    """A child agent inherits the bridge as approver with its "always ask about bash": the
+    client is asked in the parent's session, and its answer lets the command run."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        parent = s.agent(session_id)
+        child = (await s.root.get("agents").create(parent=parent)).agent
+        child.prompt("!bash from the child")
+        with trio.fail_after(30):
+            asked = await s.client.next()
+            while asked.get("method") != "session/request_permission":
+                asked = await s.client.next()
+            await s.client.send({"jsonrpc": "2.0", "id": asked["id"], **allow("allow-once")(asked)})
+            await child.when_idle()
+        assert asked["params"]["sessionId"] == session_id
+        assert asked["params"]["toolCall"]["title"] == "bash: from the child"
+        assert s.bash.ran == ["from the child"]

@@ -7,7 +7,8 @@ always and reject once / always. ``allow_*`` runs it, ``reject_*`` answers the m
 error and the turn goes on (the ``*_always`` answers stand for the rest of the session, kept by the
 agent's approval state), ``cancelled`` (or a closed connection) does not run it and ends the
 turn cancelled. A ``session/cancel`` withdraws the questions of its session; an answer that is
-not one of the offered options is a ``reject_once``.
+not one of the offered options is a ``reject_once``. A child agent of a session's agent
+inherits the bridge as its approver (and its ``ask``): its calls are asked in that session.
 
 Rules (restored answers): ``session/load`` of a session whose records hold standing
 ``allow_always`` answers sends one ``agent_message_chunk`` notice naming those tools, after
@@ -101,7 +102,7 @@ class Permissions:
 
     async def approve(self, request: ApprovalRequest) -> Decision | Refusal:
         """Ask the client about one call (see the module rules)."""
-        session = self._sessions.get(request.agent_id)
+        session = self._session_of(request.agent_id)
         kind = "cancelled" if session is None else await self._ask(session, request)
         if kind in _DECISIONS:
             return _DECISIONS[kind]
@@ -114,6 +115,21 @@ class Permissions:
         if session is not None and session.prompt is not None:
             session.prompt.cancel_requested = True
         return Decision.CANCEL
+
+    def _session_of(self, agent_id: str) -> AcpSession | None:
+        """The session of ``agent_id``: its own, or for a child agent (which inherits this
+        approver) the session of the agent it descends from."""
+        session = self._sessions.get(agent_id)
+        if session is not None:
+            return session
+        for candidate in self._sessions:
+            family = list(candidate.agent.children)
+            while family:
+                child = family.pop()
+                if child.id == agent_id:
+                    return candidate
+                family.extend(child.children)
+        return None
 
     async def _ask(self, session: AcpSession, request: ApprovalRequest) -> str:
         params = {
