@@ -539,7 +539,7 @@ async def test_jobs_without_a_shell_or_of_an_earlier_process_are_not_listed(
                 await trio.testing.wait_all_tasks_blocked()
         assert _jobs(root, agent, done) == ["bash-1  exited with code 0  true"]
     async with open_cli_runtime(settings) as root:
-        agent = (await root.agents.resume("jobs")).agent
+        agent = (await root.agents.resume("jobs", model=None)).agent
         assert _jobs(root, agent, {}) == []
 
 

@@ -118,7 +118,9 @@ INTERNAL: dict[str, frozenset[str]] = {
             "tools_converter",
         }
     ),
-    "trio_agents.agent._tools": frozenset({"ToolFn", "ToolsPlugin", "tools_converter"}),
+    "trio_agents.agent._tools": frozenset(
+        {"RESULT_CAP", "ToolFn", "ToolsPlugin", "cap_result", "tools_converter"}
+    ),
     "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.cancel._causes": frozenset({"check_cause"}),
     "trio_agents.cli._acp": frozenset({"acp"}),
@@ -147,9 +149,9 @@ INTERNAL: dict[str, frozenset[str]] = {
         {
             "CliError",
             "Settings",
-            "add_common",
             "announce_store",
             "attach",
+            "common_parents",
             "make_store",
             "open_cli_runtime",
             "resolve_model",
@@ -161,6 +163,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.cli._run": frozenset({"run"}),
+    "trio_agents.cli._stdout": frozenset({"PipedStdout"}),
     "trio_agents.cli._usage": frozenset({"Parser", "UsageExit", "suggestion", "version"}),
     "trio_agents.cli._sessions": frozenset({"SHOWN", "sessions"}),
     "trio_agents.cli._signals": frozenset(
@@ -168,7 +171,9 @@ INTERNAL: dict[str, frozenset[str]] = {
             "FORCE_GRACE",
             "Terminated",
             "Termination",
+            "ended_by",
             "guarded",
+            "stoppable",
             "terminable",
         }
     ),
@@ -186,7 +191,9 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"StrictTypeError", "Wording", "count_problems", "json_type", "list_problems"}
     ),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
+    "trio_agents.mcp._restart": frozenset({"Backoff"}),
     "trio_agents.mcp._results": frozenset({"describe", "to_result", "tool_name"}),
+    "trio_agents.mcp._stdio": frozenset({"LineFramer", "stdio_client"}),
     "trio_agents.mcp._watched": frozenset({"Watched"}),
     "trio_agents.model._anthropic": frozenset(
         {
@@ -260,10 +267,13 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.model._wire": frozenset(
         {
+            "AnswerBudget",
+            "DEFAULT_MAX_ANSWER",
             "checked",
             "clip",
             "field",
             "finished",
+            "loads",
             "lost_mid_stream",
         }
     ),
@@ -282,18 +292,24 @@ INTERNAL: dict[str, frozenset[str]] = {
             "FORMAT",
             "SUFFIX",
             "VERSION",
+            "LockHeld",
             "Loaded",
+            "Repaired",
             "RewindError",
             "StoredFile",
             "Tail",
             "WriteJob",
             "check_root",
             "header_line",
+            "lock_path",
             "prepare_root",
             "read_session",
+            "release_lock",
             "remove_session",
+            "repair_session",
             "repair_tail",
             "scan_root",
+            "take_lock",
             "write_batch",
         }
     ),

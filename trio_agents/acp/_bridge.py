@@ -12,6 +12,8 @@ Rules (ownership):
   one memoized shutdown: stop reading, cancel the request handlers, dispose every session the
   bridge owns concurrently, close the streams. The shutdown entry is pushed last, so on a
   teardown it runs before the host fiber's own entries.
+- ``session/new`` and ``session/load`` refuse a ``cwd`` that is not absolute, holds a NUL or
+  is not an existing directory (invalid params, with the reason) before anything is made.
 - ``session/new`` and ``session/load`` create under a shield; one that finishes after the
   close began disposes its unpublished handle instead of publishing it.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import os
+import stat
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, final
 
@@ -292,7 +295,7 @@ class AcpBridge:
 
     async def _new(self, request: Request) -> Any:
         params = params_object(request.params)
-        cwd = absolute_cwd(params)
+        cwd = await _usable_cwd(params)
         servers = parse_mcp_servers(params, cwd)
         ctx = self._ctx
         assert ctx is not None
@@ -318,7 +321,7 @@ class AcpBridge:
     async def _load(self, request: Request) -> Any:
         params = params_object(request.params)
         session_id = required_str(params, "sessionId")
-        cwd = absolute_cwd(params)
+        cwd = await _usable_cwd(params)
         servers = parse_mcp_servers(params, cwd)
         ctx = self._ctx
         assert ctx is not None
@@ -417,3 +420,31 @@ def _leaf(exc: Exception) -> Exception:
     while isinstance(exc, ExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+def _cwd_problem(cwd: str) -> str | None:
+    """Why ``cwd`` cannot be a session's working directory, or ``None``."""
+    try:
+        mode = os.stat(cwd).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be used: {exc.strerror}"
+    if not stat.S_ISDIR(mode):
+        return "is not a directory"
+    return None
+
+
+async def _usable_cwd(params: Mapping[str, Any]) -> str:
+    """The ``cwd`` of a ``session/new`` or ``session/load``: an absolute path (the ACP spec
+    says so), without NUL, of a directory that exists; else invalid params with the reason,
+    before anything is created (a shell command there would fail later, less clearly)."""
+    cwd = absolute_cwd(params)
+    if "\0" in cwd:
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS, f"invalid params: 'cwd' holds a NUL character; got {cwd!r}"
+        )
+    problem = await trio.to_thread.run_sync(_cwd_problem, cwd)
+    if problem is not None:
+        raise RpcError(ErrorCode.INVALID_PARAMS, f"invalid params: 'cwd' {cwd!r} {problem}")
+    return cwd

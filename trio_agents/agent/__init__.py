@@ -17,6 +17,7 @@ from ._config import AgentConfig as AgentConfig
 from ._errors import AgentClosedError as AgentClosedError
 from ._errors import AgentIdInUseError as AgentIdInUseError
 from ._errors import MessageDroppedError as MessageDroppedError
+from ._errors import ModelRequiredError as ModelRequiredError
 from ._errors import TurnFailedError as TurnFailedError
 from ._events import AgentCancelRequested as AgentCancelRequested
 from ._events import AgentCreated as AgentCreated
@@ -90,6 +91,7 @@ __all__ = [
     "Lane",
     "MessageDroppedError",
     "MessageId",
+    "ModelRequiredError",
     "QueuedMessage",
     "Refusal",
     "SummarizingCompactor",

@@ -44,6 +44,10 @@ Rules:
 - What the command asks about by default (:data:`ASKED_BY_DEFAULT`, every MCP server's tools
   unless its table says ``ask``) is decided here and in :func:`~._options.open_cli_runtime`;
   a name in both ``[approval] ask`` and ``[approval] allow`` is a problem.
+- A file nested too deeply for Python's parser (a ``RecursionError`` in ``tomllib`` or in
+  structuring) is one problem, never a traceback.
+- Numbers are checked by the classes' validators (``max_steps >= 1``, timeouts > 0); each
+  refusal is a problem at its field (``agents[0].max_steps``), listed with the others.
 - Values are not coerced: a number where a string belongs, or a string where a list belongs,
   is a problem, never ``"3"`` or ``["b", "a", "s", "h"]`` (the kernel's strict policy, the
   same that structures each plugin's ``config`` table).
@@ -197,10 +201,22 @@ def load_config(path: str | Path) -> Config:
         raise ConfigFileError(f"cannot read config file {str(path)!r}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"config file {str(path)!r} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigFileError(_too_deep(path)) from None
     directory = str(path.resolve().parent)
     if directory not in sys.path:
         sys.path.insert(0, directory)
-    return parse(data, path=path)
+    try:
+        return parse(data, path=path)
+    except RecursionError:
+        raise ConfigFileError(_too_deep(path)) from None
+
+
+def _too_deep(path: Path) -> str:
+    return (
+        f"config file {str(path)!r} nests arrays or tables too deeply to read; "
+        f"a configuration needs a few levels"
+    )
 
 
 def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:

@@ -1,12 +1,16 @@
-"""The common options (``--model``, ``--store``, ``--config``, ``--watch``) and the runtime they
+"""The common options (``--config``, ``--store``, ``--model``, ``--watch``) and the runtime they
 describe.
 
 Rules:
+- Every subcommand takes ``--config`` and ``--store`` (one set, built once: argparse parents);
+  those that run a model take ``--model``, those that load the config file's plugins
+  ``--watch``. The config file is read for every subcommand, so its ``store`` is the default
+  of ``sessions`` too.
 - Everything the user can get wrong in the options is checked by :func:`settings_from`, before
-  trio starts: the model spec, the config file (every problem at once), ``--watch`` without
-  ``watchfiles``. What fails later (a store directory that cannot be created, a plugin whose
-  ``apply`` raises) surfaces as a :class:`TrioAgentsError` or :class:`OSError`, which the entry
-  point prints as one line.
+  trio starts: the model spec and what the model needs (its API key: ``model.preflight``),
+  the config file (every problem at once), ``--watch`` without ``watchfiles``. What fails
+  later (a store directory that cannot be created, a plugin whose ``apply`` raises) surfaces
+  as a :class:`TrioAgentsError` or :class:`OSError`, which the entry point prints as one line.
 - ``--model`` beats the config file's ``model``, which beats ``echo``.
 - Without ``--store``, the first command that writes sessions to the default directory (one
   that does not exist yet) says where, once, on stderr (:func:`announce_store`).
@@ -27,7 +31,7 @@ import attrs
 from .._errors import TrioAgentsError
 from ..agent import Agent, AgentHandle, open_runtime
 from ..kernel import Context, watch_plugins
-from ..model import Model, model_from_spec
+from ..model import Model, ModelError, model_from_spec, preflight
 from ..session import (
     JsonlStore,
     MemoryStore,
@@ -40,13 +44,14 @@ from ..session import (
 from ..shell import LocalShell, tool_bash
 from ._config import ASKED_BY_DEFAULT, Config, check_asks, load_config
 from ._signals import terminable
+from ._usage import Parser
 
 __all__ = [
     "CliError",
     "Settings",
-    "add_common",
     "announce_store",
     "attach",
+    "common_parents",
     "make_store",
     "open_cli_runtime",
     "resolve_model",
@@ -62,48 +67,69 @@ class CliError(TrioAgentsError, ValueError):
     """A mistake in how the command was called; the message says what to do."""
 
 
-def add_common(parser: argparse.ArgumentParser, *, runtime: bool = True) -> None:
-    """Add the common options (given after the subcommand).
+_CONFIG_HELP = (
+    "a TOML file: model, store, [[plugins]], [[mcp_servers]], [[agents]] and [approval] "
+    "(see docs/cli.rst, 'The config file')"
+)
 
-    Args:
-        parser: the subcommand's parser.
-        runtime: whether the subcommand runs agents (``--model``, ``--config``, ``--watch``);
-            otherwise only ``--store`` is added.
-    """
-    if runtime:
-        parser.add_argument(
-            "--model",
-            default=None,
-            metavar="SPEC",
-            help="model spec: echo, echo?delay=SECONDS, openai:MODEL, anthropic:MODEL "
-            "(default: the config file's model, else echo)",
-        )
-    parser.add_argument(
+
+def _common() -> Parser:
+    """The options every subcommand takes: where the config file and the sessions are."""
+    common = Parser(add_help=False)
+    group = common.add_argument_group("common options")
+    group.add_argument("--config", default=None, metavar="FILE", help=_CONFIG_HELP)
+    group.add_argument(
         "--store",
         default=None,
         metavar="SPEC",
-        help="where sessions are kept: DIR (JSONL files), 'memory', sqlite:PATH or "
-        "postgresql://... (default: the config file's store, else $TRIO_AGENTS_HOME/sessions, "
-        "else $XDG_STATE_HOME/trio-agents/sessions)",
+        help="where sessions are kept: DIR (JSONL files), 'memory', sqlite:PATH, "
+        "postgresql://... or 'host=... dbname=...' (default: the config file's store, else "
+        "$TRIO_AGENTS_HOME/sessions, else $XDG_STATE_HOME/trio-agents/sessions)",
     )
-    if runtime:
-        parser.add_argument(
-            "--config",
-            default=None,
-            metavar="FILE",
-            help="a TOML file: model, [[plugins]] and [[agents]] (see docs/cli.rst)",
-        )
-        parser.add_argument(
-            "--watch",
-            action="store_true",
-            help="reload the config file's plugin modules when their source changes",
-        )
-        parser.add_argument(
-            "--forget-approvals",
-            action="store_true",
-            help="ignore the 'always' answers stored in a resumed session: ask again "
-            "(a session file is trusted input)",
-        )
+    return common
+
+
+def _model() -> Parser:
+    """The option of the subcommands that run a model."""
+    model = Parser(add_help=False)
+    model.add_argument(
+        "--model",
+        default=None,
+        metavar="SPEC",
+        help="model spec: echo, echo?delay=SECONDS, openai:MODEL, anthropic:MODEL "
+        "(default: the config file's model, else echo)",
+    )
+    return model
+
+
+def _watch() -> Parser:
+    """The options of the subcommands that load the config file's plugins and run its agents
+    (``--watch``; ``--forget-approvals``, as they resume sessions)."""
+    watch = Parser(add_help=False)
+    watch.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload the config file's plugin modules when their source changes",
+    )
+    watch.add_argument(
+        "--forget-approvals",
+        action="store_true",
+        help="ignore the 'always' answers stored in a resumed session: ask again "
+        "(a session file is trusted input)",
+    )
+    return watch
+
+
+# Invariant: built once; every subcommand's parser copies its actions (argparse ``parents``).
+_COMMON = _common()
+_MODEL = _model()
+_WATCH = _watch()
+
+
+def common_parents(*, model: bool = False, watch: bool = False) -> list[Parser]:
+    """The parent parsers of a subcommand: ``--config`` and ``--store``, which every
+    subcommand takes, and ``--model`` / ``--watch`` for the subcommands that use them."""
+    return [_COMMON, *([_MODEL] if model else []), *([_WATCH] if watch else [])]
 
 
 @attrs.frozen
@@ -125,12 +151,22 @@ def settings_from(args: argparse.Namespace) -> Settings:
     Raises:
         ConfigFileError: the config file is missing or has problems (all listed).
         ModelSpecError: the model spec is not valid.
+        ModelError: the model cannot answer as configured (a missing API key).
         StoreSpecError: the store spec is not valid.
         CliError: ``--watch`` without the ``watchfiles`` package.
     """
     path = getattr(args, "config", None)
     config = load_config(path) if path is not None else Config()
     model = resolve_model(getattr(args, "model", None) or config.model)
+    try:
+        preflight(model)  # a missing API key is refused before anything is stored
+    except ModelError as exc:
+        if getattr(args, "command", None) != "demo":
+            raise
+        raise CliError(
+            f"the demo stopped: model {model.name} cannot answer: {exc}; "
+            "run it without --model to use the embedded echo model"
+        ) from None
     watch = bool(getattr(args, "watch", False))
     if watch and importlib.util.find_spec("watchfiles") is None:
         raise CliError("--watch needs the watchfiles package: pip install 'trio-agents[watch]'")

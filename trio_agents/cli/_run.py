@@ -71,8 +71,13 @@ async def run(args: argparse.Namespace) -> int:
             if event.agent_id == agent.id and failed is None:
                 status.stop()
                 wrote = True
-                sys.stdout.write(shown(event.text))
-                sys.stdout.flush()
+                try:
+                    sys.stdout.write(shown(event.text))
+                    sys.stdout.flush()
+                except BrokenPipeError:
+                    # The reader is gone (``| head``): stop the turn; the last write of the
+                    # command meets the closed pipe again, and the entry point ends quietly.
+                    agent.cancel()
 
         def on_write_failed(event: SessionWriteFailed) -> None:
             nonlocal failed
