@@ -173,14 +173,18 @@ class Served:
 
 @asynccontextmanager
 async def serve(
-    model: Model | str = "echo", *, allow_bash: bool = False, store: SessionStore | None = None
+    model: Model | str = "echo",
+    *,
+    allow_bash: bool = False,
+    store: SessionStore | None = None,
+    forget_approvals: bool = False,
 ) -> AsyncIterator[Served]:
     store = store if store is not None else MemoryStore()
     async with ag.open_runtime(store=store, model=model) as root:
         bash = FakeBash()
         root.get("tools").register(bash.tool())
         ours, theirs = trio.testing.memory_stream_pair()
-        bridge = AcpBridge(ours, allow_bash=allow_bash)
+        bridge = AcpBridge(ours, allow_bash=allow_bash, forget_approvals=forget_approvals)
         fiber = await root.plugin(bridge)
         yield Served(root, bridge, Client(theirs), bash, store)
         await fiber.dispose()

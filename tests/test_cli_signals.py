@@ -130,11 +130,11 @@ def start(kind: str, tmp_path: Path, job_dir: Path, *extra: str) -> Command:
     store = tmp_path / "sessions"
     prompt = f"!bash {family(job_dir)}"
     if kind == "run":
-        command = Command(tmp_path, "run", prompt, "--store", str(store), *extra)
+        command = Command(tmp_path, "run", prompt, "--yes", "--store", str(store), *extra)
         command.stdin.close()  # run reads piped stdin to its end before it starts the turn
     elif kind == "chat":
         command = Command(tmp_path, "chat", "--store", str(store), *extra)
-        command.stdin.write(prompt.encode() + b"\n")
+        command.stdin.write(prompt.encode() + b"\ny\n")  # y: the answer to "allow bash?"
         command.stdin.flush()
     else:
         command = Command(tmp_path, "acp", "--allow-bash", "--store", str(store), *extra)

@@ -67,7 +67,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.acp._jsonrpc": frozenset({"Event"}),
     "trio_agents.acp._mcp": frozenset({"parse_mcp_servers", "start_mcp_servers"}),
-    "trio_agents.acp._permission": frozenset({"Permissions"}),
+    "trio_agents.acp._permission": frozenset({"Permissions", "restored_notice"}),
     "trio_agents.acp._prompts": frozenset({"AcpSession", "Prompt", "Sessions"}),
     "trio_agents.acp._protocol": frozenset(
         {
@@ -89,7 +89,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.acp._serving": frozenset({"LATER", "Serving"}),
-    "trio_agents.agent._approval": frozenset({"Approvals", "standing_answers"}),
+    "trio_agents.agent._approval": frozenset({"Approvals"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
@@ -124,20 +124,23 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.cancel._causes": frozenset({"check_cause"}),
     "trio_agents.cli._acp": frozenset({"acp"}),
-    "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker"}),
+    "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
     "trio_agents.cli._chat_view": frozenset({"ChatView", "split_blocks"}),
     "trio_agents.cli._config": frozenset(
         {
+            "ASKED_BY_DEFAULT",
             "Approval",
             "Config",
             "ConfigFileError",
             "LoadedPlugin",
             "PluginEntry",
+            "check_asks",
             "load_config",
             "parse",
         }
     ),
+    "trio_agents.cli._controls": frozenset({"visible_controls"}),
     "trio_agents.cli._demo": frozenset({"demo"}),
     "trio_agents.cli._input": frozenset({"Key", "LineEditor", "history_file"}),
     "trio_agents.cli._keys": frozenset({"Key"}),

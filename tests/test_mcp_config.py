@@ -54,8 +54,11 @@ def test_a_valid_table_gives_the_server(tmp_path: Path) -> None:
             args=("--root", "."),
             env={"LEVEL": "debug"},
             tools=("read",),
+            ask=("*",),
         ),
-        McpServer("web", url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer x"}),
+        McpServer(
+            "web", url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer x"}, ask=("*",)
+        ),
     )
 
 
@@ -112,7 +115,11 @@ def test_every_bad_entry_is_reported_at_once_with_where_it_is() -> None:
 async def test_the_command_runs_the_servers_and_stops_them_on_exit(tmp_path: Path) -> None:
     """The runtime the command opens has the server's tools; closing it ends the process."""
     config = parse(
-        {"mcp_servers": [{"name": "t", "command": sys.executable, "args": [TOOLS_SERVER]}]}
+        {
+            "mcp_servers": [
+                {"name": "t", "command": sys.executable, "args": [TOOLS_SERVER], "ask": []}
+            ]
+        }
     )
     settings = Settings(model=resolve_model(None), store="memory", config=config)
     async with open_cli_runtime(settings, shell=False) as root:

@@ -3,7 +3,7 @@
 The bridge owns the lifecycle and the sessions' handles; :mod:`._serving` moves the frames,
 :mod:`._prompts` keeps each session's prompt and streams its updates, :mod:`._permission`
 is the approver of its sessions' agents (it asks the client before a call that needs approval,
-``bash`` among them unless ``allow_bash``).
+``bash`` and ``bash_kill`` among them unless ``allow_bash``).
 
 Rules (ownership):
 - The bridge is a plugin. Its agents are created from the tasks of a child fiber (the *host*),
@@ -49,7 +49,7 @@ from ..session import (
 from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
-from ._permission import Permissions
+from ._permission import Permissions, restored_notice
 from ._prompts import AcpSession, Sessions
 from ._protocol import (
     PROTOCOL_VERSION,
@@ -59,6 +59,7 @@ from ._protocol import (
     params_object,
     required_str,
     session_info,
+    text_chunk,
 )
 from ._serving import LATER, Serving
 
@@ -108,7 +109,9 @@ class AcpBridge:
         send_stream: where frames are written (the client's input).
         receive_stream: where frames are read (the client's output); ``None`` means
             ``send_stream`` is a bidirectional :class:`trio.abc.Stream`.
-        allow_bash: run ``bash`` without asking the client for permission.
+        allow_bash: run ``bash`` and ``bash_kill`` without asking the client for permission.
+        forget_approvals: ignore the standing ``allow_always`` answers stored in a loaded
+            session (they are asked again); a session file is trusted input otherwise.
         max_frame: the largest incoming frame, in bytes.
         max_unsent: bytes of frames queued for the client past which, when the client has
             read nothing for 10 seconds, the connection is closed (with a warning) as if the
@@ -127,6 +130,7 @@ class AcpBridge:
         receive_stream: trio.abc.ReceiveStream | None = None,
         *,
         allow_bash: bool = False,
+        forget_approvals: bool = False,
         max_frame: int = MAX_FRAME,
         max_unsent: int = MAX_UNSENT,
     ) -> None:
@@ -156,7 +160,11 @@ class AcpBridge:
         )
         self._sessions = Sessions(self._serving)
         self._permissions = Permissions(
-            self._serving, self._sessions, lambda: self._closed, allow_bash=allow_bash
+            self._serving,
+            self._sessions,
+            lambda: self._closed,
+            allow_bash=allow_bash,
+            forget_stored=forget_approvals,
         )
         self._ctx: Context | None = None
         self._host: Context | None = None
@@ -352,6 +360,11 @@ class AcpBridge:
         # Invariant: no checkpoint between the snapshot and the answer, so what happens next
         # in the session is streamed after the replay.
         self._sessions.replay(session)
+        notice = restored_notice(
+            session.agent.session.records, forgotten=self._permissions.forget_stored
+        )
+        if notice is not None:
+            self._serving.update(session_id, text_chunk("agent_message_chunk", notice))
         return {}
 
     async def _list(self, request: Request) -> Any:

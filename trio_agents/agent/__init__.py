@@ -6,6 +6,7 @@ from ._approval import ApprovalRequest as ApprovalRequest
 from ._approval import Approver as Approver
 from ._approval import Decision as Decision
 from ._approval import Refusal as Refusal
+from ._approval import standing_answers as standing_answers
 from ._compaction import Compaction as Compaction
 from ._compaction import CompactionError as CompactionError
 from ._compaction import CompactionPlugin as CompactionPlugin
@@ -104,6 +105,7 @@ __all__ = [
     "TurnMark",
     "agent_loop",
     "open_runtime",
+    "standing_answers",
     "tool",
     "tools_plugin",
 ]

@@ -150,8 +150,12 @@ class Agent:
         self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []
         self._compactions = 0
-        self._approvals = Approvals(
-            ask=config.ask, approver=approver, records=session.records, append=session.append
+        self._approvals: Approvals = Approvals(
+            ask=config.ask,
+            approver=approver,
+            records=session.records,
+            append=session.append,
+            parent=parent._approvals if parent is not None else None,
         )
 
     # -- identity and state -----------------------------------------------------------------
@@ -193,7 +197,8 @@ class Agent:
     @property
     def approver(self) -> Approver | None:
         """Who is asked before a call that needs approval runs (see :doc:`/tools`), or
-        ``None``: such calls are refused. The front end that shows the agent sets it."""
+        ``None``: such calls are refused. The front end that shows the agent sets it; a child
+        agent without one of its own has its parent's."""
         return self._approvals.approver
 
     @approver.setter

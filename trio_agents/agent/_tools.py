@@ -207,6 +207,17 @@ def _answer(name: str, result: object) -> ToolResult:
         )
 
 
+def _stop(agent: Agent, scope: CauseScope | None, turn: CauseScope | None) -> Callable[[], object]:
+    """What a ``cancel`` answer about a call stops: within the agent's turn, the agent (its
+    one public stop); a call in a scope of its own, that scope; else the agent's turn, its
+    queue kept (see :mod:`._approval`)."""
+    if scope is not None and scope is turn:
+        return lambda: agent.cancel(UserCancel())
+    if scope is not None:
+        return lambda: scope.cancel(UserCancel())
+    return lambda: agent.cancel(UserCancel(), keep_inbox=True)
+
+
 #: The most UTF-8 bytes of a tool result that are kept, stored and sent to a model.
 RESULT_CAP = 1 << 20
 
@@ -469,8 +480,7 @@ class ToolRegistry:
                     call_id=call.call_id,
                 ),
                 turn_id=turn.id if turn is not None else None,
-                scope=call.scope,
-                cancel_agent=lambda: agent.cancel(UserCancel(), keep_inbox=True),
+                stop=_stop(agent, call.scope, turn.scope if turn is not None else None),
             )
         if refusal is None:
             return None

@@ -22,7 +22,7 @@ import argparse
 import importlib.util
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -42,7 +42,7 @@ from ..session import (
     parse_store_spec,
 )
 from ..shell import LocalShell, tool_bash
-from ._config import Config, load_config
+from ._config import ASKED_BY_DEFAULT, Config, check_asks, load_config
 from ._signals import terminable
 from ._usage import Parser
 
@@ -103,12 +103,19 @@ def _model() -> Parser:
 
 
 def _watch() -> Parser:
-    """The option of the subcommands that load the config file's plugins."""
+    """The options of the subcommands that load the config file's plugins and run its agents
+    (``--watch``; ``--forget-approvals``, as they resume sessions)."""
     watch = Parser(add_help=False)
     watch.add_argument(
         "--watch",
         action="store_true",
         help="reload the config file's plugin modules when their source changes",
+    )
+    watch.add_argument(
+        "--forget-approvals",
+        action="store_true",
+        help="ignore the 'always' answers stored in a resumed session: ask again "
+        "(a session file is trusted input)",
     )
     return watch
 
@@ -133,6 +140,9 @@ class Settings:
     store: str | None = None
     config: Config = attrs.Factory(Config)
     watch: bool = False
+    #: Ignore the standing approvals restored from a session (``--forget-approvals``, or the
+    #: config file's ``[approval] forget_approvals``).
+    forget_approvals: bool = False
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -162,7 +172,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise CliError("--watch needs the watchfiles package: pip install 'trio-agents[watch]'")
     store = args.store if args.store is not None else config.store
     parse_store_spec(store)  # refused before trio starts
-    return Settings(model=model, store=store, config=config, watch=watch)
+    forget = bool(getattr(args, "forget_approvals", False)) or config.forget_approvals
+    return Settings(model=model, store=store, config=config, watch=watch, forget_approvals=forget)
 
 
 def make_store(store: str | None, *, read_only: bool = False) -> SessionStore:
@@ -231,20 +242,25 @@ def resolve_model(spec: str | None) -> Model:
 
 
 @asynccontextmanager
-async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIterator[Context]:
+async def open_cli_runtime(
+    settings: Settings, *, shell: bool = True, allow: Iterable[str] = ()
+) -> AsyncIterator[Context]:
     """Open the runtime the options describe and yield its root.
 
     Applies, in order: the core plugins (with the declared agents, owned by the AgentLoop),
-    the ``[approval]`` table's ``ask`` (``tools.require_approval``), ``LocalShell`` and
-    ``tool_bash`` (when ``shell``), the config file's plugins with their configs, its MCP
-    servers (each a plugin; one that cannot start is an error), and with ``--watch`` a
-    background task that reloads their modules on change.
+    what needs approval (``tools.require_approval``: the ``[approval]`` table's ``ask``, and
+    ``bash`` and ``bash_kill`` unless its ``allow`` or ``allow`` here names them),
+    ``LocalShell`` and ``tool_bash`` (when ``shell``), the config file's plugins with their
+    configs, its MCP servers (each a plugin; one that cannot start is an error), the check
+    that every ``ask`` of the config file names a tool (:func:`check_asks`), and with
+    ``--watch`` a background task that reloads their modules on change.
 
     A SIGINT, SIGTERM or SIGHUP that the command itself does not take ends the body (plugin
     start included) with :exc:`Terminated`, and the runtime unwinds (``_signals.py``).
 
     Raises:
         CliError: a plugin of the config file failed to start.
+        ConfigFileError: an ``ask`` of the config file names no tool (every such listed).
         Terminated: a signal ended the body.
     """
     config = settings.config
@@ -256,8 +272,10 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
         store=make_store(settings.store), model=settings.model, agents=declared
     ) as root:
         with terminable(root):
-            if config.ask:
-                root.get("tools").require_approval(config.ask)
+            allowed = {*config.allow, *allow}
+            asked = {*config.ask, *(n for n in ASKED_BY_DEFAULT if n not in allowed)}
+            if asked:
+                root.get("tools").require_approval(sorted(asked))
             if shell:
                 await root.plugin(LocalShell())
                 await root.plugin(tool_bash)
@@ -272,6 +290,7 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
                     ) from exc
             for server in config.mcp_servers:
                 await root.plugin(server)
+            check_asks(config, root.get("tools").names())
             if settings.watch:
                 files = sorted({p.file for p in config.plugins if p.file is not None})
                 if files:
