@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from pg_server import INSTALL_HINT, PgServer, find_bindir, fresh_schema_dsn, running_server
+from support import ListenerFailures
 
 import trio_agents.agent as ag
 from trio_agents.kernel import Context
@@ -49,6 +50,29 @@ def isolated_process_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator
     ours.setLevel(our_state[0])
     ours.handlers[:] = our_state[1]
     ours.propagate, ours.disabled = our_state[2:]
+
+
+@pytest.fixture(autouse=True)
+def listener_failures(
+    request: pytest.FixtureRequest, isolated_process_state: None
+) -> Iterator[ListenerFailures]:
+    """Fails the test if a bus listener failed in it (the bus contains the error and emits
+    ``ListenerFailed``, so an ``assert`` in a listener would otherwise pass silently), unless the
+    test is marked ``@pytest.mark.listener_failures``; such a test can read what was caught.
+
+    Runs inside ``isolated_process_state``, which puts the logger's handlers back after it.
+    """
+    handler = ListenerFailures()
+    logger = logging.getLogger("trio_agents")
+    logger.addHandler(handler)
+    yield handler
+    logger.removeHandler(handler)
+    if handler.records and request.node.get_closest_marker("listener_failures") is None:
+        pytest.fail(
+            f"a bus listener failed during the test ({handler.describe()}); fix it, or mark "
+            f"the test @pytest.mark.listener_failures if it expects the failure",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(autouse=True)

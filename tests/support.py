@@ -9,6 +9,7 @@ Fixtures live in ``conftest.py``; everything here is a plain function or class.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import uuid
@@ -359,3 +360,30 @@ def conversation(records: Iterable[Record], instructions: str | None = None) -> 
     history = History(instructions)
     history.fold(records)
     return list(history.messages())
+
+
+# -- the suite's guards ------------------------------------------------------------------------
+
+#: The bus logs every contained listener failure with this message before it emits
+#: ``ListenerFailed`` (trio_agents/kernel/_bus.py); test_suite_guards.py pins that the guard
+#: below still sees one, so a new wording cannot switch the guard off unnoticed.
+LISTENER_FAILED_MESSAGE = "listener %s failed on %s"
+
+
+class ListenerFailures(logging.Handler):
+    """Collects the listener failures the bus reports while a test runs."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == LISTENER_FAILED_MESSAGE:
+            self.records.append(record)
+
+    def describe(self) -> str:
+        lines = []
+        for record in self.records:
+            exc = record.exc_info[1] if record.exc_info else None
+            lines.append(f"{record.getMessage()}: {type(exc).__name__}: {exc}")
+        return "; ".join(lines)

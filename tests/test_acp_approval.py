@@ -9,7 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_acp_bridge import CWD, allow, serve
+import trio
+from test_acp_bridge import CWD, allow, chunks, serve
 from test_acp_client import Recorder, agent_process, run
 
 from trio_agents.session import MemoryStore, ToolApproval
@@ -116,7 +117,7 @@ def test_allow_always_stops_asking_for_that_tool(tmp_path: Path) -> None:
 
 async def test_always_answers_survive_session_load() -> None:
     """allow_always in one connection; after session/load in another, bash runs unasked, and
-    the answers are recorded as ToolApproval (which replays as nothing)."""
+    the answers are recorded as ToolApproval (which replays as nothing but the notice)."""
     store = MemoryStore()
     async with serve(store=store) as s:
         await s.client.initialize()
@@ -138,4 +139,55 @@ async def test_always_answers_survive_session_load() -> None:
             ("allow_always", "acp client"),
             ("allow_always", "standing answer"),
         ]
-        assert all("approval" not in str(m) for m in replayed)
+        # The records replay as nothing; the one notice of the restored answer names them.
+        (notice,) = [m for m in replayed if "approval" in str(m)]
+        assert notice is replayed[-1]
+
+
+async def test_session_load_announces_a_standing_approval_and_can_forget_it() -> None:
+    """session/load of a session with an allow_always answer sends one agent_message notice
+    naming bash; with forget_approvals the notice says it is ignored and bash is asked again."""
+    store = MemoryStore()
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        s.client.permission = allow("allow-always")
+        session_id = await s.client.new_session()
+        await s.client.until(await s.client.prompt(session_id, "!bash one"))
+    params = {"sessionId": session_id, "cwd": CWD, "mcpServers": []}
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        replayed, _ = await s.client.until(await s.client.request("session/load", params))
+        assert chunks(replayed).endswith(
+            "[trio-agents] this session stores 'always' approvals: bash run without asking "
+            "(trio-agents acp --forget-approvals asks again).\n"
+        )
+    async with serve(store=store, forget_approvals=True) as s:
+        await s.client.initialize()
+        s.client.permission = allow("reject-once")
+        replayed, _ = await s.client.until(await s.client.request("session/load", params))
+        assert chunks(replayed).endswith(
+            "[trio-agents] this session's stored 'always' approvals (bash) are ignored.\n"
+        )
+        await s.client.until(await s.client.prompt(session_id, "!bash two"))
+        assert len(s.client.permission_requests) == 1
+        assert s.bash.ran == []
+
+
+async def test_a_child_of_a_sessions_agent_asks_the_client_about_bash() -> None:
+    """A child agent inherits the bridge as approver with its "always ask about bash": the
+    client is asked in the parent's session, and its answer lets the command run."""
+    async with serve() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        parent = s.agent(session_id)
+        child = (await s.root.get("agents").create(parent=parent)).agent
+        child.prompt("!bash from the child")
+        with trio.fail_after(30):
+            asked = await s.client.next()
+            while asked.get("method") != "session/request_permission":
+                asked = await s.client.next()
+            await s.client.send({"jsonrpc": "2.0", "id": asked["id"], **allow("allow-once")(asked)})
+            await child.when_idle()
+        assert asked["params"]["sessionId"] == session_id
+        assert asked["params"]["toolCall"]["title"] == "bash: from the child"
+        assert s.bash.ran == ["from the child"]

@@ -173,14 +173,18 @@ class Served:
 
 @asynccontextmanager
 async def serve(
-    model: Model | str = "echo", *, allow_bash: bool = False, store: SessionStore | None = None
+    model: Model | str = "echo",
+    *,
+    allow_bash: bool = False,
+    store: SessionStore | None = None,
+    forget_approvals: bool = False,
 ) -> AsyncIterator[Served]:
     store = store if store is not None else MemoryStore()
     async with ag.open_runtime(store=store, model=model) as root:
         bash = FakeBash()
         root.get("tools").register(bash.tool())
         ours, theirs = trio.testing.memory_stream_pair()
-        bridge = AcpBridge(ours, allow_bash=allow_bash)
+        bridge = AcpBridge(ours, allow_bash=allow_bash, forget_approvals=forget_approvals)
         fiber = await root.plugin(bridge)
         yield Served(root, bridge, Client(theirs), bash, store)
         await fiber.dispose()
@@ -555,6 +559,31 @@ async def test_plugin_teardown_disposes_sessions_and_closes_the_stream() -> None
             await client.next()
 
 
+async def test_a_broken_connection_disposes_every_session(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """The client stops reading (the bridge's next write breaks) with a session mid-turn:
+    wait_closed() returns with no agent and no live session left, before any teardown of
+    the bridge's fiber."""
+    store = MemoryStore()
+    async with ag.open_runtime(store=store, model="echo?delay=100") as root:
+        to_bridge, from_client = trio.testing.memory_stream_one_way_pair()
+        to_client, from_bridge = trio.testing.memory_stream_one_way_pair()
+        bridge = AcpBridge(trio.StapledStream(to_client, from_client))
+        await root.plugin(bridge)
+        client = Client(trio.StapledStream(to_bridge, from_bridge))
+        await client.initialize()
+        session_id = await client.new_session()
+        await client.prompt(session_id, "pending forever")
+        await trio.testing.wait_all_tasks_blocked()
+        await from_bridge.aclose()
+        await client.request("session/list", {})  # its answer is the write that breaks
+        with trio.fail_after(5):
+            await bridge.wait_closed()
+        assert root.get("agents").list() == ()
+        assert store.live() == ()
+
+
 async def test_new_session_racing_the_close_is_disposed() -> None:
     """session/new then EOF at once: the created handle is disposed, nothing is left."""
     async with serve() as s:
@@ -881,3 +910,45 @@ async def test_a_failing_disposal_is_logged_and_the_shutdown_completes(
         assert f"disposing the agent of ACP session {session_id} failed" in caplog.messages
         assert s.agents.list() == ()
         assert s.bridge.statistics().sessions == ()
+
+
+@pytest.mark.parametrize(
+    ("cwd", "reason"),
+    [
+        ("rel/dir", r"'cwd' must be an absolute path; got 'rel/dir'"),
+        ("/tmp/a\0b", r"'cwd' holds a NUL character; got '/tmp/a\\x00b'"),
+        ("/nonexistent/trio-agents-cwd", r"'cwd' '/nonexistent/trio-agents-cwd' does not exist"),
+        ("/etc/hostname", r"'cwd' '/etc/hostname' is not a directory"),
+    ],
+)
+async def test_new_session_refuses_a_cwd_it_cannot_work_in(cwd: str, reason: str) -> None:
+    """Relative, NUL, missing or a file: -32602 with the reason, and no agent is made."""
+    async with serve() as s:
+        await s.client.initialize()
+        request_id = await s.client.request("session/new", {"cwd": cwd, "mcpServers": []})
+        _, response = await s.client.until(request_id)
+        assert response["error"]["code"] == -32602
+        assert re.fullmatch(rf"invalid params: {reason}", response["error"]["message"])
+        assert not s.agents.list()
+
+
+async def test_load_refuses_a_cwd_that_does_not_exist() -> None:
+    """session/load with a missing cwd is -32602 and leaves the stored session unloaded."""
+    store = MemoryStore()
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        await s.client.until(await s.client.prompt(session_id, "kept"))
+    async with serve(store=store) as s:
+        await s.client.initialize()
+        request_id = await s.client.request(
+            "session/load",
+            {"sessionId": session_id, "cwd": "/nonexistent/here", "mcpServers": []},
+        )
+        _, response = await s.client.until(request_id)
+        assert response["error"]["code"] == -32602
+        assert re.fullmatch(
+            r"invalid params: 'cwd' '/nonexistent/here' does not exist",
+            response["error"]["message"],
+        )
+        assert not s.agents.list()

@@ -177,27 +177,49 @@ def test_cancel_mid_stream_answers_cancelled_without_waiting_for_the_model() -> 
     run(main)
 
 
-def test_two_sessions_one_cancelled_the_other_unaffected() -> None:
-    """Cancelling session A leaves session B's prompt to end end_turn with its text."""
+def test_two_sessions_one_cancelled_the_other_unaffected(tmp_path: Path) -> None:
+    """Cancelling session A while both sessions run a command leaves session B's prompt to
+    end end_turn with its command's output (no race: each command runs until the test lets
+    it end, A's never)."""
+    started_a, started_b, gate = (tmp_path / n for n in ("started-a", "started-b", "gate"))
+    for fifo in (started_a, started_b, gate):
+        os.mkfifo(fifo)
+    sleeper = f"sleep 3599.{uuid.uuid4().int % 10**6:06d}"
+
+    def wait_started(fifo: Path) -> str:
+        with open(fifo) as f:
+            return f.readline().strip()
+
+    def open_gate() -> None:
+        with open(gate, "w") as f:
+            f.write("bee\n")
 
     async def main() -> None:
         recorder = Recorder()
-        wire = Wire()
-        async with agent_process(
-            recorder, "--store", "memory", "--model", "echo?delay=0.5", wire=wire
-        ) as (conn, _):
+        async with agent_process(recorder, "--store", "memory", "--allow-bash") as (conn, _):
             a = (await conn.new_session(cwd=os.getcwd(), mcp_servers=[])).session_id
             b = (await conn.new_session(cwd=os.getcwd(), mcp_servers=[])).session_id
-            prompt_a = asyncio.ensure_future(conn.prompt(session_id=a, prompt=[text_block("A")]))
-            prompt_b = asyncio.ensure_future(conn.prompt(session_id=b, prompt=[text_block("bee")]))
-            await wire.wait_sent("session/prompt", 2)
+            prompt_a = asyncio.ensure_future(
+                conn.prompt(
+                    session_id=a, prompt=[text_block(f"!bash echo a > {started_a} && {sleeper}")]
+                )
+            )
+            prompt_b = asyncio.ensure_future(
+                conn.prompt(
+                    session_id=b, prompt=[text_block(f"!bash echo b > {started_b} && cat {gate}")]
+                )
+            )
+            assert await asyncio.to_thread(wait_started, started_a) == "a"
+            assert await asyncio.to_thread(wait_started, started_b) == "b"
             await conn.cancel(session_id=a)
             assert (await prompt_a).stop_reason == "cancelled"
+            await asyncio.to_thread(open_gate)
             assert (await prompt_b).stop_reason == "end_turn"
-            await recorder.wait_for(lambda: recorder.texts(b) == "bee")
+            await recorder.wait_for(lambda: "bee" in recorder.texts(b))
             assert recorder.texts(a) == ""
 
     run(main)
+    assert processes_with(sleeper) == []
 
 
 def test_load_replays_history_before_the_response(tmp_path: Path) -> None:

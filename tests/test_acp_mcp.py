@@ -59,6 +59,9 @@ async def test_a_sessions_servers_are_its_agents_alone_and_die_with_it() -> None
             await s.client.until(await s.client.prompt(session_id, "add"))
         [ended] = [r for r in agent.session.records if isinstance(r, ToolCallEnded)]
         assert (ended.content, ended.is_error) == ("42", False)
+        # A session's MCP tool needs approval: the client was asked (and allowed it once).
+        [asked] = s.client.permission_requests
+        assert asked["params"]["toolCall"]["title"].startswith("my_tools__add ")
         with trio.fail_after(10):
             await s.agents._hosted[agent].disposer()()
         await gone(processes_with, word)
@@ -129,11 +132,16 @@ async def test_load_starts_the_servers_for_the_resumed_agent() -> None:
         with trio.fail_after(30):
             assert await s.client.call("session/load", params) == {}
         assert "t__add" in s.root.get("tools").names(agent=session_id)
-        [pid] = processes_with(word)
+        # The server, and on Linux its supervisor (the marker is on both command lines).
+        pids = processes_with(word)
         with trio.fail_after(30):
             assert await s.client.call("session/load", params) == {}
-        assert processes_with(word) == [pid]
+        assert processes_with(word) == pids
     await gone(processes_with, word)
+
+
+# A session's MCP servers ask the client about every tool.
+ALL = ("*",)
 
 
 def test_parse_turns_acp_entries_into_servers() -> None:
@@ -154,13 +162,16 @@ def test_parse_turns_acp_entries_into_servers() -> None:
         "/work",
     )
     assert servers == (
-        McpServer("My_Files", command="fs", args=(".",), env={}, cwd="/work", roots=("/work",)),
-        McpServer("My_Files_2", command="fs2", env={}, cwd="/work", roots=("/work",)),
+        McpServer(
+            "My_Files", command="fs", args=(".",), env={}, cwd="/work", roots=("/work",), ask=ALL
+        ),
+        McpServer("My_Files_2", command="fs2", env={}, cwd="/work", roots=("/work",), ask=ALL),
         McpServer(
             "web",
             url="http://127.0.0.1:1/mcp",
             headers={"Authorization": "Bearer t"},
             roots=("/work",),
+            ask=ALL,
         ),
     )
     assert parse_mcp_servers({}, "/work") == ()

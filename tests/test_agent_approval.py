@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from trio_agents.mcp import McpServer
 from trio_agents.model import CallTool, Say, ScriptedModel
 from trio_agents.session import (
     AgentConfigured,
+    InboxSpliced,
     JsonlStore,
     StopReason,
     ToolApproval,
@@ -182,6 +184,33 @@ async def test_cancel_answer_stops_the_turn_with_user_cancel() -> None:
             False,
         )
         assert of(agent, ToolApproval)[0].decision == "cancel"
+
+
+async def test_cancel_answer_is_the_agents_public_stop_and_clears_the_queue() -> None:
+    """Decision.CANCEL goes through Agent.cancel(): AgentCancelRequested is emitted before the
+    turn is aborted, and a prompt queued behind the turn never runs."""
+    ran: list[str] = []
+    asker = Asker(ta.Decision.CANCEL, hold=True)
+    seen: list[str] = []
+    async with ag.open_runtime(model=calls("a", "b")) as root:
+        await root.plugin(Tools(writer(ran)))
+        agent = (await root.agents.create(approver=asker)).agent
+
+        def requested(event: ta.AgentCancelRequested) -> None:
+            turn = agent._turn
+            seen.append("aborted" if turn is not None and turn.scope.cancel_called else "first")
+
+        root.on(ta.AgentCancelRequested, requested)
+        agent.prompt("go 0")
+        await asker.asking.wait()
+        queued = agent.prompt("go 1")
+        asker.release.set()
+        await agent.when_idle()
+        assert seen == ["first"]
+        assert ran == []
+        assert len(of(agent, TurnEnded)) == 1
+        removed = [(r.op, r.reason) for r in of(agent, InboxSpliced) if r.message_id == queued]
+        assert removed == [("add", None), ("remove", "cancelled")]
 
 
 @pytest.mark.parametrize("checkpoints", [0, 1, 2, 3])
@@ -495,3 +524,62 @@ def test_any_sequence_of_answers_matches_the_model(
             assert len(of(agent, ToolApproval)) == len(plan)
 
     trio.run(main)
+
+
+async def test_a_child_inherits_its_parents_approver_and_ask() -> None:
+    """A child created without approver or ask is asked about its parent's ask, by the
+    parent's approver (the one the parent has when the call comes)."""
+    ran: list[str] = []
+    async with ag.open_runtime(model=calls("a")) as root:
+        await root.plugin(Tools(writer(ran, ask=False)))
+        parent = (await root.agents.create(ask=["write"])).agent
+        child = (await root.agents.create(parent=parent)).agent
+        asker = Asker(ta.Decision.ALLOW_ONCE)
+        parent.approver = asker
+        assert child.approver is asker
+        await run_prompts(child, 1)
+        assert ran == ["a"]
+        assert [r.tool for r in asker.requests] == ["write"]
+
+
+async def test_a_child_inherits_what_its_parents_approver_asks_about() -> None:
+    """An approver's own ask (the ACP bridge's "always ask about bash") reaches the child."""
+
+    class Strict(Asker):
+        ask = frozenset({"write"})
+
+    ran: list[str] = []
+    async with ag.open_runtime(model=calls("a")) as root:
+        await root.plugin(Tools(writer(ran, ask=False)))
+        asker = Strict(ta.Decision.REJECT_ONCE)
+        parent = (await root.agents.create(approver=asker)).agent
+        child = (await root.agents.create(parent=parent)).agent
+        await run_prompts(child, 1)
+        assert ran == []
+        assert [r.agent_id for r in asker.requests] == [child.id]
+
+
+async def test_a_child_with_its_own_approver_and_ask_uses_them() -> None:
+    """Given its own approver and ask, the child is asked by its own about its own tools."""
+    ran: list[str] = []
+    async with ag.open_runtime(model=calls("a")) as root:
+        await root.plugin(Tools(writer(ran, ask=False)))
+        theirs, mine = Asker(), Asker(ta.Decision.ALLOW_ONCE)
+        parent = (await root.agents.create(ask=["other"], approver=theirs)).agent
+        child = (await root.agents.create(parent=parent, ask=["write"], approver=mine)).agent
+        await run_prompts(child, 1)
+        assert ran == ["a"]
+        assert (len(theirs.requests), len(mine.requests)) == (0, 1)
+
+
+async def test_a_child_with_asked_tools_and_nobody_to_ask_refuses_them() -> None:
+    """Neither the child nor its parent has an approver: the inherited ask fails closed."""
+    ran: list[str] = []
+    async with ag.open_runtime(model=calls("a")) as root:
+        await root.plugin(Tools(writer(ran, ask=False)))
+        parent = (await root.agents.create(ask=["write"])).agent
+        child = (await root.agents.create(parent=parent)).agent
+        await run_prompts(child, 1)
+        assert ran == []
+        (ended,) = of(child, ToolCallEnded)
+        assert re.match(r"^tool 'write' needs approval and nobody can be asked here", ended.content)

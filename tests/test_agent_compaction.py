@@ -278,6 +278,20 @@ async def test_compact_on_demand_records_a_compaction_between_turns() -> None:
     ]
 
 
+async def test_a_compaction_is_durable_when_compact_returns(tmp_path: Path) -> None:
+    """compact() returns after its Compacted record is in the session file, though the store
+    would otherwise write it only an hour later."""
+    model = Witness(context_window=None)
+    store = JsonlStore(tmp_path, flush_interval=3600)
+    async with ag.open_runtime(store=store, model=model) as root:
+        agent = (await root.agents.create(session_id="s")).agent
+        await _turns(agent, range(4))
+        record = await agent.compact()
+        lines = (tmp_path / "s.jsonl").read_text(encoding="utf-8").splitlines()
+        assert record is not None
+        assert lines[-1].startswith('{"type":"compacted"')
+
+
 async def test_cancel_aborts_an_on_demand_compaction(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

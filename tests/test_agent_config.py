@@ -119,7 +119,7 @@ async def test_a_model_spec_is_restored_and_a_model_object_is_recorded_by_name(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """A spec string comes back on resume (echo?delay=3 waits 3 s again); a model object is
-    recorded by its name only, and resume without a model uses the runtime's default."""
+    recorded by its name only, and a resume given model=None uses the runtime's default."""
     async with ag.open_runtime(model="echo") as root:
         spec = await root.agents.create(session_id="s", model="echo?delay=3")
         await spec.dispose()
@@ -133,8 +133,9 @@ async def test_a_model_spec_is_restored_and_a_model_object_is_recorded_by_name(
         obj = await root.agents.create(session_id="o", model=ScriptedModel.echo(delay=9.0))
         [record] = configs(obj.agent.session.records)
         assert (record.model, record.model_name) == (None, obj.agent.model.name)
+        assert record.model_object
         await obj.dispose()
-        default = (await root.agents.resume("o")).agent
+        default = (await root.agents.resume("o", model=None)).agent
         assert default.model is root.models.default
 
 

@@ -298,16 +298,16 @@ async def test_a_cancel_from_a_running_status_listener_starts_no_turn() -> None:
     model = CountingModel()
     async with ag.open_runtime(model=model) as root:
         agent = (await root.agents.create()).agent
-        armed = [True]
+        cancelled: list[bool] = []
 
         def on_status(event: ag.AgentStatusChanged) -> None:
-            if event.new is ag.AgentStatus.RUNNING and armed[0]:
-                armed[0] = False
-                assert agent.cancel()
+            if event.new is ag.AgentStatus.RUNNING and not cancelled:
+                cancelled.append(agent.cancel())
 
         root.on(ag.AgentStatusChanged, on_status)
         agent.prompt("first")
         await agent.when_idle()
+        assert cancelled == [True]
         assert model.requests == []
         assert not [r for r in agent.session.records if isinstance(r, TurnStarted)]
         agent.prompt("second")

@@ -108,7 +108,7 @@ async def test_sigkill_mid_turn_leaves_a_session_that_resumes_interrupted(tmp_pa
     with path.open("a") as f:
         f.write('{"type": "assistant_mess')  # a torn write
     async with ag.open_runtime(store=JsonlStore(tmp_path), model=ScriptedModel.echo()) as root:
-        agent = (await root.agents.resume("crash")).agent
+        agent = (await root.agents.resume("crash", model=None)).agent
         ends = [r for r in agent.session.records if isinstance(r, TurnEnded)]
         assert [e.stop_reason for e in ends] == [StopReason.INTERRUPTED]
         assert len(agent.session.records) >= len(flushed) - 1

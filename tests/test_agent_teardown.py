@@ -65,6 +65,30 @@ async def test_teardown_order_loop_then_scope_then_registry_then_session(
     assert '"cancelled"' in ended
 
 
+async def test_every_record_is_durable_before_the_agents_scope_unwinds(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """When the agent's scope (child agents, jobs, tools) starts to unwind, what the agent
+    recorded outside a turn (a queued message) is on disk already, not only after it."""
+    seen: list[list[str]] = []
+    store = JsonlStore(tmp_path, flush_interval=3600)
+    async with ag.open_runtime(store=store) as root:
+        handle = await root.agents.create(model=ScriptedModel.echo(delay=10.0))
+        agent = handle.agent
+
+        async def scope_exit() -> None:
+            path = tmp_path / f"{agent.id}.jsonl"
+            lines = path.read_text().splitlines() if path.exists() else []
+            seen.append([line for line in lines if "queued" in line])
+
+        root.agents.scope_of(agent).defer(scope_exit)
+        agent.inject("queued")  # the next step's lane: it does not wake the idle agent
+        await trio.testing.wait_all_tasks_blocked()
+        await handle.dispose()
+    assert len(seen) == 1
+    assert len(seen[0]) == 1
+
+
 async def test_closing_turn_is_durable_after_owner_fiber_unload(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:

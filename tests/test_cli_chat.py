@@ -240,6 +240,8 @@ def test_closing_the_terminal_ends_the_chat_its_jobs_and_flushes(
         terminal.send(
             f"!bash sleep 1000 & echo $! > {tmp_path}/pid; echo $$ > {tmp_path}/sh; wait\n"
         )
+        terminal.expect(r"allow bash: ")
+        terminal.send("y\n")
         deadline = time.monotonic() + DEADLINE
         # The shell writes the file; nothing announces it: poll with a deadline.
         while not (tmp_path / "sh").exists():
@@ -277,7 +279,7 @@ async def test_jobs_lists_the_agents_background_jobs_and_their_state() -> None:
         [[CallTool("bash", {"command": "sleep 30", "run_in_background": True})], "started"]
     )
     settings = Settings(model=resolve_model(None), store="memory")
-    async with open_cli_runtime(settings) as root:
+    async with open_cli_runtime(settings, allow=["bash"]) as root:
         done: dict[str, JobDone] = {}
         root.on(JobDone, lambda event: done.__setitem__(event.job_id, event))
         owner = (await root.agents.create(model=model)).agent
@@ -320,7 +322,7 @@ def test_chat_from_a_pipe_in_process_answers_every_command(
 ) -> None:
     """Each line is echoed and acted on in order; end of input (no newline) still counts."""
     monkeypatch.setenv("COLUMNS", "200")
-    lines = "hello\n\n/cancel\n/steer\n/steer more\n/jobs\n/help\n/frob\n!bash echo hi\nlast"
+    lines = "hello\n\n/cancel\n/steer\n/steer more\n/jobs\n/help\n/frob\n!bash echo hi\ny\nlast"
     os.write(stdin_pipe, lines.encode())
     os.close(stdin_pipe)
     assert main(["chat", "--store", str(store), "--session", "talk"]) == 0
@@ -335,7 +337,8 @@ def test_chat_from_a_pipe_in_process_answers_every_command(
         r"you> /jobs\nno background jobs\n",
         r"you> /help\nTEXT +send a prompt",
         r"you> /frob\nunknown command /frob; /help lists the commands\n",
-        r'you> !bash echo hi\n→ bash \{"command": "echo hi"\}\n← hi  \(\+1 lines\)\n'
+        r'you> !bash echo hi\n→ bash \{"command": "echo hi"\}\n'
+        r"allow bash: echo hi\?  \[y\]es / \[n\]o / \[a\]lways\ny\n← hi  \(\+1 lines\)\n"
         r"bash `echo hi` exited: hi",
         r"you> last\nlast\n",
         rf"session talk: {re.escape(str(store / 'talk.jsonl'))}\n$",
@@ -523,7 +526,7 @@ async def test_jobs_without_a_shell_or_of_an_earlier_process_are_not_listed(
         handle = await root.agents.create(model=model)
         assert _jobs(root, handle.agent, {}) == []
         await handle.dispose()
-    async with open_cli_runtime(settings) as root:
+    async with open_cli_runtime(settings, allow=["bash"]) as root:
         done: dict[str, JobDone] = {}
         root.on(JobDone, lambda event: done.__setitem__(event.job_id, event))
         agent = (await root.agents.create(model=model, session_id="jobs")).agent
@@ -536,5 +539,45 @@ async def test_jobs_without_a_shell_or_of_an_earlier_process_are_not_listed(
                 await trio.testing.wait_all_tasks_blocked()
         assert _jobs(root, agent, done) == ["bash-1  exited with code 0  true"]
     async with open_cli_runtime(settings) as root:
-        agent = (await root.agents.resume("jobs")).agent
+        agent = (await root.agents.resume("jobs", model=None)).agent
         assert _jobs(root, agent, {}) == []
+
+
+# The title change (OSC 0) and the clear screen a hostile answer or tool output would send.
+HOSTILE = "\x1b]0;owned\x07\x1b[2J"
+
+
+def test_run_on_a_terminal_shows_the_answers_controls_as_escapes(
+    store: Path, tmp_path: Path
+) -> None:
+    """run with stdout a terminal: the echoed escape sequences arrive as visible text."""
+    terminal = Terminal("run", f"a{HOSTILE}b", "--store", str(store), home=tmp_path)
+    try:
+        terminal.expect(r"session \S+")
+        assert terminal.wait() == 0
+    finally:
+        terminal.close()
+    assert "a\\x1b]0;owned\\x07\\x1b[2Jb" in terminal.seen
+    assert HOSTILE not in terminal.raw
+
+
+def test_chat_on_a_terminal_shows_tool_and_model_controls_as_escapes(
+    store: Path, tmp_path: Path
+) -> None:
+    """chat: a command's output with escapes is shown escaped, in the tool line and in the
+    model's answer that quotes it; the terminal's title and screen are untouched."""
+    terminal = Terminal("chat", "--store", str(store), home=tmp_path)
+    try:
+        terminal.expect(r"you> ")
+        terminal.send("!bash printf '\\033]0;owned\\007\\033[2J'\n")
+        terminal.expect(r"allow bash: ")
+        terminal.send("y\n")
+        terminal.expect(r"← \\x1b\]0;owned\\x07\\x1b\[2J")
+        terminal.expect(r"exited: \\x1b\]0;owned\\x07\\x1b\[2J")
+        terminal.expect(r"you> ")
+        terminal.send("/quit\n")
+        terminal.expect(r"session \S+: ")
+        assert terminal.wait() == 0
+    finally:
+        terminal.close()
+    assert HOSTILE not in terminal.raw

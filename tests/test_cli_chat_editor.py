@@ -49,6 +49,17 @@ def _prompts(store: Path, session_id: str | None = None) -> list[str]:
     return found
 
 
+def _turns_of_prompts(store: Path) -> list[list[str]]:
+    """The prompts the model was sent, grouped by the turn that claimed them."""
+    turns: dict[str, list[str]] = {}
+    for path in sorted(store.glob("*.jsonl")):
+        for line in path.read_text().splitlines()[1:]:
+            record = json.loads(line)
+            if record["type"] == "user_message":
+                turns.setdefault(record["turn_id"], []).append(record["content"])
+    return list(turns.values())
+
+
 def _chat(store: Path, home: Path, *extra: str) -> Terminal:
     terminal = Terminal("chat", "--store", str(store), *extra, home=home)
     terminal.expect(r"you> ")
@@ -151,9 +162,12 @@ def test_typing_during_a_turn_queues_visibly_and_ctrl_c_cancels(
 
 def test_a_steered_answer_starts_on_its_own_line(store: Path, tmp_path: Path) -> None:
     """A steer mid-answer: the steered step's answer is a line of its own, not glued on."""
-    terminal = _chat(store, tmp_path, "--model", "echo?delay=0.3")
+    # 16 words at 0.4 s each: the steer, sent at the first word, has 6 s to land in the turn
+    # on a loaded machine, and the stored turn ids below fail the test if it did not.
+    words = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+    terminal = _chat(store, tmp_path, "--model", "echo?delay=0.4")
     try:
-        terminal.send("one two three four five six\r")
+        terminal.send(f"{words} fifteen sixteen\r")
         terminal.expect(r"thinking")  # past the echo of the typed line
         terminal.expect(r"one ")  # the first word of the answer: the first step is running
         terminal.send("/steer actually this\r")
@@ -165,9 +179,11 @@ def test_a_steered_answer_starts_on_its_own_line(store: Path, tmp_path: Path) ->
     # The first answer ends its line; the steered one is a line of its own. Escapes removed,
     # what the editor erased before printing stays in front of it: spaces clearing the live
     # area, and the prompt's text ("queue> " while the turn runs, "you> " once idle).
-    assert re.search(r"six\n(.*\n)*?((you|queue)> )* *actually this\n", terminal.seen), (
+    assert re.search(r"sixteen\n(.*\n)*?((you|queue)> )* *actually this\n", terminal.seen), (
         terminal.seen
     )
+    # The steer landed mid-turn: the model got both messages in one turn.
+    assert _turns_of_prompts(store) == [[f"{words} fifteen sixteen", "actually this"]]
 
 
 def test_a_resumed_session_shows_its_last_exchanges(store: Path, tmp_path: Path) -> None:

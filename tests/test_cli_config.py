@@ -234,3 +234,43 @@ async def test_watch_starts_the_watcher_on_the_config_plugins(
             await started.wait()
         assert root.get("greeting") == "x"
     assert watched == [[str(plugin_dir)]]
+
+
+def test_numbers_out_of_range_are_listed_with_every_other_problem(tmp_path: Path) -> None:
+    """``max_steps = -1``, a negative timeout: each a problem at its field, with the rest."""
+    problems = _problems(
+        """
+        [[agents]]
+        max_steps = -1
+        tools = "bash"
+
+        [[agents]]
+        max_steps = 0
+
+        [[mcp_servers]]
+        name = "files"
+        command = "true"
+        startup_timeout = -3
+        call_timeout = 0
+        """,
+        tmp_path,
+    )
+    assert set(problems) == {
+        "agents[0].tools: expected a list, got str 'bash'",
+        "agents[0].max_steps: max_steps is the most model requests per turn, >= 1; got -1",
+        "agents[1].max_steps: max_steps is the most model requests per turn, >= 1; got 0",
+        "mcp_servers[0].startup_timeout: startup_timeout must be > 0 seconds; got -3.0",
+        "mcp_servers[0].call_timeout: call_timeout must be > 0 seconds; got 0.0",
+    }
+
+
+@pytest.mark.parametrize("nested", ["[" * 100_000 + "]" * 100_000, "{a=" * 100_000 + "}" * 100_000])
+def test_a_file_nested_too_deeply_is_one_line(tmp_path: Path, nested: str) -> None:
+    """A value nested 100,000 deep is one line that names the file, not a RecursionError."""
+    with pytest.raises(ConfigFileError) as caught:
+        load_config(_write(tmp_path, f"model = {nested}\n"))
+    assert re.fullmatch(
+        r"config file '.*trio-agents\.toml' nests arrays or tables too deeply to read; "
+        r"a configuration needs a few levels",
+        str(caught.value),
+    )

@@ -130,11 +130,11 @@ def start(kind: str, tmp_path: Path, job_dir: Path, *extra: str) -> Command:
     store = tmp_path / "sessions"
     prompt = f"!bash {family(job_dir)}"
     if kind == "run":
-        command = Command(tmp_path, "run", prompt, "--store", str(store), *extra)
+        command = Command(tmp_path, "run", prompt, "--yes", "--store", str(store), *extra)
         command.stdin.close()  # run reads piped stdin to its end before it starts the turn
     elif kind == "chat":
         command = Command(tmp_path, "chat", "--store", str(store), *extra)
-        command.stdin.write(prompt.encode() + b"\n")
+        command.stdin.write(prompt.encode() + b"\ny\n")  # y: the answer to "allow bash?"
         command.stdin.flush()
     else:
         command = Command(tmp_path, "acp", "--allow-bash", "--store", str(store), *extra)
@@ -316,6 +316,58 @@ def test_a_hanging_teardown_is_forced_out_by_a_second_signal(
         r"\(still tearing down: plugin 'hanging' \(hanging#\d+\)\)",
         lines[-2],
     )
+
+
+# The agent's scope hangs at teardown after a record was appended: the agent is still live
+# (its registry entry detaches after its scope), so the forced exit is what writes the record.
+HELD_AGENT = """
+import os
+import trio
+from trio_agents.session import UserMessage
+
+name = "hanging"
+inject = ("agents",)
+
+async def apply(ctx, config):
+    agent = (await ctx.agents.create(session_id="held")).agent
+    agent.prompt("before the teardown")
+    await agent.when_idle()
+
+    async def hang():
+        agent.session.append(
+            UserMessage(message_id="m-late", content="during the teardown", turn_id="t-late")
+        )
+        with open(os.environ["HANG_MARK"], "w") as f:
+            f.write("tearing down")
+        with trio.CancelScope(shield=True):
+            await trio.sleep_forever()
+
+    ctx.agents.scope_of(agent).defer(hang)
+"""
+
+
+def test_a_forced_exit_writes_what_it_can_of_the_live_sessions(tmp_path: Path) -> None:
+    """On a JSONL store, a session whose agent is stuck in its teardown when the second signal
+    forces the exit is on disk with every record, the one appended during the hang too."""
+    config = config_with(tmp_path, "held_agent", HELD_AGENT)
+    mark = tmp_path / "mark"
+    os.environ["HANG_MARK"] = str(mark)
+    store = tmp_path / "sessions"
+    command = Command(tmp_path, "chat", "--store", str(store), "--config", str(config))
+    try:
+        command.stdout.readline()  # the greeting
+        command.process.send_signal(signal.SIGTERM)
+        wait_until(mark.exists, "the agent's teardown to begin")
+        command.process.send_signal(signal.SIGINT)
+        status = command.wait()
+    finally:
+        command.close()
+    assert status == 128 + signal.SIGTERM, command.stderr
+    assert "Traceback" not in command.stderr
+    lines = (store / "held.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines[1:]]
+    said = [r["content"] for r in records if r.get("type") == "user_message"]
+    assert said == ["before the teardown", "during the teardown"]
 
 
 def test_the_cli_reads_the_kernels_wording_of_a_failed_teardown() -> None:

@@ -3,8 +3,10 @@ config file's ``store``, ``open_runtime(store=...)``; ``sessions list/show/delet
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +16,12 @@ from cli_support import run_cli
 from support import TRIO_AGENTS
 
 import trio_agents.agent as ag
+from trio_agents.cli import main
 from trio_agents.session import (
     JsonlStore,
     MemoryStore,
     SqliteStore,
+    StoreSpec,
     StoreSpecError,
     UserMessage,
     parse_store_spec,
@@ -64,20 +68,45 @@ def test_postgresql_without_its_module_says_it_is_not_available(
         store_from_spec("postgresql://u@localhost/db")
 
 
+def stored_ids(kind: str, spec: str, tmp_path: Path) -> list[str]:
+    """The session ids the store of ``spec`` holds, read behind the command's back from the
+    backend's own storage, so a test on one kind cannot pass on another."""
+    if kind == "jsonl":
+        return sorted(p.name.removesuffix(".jsonl") for p in (tmp_path / "dir").glob("*.jsonl"))
+    if kind == "sqlite":
+        with contextlib.closing(sqlite3.connect(tmp_path / "s.db")) as db:
+            return [row[0] for row in db.execute("SELECT id FROM sessions ORDER BY id")]
+    import psycopg
+
+    with psycopg.connect(spec) as conn:
+        rows = conn.execute("SELECT id FROM trio_agents_sessions ORDER BY id").fetchall()
+    return [row[0] for row in rows]
+
+
 @pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgresql"])
 def test_run_then_sessions_list_show_delete(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str, request: pytest.FixtureRequest
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    kind: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The whole round trip of the command on a durable store of each kind (PostgreSQL: the
-    tests' own throwaway server)."""
+    tests' own throwaway server, given as the keyword DSN libpq writes); the session is in that
+    backend's storage, and nothing else appears in the working directory."""
+    monkeypatch.chdir(tmp_path)
     specs = {
         "jsonl": lambda: str(tmp_path / "dir"),
         "sqlite": lambda: f"sqlite:{tmp_path / 's.db'}",
     }
     specs["postgresql"] = lambda: str(request.getfixturevalue("pg_dsn"))
     spec = specs[kind]()
+    before = set(os.listdir(tmp_path))
     status, out, err = run_cli(capsys, "run", "hello there", "--session", "s1", "--store", spec)
     assert (status, out) == (0, "hello there\n"), err
+    assert stored_ids(kind, spec, tmp_path) == ["s1"]
+    made = {"jsonl": {"dir"}, "sqlite": {"s.db", "s.db-lock", "s.db-wal", "s.db-shm"}}
+    assert set(os.listdir(tmp_path)) - before <= made.get(kind, set())
     if kind == "sqlite":
         assert f"session s1 ({tmp_path / 's.db'})" in err
     status, out, err = run_cli(capsys, "sessions", "list", "--store", spec)
@@ -87,11 +116,13 @@ def test_run_then_sessions_list_show_delete(
     assert (status, out.splitlines()[0], err) == (0, "user: hello there", "")
     status, out, err = run_cli(capsys, "sessions", "delete", "s1", "--store", spec)
     assert (status, out, err) == (0, "deleted s1\n", "")
+    assert stored_ids(kind, spec, tmp_path) == []
     status, out, err = run_cli(capsys, "sessions", "show", "s1", "--store", spec)
     assert status == 1
-    where = {"jsonl": tmp_path / "dir", "sqlite": tmp_path / "s.db"}.get(kind, spec)
+    # A DSN may hold a password: the message names no place for PostgreSQL.
+    where = {"jsonl": f" in {tmp_path / 'dir'}", "sqlite": f" in {tmp_path / 's.db'}"}.get(kind, "")
     assert err == (
-        f"trio-agents: error: no stored session 's1' in {where}; 'trio-agents sessions list' "
+        f"trio-agents: error: no stored session 's1'{where}; 'trio-agents sessions list' "
         f"shows the ids\n"
     )
 
@@ -173,3 +204,66 @@ def test_the_installed_command_on_sqlite(tmp_path: Path) -> None:
     listed = command("sessions", "list", "--store", spec)
     assert listed.returncode == 0, listed.stderr
     assert re.search(r"p1\W+\d+\W+.*from a process", listed.stdout), listed.stdout
+
+
+def test_a_libpq_keyword_dsn_is_a_postgresql_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``host=... dbname=... user=...`` is PostgreSQL, never a directory of that name; without
+    the PostgreSQL support it is one clear error."""
+    dsn = "host=127.0.0.1 dbname=agents user=me"
+    assert parse_store_spec(dsn) == StoreSpec("postgresql", dsn)
+    assert parse_store_spec("dbname = agents").kind == "postgresql"
+    monkeypatch.setitem(sys.modules, "trio_agents.session._postgres", None)
+    with pytest.raises(StoreSpecError, match=r"^PostgreSQL store not available"):
+        store_from_spec(dsn)
+
+
+@pytest.mark.parametrize(
+    ("spec", "meant"),
+    [
+        ("mem", "memory"),
+        ("memroy", "memory"),
+        ("Memory ", "memory"),
+        ("sqlit:x.db", "'sqlite:x.db'"),
+        ("postgres:", "'postgres://'"),
+        ("postgresq://u@h/db", "'postgresql://u@h/db'"),
+    ],
+)
+def test_a_slip_of_another_form_is_refused_with_did_you_mean(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    spec: str,
+    meant: str,
+) -> None:
+    """A spec one slip from ``memory`` or a scheme, naming no existing directory, is one line
+    with "did you mean", and no directory is made."""
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run_cli(capsys, "run", "hi", "--store", spec)
+    assert (status, out) == (1, "")
+    assert re.fullmatch(
+        rf"trio-agents: error: store spec {re.escape(repr(spec))} is not an existing directory; "
+        rf"did you mean {re.escape(meant)}\? \(.*\)\n",
+        err,
+    ), err
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_existing_directory_or_a_dotted_path_is_a_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mem`` that exists is used as it is; ``./mem`` always means a directory."""
+    monkeypatch.chdir(tmp_path)
+    assert parse_store_spec("./mem") == StoreSpec("jsonl", Path("mem"))
+    (tmp_path / "mem").mkdir()
+    assert parse_store_spec("mem") == StoreSpec("jsonl", Path("mem"))
+
+
+def test_an_abbreviated_option_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--stor ./s`` is not taken for ``--store``: a usage mistake, "did you mean --store"."""
+    with pytest.raises(SystemExit) as exited:
+        main(["sessions", "list", "--stor", "./s"])
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (1, "")
+    assert re.fullmatch(
+        r"trio-agents: error: unrecognized arguments: --stor \./s; did you mean --store\?\n", err
+    ), err

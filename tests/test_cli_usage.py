@@ -52,6 +52,14 @@ def _run(
             ["demo", "--frobnicate"],
             r"unrecognized arguments: --frobnicate; see 'trio-agents demo --help'",
         ),
+        (
+            ["run", "hi", "--stor", "memory"],
+            r"unrecognized arguments: --stor memory; did you mean --store\?",
+        ),
+        (
+            ["sessions", "list", "--conf", "x.toml"],
+            r"unrecognized arguments: --conf x.toml; did you mean --config\?",
+        ),
     ],
 )
 def test_a_usage_mistake_is_one_line_with_a_suggestion_and_status_1(
@@ -143,7 +151,78 @@ def test_demo_with_a_failing_model_ends_with_one_line_and_status_1(tmp_path: Pat
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert re.fullmatch(
-        r"trio-agents: error: the demo stopped: model gpt-x did not answer \(error: "
-        r"OPENAI_API_KEY is not set.*\); run it without --model to use the embedded echo model\n",
+        r"trio-agents: error: the demo stopped: model gpt-x cannot answer: "
+        r"OPENAI_API_KEY is not set.*; run it without --model to use the embedded echo model\n",
         result.stderr,
     ), result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["acp"],
+        ["chat"],
+        ["run"],
+        ["demo"],
+        ["sessions", "list"],
+        ["sessions", "show"],
+        ["sessions", "delete"],
+    ],
+)
+def test_every_subcommand_takes_the_common_options_and_names_the_config_tables(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--config`` and ``--store`` on every subcommand; its help names what the file holds."""
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--help"])
+    assert exited.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert re.search(
+        r"--config FILE a TOML file: model, store, \[\[plugins\]\], "
+        r"\[\[mcp_servers\]\], \[\[agents\]\] and \[approval\]",
+        text,
+    ), text
+    assert re.search(r"--store SPEC where sessions are kept", text), text
+
+
+def test_sessions_take_the_store_of_the_config_file(tmp_path: Path, store: Path) -> None:
+    """``sessions list/show/delete --config FILE`` work on the config file's ``store``."""
+    config = tmp_path / "agents.toml"
+    config.write_text(f"store = {str(store)!r}\n")
+    made = _run(
+        "run", "from the config", "--session", "one", "--config", str(config), home=tmp_path
+    )
+    assert made.returncode == 0, made.stderr
+    assert (store / "one.jsonl").exists()
+    listed = _run("sessions", "list", "--config", str(config), home=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert re.search(r"^ *one +\d+ .* from the config *$", listed.stdout, re.M), listed.stdout
+    shown = _run("sessions", "show", "one", "--config", str(config), home=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("user: from the config\nagent: from the config\n")
+    deleted = _run("sessions", "delete", "one", "--config", str(config), home=tmp_path)
+    assert (deleted.returncode, deleted.stdout) == (0, "deleted one\n"), deleted.stderr
+    assert not (store / "one.jsonl").exists()
+
+
+@pytest.mark.parametrize("view", ["--json", "--full"])
+def test_sessions_show_into_a_reader_that_stops_early_ends_quietly(
+    tmp_path: Path, store: Path, view: str
+) -> None:
+    """``sessions show ID | head``: exit status 141 (128 + SIGPIPE) and nothing on stderr."""
+    big = "word " * 40_000  # far more than a pipe holds, so the writer meets the closed pipe
+    made = _run("run", "-", "--session", "big", "--store", str(store), home=tmp_path, stdin=big)
+    assert made.returncode == 0, made.stderr
+    environ = {**os.environ, "TRIO_AGENTS_HOME": str(tmp_path)}
+    with subprocess.Popen(
+        [str(TRIO_AGENTS), "sessions", "show", "big", view, "--store", str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environ,
+    ) as reader:
+        assert reader.stdout is not None
+        assert reader.stderr is not None
+        assert reader.stdout.read(10)
+        reader.stdout.close()  # what head does once it has its lines
+        status = reader.wait(timeout=60)
+        assert (status, reader.stderr.read()) == (141, b"")

@@ -67,7 +67,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.acp._jsonrpc": frozenset({"Event"}),
     "trio_agents.acp._mcp": frozenset({"parse_mcp_servers", "start_mcp_servers"}),
-    "trio_agents.acp._permission": frozenset({"Permissions"}),
+    "trio_agents.acp._permission": frozenset({"Permissions", "restored_notice"}),
     "trio_agents.acp._prompts": frozenset({"AcpSession", "Prompt", "Sessions"}),
     "trio_agents.acp._protocol": frozenset(
         {
@@ -89,7 +89,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.acp._serving": frozenset({"LATER", "Serving"}),
-    "trio_agents.agent._approval": frozenset({"Approvals", "standing_answers"}),
+    "trio_agents.agent._approval": frozenset({"Approvals"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
@@ -118,24 +118,29 @@ INTERNAL: dict[str, frozenset[str]] = {
             "tools_converter",
         }
     ),
-    "trio_agents.agent._tools": frozenset({"ToolFn", "ToolsPlugin", "tools_converter"}),
+    "trio_agents.agent._tools": frozenset(
+        {"RESULT_CAP", "ToolFn", "ToolsPlugin", "cap_result", "tools_converter"}
+    ),
     "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.cancel._causes": frozenset({"check_cause"}),
     "trio_agents.cli._acp": frozenset({"acp"}),
-    "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker"}),
+    "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
     "trio_agents.cli._chat_view": frozenset({"ChatView", "split_blocks"}),
     "trio_agents.cli._config": frozenset(
         {
+            "ASKED_BY_DEFAULT",
             "Approval",
             "Config",
             "ConfigFileError",
             "LoadedPlugin",
             "PluginEntry",
+            "check_asks",
             "load_config",
             "parse",
         }
     ),
+    "trio_agents.cli._controls": frozenset({"visible_controls"}),
     "trio_agents.cli._demo": frozenset({"demo"}),
     "trio_agents.cli._input": frozenset({"Key", "LineEditor", "history_file"}),
     "trio_agents.cli._keys": frozenset({"Key"}),
@@ -144,9 +149,9 @@ INTERNAL: dict[str, frozenset[str]] = {
         {
             "CliError",
             "Settings",
-            "add_common",
             "announce_store",
             "attach",
+            "common_parents",
             "make_store",
             "open_cli_runtime",
             "resolve_model",
@@ -158,6 +163,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.cli._run": frozenset({"run"}),
+    "trio_agents.cli._stdout": frozenset({"PipedStdout"}),
     "trio_agents.cli._usage": frozenset({"Parser", "UsageExit", "suggestion", "version"}),
     "trio_agents.cli._sessions": frozenset({"SHOWN", "sessions"}),
     "trio_agents.cli._signals": frozenset(
@@ -165,7 +171,9 @@ INTERNAL: dict[str, frozenset[str]] = {
             "FORCE_GRACE",
             "Terminated",
             "Termination",
+            "ended_by",
             "guarded",
+            "stoppable",
             "terminable",
         }
     ),
@@ -183,7 +191,10 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"StrictTypeError", "Wording", "count_problems", "json_type", "list_problems"}
     ),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
+    "trio_agents.mcp._restart": frozenset({"Backoff"}),
+    "trio_agents.mcp._process": frozenset({"GRACE", "supervised_stdio"}),
     "trio_agents.mcp._results": frozenset({"describe", "to_result", "tool_name"}),
+    "trio_agents.mcp._stdio": frozenset({"LineFramer", "parse_message", "stdio_client"}),
     "trio_agents.mcp._watched": frozenset({"Watched"}),
     "trio_agents.model._anthropic": frozenset(
         {
@@ -257,10 +268,13 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.model._wire": frozenset(
         {
+            "AnswerBudget",
+            "DEFAULT_MAX_ANSWER",
             "checked",
             "clip",
             "field",
             "finished",
+            "loads",
             "lost_mid_stream",
         }
     ),
@@ -279,18 +293,24 @@ INTERNAL: dict[str, frozenset[str]] = {
             "FORMAT",
             "SUFFIX",
             "VERSION",
+            "LockHeld",
             "Loaded",
+            "Repaired",
             "RewindError",
             "StoredFile",
             "Tail",
             "WriteJob",
             "check_root",
             "header_line",
+            "lock_path",
             "prepare_root",
             "read_session",
+            "release_lock",
             "remove_session",
+            "repair_session",
             "repair_tail",
             "scan_root",
+            "take_lock",
             "write_batch",
         }
     ),
@@ -330,14 +350,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.session._store": frozenset({"open_turns", "title_of"}),
-    "trio_agents.shell._child": frozenset(
-        {
-            "Child",
-            "GroupChild",
-            "SupervisedChild",
-            "supervisor_available",
-        }
-    ),
+    "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
 }
 
 

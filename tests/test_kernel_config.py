@@ -292,3 +292,39 @@ def test_describe_plugin_names_even_malformed_objects() -> None:
     assert describe_plugin(3) == "'int'"
     spec = PluginSpec.of(_Shape(name="n", apply=_apply, inject=["a", "b"]))
     assert (spec.name, spec.inject, spec.config_type) == ("n", ("a", "b"), None)
+
+
+def _positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if value <= 0:
+        raise ValueError(f"{attribute.name} must be > 0; got {value!r}")
+
+
+@attrs.frozen
+class LimitsConfig:
+    """A configuration whose numbers have validators."""
+
+    timeout: float = attrs.field(validator=_positive)
+    steps: int = attrs.field(default=1, validator=_positive)
+    label: str = "x"
+
+
+class Limited:
+    """A plugin with validated numbers in its configuration."""
+
+    name = "limited"
+    Config = LimitsConfig
+
+    async def apply(self, ctx: Context, config: LimitsConfig) -> None:
+        pass
+
+
+async def test_every_validator_refusal_is_a_problem_at_its_field() -> None:
+    """Two refused numbers and a type problem: three problems, each at its field."""
+    async with open_root() as root:
+        with pytest.raises(ConfigError) as info:
+            await root.plugin(Limited(), {"timeout": -1, "steps": 0, "label": 3})
+    assert info.value.problems == (
+        "expected str, got int 3 @ config.label",
+        "timeout must be > 0; got -1.0 @ config.timeout",
+        "steps must be > 0; got 0 @ config.steps",
+    )

@@ -26,6 +26,7 @@ class SubPing(Ping):
     """A subclass of Ping."""
 
 
+@pytest.mark.listener_failures
 async def test_listener_failure_is_contained_and_reported() -> None:
     """A raising listener emits ListenerFailed; later listeners run; the emitter is unaffected."""
     log: list[str] = []
@@ -47,6 +48,7 @@ async def test_listener_failure_is_contained_and_reported() -> None:
     assert str(failure.error) == "listener broke"
 
 
+@pytest.mark.listener_failures
 async def test_failing_listener_of_listener_failed_does_not_recurse() -> None:
     """A ListenerFailed listener that raises is only logged, never re-reported."""
     calls: list[str] = []
@@ -62,6 +64,7 @@ async def test_failing_listener_of_listener_failed_does_not_recurse() -> None:
     assert calls == ["Ping", "ListenerFailed"]
 
 
+@pytest.mark.listener_failures
 async def test_async_listener_under_sync_emit_is_reported_not_run() -> None:
     """A coroutine listener cannot run under emit(): it is reported with the fix."""
     ran: list[str] = []
@@ -83,6 +86,7 @@ async def test_async_listener_under_sync_emit_is_reported_not_run() -> None:
     )
 
 
+@pytest.mark.listener_failures
 async def test_emit_serial_awaits_listeners_one_after_another() -> None:
     """emit_serial runs each listener to completion, in registration order."""
     log: list[str] = []
@@ -108,6 +112,7 @@ async def test_emit_serial_awaits_listeners_one_after_another() -> None:
     assert log == ["a start", "a end", "sync", "b start", "b end"]
 
 
+@pytest.mark.listener_failures
 async def test_emit_concurrent_runs_all_listeners_at_once() -> None:
     """emit_concurrent runs listeners concurrently: one can wait for another."""
     released = trio.Event()
@@ -213,6 +218,7 @@ def test_listener_removed_during_a_sync_emit_is_skipped() -> None:
     assert log == ["first", "first"]
 
 
+@pytest.mark.listener_failures
 async def test_call_listener_contains_a_service_listener_like_emit_does() -> None:
     """A listener a service keeps itself fails as ListenerFailed, and the caller goes on."""
     failures: list[ListenerFailed] = []

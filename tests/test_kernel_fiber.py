@@ -138,13 +138,18 @@ async def test_task_bound_effects_work_from_apply_and_from_background_tasks() ->
             yield scope
         log.append("scope exited")
 
+    # Invariant: the task only records what it saw, and sets ``ready`` however it ends; the
+    # test asserts after. An assert (or a failed effect) in the task would otherwise leave
+    # ``ready`` unset and hang the test instead of failing it.
+    seen: list[object] = []
+
     async def background(ctx: Context) -> None:
-        assert trio.lowlevel.current_task() is not ctx.fiber._task
-        nursery = await ctx.effect(with_nursery("bg"))
-        assert isinstance(nursery, trio.Nursery)
-        scope = await ctx.effect(with_scope())
-        assert isinstance(scope, trio.CancelScope)
-        ready.set()
+        try:
+            seen.append(trio.lowlevel.current_task() is ctx.fiber._task)
+            seen.append(type(await ctx.effect(with_nursery("bg"))))
+            seen.append(type(await ctx.effect(with_scope())))
+        finally:
+            ready.set()
         await trio.sleep_forever()
 
     async def apply(ctx: Context, config: None) -> None:
@@ -154,6 +159,7 @@ async def test_task_bound_effects_work_from_apply_and_from_background_tasks() ->
     async with open_root() as root:
         fiber = await root.plugin(P("bound", apply))
         await ready.wait()
+        assert seen == [False, trio.Nursery, trio.CancelScope]
         await trio.testing.wait_all_tasks_blocked()
         assert sorted(log) == ["apply worker running", "bg worker running"]
         log.clear()

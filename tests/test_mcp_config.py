@@ -15,7 +15,7 @@ from support import TRIO_AGENTS, gone, processes_with
 
 from trio_agents.cli._config import ConfigFileError, load_config, parse
 from trio_agents.cli._options import Settings, open_cli_runtime, resolve_model
-from trio_agents.mcp import McpServer
+from trio_agents.mcp import McpRestart, McpServer
 
 SERVERS = Path(__file__).parent / "mcp_servers"
 TOOLS_SERVER = str(SERVERS / "tools_server.py")
@@ -54,8 +54,32 @@ def test_a_valid_table_gives_the_server(tmp_path: Path) -> None:
             args=("--root", "."),
             env={"LEVEL": "debug"},
             tools=("read",),
+            ask=("*",),
         ),
-        McpServer("web", url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer x"}),
+        McpServer(
+            "web", url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer x"}, ask=("*",)
+        ),
+    )
+
+
+def test_restart_and_call_timeout_come_from_the_table() -> None:
+    """``restart`` is a table of McpRestart's fields (a bad one is a listed problem);
+    ``call_timeout`` defaults to 300 s."""
+    config = parse(
+        {
+            "mcp_servers": [
+                {"name": "a", "command": "x", "restart": {"max_restarts": 0}},
+                {"name": "b", "command": "x", "call_timeout": 5},
+            ]
+        }
+    )
+    first, second = config.mcp_servers
+    assert (first.restart, first.call_timeout) == (McpRestart(max_restarts=0), 300.0)
+    assert (second.restart, second.call_timeout) == (McpRestart(), 5.0)
+    with pytest.raises(ConfigFileError) as caught:
+        parse({"mcp_servers": [{"name": "a", "command": "x", "restart": {"max_restarts": -1}}]})
+    assert caught.value.problems == (
+        "mcp_servers[0].restart.max_restarts: restart max_restarts must be an integer >= 0; got -1",
     )
 
 
@@ -80,7 +104,7 @@ def test_every_bad_entry_is_reported_at_once_with_where_it_is() -> None:
         r"mcp_servers\[1\]\.command: expected str, got int 3",
         r"mcp_servers\[1\]: unknown keys: bogus",
         r"mcp_servers\[2\]\.args: expected a list, got str 'not a list'",
-        r"mcp_servers\[3\]: an MCP server's name is 1-48 letters, .*got 'd d'",
+        r"mcp_servers\[3\]\.name: an MCP server's name is 1-48 letters, .*got 'd d'",
         r"mcp_servers\[5\]\.name: 'e' is declared already \(mcp_servers\[4\]\); names are unique",
     ]
     assert len(problems) == len(expected), problems
@@ -91,7 +115,11 @@ def test_every_bad_entry_is_reported_at_once_with_where_it_is() -> None:
 async def test_the_command_runs_the_servers_and_stops_them_on_exit(tmp_path: Path) -> None:
     """The runtime the command opens has the server's tools; closing it ends the process."""
     config = parse(
-        {"mcp_servers": [{"name": "t", "command": sys.executable, "args": [TOOLS_SERVER]}]}
+        {
+            "mcp_servers": [
+                {"name": "t", "command": sys.executable, "args": [TOOLS_SERVER], "ask": []}
+            ]
+        }
     )
     settings = Settings(model=resolve_model(None), store="memory", config=config)
     async with open_cli_runtime(settings, shell=False) as root:

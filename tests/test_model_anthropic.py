@@ -550,8 +550,8 @@ def test_the_anthropic_scheme_builds_the_model_with_its_parameters() -> None:
     [
         (
             "anthropic:m?temperature=1",
-            r"anthropic takes base_url, max_tokens, timeout, deadline, max_line, max_retries "
-            r"and context_window \(got 'temperature'\)$",
+            r"anthropic takes base_url, max_tokens, timeout, deadline, max_line, max_retries, "
+            r"max_answer and context_window \(got 'temperature'\)$",
         ),
         ("anthropic:m?max_tokens=0", r"max_tokens must be a whole number >= 1, got '0'$"),
         ("anthropic:m?max_tokens=lots", r"max_tokens must be a whole number >= 1, got 'lots'$"),

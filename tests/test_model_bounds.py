@@ -16,6 +16,7 @@ no waiting at all run on real time with ``trio.fail_after`` as a safety net.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from contextlib import aclosing
 from typing import Any
@@ -25,6 +26,7 @@ import httpx
 import pytest
 import trio
 import trio.testing
+from answer_streams import WIRES, Wire
 from support import CountingTransport, FakeServer, Reply, serve
 
 from trio_agents.model import (
@@ -35,6 +37,7 @@ from trio_agents.model import (
     ModelSpecError,
     OpenAIChatModel,
     TextDelta,
+    ToolCallRequested,
     UserText,
     model_from_spec,
 )
@@ -190,6 +193,103 @@ async def test_an_event_of_endless_data_lines_is_refused_at_the_bound(
         await collect_into([], provider.model(server, "max_line=50000&max_retries=0"))
 
 
+# -- the answer ------------------------------------------------------------------------------
+
+
+def wire_of(provider: Provider) -> Wire:
+    return next(w for w in WIRES if w.scheme == provider.scheme)
+
+
+def answer_too_long(server: FakeServer, provider: Provider, limit: int) -> str:
+    return (
+        rf"^{re.escape(server.url + provider.path)} sent an answer longer than {limit} "
+        r"characters \(text, reasoning and tool-call arguments together\), so the turn ended "
+        r"there; if answers are really this large, raise max_answer= \(\?max_answer=N in the "
+        r"model spec\)$"
+    )
+
+
+async def test_an_endless_answer_is_cut_at_max_answer(
+    server: FakeServer, provider: Provider
+) -> None:
+    """Text deltas of 10,000 characters forever: the stream yields the pieces that fit in
+    max_answer (never one character more), then a ModelError naming the bound; the client
+    read little more than the bound."""
+    wire = wire_of(provider)
+    server.script(Reply(chunks=wire.opening(), repeat=wire.text("a" * 10_000)))
+    counting = CountingTransport()
+    seen: list[ModelEvent] = []
+    async with httpx.AsyncClient(transport=counting) as client:
+        model = provider.model(server, "max_answer=95000&max_retries=0", client)
+        with (
+            trio.fail_after(10),
+            pytest.raises(ModelError, match=answer_too_long(server, provider, 95000)),
+        ):
+            await collect_into(seen, model)
+        await server.seen[0].closed.wait()
+    assert seen == [TextDelta("a" * 10_000)] * 9
+    assert counting.received <= 95_000 + 2 * NETWORK_READ
+
+
+async def test_a_tool_call_of_endless_arguments_is_cut_at_max_answer(
+    server: FakeServer, provider: Provider
+) -> None:
+    """Some text, then a tool call whose arguments never end: the text and the arguments
+    count together, and the call is never delivered."""
+    wire = wire_of(provider)
+    opening = [*wire.opening(), wire.text("b" * 30_000), wire.tool_start("bash")]
+    start = '{"command": "'
+    server.script(
+        Reply(chunks=[*opening, wire.tool_piece(start)], repeat=wire.tool_piece("x" * 8192))
+    )
+    seen: list[ModelEvent] = []
+    with (
+        trio.fail_after(10),
+        pytest.raises(ModelError, match=answer_too_long(server, provider, 80000)),
+    ):
+        await collect_into(seen, provider.model(server, "max_answer=80000&max_retries=0"))
+    await server.seen[0].closed.wait()
+    assert seen == [TextDelta("b" * 30_000)]
+    assert not any(isinstance(event, ToolCallRequested) for event in seen)
+
+
+async def test_reasoning_counts_against_max_answer(server: FakeServer, provider: Provider) -> None:
+    """Reasoning is not shown, but endless reasoning is cut at the bound all the same."""
+    wire = wire_of(provider)
+    opening = [*wire.opening(), wire.text("hi"), *wire.reasoning_start()]
+    server.script(Reply(chunks=opening, repeat=wire.reasoning("r" * 4096)))
+    seen: list[ModelEvent] = []
+    with (
+        trio.fail_after(10),
+        pytest.raises(ModelError, match=answer_too_long(server, provider, 50000)),
+    ):
+        await collect_into(seen, provider.model(server, "max_answer=50000&max_retries=0"))
+    assert seen == [TextDelta("hi")]
+
+
+async def test_an_answer_of_exactly_max_answer_is_whole(
+    server: FakeServer, provider: Provider
+) -> None:
+    """The bound is inclusive: text and tool arguments that add up to max_answer arrive whole."""
+    wire = wire_of(provider)
+    arguments = '{"command": "' + "y" * 37 + '"}'  # 52 characters
+    chunks = [
+        *wire.opening(),
+        wire.text("z" * 48),
+        wire.tool_start("bash"),
+        wire.tool_piece(arguments[:20]),
+        wire.tool_piece(arguments[20:]),
+        *wire.closing("tool_calls"),
+    ]
+    server.script(Reply(chunks=chunks))
+    seen: list[ModelEvent] = []
+    with trio.fail_after(10):
+        await collect_into(seen, provider.model(server, "max_answer=100&max_retries=0"))
+    assert seen[0] == TextDelta("z" * 48)
+    assert isinstance(seen[1], ToolCallRequested)
+    assert seen[1].arguments == {"command": "y" * 37}
+
+
 # -- time --------------------------------------------------------------------------------------
 
 
@@ -267,6 +367,8 @@ async def test_the_deadline_covers_the_retries(
         ("deadline=never", r"deadline must be a number of seconds > 0, got 'never'$"),
         ("max_line=0", r"max_line must be a whole number >= 1, got '0'$"),
         ("max_line=1.5", r"max_line must be a whole number >= 1, got '1\.5'$"),
+        ("max_answer=0", r"max_answer must be a whole number >= 1, got '0'$"),
+        ("max_answer=4MiB", r"max_answer must be a whole number >= 1, got '4MiB'$"),
     ],
 )
 def test_bad_bounds_in_a_spec_say_what_is_wrong(
@@ -283,6 +385,7 @@ def test_bad_bounds_in_a_spec_say_what_is_wrong(
         ({"deadline": 0.0}, r"^deadline must be a number of seconds > 0 or None; got 0\.0$"),
         ({"deadline": float("nan")}, r"^deadline must be a number of seconds > 0 or None"),
         ({"max_line": 0}, r"^max_line must be a whole number >= 1; got 0$"),
+        ({"max_answer": 0}, r"^max_answer must be a whole number >= 1; got 0$"),
     ],
 )
 def test_bad_bounds_in_the_constructor_are_value_errors(

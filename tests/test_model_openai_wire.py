@@ -263,7 +263,7 @@ def test_the_openai_model_reads_the_environment(monkeypatch: pytest.MonkeyPatch)
     [
         (
             "openai:m?temperature=1",
-            r"openai takes base_url, timeout, deadline, max_line, max_retries and "
+            r"openai takes base_url, timeout, deadline, max_line, max_retries, max_answer and "
             r"context_window \(got 'temp",
         ),
         ("openai:m?timeout=1&timeout=2", r"a repeated 'timeout'"),
@@ -274,7 +274,7 @@ def test_the_openai_model_reads_the_environment(monkeypatch: pytest.MonkeyPatch)
         ("openai:m?", r"openai takes base_url"),
         (
             "openai:m?timeout",
-            r"openai takes base_url, timeout, deadline, max_line, max_retries and "
+            r"openai takes base_url, timeout, deadline, max_line, max_retries, max_answer and "
             r"context_window \(got ''\)$",
         ),
         ("openai:m?timeout=soon", r"timeout must be a number of seconds > 0, got 'soon'$"),

@@ -5,12 +5,15 @@ never followed."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import re
 import stat
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -24,6 +27,8 @@ from trio_agents.session import (
     MemoryStore,
     SessionExistsError,
     SessionFormatError,
+    SessionIdInUseError,
+    SessionState,
     SessionStore,
     SessionWriteError,
     TurnStarted,
@@ -33,7 +38,6 @@ from trio_agents.session import (
 )
 
 HEADER = '{"format":"trio-agents-session","version":1,"session_id":"%s"}\n'
-AS_ROOT = os.geteuid() == 0 if hasattr(os, "geteuid") else False
 
 
 def good_line(seq: int = 0) -> str:
@@ -220,14 +224,31 @@ async def test_list_validates_names_and_kinds_of_entries(tmp_path: Path) -> None
     assert "junk.jsonl:2 is not valid JSON" in (infos["junk"].damaged or "")
 
 
-@pytest.mark.skipif(AS_ROOT, reason="root reads a file of mode 000")
-async def test_a_file_that_cannot_be_opened_is_listed_as_damaged(tmp_path: Path) -> None:
+def refuse_opening(monkeypatch: pytest.MonkeyPatch, refused: Callable[[str], bool]) -> None:
+    """``os.open`` of a path ``refused`` picks fails with EACCES, as a file of mode 000 does
+    for anyone but root (CI runs as root, so chmod alone would prove nothing there)."""
+    real_open = os.open
+
+    def fake_open(path: Any, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
+        if refused(os.fspath(path)):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_open(path, flags, mode, **kwargs)
+
+    monkeypatch.setattr(os, "open", fake_open)
+
+
+async def test_a_file_that_cannot_be_opened_is_listed_as_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Replaces "list skips a file it cannot read": it is listed, with the OS's reason."""
     write(tmp_path / "locked.jsonl", HEADER % "locked")
-    (tmp_path / "locked.jsonl").chmod(0)
+    write(tmp_path / "fine.jsonl", HEADER % "fine" + good_line(0))
     async with runtime(JsonlStore(tmp_path)) as root:
-        (info,) = await root.sessions.list()
-    assert info.damaged == "cannot be read (Permission denied)"
+        refuse_opening(monkeypatch, lambda path: path.endswith("locked.jsonl"))
+        infos = {info.id: info for info in await root.sessions.list()}
+        monkeypatch.undo()
+    assert infos["locked"].damaged == "cannot be read (Permission denied)"
+    assert (infos["fine"].damaged, infos["fine"].records) == (None, 1)
 
 
 # -- item 8: reading never writes; repair happens on resume, with a side file ----------------------
@@ -319,19 +340,21 @@ async def test_a_torn_header_loads_empty_and_is_rewritten_only_on_resume(
 
 
 async def test_a_file_that_grew_since_it_was_read_is_not_truncated(tmp_path: Path) -> None:
-    """The repair refuses when the file is not the size it was read at; the session's write
-    fails with a clear error and the file keeps every byte."""
+    """A resume refuses to enter when the file is not the size it was read at (another
+    process wrote it since); the file keeps every byte."""
     path = tmp_path / "s.jsonl"
     write(path, HEADER % "s" + good_line(0) + "torn")
     async with runtime(JsonlStore(tmp_path)) as root:
         session = await root.sessions.load("s")
         with path.open("ab") as f:  # another writer appended meanwhile
             f.write(b" and more")
-        await root.sessions.enter(session)
-        with pytest.raises(SessionWriteError, match="changed since it was read"):
-            await root.sessions.flush(session)
-        with pytest.raises(SessionWriteError, match="changed since it was read"):
-            await root.sessions.detach(session)  # it flushes, and says so again
+        with pytest.raises(
+            SessionIdInUseError,
+            match=r"^session 's' was written by another process since this one read it; load ",
+        ):
+            await root.sessions.enter(session)
+        assert session.state is SessionState.PRIVATE
+        await root.sessions.abandon(session)
     assert path.read_text() == HEADER % "s" + good_line(0) + "torn and more"
     assert not (tmp_path / "s.jsonl.damaged-1").exists()
 
@@ -433,16 +456,20 @@ async def test_a_read_only_store_creates_no_directory(tmp_path: Path) -> None:
     assert names(tmp_path) == []
 
 
-@pytest.mark.skipif(AS_ROOT, reason="chmod does not stop root from writing")
-async def test_a_writable_store_on_a_read_only_directory_fails_at_start(tmp_path: Path) -> None:
+async def test_a_writable_store_on_a_read_only_directory_fails_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Applying the store probes the directory: the error names it and the fix."""
-    chmod(tmp_path, 0o555)
-    try:
-        with pytest.raises(SessionWriteError, match=r"is not writable .*Permission denied"):
-            async with runtime(JsonlStore(tmp_path)):
-                pass  # pragma: no cover - the store does not start
-    finally:
-        chmod(tmp_path, 0o755)
+    refuse_opening(monkeypatch, lambda path: ".write-probe-" in path)
+    with pytest.raises(
+        SessionWriteError,
+        match=rf"^the session directory {re.escape(str(tmp_path))} is not writable \(Permission "
+        r"denied\); sessions could not be saved — free space or fix the permissions",
+    ):
+        async with runtime(JsonlStore(tmp_path)):
+            pass  # pragma: no cover - the store does not start
+    monkeypatch.undo()
+    assert names(tmp_path) == []
 
 
 async def test_a_store_path_that_is_a_file_says_so(tmp_path: Path) -> None:

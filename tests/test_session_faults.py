@@ -7,9 +7,13 @@ import errno
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import trio
+import trio.testing
 
 from trio_agents.kernel import open_root
 from trio_agents.session import JsonlStore, SessionWriteError, TurnEnded, TurnStarted
@@ -88,6 +92,59 @@ async def test_a_failed_fsync_rewrites_what_it_could_not_make_durable(
         await store.flush(session)
         assert session.statistics().flushed_seq == 2
         assert [r["seq"] for r in _records(path)] == [0, 1, 2]
+        await store.detach(session)
+
+
+async def test_a_failed_fsync_writes_again_the_lines_the_background_writer_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Lines the writer task wrote in the background (no fsync yet) are not durable: when the
+    next flush's fsync fails, the file is cut back past them, and they are queued again with
+    the rest, so the flush after writes every one of them (issue 45: the re-queue of written
+    but unsynced lines)."""
+    failing = [True]
+    real_sync = io._sync_fd
+
+    def sync(fd: int) -> None:
+        if failing and failing.pop():
+            raise OSError(errno.EIO, "Input/output error")
+        real_sync(fd)
+
+    store = JsonlStore(tmp_path, flush_interval=1.0)
+    batches_done = trio.Semaphore(0)
+    run_sync = store._run_sync
+
+    async def counted(fn: Callable[[], Any]) -> Any:
+        try:
+            return await run_sync(fn)
+        finally:
+            batches_done.release()
+
+    store._run_sync = counted
+    path = tmp_path / "s.jsonl"
+    async with open_root() as root:
+        await root.plugin(store)
+        session = store.prepare("s")
+        await store.enter(session)
+        session.append(TurnStarted(turn_id="t1"))
+        await store.flush(session)
+        durable = path.read_bytes()
+        while batches_done.value:
+            await batches_done.acquire()
+        session.append(TurnEnded(turn_id="t1", stop_reason=StopReason.COMPLETED))
+        session.append(TurnStarted(turn_id="t2"))
+        await batches_done.acquire()  # the writer task's own batch, after flush_interval
+        assert store.statistics().sync_batches == 1
+        assert [r["seq"] for r in _records(path)] == [0, 1, 2]  # written, not fsynced
+        assert session.statistics().flushed_seq == 0
+        monkeypatch.setattr(io, "_sync_fd", sync)
+        session.append(TurnEnded(turn_id="t2", stop_reason=StopReason.COMPLETED))
+        with pytest.raises(SessionWriteError, match=r"Input/output error.*from seq 1 on"):
+            await store.flush(session)
+        assert path.read_bytes() == durable  # cut back past the background-written lines
+        await store.flush(session)
+        assert session.statistics().flushed_seq == 3
+        assert [r["seq"] for r in _records(path)] == [0, 1, 2, 3]
         await store.detach(session)
 
 

@@ -638,7 +638,8 @@ async def test_a_gap_in_seq_is_corruption(tmp_path: Path) -> None:
         with pytest.raises(
             SessionFormatError,
             match=r"gap\.jsonl:3: expected the record with seq 1, found seq 5; the file is "
-            r"corrupt$",
+            r"corrupt: .trio-agents sessions repair gap. keeps its valid start and moves the rest "
+            r"to a side file$",
         ):
             await store.load("gap")
 

@@ -326,15 +326,18 @@ async def test_renewal_notices_a_lost_lease_without_a_write(pg_dsn: str) -> None
 
 
 async def test_renewal_keeps_a_lease_past_its_first_expiry(pg_dsn: str) -> None:
-    """A live session's lease is renewed: once the database's clock has passed the expiry
-    it was entered with, another worker is still refused."""
-    async with running(store(pg_dsn, lease_seconds=1.0, renew_every=0.1)) as a:
+    """A live session's lease is renewed: once its first expiry has passed (the test moves it
+    into the past), the renewal takes it a full lease ahead again and another worker is still
+    refused."""
+    async with running(store(pg_dsn, lease_seconds=60.0, renew_every=0.1)) as a:
         session = a.prepare("s")
         await a.enter(session)
-        (first,) = (await db(pg_dsn, "SELECT expires FROM trio_agents_sessions"))[0]
-        with trio.fail_after(10):
-            # The database's clock is the lease's clock, and it sends no event: poll it.
-            while not (await db(pg_dsn, "SELECT clock_timestamp() > %s", first))[0][0]:  # noqa: ASYNC110
+        await expire(pg_dsn, "s")
+        renewed = "SELECT expires > clock_timestamp() + interval '30s' FROM trio_agents_sessions"
+        with trio.fail_after(30):
+            # The renewal sends no event: poll the row until it holds a lease again. Once it
+            # does, the lease lasts 60 s, a margin no load on the machine can use up.
+            while not (await db(pg_dsn, renewed))[0][0]:  # noqa: ASYNC110
                 await trio.sleep(0.05)
         async with running(store(pg_dsn)) as b:
             with pytest.raises(SessionIdInUseError, match=IN_USE):

@@ -253,7 +253,10 @@ async def test_a_newer_format_version_is_refused_naming_the_file(tmp_path: Path)
 @pytest.mark.parametrize(
     ("content", "problem"),
     [
-        (b"not a database at all" * 100, r"is not a trio-agents session database \(file is not"),
+        (
+            b"not a database at all" * 100,
+            r"is not an SQLite database \(file is not a database\); if it",
+        ),
         (None, r"is an SQLite database of another application"),
     ],
     ids=["text", "foreign"],

@@ -313,6 +313,7 @@ async def test_sessions_of_another_store_are_refused(make_store: Factory) -> Non
             await store.enter(session)
 
 
+@pytest.mark.listener_failures
 async def test_a_failing_listener_cannot_break_append(make_store: Factory) -> None:
     """A SessionAppended listener that raises is contained; the record is kept."""
     async with running(make_store()) as (root, store):
@@ -393,10 +394,12 @@ async def test_an_illegal_move_of_a_session_raises_and_changes_nothing() -> None
     assert state_of(session) is SessionState.ENDED
 
 
-async def test_a_cancelled_enter_is_all_or_nothing(make_store: Factory) -> None:
-    """Cancel the caller of enter() at every checkpoint k: the session is either live (and
-    detaches cleanly) or private again (and abandons cleanly), and the id is never left
-    taken."""
+async def test_a_cancelled_enter_still_enters_and_a_failed_one_leaves_it_private(
+    make_store: Factory,
+) -> None:
+    """Cancel the caller of enter() at every checkpoint k: enter has no cancellable point once
+    begun, so the session is live (and detaches cleanly). An enter that fails (a stored id)
+    leaves the session private again, abandoned cleanly; the id is never left taken."""
     for k in range(8):
         async with running(make_store()) as (_, store):
             session = store.prepare(f"k{k}")
@@ -407,17 +410,20 @@ async def test_a_cancelled_enter_is_all_or_nothing(make_store: Factory) -> None:
                     for _ in range(k):
                         await trio.lowlevel.checkpoint()
                     scope.cancel()
-            if session.state is SessionState.LIVE:
-                assert store.get(session.id) is session
-                await store.detach(session)
-                loaded = await store.load(session.id)  # kept, and its open turn closed
-                assert [type(r) for r in loaded.records] == [TurnStarted, TurnEnded]
-                await store.abandon(loaded)
-            else:
-                assert session.state is SessionState.PRIVATE
-                assert store.get(session.id) is None
-                await store.abandon(session)
-                assert not await store.is_stored(session.id)
+            assert state_of(session) is SessionState.LIVE
+            assert store.get(session.id) is session
+            await store.detach(session)
+            loaded = await store.load(session.id)  # kept, and its open turn closed
+            assert [type(r) for r in loaded.records] == [TurnStarted, TurnEnded]
+            await store.abandon(loaded)
+            clash = store.prepare(f"k{k}")
+            clash.append(TurnStarted(turn_id="u"))
+            with pytest.raises(SessionExistsError, match=rf"^session 'k{k}' is already stored"):
+                await store.enter(clash)
+            assert state_of(clash) is SessionState.PRIVATE
+            assert store.get(clash.id) is None
+            await store.abandon(clash)  # a resumed-or-new rollback removes nothing stored
+            assert len((await store.load(f"k{k}")).records) == 2
             again = store.prepare(f"k{k}-again")
             await store.enter(again)  # the store still works
             await store.detach(again)
@@ -511,3 +517,26 @@ async def test_titles_skip_blank_messages(make_store: Factory) -> None:
         await store.detach(session)
         [stored] = await store.list()
     assert live.title == stored.title == "second"
+
+
+async def test_only_the_owner_can_detach_or_abandon_an_owned_session(make_store: Factory) -> None:
+    """``enter(owner=x)``: a detach or an abandon without ``x`` (none, or another object) is
+    refused and changes nothing; the owner's own detach ends it (issue 45: the store's owner
+    check, pinned at the store)."""
+    owner, stranger = object(), object()
+    async with running(make_store()) as (_, store):
+        session = store.prepare("owned")
+        await store.enter(session, owner=owner)
+        session.append(TurnStarted(turn_id="t1"))
+        refused = r"^session 'owned' belongs to a live agent; dispose the agent's handle "
+        for end in (store.detach, store.abandon):
+            for who in (None, stranger):
+                with pytest.raises(SessionInUseError, match=refused):
+                    await end(session, owner=who)
+                assert state_of(session) is SessionState.LIVE
+                assert store.get("owned") is session
+        session.append(TurnEnded(turn_id="t1", stop_reason=StopReason.COMPLETED))
+        await store.detach(session, owner=owner)
+        assert state_of(session) is SessionState.ENDED
+        assert store.get("owned") is None
+        assert [type(r) for r in (await store.load("owned")).records] == [TurnStarted, TurnEnded]

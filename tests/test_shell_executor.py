@@ -377,6 +377,7 @@ async def test_job_done_listener_is_owned_by_the_calling_fiber(root: Context) ->
     assert heard == ["bash-1"]
 
 
+@pytest.mark.listener_failures
 async def test_a_failing_listener_does_not_stop_the_others(root: Context) -> None:
     """Listener failures are contained."""
     shell = shell_of(root)
@@ -492,6 +493,7 @@ async def test_on_job_done_takes_a_callable(root: Context) -> None:
         shell_of(root).on_job_done("nope")  # type: ignore[arg-type]
 
 
+@pytest.mark.listener_failures
 async def test_an_async_listener_is_reported_and_the_others_still_run(root: Context) -> None:
     """Listeners are synchronous: an async one fails as ListenerFailed (its coroutine closed,
     never left unawaited), and the next listener and the bus still get the JobDone."""

@@ -241,6 +241,8 @@ async def test_a_supervisor_that_cannot_start_the_shell_is_a_clear_error(
     async with open_root() as root:
         await root.plugin(LocalShell())
         shell = shell_of(root)
-        with pytest.raises(ShellError, match=r"^the job supervisor \(.*\) did not start the shell"):
+        with pytest.raises(
+            ShellError, match=r"^the job supervisor \(.*\) did not start the command"
+        ):
             await shell.run(shell.resolve(ShellExecRequest("true")))
         assert shell.statistics().running == 0

@@ -26,6 +26,7 @@ from .agent import ApprovalRequest as ApprovalRequest
 from .agent import Approver as Approver
 from .agent import Decision as Decision
 from .agent import MessageDroppedError as MessageDroppedError
+from .agent import ModelRequiredError as ModelRequiredError
 from .agent import Refusal as Refusal
 from .agent import Tool as Tool
 from .agent import ToolContext as ToolContext
@@ -106,6 +107,7 @@ __all__ = [
     "MemoryStore",
     "MessageDroppedError",
     "Model",
+    "ModelRequiredError",
     "ParentCancel",
     "PluginReloaded",
     "Refusal",

@@ -69,6 +69,14 @@ def pid() -> str:
     return str(os.getpid())
 
 
+@server.tool()
+def big(megabytes: float) -> str:
+    """Answer with ``megabytes`` million characters of text (lines of 'x', ending in 'END')."""
+    size = int(megabytes * 1_000_000)
+    line = "x" * 99 + "\n"
+    return (line * (size // 100 + 1))[: max(0, size - 3)] + "END"
+
+
 def extra(text: str) -> str:
     """Repeat text twice."""
     return text * 2

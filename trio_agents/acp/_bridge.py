@@ -3,7 +3,7 @@
 The bridge owns the lifecycle and the sessions' handles; :mod:`._serving` moves the frames,
 :mod:`._prompts` keeps each session's prompt and streams its updates, :mod:`._permission`
 is the approver of its sessions' agents (it asks the client before a call that needs approval,
-``bash`` among them unless ``allow_bash``).
+``bash`` and ``bash_kill`` among them unless ``allow_bash``).
 
 Rules (ownership):
 - The bridge is a plugin. Its agents are created from the tasks of a child fiber (the *host*),
@@ -12,6 +12,8 @@ Rules (ownership):
   one memoized shutdown: stop reading, cancel the request handlers, dispose every session the
   bridge owns concurrently, close the streams. The shutdown entry is pushed last, so on a
   teardown it runs before the host fiber's own entries.
+- ``session/new`` and ``session/load`` refuse a ``cwd`` that is not absolute, holds a NUL or
+  is not an existing directory (invalid params, with the reason) before anything is made.
 - ``session/new`` and ``session/load`` create under a shield; one that finishes after the
   close began disposes its unpublished handle instead of publishing it.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import os
+import stat
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, final
 
@@ -46,7 +49,7 @@ from ..session import (
 from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
-from ._permission import Permissions
+from ._permission import Permissions, restored_notice
 from ._prompts import AcpSession, Sessions
 from ._protocol import (
     PROTOCOL_VERSION,
@@ -56,6 +59,7 @@ from ._protocol import (
     params_object,
     required_str,
     session_info,
+    text_chunk,
 )
 from ._serving import LATER, Serving
 
@@ -105,7 +109,9 @@ class AcpBridge:
         send_stream: where frames are written (the client's input).
         receive_stream: where frames are read (the client's output); ``None`` means
             ``send_stream`` is a bidirectional :class:`trio.abc.Stream`.
-        allow_bash: run ``bash`` without asking the client for permission.
+        allow_bash: run ``bash`` and ``bash_kill`` without asking the client for permission.
+        forget_approvals: ignore the standing ``allow_always`` answers stored in a loaded
+            session (they are asked again); a session file is trusted input otherwise.
         max_frame: the largest incoming frame, in bytes.
         max_unsent: bytes of frames queued for the client past which, when the client has
             read nothing for 10 seconds, the connection is closed (with a warning) as if the
@@ -124,6 +130,7 @@ class AcpBridge:
         receive_stream: trio.abc.ReceiveStream | None = None,
         *,
         allow_bash: bool = False,
+        forget_approvals: bool = False,
         max_frame: int = MAX_FRAME,
         max_unsent: int = MAX_UNSENT,
     ) -> None:
@@ -153,7 +160,11 @@ class AcpBridge:
         )
         self._sessions = Sessions(self._serving)
         self._permissions = Permissions(
-            self._serving, self._sessions, lambda: self._closed, allow_bash=allow_bash
+            self._serving,
+            self._sessions,
+            lambda: self._closed,
+            allow_bash=allow_bash,
+            forget_stored=forget_approvals,
         )
         self._ctx: Context | None = None
         self._host: Context | None = None
@@ -284,7 +295,7 @@ class AcpBridge:
 
     async def _new(self, request: Request) -> Any:
         params = params_object(request.params)
-        cwd = absolute_cwd(params)
+        cwd = await _usable_cwd(params)
         servers = parse_mcp_servers(params, cwd)
         ctx = self._ctx
         assert ctx is not None
@@ -310,7 +321,7 @@ class AcpBridge:
     async def _load(self, request: Request) -> Any:
         params = params_object(request.params)
         session_id = required_str(params, "sessionId")
-        cwd = absolute_cwd(params)
+        cwd = await _usable_cwd(params)
         servers = parse_mcp_servers(params, cwd)
         ctx = self._ctx
         assert ctx is not None
@@ -349,6 +360,11 @@ class AcpBridge:
         # Invariant: no checkpoint between the snapshot and the answer, so what happens next
         # in the session is streamed after the replay.
         self._sessions.replay(session)
+        notice = restored_notice(
+            session.agent.session.records, forgotten=self._permissions.forget_stored
+        )
+        if notice is not None:
+            self._serving.update(session_id, text_chunk("agent_message_chunk", notice))
         return {}
 
     async def _list(self, request: Request) -> Any:
@@ -404,3 +420,31 @@ def _leaf(exc: Exception) -> Exception:
     while isinstance(exc, ExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+def _cwd_problem(cwd: str) -> str | None:
+    """Why ``cwd`` cannot be a session's working directory, or ``None``."""
+    try:
+        mode = os.stat(cwd).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be used: {exc.strerror}"
+    if not stat.S_ISDIR(mode):
+        return "is not a directory"
+    return None
+
+
+async def _usable_cwd(params: Mapping[str, Any]) -> str:
+    """The ``cwd`` of a ``session/new`` or ``session/load``: an absolute path (the ACP spec
+    says so), without NUL, of a directory that exists; else invalid params with the reason,
+    before anything is created (a shell command there would fail later, less clearly)."""
+    cwd = absolute_cwd(params)
+    if "\0" in cwd:
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS, f"invalid params: 'cwd' holds a NUL character; got {cwd!r}"
+        )
+    problem = await trio.to_thread.run_sync(_cwd_problem, cwd)
+    if problem is not None:
+        raise RpcError(ErrorCode.INVALID_PARAMS, f"invalid params: 'cwd' {cwd!r} {problem}")
+    return cwd

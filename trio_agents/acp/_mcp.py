@@ -8,6 +8,8 @@ Rules:
   an invalid-params error naming it, and no session is created.
 - ACP names are for humans ("My Files"); a tool prefix is not, so a name becomes
   ``[A-Za-z0-9_-]`` (others ``_``), and a repeated one gets ``_2``, ``_3``.
+- Every tool of these servers needs approval (``ask=["*"]``): the client is asked before each
+  call, as for ``bash`` (the editor's permission prompt decides).
 - The servers belong to the session's agent: their tools are private to it (other sessions
   neither see nor call them, and may have servers of the same names), stdio servers run in
   the session's ``cwd``, which is also every server's one MCP root, and the agent's teardown
@@ -31,6 +33,8 @@ from ._jsonrpc import ErrorCode, RpcError
 __all__ = ["parse_mcp_servers", "start_mcp_servers"]
 
 _REFUSED = re.compile(r"[^A-Za-z0-9_-]")
+#: A session's MCP tools change the world as far as the bridge knows: the client is asked.
+_EVERY_TOOL = ("*",)
 
 
 def _invalid(message: str) -> RpcError:
@@ -85,13 +89,16 @@ def _server(entry: object, where: str, taken: set[str], cwd: str) -> McpServer:
                 env=env,
                 cwd=cwd,
                 roots=(cwd,),
+                ask=_EVERY_TOOL,
             )
         if kind == "http":
             url = entry.get("url")
             if not isinstance(url, str):
                 raise _invalid(f"{where}.url must be a string")
             headers = _pairs(entry, "headers", where)
-            return McpServer(_name(raw_name, taken), url=url, headers=headers, roots=(cwd,))
+            return McpServer(
+                _name(raw_name, taken), url=url, headers=headers, roots=(cwd,), ask=_EVERY_TOOL
+            )
     except McpConfigError as exc:
         raise _invalid(f"{where}: {exc}") from None
     raise _invalid(

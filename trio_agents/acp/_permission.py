@@ -1,35 +1,43 @@
 """The ACP front end of approval: ``session/request_permission``.
 
 Rules (permission): the bridge is the :class:`~trio_agents.agent.Approver` of the agents of its
-sessions. A call that needs approval (a tool marked ``ask``, and ``bash`` unless
-``allow_bash``) is asked with ``session/request_permission``, offering allow once / always and
-reject once / always. ``allow_*`` runs it, ``reject_*`` answers the model with an error and
-the turn goes on (the ``*_always`` answers stand for the rest of the session, kept by the
+sessions. A call that needs approval (a tool marked ``ask``, and ``bash`` and ``bash_kill``
+unless ``allow_bash``) is asked with ``session/request_permission``, offering allow once /
+always and reject once / always. ``allow_*`` runs it, ``reject_*`` answers the model with an
+error and the turn goes on (the ``*_always`` answers stand for the rest of the session, kept by the
 agent's approval state), ``cancelled`` (or a closed connection) does not run it and ends the
 turn cancelled. A ``session/cancel`` withdraws the questions of its session; an answer that is
-not one of the offered options is a ``reject_once``.
+not one of the offered options is a ``reject_once``. A child agent of a session's agent
+inherits the bridge as its approver (and its ``ask``): its calls are asked in that session.
+
+Rules (restored answers): ``session/load`` of a session whose records hold standing
+``allow_always`` answers sends one ``agent_message_chunk`` notice naming those tools, after
+the replay; with ``forget_stored`` they are ignored (asked again) and the notice says so.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final, final
 
 import attrs
 import trio
 
-from ..agent import ApprovalRequest, Decision, Refusal
+from ..agent import ApprovalRequest, Decision, Refusal, standing_answers
+from ..session import Record
 from ._jsonrpc import Response
 from ._prompts import AcpSession, Sessions
 from ._protocol import PERMISSION_OPTIONS
 from ._serving import Serving
 
-__all__ = ["Permissions"]
+__all__ = ["Permissions", "restored_notice"]
 
 log = logging.getLogger("trio_agents.acp")
 
+#: The shell's tools that change the world (``bash_output`` only reads).
+_SHELL: Final = frozenset({"bash", "bash_kill"})
 _DECISIONS: Final = {"allow_once": Decision.ALLOW_ONCE, "allow_always": Decision.ALLOW_ALWAYS}
 
 
@@ -55,9 +63,12 @@ class Permissions:
         closed: Callable[[], bool],
         *,
         allow_bash: bool = False,
+        forget_stored: bool = False,
     ) -> None:
         #: What the bridge asks about besides the tools marked ``ask`` (see the seam's rules).
-        self.ask: frozenset[str] = frozenset() if allow_bash else frozenset({"bash"})
+        self.ask: frozenset[str] = frozenset() if allow_bash else _SHELL
+        #: Ignore the standing answers restored from a loaded session (see the seam's rules).
+        self.forget_stored = forget_stored
         self._serving = serving
         self._sessions = sessions
         self._closed = closed
@@ -91,7 +102,7 @@ class Permissions:
 
     async def approve(self, request: ApprovalRequest) -> Decision | Refusal:
         """Ask the client about one call (see the module rules)."""
-        session = self._sessions.get(request.agent_id)
+        session = self._session_of(request.agent_id)
         kind = "cancelled" if session is None else await self._ask(session, request)
         if kind in _DECISIONS:
             return _DECISIONS[kind]
@@ -104,6 +115,21 @@ class Permissions:
         if session is not None and session.prompt is not None:
             session.prompt.cancel_requested = True
         return Decision.CANCEL
+
+    def _session_of(self, agent_id: str) -> AcpSession | None:
+        """The session of ``agent_id``: its own, or for a child agent (which inherits this
+        approver) the session of the agent it descends from."""
+        session = self._sessions.get(agent_id)
+        if session is not None:
+            return session
+        for candidate in self._sessions:
+            family = list(candidate.agent.children)
+            while family:
+                child = family.pop()
+                if child.id == agent_id:
+                    return candidate
+                family.extend(child.children)
+        return None
 
     async def _ask(self, session: AcpSession, request: ApprovalRequest) -> str:
         params = {
@@ -130,6 +156,21 @@ class Permissions:
             if self._waiters.pop(request_id, None) is not None:
                 rpc.abandon(request_id)
         return _outcome(waiter.response)
+
+
+def restored_notice(records: Iterable[Record], *, forgotten: bool) -> str | None:
+    """The ``agent_message`` notice of ``session/load`` naming the standing ``allow_always``
+    answers restored from the session (a session file is trusted input), or ``None``."""
+    tools = sorted(t for t, d in standing_answers(records).items() if d is Decision.ALLOW_ALWAYS)
+    if not tools:
+        return None
+    names = ", ".join(tools)
+    if forgotten:
+        return f"[trio-agents] this session's stored 'always' approvals ({names}) are ignored.\n"
+    return (
+        f"[trio-agents] this session stores 'always' approvals: {names} run without asking "
+        f"(trio-agents acp --forget-approvals asks again).\n"
+    )
 
 
 def _outcome(response: Response | None) -> str:

@@ -6,6 +6,7 @@ from ._approval import ApprovalRequest as ApprovalRequest
 from ._approval import Approver as Approver
 from ._approval import Decision as Decision
 from ._approval import Refusal as Refusal
+from ._approval import standing_answers as standing_answers
 from ._compaction import Compaction as Compaction
 from ._compaction import CompactionError as CompactionError
 from ._compaction import CompactionPlugin as CompactionPlugin
@@ -16,6 +17,7 @@ from ._config import AgentConfig as AgentConfig
 from ._errors import AgentClosedError as AgentClosedError
 from ._errors import AgentIdInUseError as AgentIdInUseError
 from ._errors import MessageDroppedError as MessageDroppedError
+from ._errors import ModelRequiredError as ModelRequiredError
 from ._errors import TurnFailedError as TurnFailedError
 from ._events import AgentCancelRequested as AgentCancelRequested
 from ._events import AgentCreated as AgentCreated
@@ -89,6 +91,7 @@ __all__ = [
     "Lane",
     "MessageDroppedError",
     "MessageId",
+    "ModelRequiredError",
     "QueuedMessage",
     "Refusal",
     "SummarizingCompactor",
@@ -102,6 +105,7 @@ __all__ = [
     "TurnMark",
     "agent_loop",
     "open_runtime",
+    "standing_answers",
     "tool",
     "tools_plugin",
 ]

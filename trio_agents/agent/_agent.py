@@ -150,8 +150,12 @@ class Agent:
         self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []
         self._compactions = 0
-        self._approvals = Approvals(
-            ask=config.ask, approver=approver, records=session.records, append=session.append
+        self._approvals: Approvals = Approvals(
+            ask=config.ask,
+            approver=approver,
+            records=session.records,
+            append=session.append,
+            parent=parent._approvals if parent is not None else None,
         )
 
     # -- identity and state -----------------------------------------------------------------
@@ -193,7 +197,8 @@ class Agent:
     @property
     def approver(self) -> Approver | None:
         """Who is asked before a call that needs approval runs (see :doc:`/tools`), or
-        ``None``: such calls are refused. The front end that shows the agent sets it."""
+        ``None``: such calls are refused. The front end that shows the agent sets it; a child
+        agent without one of its own has its parent's."""
         return self._approvals.approver
 
     @approver.setter
@@ -526,14 +531,18 @@ class Agent:
         self._compactions += 1
         self._work = job
         try:
-            await job.run(self._parts, f"compact-{self._compactions}")
+            try:
+                await job.run(self._parts, f"compact-{self._compactions}")
+            finally:
+                self._work = None
+            # Invariant: compact() returns once its record is durable, so the flush comes
+            # before settle() wakes the caller (test_a_compaction_is_durable_when_compact_returns).
+            if job.record is not None:
+                with trio.CancelScope(shield=True):
+                    await self._parts.flush_quietly()
         finally:
-            self._work = None
             job.settle()
             self._notify()
-        if job.record is not None:
-            with trio.CancelScope(shield=True):
-                await self._parts.flush_quietly()
 
     def _claimable(self) -> bool:
         # Checked again after the status change: a listener of it may have cancelled the
@@ -567,7 +576,14 @@ class Agent:
         self._notify()
 
     async def _shutdown(self) -> None:
-        """Stop the loop and await its exit and its flushes (first step of teardown)."""
+        """Stop the loop and await its exit and its flushes (first step of teardown).
+
+        The final flush makes what was recorded outside a turn (an ``inject`` or ``discard``
+        after the last turn's own flush) durable before the agent's scope, whose child
+        agents, jobs and tools may take long to stop, unwinds; the session's detach would
+        write it only after that
+        (test_every_record_is_durable_before_the_agents_scope_unwinds).
+        """
         if not self._closing:
             self._closing = True
             self._set_status(AgentStatus.DISPOSING)

@@ -10,10 +10,19 @@ Rules:
 - There is one seam: the calling agent's :class:`Approver` (``agent.approver``, given to
   ``create``/``resume`` or set by the front end that shows the agent). A call that needs
   approval and has nobody to ask (no agent, or an agent without an approver) is refused.
+- A child agent (``create(parent=...)``) without an approver of its own is answered by its
+  parent's (the one the parent has at the time of the call, with the approver's ``ask``), and
+  one without an ``ask`` of its own asks about its parent's; given its own, it uses its own.
 - Answers: ``allow_*`` runs the call; ``reject_*`` (or a :class:`Refusal`) answers the model
-  with an error result and the turn goes on; ``cancel`` does not run the call and cancels the
-  turn with :class:`UserCancel`. An ``*_always`` answer stands, for that tool name, for the
-  rest of the agent's session; a resumed agent restores it from the records.
+  with an error result and the turn goes on; ``cancel`` does not run the call and stops the
+  agent through its one public stop, ``Agent.cancel(UserCancel())`` (``AgentCancelRequested``
+  first, the queued prompts cleared, the turn aborted); a call outside the agent's turn stops
+  only what it runs in (its own scope, or the agent's turn keeping the queue). An
+  ``*_always`` answer stands, for that tool name, for the rest of the agent's session; a
+  resumed agent restores it from the records. A session file is trusted input: a standing
+  answer restored from it is in force unless the approver says ``forget_stored`` (then only
+  the answers given since the agent was built stand); the front ends announce the restored
+  ones (:func:`standing_answers` of the records they resumed).
 - One question at a time per agent: concurrent calls of one step are asked in turn, so an
   ``*_always`` answer to the first stands for the rest.
 - Every answer is a :class:`~trio_agents.session.ToolApproval` record, written before the call
@@ -34,7 +43,6 @@ from typing import Any, Final, Protocol, final, runtime_checkable
 import attrs
 import trio
 
-from ..cancel import CauseScope, UserCancel
 from ..session import Record, ToolApproval
 
 __all__ = [
@@ -122,7 +130,9 @@ class Approver(Protocol):
     ``approve`` may take as long as the person does; a cancel of the turn cancels it.
     Optional attributes: ``name`` says who answered in the session's records (default: the
     class name); ``ask``, a collection of tool names, adds those tools to the ones asked about
-    for the agents this approver serves.
+    for the agents this approver serves; ``forget_stored``, when true, ignores the standing
+    answers restored from the session's records (``--forget-approvals``), so those calls are
+    asked again.
     """
 
     async def approve(self, request: ApprovalRequest) -> Decision | Refusal:
@@ -152,7 +162,7 @@ class Approvals:
     """The approval state of one agent: who asks, what its definition asks about, and the
     standing answers of its session (see the module rules)."""
 
-    __slots__ = ("_append", "_asking", "_standing", "approver", "ask")
+    __slots__ = ("_append", "_asking", "_own", "_parent", "_restored", "_standing", "ask")
 
     def __init__(
         self,
@@ -161,19 +171,41 @@ class Approvals:
         approver: Approver | None,
         records: Iterable[Record],
         append: Callable[[Record], object],
+        parent: Approvals | None = None,
     ) -> None:
         self.ask = frozenset(ask) or _NO_TOOLS
-        self.approver = approver
+        self._own = approver
+        # A child agent's: what it asks about and who answers, when it has none of its own.
+        self._parent = parent
         self._append = append
         self._standing = standing_answers(records)
+        # The tools whose standing answer came from the records (not given in this process).
+        self._restored = frozenset(self._standing) or _NO_TOOLS
         # One question at a time per agent: the calls of one step are asked in turn, and an
         # *_always answer to one of them stands for the others still waiting. Made by the
         # first question: most agents never ask one.
         self._asking: trio.Lock | None = None
 
+    @property
+    def approver(self) -> Approver | None:
+        """Who answers: the agent's own approver, else its parent's (a child inherits it)."""
+        if self._own is None and self._parent is not None:
+            return self._parent.approver
+        return self._own
+
+    @approver.setter
+    def approver(self, approver: Approver | None) -> None:
+        self._own = approver
+
     def asks(self, name: str) -> bool:
-        """Whether the agent's definition or its approver names the tool ``name``."""
-        return name in self.ask or name in getattr(self.approver, "ask", ())
+        """Whether the agent's definition (a child without an ``ask`` of its own: its
+        parent's) or its approver names the tool ``name``."""
+        return self._defined(name) or name in getattr(self.approver, "ask", ())
+
+    def _defined(self, name: str) -> bool:
+        if self.ask or self._parent is None:
+            return name in self.ask
+        return self._parent._defined(name)
 
     def standing(self) -> dict[str, Decision]:
         """A copy of the standing answers, by tool name."""
@@ -184,25 +216,23 @@ class Approvals:
         request: ApprovalRequest,
         *,
         turn_id: str | None,
-        scope: CauseScope | None,
-        cancel_agent: Callable[[], object],
+        stop: Callable[[], object],
     ) -> str | None:
         """Ask about ``request`` (unless an answer stands); ``None`` lets the call run, a
-        string is the refusal the model reads (the call did not run)."""
+        string is the refusal the model reads (the call did not run). ``stop`` is called
+        on a ``cancel`` answer (see the module rules)."""
         # Acquiring the lock is a checkpoint on every path, as if asked.
         if self._asking is None:
             self._asking = trio.Lock()
         async with self._asking:
-            return await self._check(request, turn_id, scope, cancel_agent)
+            return await self._check(request, turn_id, stop)
 
     async def _check(
-        self,
-        request: ApprovalRequest,
-        turn_id: str | None,
-        scope: CauseScope | None,
-        cancel_agent: Callable[[], object],
+        self, request: ApprovalRequest, turn_id: str | None, stop: Callable[[], object]
     ) -> str | None:
         standing = self._standing.get(request.tool)
+        if request.tool in self._restored and getattr(self.approver, "forget_stored", False):
+            standing = None
         if standing is not None:
             self._record(request, turn_id, standing, "standing answer")
             return None if standing is Decision.ALLOW_ALWAYS else _refused(request.tool, True)
@@ -222,13 +252,11 @@ class Approvals:
         self._record(request, turn_id, decision, by)
         if decision in (Decision.ALLOW_ALWAYS, Decision.REJECT_ALWAYS):
             self._standing[request.tool] = decision
+            self._restored -= {request.tool}
         if decision in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS):
             return None
         if decision is Decision.CANCEL:
-            if scope is not None:
-                scope.cancel(UserCancel())
-            else:
-                cancel_agent()
+            stop()
             return f"the user cancelled; tool {request.tool!r} did not run"
         return reason
 

@@ -6,8 +6,10 @@ Rules:
   overrides that value, and a changed definition is recorded again, so the next resume keeps
   it.
 - A model given as a spec string is recorded as that spec and rebuilt from it on resume; a
-  model object is recorded by its ``name`` only, and a resume that is not given a model then
-  uses the runtime's default (pass the object again to keep it).
+  model object is recorded by its ``name`` only (``model_object``), so a resume must be given
+  a model (the object again, a spec, or ``None`` for the runtime's default): it is refused
+  otherwise, never silently switched to the default. ``None`` (the runtime's default) is
+  recorded as such, and a resume uses the default of the runtime that resumes it.
 - A session stored before definitions were recorded has none: it resumes with the defaults.
 - ``cwd`` is stored absolute; ``ask`` (like ``tools``) sorted and without duplicates.
 """
@@ -77,6 +79,7 @@ class AgentConfig:
         max_steps: the most model requests one turn may make.
         model: the model spec, or ``None`` for the runtime's default.
         model_name: the name of the model the agent runs with.
+        model_object: the agent was given a model object, which a resume cannot rebuild.
         parent_id: the parent agent's id, for a child agent.
         cwd: the absolute working directory of its shell commands, or ``None``.
         ask: the sorted names of the tools whose calls need approval in this agent (besides
@@ -91,6 +94,7 @@ class AgentConfig:
     parent_id: str | None = None
     cwd: str | None = None
     ask: tuple[str, ...] = ()
+    model_object: bool = False
 
     @classmethod
     def of(cls, record: AgentConfigured | None) -> AgentConfig:
@@ -106,6 +110,7 @@ class AgentConfig:
             parent_id=record.parent_id,
             cwd=record.cwd,
             ask=_tools(record.ask) or (),
+            model_object=record.model_object,
         )
 
     def record(self) -> AgentConfigured:
@@ -119,6 +124,7 @@ class AgentConfig:
             parent_id=self.parent_id,
             cwd=self.cwd,
             ask=list(self.ask),
+            model_object=self.model_object,
         )
 
     def given(
@@ -139,6 +145,7 @@ class AgentConfig:
             # Not isinstance(model, Model): a model object of an application that predates
             # Model.context_window still has its name recorded.
             changes["model_name"] = None if model is None or isinstance(model, str) else model.name
+            changes["model_object"] = model is not None and not isinstance(model, str)
         if not isinstance(tools, Unset):
             changes["tools"] = _tools(tools)
         if not isinstance(instructions, Unset):

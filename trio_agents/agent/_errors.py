@@ -11,7 +11,13 @@ from .._errors import TrioAgentsError
 if TYPE_CHECKING:
     from ..session import TurnEnded
 
-__all__ = ["AgentClosedError", "AgentIdInUseError", "MessageDroppedError", "TurnFailedError"]
+__all__ = [
+    "AgentClosedError",
+    "AgentIdInUseError",
+    "MessageDroppedError",
+    "ModelRequiredError",
+    "TurnFailedError",
+]
 
 
 class AgentIdInUseError(TrioAgentsError, ValueError):
@@ -25,6 +31,11 @@ class AgentIdInUseError(TrioAgentsError, ValueError):
     def __init__(self, message: str, *, elsewhere: bool = False) -> None:
         super().__init__(message)
         self.elsewhere = elsewhere
+
+
+class ModelRequiredError(TrioAgentsError, ValueError):
+    """A resume needs a model: the agent was created with a model object, which its session
+    cannot hold (pass one: ``agents.resume(id, model=...)``)."""
 
 
 class AgentClosedError(TrioAgentsError, trio.ClosedResourceError):

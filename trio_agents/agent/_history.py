@@ -6,6 +6,10 @@ Rules:
 - A tool call with no recorded result (a crash cut the turn) gets a synthetic error output, so
   every call the model made is answered.
 - Records that the model never saw (inbox bookkeeping, turn markers) are skipped.
+- A tool output is re-sent at every step, so it is bounded here too: a ``ToolCallEnded``
+  over the tool result cap (one stored before the registry capped results, or written by
+  another program) is cut as the registry cuts (:func:`._tools.cap_result`) when it is
+  folded in, once; the record itself is left as stored.
 - :class:`History` folds in only the records it has not seen (``Session.records_since``), and
   :meth:`History.messages` is a :class:`Messages` view, not a copy: a model request costs the
   new records, never the length of the session. A resumed session is folded once.
@@ -41,6 +45,7 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
+from ._tools import cap_result
 
 __all__ = ["SUMMARY_HEADING", "History", "Messages", "TurnMark", "message_chars"]
 
@@ -259,7 +264,8 @@ class History:
     def _tool_ended(self, record: ToolCallEnded) -> None:
         self._close_assistant()
         self._answered[record.call_id] = None
-        self._append(ToolOutput(record.call_id, record.name, record.content, record.is_error))
+        content = cap_result(record.content)
+        self._append(ToolOutput(record.call_id, record.name, content, record.is_error))
 
     def _user(self, record: UserMessage) -> None:
         self._close_assistant()

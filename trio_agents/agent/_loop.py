@@ -19,6 +19,11 @@ from ._registry import AgentRegistry
 __all__ = ["AgentLoop", "DeclaredAgent"]
 
 
+def _check_max_steps(_: object, __: object, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"max_steps is the most model requests per turn, >= 1; got {value!r}")
+
+
 @attrs.frozen
 class DeclaredAgent:
     """An agent declared in configuration; owned by the ``AgentLoop`` fiber."""
@@ -27,7 +32,7 @@ class DeclaredAgent:
     model: str | None = None
     instructions: str | None = None
     tools: list[str] | None = None
-    max_steps: int = 50
+    max_steps: int = attrs.field(default=50, validator=_check_max_steps)
     cwd: str | None = None
     #: The tools whose calls need approval in this agent (see :doc:`/tools`).
     ask: list[str] | None = None

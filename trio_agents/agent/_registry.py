@@ -53,7 +53,7 @@ from ..session import (
 from ._agent import Agent
 from ._approval import Approver
 from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
-from ._errors import AgentIdInUseError
+from ._errors import AgentIdInUseError, ModelRequiredError
 from ._events import AgentCreated, AgentDisposed
 from ._factory import AGENT_FACTORY, AgentFactory, AgentLike, AgentRequest, DefaultAgentFactory
 from ._handle import AgentHandle
@@ -302,6 +302,7 @@ class AgentRegistry(Generic[A]):
         Raises:
             AgentIdInUseError: a live agent already has ``session_id``.
             SessionExistsError: a stored session has ``session_id`` (resume it instead).
+            ModelError: the model cannot answer as configured (a missing API key).
         """
         config = AgentConfig().given(
             model=model,
@@ -353,6 +354,9 @@ class AgentRegistry(Generic[A]):
         Raises:
             AgentIdInUseError: the agent is live already.
             SessionNotFoundError: nothing is stored under ``session_id``.
+            ModelRequiredError: the agent was created with a model object, which its session
+                cannot hold, and no ``model`` was given.
+            ModelError: the model cannot answer as configured (a missing API key).
         """
         if isinstance(session_id, str) and session_id in self._live:
             raise AgentIdInUseError(_in_use(session_id))
@@ -373,6 +377,8 @@ class AgentRegistry(Generic[A]):
                 cwd=cwd,
                 ask=ask,
             )
+            if isinstance(model, Unset) and stored.model_object:
+                raise ModelRequiredError(_model_required(session_id, stored.model_name))
             resolved = self.models.resolve(model if not isinstance(model, Unset) else config.model)
             config = attrs.evolve(config, model_name=resolved.name)
             if config != stored:
@@ -549,6 +555,15 @@ def _closed_caller(agent_id: str, caller: Context) -> str:
     return (
         f"agent {agent_id!r} was not created: the calling fiber co-owns the agents it creates, "
         f"and {where}; create it from a fiber that is loading or active"
+    )
+
+
+def _model_required(agent_id: str, name: str | None) -> str:
+    what = f"a model object ({name!r})" if name else "a model object"
+    return (
+        f"agent {agent_id!r} was created with {what}, which its session cannot hold; "
+        f"pass a model to resume it: agents.resume({agent_id!r}, model=...) "
+        "(model=None runs it on the runtime's default)"
     )
 
 

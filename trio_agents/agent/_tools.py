@@ -19,6 +19,11 @@ Rules:
   like a tool, is an entry of the fiber that added it.
 - Approval (:mod:`._approval`) comes after the guards: a call that needs it runs only when the
   calling agent's approver allows it; a refusal is an error result with ``started=False``.
+- Every result is capped in one place, at the end of ``ToolRegistry.invoke``: past
+  ``result_cap`` UTF-8 bytes (default :data:`RESULT_CAP`, 1 MiB, what bash keeps of a
+  command's output) the middle is cut and replaced by one marker line saying how many bytes
+  were dropped, so the model sees the start, the end and that it was cut, and nothing over
+  the cap is stored or re-sent. Cutting costs time linear in the result.
 - ``ToolRegistry.specs`` is computed once per set of registered tools and cached: every
   register and unregister (a reload is both) drops the cache, so a request never pays for the
   tools' JSON schemas again, and never sees a stale one.
@@ -49,6 +54,7 @@ if TYPE_CHECKING:
     from ._agent import Agent
 
 __all__ = [
+    "RESULT_CAP",
     "Tool",
     "ToolContext",
     "ToolFn",
@@ -57,6 +63,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolsPlugin",
+    "cap_result",
     "tools_converter",
     "tools_plugin",
 ]
@@ -200,6 +207,52 @@ def _answer(name: str, result: object) -> ToolResult:
         )
 
 
+def _stop(agent: Agent, scope: CauseScope | None, turn: CauseScope | None) -> Callable[[], object]:
+    """What a ``cancel`` answer about a call stops: within the agent's turn, the agent (its
+    one public stop); a call in a scope of its own, that scope; else the agent's turn, its
+    queue kept (see :mod:`._approval`)."""
+    if scope is not None and scope is turn:
+        return lambda: agent.cancel(UserCancel())
+    if scope is not None:
+        return lambda: scope.cancel(UserCancel())
+    return lambda: agent.cancel(UserCancel(), keep_inbox=True)
+
+
+#: The most UTF-8 bytes of a tool result that are kept, stored and sent to a model.
+RESULT_CAP = 1 << 20
+
+
+def _cut_marker(dropped: int) -> str:
+    # The wording of the bash tool's own marker (shell/_tool_bash.py), so a model meets one.
+    return f"[... {dropped} bytes of output dropped (over the tool result cap) ...]"
+
+
+def cap_result(content: str, cap: int = RESULT_CAP) -> str:
+    """``content`` if it is at most ``cap`` UTF-8 bytes; else its start and end, with one
+    marker line between them that says how many bytes were dropped (the whole is within
+    ``cap``, unless ``cap`` is smaller than the marker itself)."""
+    if len(content) * 4 <= cap:  # at most 4 bytes a character: no need to encode
+        return content
+    # surrogatepass: a lone surrogate (a tool's decoding accident) is kept, not an error.
+    data = content.encode("utf-8", "surrogatepass")
+    if len(data) <= cap:
+        return content
+    # The marker's length depends on the count it holds; the count's digits are at most
+    # those of len(data), so reserving that many keeps the whole within the cap.
+    room = max(0, cap - len(_cut_marker(len(data)).encode()) - 2)
+    head, tail = room // 2, len(data) - (room - room // 2)
+    # Cut on character boundaries: never inside a UTF-8 sequence (continuation bytes are
+    # 0b10xxxxxx).
+    while head > 0 and data[head] & 0xC0 == 0x80:
+        head -= 1
+    while tail < len(data) and data[tail] & 0xC0 == 0x80:
+        tail += 1
+    return (
+        f"{data[:head].decode('utf-8', 'surrogatepass')}\n{_cut_marker(tail - head)}\n"
+        f"{data[tail:].decode('utf-8', 'surrogatepass')}"
+    )
+
+
 def _invalid(name: str, problems: list[str]) -> ToolResult:
     return ToolResult(
         f"invalid arguments for tool {name!r} ({count_problems(problems)}):"
@@ -233,9 +286,24 @@ class ToolRegistry:
     """The service ``tools``: the tools agents can call, each owned by the fiber that
     registered it."""
 
-    __slots__ = ("_asked", "_guards", "_private", "_specs", "_tools")
+    __slots__ = ("_asked", "_guards", "_private", "_result_cap", "_specs", "_tools")
 
-    def __init__(self) -> None:
+    def __init__(self, *, result_cap: int = RESULT_CAP) -> None:
+        """A registry with no tools.
+
+        Args:
+            result_cap: the most UTF-8 bytes of a tool result kept (see :func:`cap_result`);
+                at most :data:`RESULT_CAP`, the bound the history re-sends results within.
+        """
+        if (
+            isinstance(result_cap, bool)
+            or not isinstance(result_cap, int)
+            or not 1 <= result_cap <= RESULT_CAP
+        ):
+            raise ValueError(
+                f"result_cap is a number of bytes from 1 to {RESULT_CAP}; got {result_cap!r}"
+            )
+        self._result_cap = result_cap
         # Invariant: dict order is registration order (specs() keeps it).
         self._tools: dict[str, _Registration] = {}
         # The tools of one agent each, by agent id. Invariant: no name is in both maps.
@@ -412,8 +480,7 @@ class ToolRegistry:
                     call_id=call.call_id,
                 ),
                 turn_id=turn.id if turn is not None else None,
-                scope=call.scope,
-                cancel_agent=lambda: agent.cancel(UserCancel(), keep_inbox=True),
+                stop=_stop(agent, call.scope, turn.scope if turn is not None else None),
             )
         if refusal is None:
             return None
@@ -458,6 +525,8 @@ class ToolRegistry:
         Always a checkpoint. Problems become error results (``is_error=True``), so the model can
         read and correct them: an unknown tool, invalid arguments (every problem listed), a tool
         that raised. Those that happen before the tool's function runs have ``started=False``.
+        Whatever the answer, its content is capped at the registry's ``result_cap`` bytes
+        (:func:`cap_result`).
 
         Args:
             name: the tool to call.
@@ -471,6 +540,19 @@ class ToolRegistry:
         Raises:
             trio.Cancelled: the call was cancelled; it propagates untouched.
         """
+        result = await self._invoke(name, arguments, agent, call_id, scope, on_start)
+        content = cap_result(result.content, self._result_cap)
+        return result if content is result.content else attrs.evolve(result, content=content)
+
+    async def _invoke(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        agent: Any,
+        call_id: str | None,
+        scope: CauseScope | None,
+        on_start: Callable[[], object] | None,
+    ) -> ToolResult:
         await trio.lowlevel.checkpoint()
         visible = self._visible(getattr(agent, "id", None))
         registration = visible.get(name)

@@ -57,8 +57,14 @@ async def acp(args: argparse.Namespace) -> int:
     with _protocol_fds() as (receive_fd, send_fd):
         receive = trio.lowlevel.FdStream(receive_fd)
         send = trio.lowlevel.FdStream(send_fd)
-        async with open_cli_runtime(args.settings) as root:
-            bridge = AcpBridge(send, receive, allow_bash=bool(args.allow_bash))
+        allow = ("bash", "bash_kill") if args.allow_bash else ()
+        async with open_cli_runtime(args.settings, allow=allow) as root:
+            bridge = AcpBridge(
+                send,
+                receive,
+                allow_bash=bool(args.allow_bash),
+                forget_approvals=args.settings.forget_approvals,
+            )
             fiber = await root.plugin(bridge)
             await bridge.wait_closed()
             await fiber.dispose()

@@ -6,25 +6,33 @@ Rules:
   allows the tool for the rest of the session, ``n``/``no`` refuses. Anything else asks again.
   The chat loop offers each line to :meth:`TerminalAsker.offer` first; it is the only hook,
   so how lines are read (a pipe, a terminal, a line editor) is not this module's business.
+- A resumed session's standing ``allow_always`` answers are announced in one line
+  (:func:`restored_note`); with ``forget_stored`` (``--forget-approvals``) they are ignored,
+  and the line says so.
 - Ctrl-C while a question is open cancels the turn (the chat's own handler); the question is
   withdrawn with it and the call does not run.
 - :class:`RunApprover` never waits: with ``--yes`` every call is allowed once (recorded
-  ``by="run --yes"``); without it the call is refused, the model reads why, and stderr says
-  which tool was refused and how to allow it.
+  ``by="run --yes"``); without it the call is refused (a tool error result: the model reads
+  why, and the turn goes on), and stderr says, in one line per tool refused the first time,
+  which call was refused and how to allow it (``--yes``, or the config file's
+  ``[approval] allow``).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TextIO, final
 
 import attrs
 import trio
 
-from ..agent import Agent, ApprovalRequest, Decision, Refusal
+from ..agent import Agent, ApprovalRequest, Decision, Refusal, standing_answers
+from ..session import Record
+from ._config import ASKED_BY_DEFAULT
+from ._controls import visible_controls
 
-__all__ = ["RunApprover", "TerminalAsker"]
+__all__ = ["RunApprover", "TerminalAsker", "restored_note"]
 
 _ANSWERS = {
     "y": Decision.ALLOW_ONCE,
@@ -56,8 +64,14 @@ class TerminalAsker:
     name = "terminal"
 
     def __init__(
-        self, show: Callable[[str, str], None], waiting: Callable[[bool], None] | None = None
+        self,
+        show: Callable[[str, str], None],
+        waiting: Callable[[bool], None] | None = None,
+        *,
+        forget_stored: bool = False,
     ) -> None:
+        #: Ignore the standing answers restored from the session (``--forget-approvals``).
+        self.forget_stored = forget_stored
         self._show = show
         self._waiting = waiting if waiting is not None else _unseen
         self._lock = trio.Lock()
@@ -122,27 +136,55 @@ class TerminalAsker:
 class RunApprover:
     """The ``run`` approver: allow with ``--yes``, else refuse and say so on stderr."""
 
-    def __init__(self, yes: bool, err: TextIO | None = None) -> None:
+    def __init__(
+        self, yes: bool, err: TextIO | None = None, *, forget_stored: bool = False
+    ) -> None:
+        #: Ignore the standing answers restored from the session (``--forget-approvals``).
+        self.forget_stored = forget_stored
         self.yes = yes
         self.name = "run --yes" if yes else "run"
         self._err = err
+        self._said: set[str] = set()
 
     async def approve(self, request: ApprovalRequest) -> Decision | Refusal:
         """Answer at once (see the module rules)."""
         await trio.lowlevel.checkpoint()
         if self.yes:
             return Decision.ALLOW_ONCE
-        err = self._err if self._err is not None else sys.stderr
-        print(
-            f"trio-agents: refused {request.title} (tool {request.tool!r} needs approval); "
-            f"run with --yes to allow it",
-            file=err,
-            flush=True,
-        )
+        if request.tool not in self._said:
+            self._said.add(request.tool)
+            err = self._err if self._err is not None else sys.stderr
+            config = (
+                f", or add {request.tool!r} to the config file's [approval] allow"
+                if request.tool in ASKED_BY_DEFAULT
+                else ""
+            )
+            title = visible_controls(request.title) if err.isatty() else request.title
+            print(
+                f"trio-agents: refused {title} (tool {request.tool!r} needs approval); "
+                f"run with --yes to allow it{config}",
+                file=err,
+                flush=True,
+            )
         return Refusal(
             f"refused: tool {request.tool!r} needs approval and 'trio-agents run' asks nobody; "
             f"it did not run (run with --yes to allow it)"
         )
+
+
+def restored_note(records: Iterable[Record], *, forgotten: bool) -> str | None:
+    """The one line that says which standing approvals a resumed session restored (a session
+    file is trusted input: the user should know what runs unasked), or ``None``."""
+    tools = sorted(t for t, d in standing_answers(records).items() if d is Decision.ALLOW_ALWAYS)
+    if not tools:
+        return None
+    names = visible_controls(", ".join(tools))  # from the session file, which anyone may edit
+    if forgotten:
+        return f"the session's stored 'always' approvals ({names}) are ignored: asked again"
+    return (
+        f"stored in the session: 'always' approvals of {names}, which run unasked "
+        f"(--forget-approvals asks again)"
+    )
 
 
 def _unseen(waiting: bool) -> None:

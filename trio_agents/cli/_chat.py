@@ -21,7 +21,8 @@ Rules:
   ``/quit`` exits at once (disposing the agent cancels its turn with ``DisposedCancel``).
 - A tool call that needs approval is asked on the terminal (:mod:`._ask`): the next input line
   is the answer, offered to the asker before anything else.
-- A resumed session shows its last few exchanges first.
+- A resumed session shows its last few exchanges first, then one line naming the standing
+  ``allow_always`` approvals it restored (ignored with ``--forget-approvals``).
 - On exit the last line says where the session is stored.
 """
 
@@ -42,7 +43,7 @@ from ..cancel import UserCancel
 from ..kernel import Context
 from ..session import ToolCall, ToolCallEnded
 from ..shell import JobDone, JobNotFoundError, job_state
-from ._ask import TerminalAsker
+from ._ask import TerminalAsker, restored_note
 from ._chat_view import ChatView
 from ._keys import Key
 from ._logs import CliLog
@@ -77,7 +78,8 @@ async def chat(args: argparse.Namespace) -> int:
         with editor.screen() if editor is not None else nullcontext():
             view = ChatView(console, agent, editor)
             view.listen(root)
-            asker = TerminalAsker(view.note, view.asked)
+            forget = settings.forget_approvals
+            asker = TerminalAsker(view.note, view.asked, forget_stored=forget)
             agent.approver = asker
             jobs: dict[str, JobDone] = {}
             root.on(JobDone, lambda event: jobs.__setitem__(event.job_id, event))
@@ -85,6 +87,9 @@ async def chat(args: argparse.Namespace) -> int:
             owner = "" if handle is not None else " (declared in the config file)"
             view.note(f"chatting with {agent.id}{owner} on {agent.model.name}; /help for commands")
             view.history(agent.session.records)
+            restored = restored_note(agent.session.records, forgotten=forget)
+            if restored is not None:
+                view.note(restored, "yellow")
             if log is not None:
                 log.go_live()
             try:

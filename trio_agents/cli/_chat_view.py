@@ -16,6 +16,8 @@ Rules:
   token usage and the running total, dimmed. Without an editor (a pipe) the text is plain,
   streamed as it arrives.
 - Steered and queued answers, and every note, start on a line of their own.
+- On a terminal, the control characters (but newline and tab) of what is shown, model and
+  tool text included, are visible escapes (:mod:`._controls`); a pipe gets the text as is.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
+from ._controls import visible_controls
 
 if TYPE_CHECKING:
     from ._input import LineEditor
@@ -60,6 +63,8 @@ class ChatView:
 
     def __init__(self, console: Console, agent: Agent, editor: LineEditor | None = None) -> None:
         self.console = console
+        # Text from the model or a tool reaches a terminal with its controls made visible.
+        self._clean = visible_controls if console.is_terminal else str
         self._agent = agent
         self._agent_id = agent.id
         self._editor = editor
@@ -100,7 +105,7 @@ class ChatView:
         self._stop_spinner()
         if self._editor is None:
             self._end_line()
-        self.console.print(Text(text, style=style))
+        self.console.print(Text(self._clean(text), style=style))
 
     def close(self) -> None:
         """Stop the spinner and finish the current line."""
@@ -122,11 +127,13 @@ class ChatView:
         more = f" ({earlier} earlier not shown; trio-agents sessions show)" if earlier > 0 else ""
         self.note(f"resumed; the last exchanges{more}:")
         for prompt, answer in shown[-exchanges:]:
-            self.console.print(Text(PROMPT, style="bold cyan") + Text(prompt), soft_wrap=True)
+            said = Text(self._clean(prompt))
+            self.console.print(Text(PROMPT, style="bold cyan") + said, soft_wrap=True)
             if answer:
                 self._print_answer(answer)
 
     def _print_answer(self, text: str) -> None:
+        text = self._clean(text)
         if self._editor is not None and self.console.is_terminal:
             self.console.print(Markdown(text, justify="default"))
         else:
@@ -177,15 +184,16 @@ class ChatView:
         if event.agent_id != self._agent_id or not event.text:
             return
         self._stop_spinner()
+        text = self._clean(event.text)
         if self._editor is not None:
-            self._pending += event.text
+            self._pending += text
             done, self._pending = split_blocks(self._pending)
             if done:
                 self._print_answer(done)
             self._live()
             return
-        self.console.print(Text(event.text, style="green"), end="", soft_wrap=True)
-        self._midline = not event.text.endswith("\n")
+        self.console.print(Text(text, style="green"), end="", soft_wrap=True)
+        self._midline = not text.endswith("\n")
 
     def _on_record(self, event: SessionAppended) -> None:
         if event.session_id != self._agent_id:

@@ -17,7 +17,8 @@ The format::
     args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
     tools = ["read_file"]             # optional allow-list (the server's own tool names)
 
-    ask = ["write_file"]              # optional: its tools whose calls need approval ("*": all)
+    ask = ["write_file"]              # optional: its tools whose calls need approval;
+                                      # without this key, all of them ("*"); [] for none
 
     [[agents]]                        # owned by the AgentLoop
     id = "helper"
@@ -28,11 +29,25 @@ The format::
 
     [approval]                        # optional: tools whose calls need approval in every agent
     ask = ["bash", "files__write_file"]
+    allow = ["bash_kill"]             # optional: of bash and bash_kill (asked by default),
+                                      # those that run unasked
+    forget_approvals = true           # optional: ignore the "always" answers stored in a
+                                      # resumed session (as --forget-approvals)
 
 Rules:
 - Validation collects every problem (types, unknown keys, model specs, imports, plugin shapes
   and plugin configs) and raises one :class:`ConfigFileError` listing them all, each with the
   place it is at (``agents[0].tools``).
+- An ``ask`` name must match a tool: :func:`check_asks` lists those that match none, once
+  the tools are known (after the MCP servers listed theirs). An MCP server's ``ask`` takes
+  the server's own tool names, with or without its prefix.
+- What the command asks about by default (:data:`ASKED_BY_DEFAULT`, every MCP server's tools
+  unless its table says ``ask``) is decided here and in :func:`~._options.open_cli_runtime`;
+  a name in both ``[approval] ask`` and ``[approval] allow`` is a problem.
+- A file nested too deeply for Python's parser (a ``RecursionError`` in ``tomllib`` or in
+  structuring) is one problem, never a traceback.
+- Numbers are checked by the classes' validators (``max_steps >= 1``, timeouts > 0); each
+  refusal is a problem at its field (``agents[0].max_steps``), listed with the others.
 - Values are not coerced: a number where a string belongs, or a string where a list belongs,
   is a problem, never ``"3"`` or ``["b", "a", "s", "h"]`` (the kernel's strict policy, the
   same that structures each plugin's ``config`` table).
@@ -44,9 +59,9 @@ import importlib
 import inspect
 import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, final
+from typing import Any, Final, final
 
 import attrs
 
@@ -59,11 +74,13 @@ from ..model import ModelSpecError, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
 
 __all__ = [
+    "ASKED_BY_DEFAULT",
     "Approval",
     "Config",
     "ConfigFileError",
     "LoadedPlugin",
     "PluginEntry",
+    "check_asks",
     "load_config",
     "parse",
 ]
@@ -82,12 +99,21 @@ class PluginEntry:
     config: dict[str, Any] | None = None
 
 
+#: The tools that change the world and that the command asks about unless ``[approval] allow``
+#: names them (``bash_output`` only reads, and runs unasked).
+ASKED_BY_DEFAULT: Final = ("bash", "bash_kill")
+
+
 @attrs.frozen
 class Approval:
     """The ``[approval]`` table."""
 
     #: The tools whose calls need approval, in every agent.
     ask: list[str] = attrs.Factory(list)
+    #: Of :data:`ASKED_BY_DEFAULT`, the tools that run unasked.
+    allow: list[str] = attrs.Factory(list)
+    #: Ignore the standing answers (``allow_always``) restored from a resumed session.
+    forget_approvals: bool = False
 
 
 @attrs.frozen
@@ -138,6 +164,10 @@ class Config:
     ask: tuple[str, ...] = ()
     #: The store spec (``--store`` wins over it), or ``None``.
     store: str | None = None
+    #: The ``[approval]`` table's ``allow``: of :data:`ASKED_BY_DEFAULT`, those run unasked.
+    allow: tuple[str, ...] = ()
+    #: The ``[approval]`` table's ``forget_approvals`` (``--forget-approvals``).
+    forget_approvals: bool = False
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -171,10 +201,22 @@ def load_config(path: str | Path) -> Config:
         raise ConfigFileError(f"cannot read config file {str(path)!r}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"config file {str(path)!r} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigFileError(_too_deep(path)) from None
     directory = str(path.resolve().parent)
     if directory not in sys.path:
         sys.path.insert(0, directory)
-    return parse(data, path=path)
+    try:
+        return parse(data, path=path)
+    except RecursionError:
+        raise ConfigFileError(_too_deep(path)) from None
+
+
+def _too_deep(path: Path) -> str:
+    return (
+        f"config file {str(path)!r} nests arrays or tables too deeply to read; "
+        f"a configuration needs a few levels"
+    )
 
 
 def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
@@ -218,6 +260,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
                     f"(mcp_servers[{names[name]}]); names are unique"
                 )
             names.setdefault(name, index)
+    problems.extend(_check_allow(data))
     plugins = []
     for index, table in enumerate(_tables(data, "plugins")):
         entry = _entry(table)
@@ -229,15 +272,88 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         raise ConfigFileError(
             f"{where} has {count_problems(problems)}:{list_problems(problems)}", tuple(problems)
         )
+    servers = tuple(
+        # Every MCP tool changes the world as far as the command knows: asked unless the
+        # server's table says which (``ask = []`` for none). A name given with the server's
+        # prefix (the name agents see) means the server's own name.
+        attrs.evolve(server, ask=tuple(_unprefixed(server, n) for n in server.ask))
+        if "ask" in table
+        else attrs.evolve(server, ask=("*",))
+        for server, table in zip(raw.mcp_servers, _tables(data, "mcp_servers"), strict=True)
+    )
     return Config(
         path,
         raw.model,
         tuple(plugins),
         tuple(raw.agents),
-        tuple(raw.mcp_servers),
+        servers,
         tuple(raw.approval.ask),
         store=raw.store,
+        allow=tuple(raw.approval.allow),
+        forget_approvals=raw.approval.forget_approvals,
     )
+
+
+def _unprefixed(server: McpServer, name: str) -> str:
+    prefix = server.tool_prefix
+    return name[len(prefix) :] if prefix and name.startswith(prefix) else name
+
+
+def check_asks(config: Config, names: Collection[str]) -> None:
+    """Check, once the tools are known (``names``: every registered tool, the MCP servers'
+    included), that each ``ask`` of ``config`` names one.
+
+    Raises:
+        ConfigFileError: listing every ``ask`` name that matches no tool.
+    """
+    known = ", ".join(sorted(names)) or "none"
+    problems = [
+        f"approval.ask: {name!r} matches no tool (the tools: {known})"
+        for name in config.ask
+        if name not in names
+    ]
+    for index, agent in enumerate(config.agents):
+        problems += [
+            f"agents[{index}].ask: {name!r} matches no tool (the tools: {known})"
+            for name in agent.ask or ()
+            if name not in names
+        ]
+    for index, server in enumerate(config.mcp_servers):
+        prefix = server.tool_prefix
+        offered = sorted(n[len(prefix) :] for n in names if n.startswith(prefix))
+        problems += [
+            f"mcp_servers[{index}].ask: {name!r} matches no tool of server {server.name!r} "
+            f"(its tools: {', '.join(offered) or 'none'})"
+            for name in server.ask
+            if name != "*" and f"{prefix}{name}" not in names
+        ]
+    if problems:
+        where = (
+            f"config file {str(config.path)!r}" if config.path is not None else "the configuration"
+        )
+        raise ConfigFileError(
+            f"{where} has {count_problems(problems)}:{list_problems(problems)}", tuple(problems)
+        )
+
+
+def _check_allow(data: Mapping[str, Any]) -> list[str]:
+    table = data.get("approval")
+    if not isinstance(table, Mapping):
+        return []
+    allow, ask = table.get("allow"), table.get("ask")
+    if not isinstance(allow, list):
+        return []
+    problems = []
+    for name in allow:
+        if isinstance(name, str) and name not in ASKED_BY_DEFAULT:
+            problems.append(
+                f"approval.allow: {name!r} is not asked about by default; allow names "
+                f"{' or '.join(repr(n) for n in ASKED_BY_DEFAULT)} (an MCP server's tools: "
+                f"its 'ask')"
+            )
+        elif isinstance(ask, list) and name in ask:
+            problems.append(f"approval.allow: {name!r} is in approval.ask too; keep one")
+    return problems
 
 
 def _text(table: Mapping[str, Any], key: str) -> str | None:

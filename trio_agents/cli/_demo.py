@@ -45,6 +45,7 @@ async def demo(args: argparse.Namespace) -> int:
     out = Console(highlight=False)
     spec = args.model if args.model not in (None, "echo") else "echo?delay=0.2"
     model = resolve_model(spec)
+    # A missing API key was refused with the demo's hint before trio started (settings_from).
     root_dir = store_place(args.store)
     announce_store(args.store)
     out.rule("trio-agents demo")

@@ -1,12 +1,16 @@
-"""The common options (``--model``, ``--store``, ``--config``, ``--watch``) and the runtime they
+"""The common options (``--config``, ``--store``, ``--model``, ``--watch``) and the runtime they
 describe.
 
 Rules:
+- Every subcommand takes ``--config`` and ``--store`` (one set, built once: argparse parents);
+  those that run a model take ``--model``, those that load the config file's plugins
+  ``--watch``. The config file is read for every subcommand, so its ``store`` is the default
+  of ``sessions`` too.
 - Everything the user can get wrong in the options is checked by :func:`settings_from`, before
-  trio starts: the model spec, the config file (every problem at once), ``--watch`` without
-  ``watchfiles``. What fails later (a store directory that cannot be created, a plugin whose
-  ``apply`` raises) surfaces as a :class:`TrioAgentsError` or :class:`OSError`, which the entry
-  point prints as one line.
+  trio starts: the model spec and what the model needs (its API key: ``model.preflight``),
+  the config file (every problem at once), ``--watch`` without ``watchfiles``. What fails
+  later (a store directory that cannot be created, a plugin whose ``apply`` raises) surfaces
+  as a :class:`TrioAgentsError` or :class:`OSError`, which the entry point prints as one line.
 - ``--model`` beats the config file's ``model``, which beats ``echo``.
 - Without ``--store``, the first command that writes sessions to the default directory (one
   that does not exist yet) says where, once, on stderr (:func:`announce_store`).
@@ -18,7 +22,7 @@ import argparse
 import importlib.util
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -27,7 +31,7 @@ import attrs
 from .._errors import TrioAgentsError
 from ..agent import Agent, AgentHandle, open_runtime
 from ..kernel import Context, watch_plugins
-from ..model import Model, model_from_spec
+from ..model import Model, ModelError, model_from_spec, preflight
 from ..session import (
     JsonlStore,
     MemoryStore,
@@ -38,15 +42,16 @@ from ..session import (
     parse_store_spec,
 )
 from ..shell import LocalShell, tool_bash
-from ._config import Config, load_config
+from ._config import ASKED_BY_DEFAULT, Config, check_asks, load_config
 from ._signals import terminable
+from ._usage import Parser
 
 __all__ = [
     "CliError",
     "Settings",
-    "add_common",
     "announce_store",
     "attach",
+    "common_parents",
     "make_store",
     "open_cli_runtime",
     "resolve_model",
@@ -62,42 +67,69 @@ class CliError(TrioAgentsError, ValueError):
     """A mistake in how the command was called; the message says what to do."""
 
 
-def add_common(parser: argparse.ArgumentParser, *, runtime: bool = True) -> None:
-    """Add the common options (given after the subcommand).
+_CONFIG_HELP = (
+    "a TOML file: model, store, [[plugins]], [[mcp_servers]], [[agents]] and [approval] "
+    "(see docs/cli.rst, 'The config file')"
+)
 
-    Args:
-        parser: the subcommand's parser.
-        runtime: whether the subcommand runs agents (``--model``, ``--config``, ``--watch``);
-            otherwise only ``--store`` is added.
-    """
-    if runtime:
-        parser.add_argument(
-            "--model",
-            default=None,
-            metavar="SPEC",
-            help="model spec: echo, echo?delay=SECONDS, openai:MODEL, anthropic:MODEL "
-            "(default: the config file's model, else echo)",
-        )
-    parser.add_argument(
+
+def _common() -> Parser:
+    """The options every subcommand takes: where the config file and the sessions are."""
+    common = Parser(add_help=False)
+    group = common.add_argument_group("common options")
+    group.add_argument("--config", default=None, metavar="FILE", help=_CONFIG_HELP)
+    group.add_argument(
         "--store",
         default=None,
         metavar="SPEC",
-        help="where sessions are kept: DIR (JSONL files), 'memory', sqlite:PATH or "
-        "postgresql://... (default: the config file's store, else $TRIO_AGENTS_HOME/sessions, "
-        "else $XDG_STATE_HOME/trio-agents/sessions)",
+        help="where sessions are kept: DIR (JSONL files), 'memory', sqlite:PATH, "
+        "postgresql://... or 'host=... dbname=...' (default: the config file's store, else "
+        "$TRIO_AGENTS_HOME/sessions, else $XDG_STATE_HOME/trio-agents/sessions)",
     )
-    if runtime:
-        parser.add_argument(
-            "--config",
-            default=None,
-            metavar="FILE",
-            help="a TOML file: model, [[plugins]] and [[agents]] (see docs/cli.rst)",
-        )
-        parser.add_argument(
-            "--watch",
-            action="store_true",
-            help="reload the config file's plugin modules when their source changes",
-        )
+    return common
+
+
+def _model() -> Parser:
+    """The option of the subcommands that run a model."""
+    model = Parser(add_help=False)
+    model.add_argument(
+        "--model",
+        default=None,
+        metavar="SPEC",
+        help="model spec: echo, echo?delay=SECONDS, openai:MODEL, anthropic:MODEL "
+        "(default: the config file's model, else echo)",
+    )
+    return model
+
+
+def _watch() -> Parser:
+    """The options of the subcommands that load the config file's plugins and run its agents
+    (``--watch``; ``--forget-approvals``, as they resume sessions)."""
+    watch = Parser(add_help=False)
+    watch.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload the config file's plugin modules when their source changes",
+    )
+    watch.add_argument(
+        "--forget-approvals",
+        action="store_true",
+        help="ignore the 'always' answers stored in a resumed session: ask again "
+        "(a session file is trusted input)",
+    )
+    return watch
+
+
+# Invariant: built once; every subcommand's parser copies its actions (argparse ``parents``).
+_COMMON = _common()
+_MODEL = _model()
+_WATCH = _watch()
+
+
+def common_parents(*, model: bool = False, watch: bool = False) -> list[Parser]:
+    """The parent parsers of a subcommand: ``--config`` and ``--store``, which every
+    subcommand takes, and ``--model`` / ``--watch`` for the subcommands that use them."""
+    return [_COMMON, *([_MODEL] if model else []), *([_WATCH] if watch else [])]
 
 
 @attrs.frozen
@@ -108,6 +140,9 @@ class Settings:
     store: str | None = None
     config: Config = attrs.Factory(Config)
     watch: bool = False
+    #: Ignore the standing approvals restored from a session (``--forget-approvals``, or the
+    #: config file's ``[approval] forget_approvals``).
+    forget_approvals: bool = False
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -116,18 +151,29 @@ def settings_from(args: argparse.Namespace) -> Settings:
     Raises:
         ConfigFileError: the config file is missing or has problems (all listed).
         ModelSpecError: the model spec is not valid.
+        ModelError: the model cannot answer as configured (a missing API key).
         StoreSpecError: the store spec is not valid.
         CliError: ``--watch`` without the ``watchfiles`` package.
     """
     path = getattr(args, "config", None)
     config = load_config(path) if path is not None else Config()
     model = resolve_model(getattr(args, "model", None) or config.model)
+    try:
+        preflight(model)  # a missing API key is refused before anything is stored
+    except ModelError as exc:
+        if getattr(args, "command", None) != "demo":
+            raise
+        raise CliError(
+            f"the demo stopped: model {model.name} cannot answer: {exc}; "
+            "run it without --model to use the embedded echo model"
+        ) from None
     watch = bool(getattr(args, "watch", False))
     if watch and importlib.util.find_spec("watchfiles") is None:
         raise CliError("--watch needs the watchfiles package: pip install 'trio-agents[watch]'")
     store = args.store if args.store is not None else config.store
     parse_store_spec(store)  # refused before trio starts
-    return Settings(model=model, store=store, config=config, watch=watch)
+    forget = bool(getattr(args, "forget_approvals", False)) or config.forget_approvals
+    return Settings(model=model, store=store, config=config, watch=watch, forget_approvals=forget)
 
 
 def make_store(store: str | None, *, read_only: bool = False) -> SessionStore:
@@ -196,20 +242,25 @@ def resolve_model(spec: str | None) -> Model:
 
 
 @asynccontextmanager
-async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIterator[Context]:
+async def open_cli_runtime(
+    settings: Settings, *, shell: bool = True, allow: Iterable[str] = ()
+) -> AsyncIterator[Context]:
     """Open the runtime the options describe and yield its root.
 
     Applies, in order: the core plugins (with the declared agents, owned by the AgentLoop),
-    the ``[approval]`` table's ``ask`` (``tools.require_approval``), ``LocalShell`` and
-    ``tool_bash`` (when ``shell``), the config file's plugins with their configs, its MCP
-    servers (each a plugin; one that cannot start is an error), and with ``--watch`` a
-    background task that reloads their modules on change.
+    what needs approval (``tools.require_approval``: the ``[approval]`` table's ``ask``, and
+    ``bash`` and ``bash_kill`` unless its ``allow`` or ``allow`` here names them),
+    ``LocalShell`` and ``tool_bash`` (when ``shell``), the config file's plugins with their
+    configs, its MCP servers (each a plugin; one that cannot start is an error), the check
+    that every ``ask`` of the config file names a tool (:func:`check_asks`), and with
+    ``--watch`` a background task that reloads their modules on change.
 
     A SIGINT, SIGTERM or SIGHUP that the command itself does not take ends the body (plugin
     start included) with :exc:`Terminated`, and the runtime unwinds (``_signals.py``).
 
     Raises:
         CliError: a plugin of the config file failed to start.
+        ConfigFileError: an ``ask`` of the config file names no tool (every such listed).
         Terminated: a signal ended the body.
     """
     config = settings.config
@@ -221,8 +272,10 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
         store=make_store(settings.store), model=settings.model, agents=declared
     ) as root:
         with terminable(root):
-            if config.ask:
-                root.get("tools").require_approval(config.ask)
+            allowed = {*config.allow, *allow}
+            asked = {*config.ask, *(n for n in ASKED_BY_DEFAULT if n not in allowed)}
+            if asked:
+                root.get("tools").require_approval(sorted(asked))
             if shell:
                 await root.plugin(LocalShell())
                 await root.plugin(tool_bash)
@@ -237,6 +290,7 @@ async def open_cli_runtime(settings: Settings, *, shell: bool = True) -> AsyncIt
                     ) from exc
             for server in config.mcp_servers:
                 await root.plugin(server)
+            check_asks(config, root.get("tools").names())
             if settings.watch:
                 files = sorted({p.file for p in config.plugins if p.file is not None})
                 if files:

@@ -4,9 +4,15 @@ Rules:
 - The prompt is the argument; ``-`` reads it from stdin instead. Otherwise, text piped to stdin
   (a pipe or a file, not a terminal) is sent after the argument, separated by a blank line,
   so ``git diff | trio-agents run "review this"`` works.
+- A resumed session's standing ``allow_always`` approvals are named in one stderr line
+  (ignored with ``--forget-approvals``).
+- On a terminal, the answer's control characters (but newline and tab) are shown as visible
+  escapes (:mod:`._controls`): the model does not control the terminal. A pipe gets the text
+  as it is.
 - stdout carries the answer only; the spinner (a terminal only) and notes go to stderr.
-- A tool call that needs approval is refused unless ``--yes`` (:mod:`._ask`); the model reads
-  the refusal and the turn goes on.
+- A tool call that needs approval (``bash`` and ``bash_kill`` by default) is refused unless
+  ``--yes`` (:mod:`._ask`); the model reads the refusal and the turn goes on, and the exit
+  status is the turn's (a refusal alone does not change it).
 - The exit status says how the turn ended: 0 completed; 1 error, max steps or blocked (one
   line on stderr); 130 cancelled by Ctrl-C, which cancels the turn with ``UserCancel`` so the
   session records it.
@@ -36,7 +42,8 @@ from ..session import (
     TurnEnded,
     UserMessage,
 )
-from ._ask import RunApprover
+from ._ask import RunApprover, restored_note
+from ._controls import visible_controls
 from ._options import CliError, Settings, attach, open_cli_runtime, session_path
 
 __all__ = ["run"]
@@ -51,16 +58,26 @@ async def run(args: argparse.Namespace) -> int:
     prompt = await _prompt(args.prompt)
     async with open_cli_runtime(settings) as root:
         agent, handle = await attach(root, args.session)
-        agent.approver = RunApprover(getattr(args, "yes", False))
+        forget = settings.forget_approvals
+        agent.approver = RunApprover(getattr(args, "yes", False), forget_stored=forget)
+        restored = restored_note(agent.session.records, forgotten=forget)
+        if restored is not None:
+            print(f"trio-agents: {restored}", file=sys.stderr)
         status = err.status("thinking…", spinner="dots")
+        shown = visible_controls if sys.stdout.isatty() else str
 
         def show(event: AgentOutput) -> None:
             nonlocal wrote
             if event.agent_id == agent.id and failed is None:
                 status.stop()
                 wrote = True
-                sys.stdout.write(event.text)
-                sys.stdout.flush()
+                try:
+                    sys.stdout.write(shown(event.text))
+                    sys.stdout.flush()
+                except BrokenPipeError:
+                    # The reader is gone (``| head``): stop the turn; the last write of the
+                    # command meets the closed pipe again, and the entry point ends quietly.
+                    agent.cancel()
 
         def on_write_failed(event: SessionWriteFailed) -> None:
             nonlocal failed

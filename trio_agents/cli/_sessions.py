@@ -1,11 +1,14 @@
-"""``trio-agents sessions list|show ID|delete ID``.
+"""``trio-agents sessions list|show ID|delete ID|repair ID``.
 
 Only the session store is started (no models, tools or agents). An unknown id, an invalid id,
 an unreadable or damaged session file is one line on stderr and exit status 1.
 
 Rules:
 - ``list`` and ``show`` open the store read-only: they write nothing (a torn tail is left as
-  it is, with a warning) and work on a read-only directory. Only ``delete`` writes.
+  it is, with a warning) and work on a read-only directory. Only ``delete`` and ``repair``
+  write; neither touches a session another process has live.
+- ``repair`` (JSONL only) keeps the longest valid start of a corrupt session file and moves
+  the rest to a side file beside it (:meth:`JsonlStore.repair`), and says what it did.
 - ``list`` shows a damaged session as a row with the reason, beside the others.
 - ``show`` prints at most :data:`SHOWN` characters of each message, then a note of how many
   more there are; the time is linear in the size of the session. ``--full`` prints messages
@@ -32,10 +35,13 @@ from ..session import (
     AssistantMessage,
     Compacted,
     InboxSpliced,
+    JsonlStore,
     ModelUsage,
     SessionInfo,
     SessionNotFoundError,
+    SessionRepair,
     SessionStore,
+    SqliteStore,
     ToolApproval,
     ToolCall,
     ToolCallEnded,
@@ -55,13 +61,16 @@ async def sessions(args: argparse.Namespace) -> int:
     """Dispatch on ``args.action``."""
     out = Console(highlight=False)
     async with open_root() as root:
-        await root.plugin(make_store(args.store, read_only=args.action != "delete"))
+        writes = args.action in ("delete", "repair")
+        await root.plugin(make_store(args.store, read_only=not writes))
         store: SessionStore = root.get("sessions")
         try:
             if args.action == "list":
                 await _list(store, out, as_json=args.json)
             elif args.action == "show":
                 await _show(store, args.id, _Shower(out, full=args.full), as_json=args.json)
+            elif args.action == "repair":
+                _repaired(await _repair(store, args.id), args.id)
             else:
                 await store.delete(args.id)
                 out.print(f"deleted {args.id}")
@@ -72,6 +81,25 @@ async def sessions(args: argparse.Namespace) -> int:
                 f"no stored session {args.id!r}{place}; 'trio-agents sessions list' shows the ids"
             ) from None
     return 0
+
+
+async def _repair(store: SessionStore, session_id: str) -> SessionRepair | None:
+    if not isinstance(store, JsonlStore):
+        check = (
+            f" (check a SQLite database with: sqlite3 {store.path} 'PRAGMA integrity_check')"
+            if isinstance(store, SqliteStore)
+            else ""
+        )
+        raise CliError(
+            f"'sessions repair' repairs the files of a JSONL store directory; this store is a "
+            f"{type(store).__name__}{check}"
+        )
+    return await store.repair(session_id)
+
+
+def _repaired(done: SessionRepair | None, session_id: str) -> None:
+    # Plain print: the message holds paths, which are not rich markup.
+    print(f"repaired: {done}" if done is not None else f"session {session_id!r} needs no repair")
 
 
 async def _list(store: SessionStore, out: Console, *, as_json: bool) -> None:

@@ -10,6 +10,9 @@ Rules:
   writer, the shell) still running, so every shell job is killed and awaited and every session
   flushed. Outside a runtime's body (before it opens) the command itself is cancelled.
   The exit status is 128 + the signal's number (130, 143, 129), after one line on stderr.
+- After the run, while the command waits for a reader to take the rest of its output
+  (:func:`stoppable`), the first SIGINT, SIGTERM or SIGHUP ends the wait and the command,
+  with the same line and status.
 - SIGHUP means the terminal is gone: the standard streams that are terminals are pointed at
   ``/dev/null`` first, so the teardown never fails on a write to a closed terminal.
 - A signal that arrives while the runtime is already tearing down, or after a first one (a
@@ -34,7 +37,15 @@ import trio
 
 from ..kernel import Context, FiberState
 
-__all__ = ["FORCE_GRACE", "Terminated", "Termination", "guarded", "terminable"]
+__all__ = [
+    "FORCE_GRACE",
+    "Terminated",
+    "Termination",
+    "ended_by",
+    "guarded",
+    "stoppable",
+    "terminable",
+]
 
 #: Seconds a teardown gets after a further signal before the process exits regardless.
 FORCE_GRACE = 3.0
@@ -84,7 +95,7 @@ class Termination:
     def line(self) -> str:
         """The line that says how the command ended."""
         assert self.signum is not None
-        return f"trio-agents: {_WORDS.get(signal.Signals(self.signum), 'signalled')}"
+        return ended_by(self.signum)
 
     def _tearing_down(self) -> bool:
         return any(root.fiber.state is not FiberState.ACTIVE for root in self._roots)
@@ -149,6 +160,37 @@ class Termination:
                     await store.flush(agent.session)
                 except Exception:  # best effort on the way out: the next session may work
                     continue
+
+
+def ended_by(signum: int) -> str:
+    """The line that says a signal ended the command: ``trio-agents: terminated (SIGTERM)``."""
+    return f"trio-agents: {_WORDS.get(signal.Signals(signum), 'signalled')}"
+
+
+class _Stopped(BaseException):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, _: object) -> None:
+    raise _Stopped(signum)
+
+
+def stoppable(wait: Callable[[], None]) -> int | None:
+    """Run the blocking ``wait()`` (outside trio: the command's run is over) so that SIGINT,
+    SIGTERM or SIGHUP end it; returns the exit status of the signal (128 + its number, after
+    its line on stderr), or ``None`` when ``wait()`` returned."""
+    previous = {signum: signal.signal(signum, _stop) for signum in _SIGNALS}
+    try:
+        wait()
+    except _Stopped as stopped:
+        print(ended_by(stopped.signum), file=sys.stderr)
+        return 128 + stopped.signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return None
 
 
 def _silence(fds: list[int]) -> None:

@@ -5,6 +5,8 @@ Rules:
   stderr, ``trio-agents: error: ...``, and exits with status 1, like every other mistake.
 - When one option or command of the subcommand in use is close to a word the user typed
   (:func:`difflib.get_close_matches`), the line ends with ``did you mean --model?``.
+- Options are never abbreviated (``allow_abbrev=False`` on every parser): ``--stor`` is a
+  mistake with a "did you mean --store?", not ``--store``.
 - ``--help`` and ``--version`` still print their text and exit 0.
 """
 
@@ -16,7 +18,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _distribution_version
-from typing import NoReturn
+from typing import Any, NoReturn
 
 __all__ = ["Parser", "UsageExit", "suggestion", "version"]
 
@@ -76,6 +78,12 @@ class Parser(argparse.ArgumentParser):
 
     argv: Sequence[str] = ()
     top: argparse.ArgumentParser | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Invariant: no abbreviations: ``--stor ./s`` is an unknown option, never ``--store``.
+        # Subcommand parsers are made by this class too (``parser_class`` defaults to it).
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         top = self.top or self

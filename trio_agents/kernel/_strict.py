@@ -14,6 +14,10 @@ Rules:
 - A ``Literal`` takes a value equal to one of its members *and of the same type*
   (``1 == True``, but the sender wrote one or the other).
 - Extra keys are refused (unless ``forbid_extra_keys=False``).
+- An attrs class's validators count as problems of their fields: when one refuses a value,
+  every field validator is asked, and each refusal is a problem at its field's path
+  (``agents[0].max_steps``), beside the type problems of the other fields. A class that
+  refuses in ``__attrs_post_init__`` (a rule across fields) is one problem at its own path.
 - Every problem is collected; :meth:`StrictConverter.problems` lists each with its path, in the
   converter's ``Wording`` (``_wording``: a config file says ``int``, a model reads ``an
   integer``, a stored session ``an integer`` with Python's type names).
@@ -25,8 +29,10 @@ import collections.abc
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, final, get_args, get_origin
 
+import attrs
 import cattrs
 import cattrs.cols
+from cattrs.errors import AttributeValidationNote, ClassValidationError
 from cattrs.v import format_exception
 
 from ._wording import StrictTypeError, Wording
@@ -89,6 +95,15 @@ def _is_literal(tp: Any) -> bool:
     return get_origin(tp) is Literal
 
 
+#: The note that marks a field validator's refusal: its message is the whole problem.
+_REFUSED = "refused by the field's validator"
+
+
+def _noted(exc: BaseException) -> bool:
+    """Whether cattrs noted ``exc`` with the attribute it is a problem of."""
+    return any(isinstance(n, AttributeValidationNote) for n in getattr(exc, "__notes__", ()))
+
+
 @final
 class StrictConverter(cattrs.Converter):
     """A cattrs converter with the strict policy of this module.
@@ -107,6 +122,56 @@ class StrictConverter(cattrs.Converter):
         self.register_structure_hook_factory(_is_array, self._array_hook)
         self.register_structure_hook_factory(_is_mapping, self._mapping_hook)
         self.register_structure_hook_factory(_is_literal, self._literal_hook)
+        self.register_structure_hook_factory(attrs.has, self._attrs_hook)
+
+    def _attrs_hook(self, cl: Any) -> Callable[[object, Any], object]:
+        inner = self.gen_structure_attrs_fromdict(cl)
+        checked = [f for f in attrs.fields(cl) if f.validator is not None and f.init]
+
+        def structure(value: object, tp: Any) -> object:
+            try:
+                return inner(value, tp)  # type: ignore[arg-type]
+            except ClassValidationError as group:
+                found = self._refusals(cl, checked, value)
+                if not found:
+                    raise
+                # The fields' own problems (noted with their attribute), then each refusal;
+                # a refusal of the whole class (post-init) is left out: it may follow from
+                # the refused fields.
+                typed = [e for e in group.exceptions if _noted(e)]
+                raise ClassValidationError(group.message, [*typed, *found], cl) from None
+
+        return structure
+
+    def _refusals(
+        self, cl: Any, checked: list[attrs.Attribute[Any]], value: object
+    ) -> list[Exception]:
+        """The refusal of each field validator that refuses its value in ``value``."""
+        if not isinstance(value, Mapping):
+            return []
+        found: list[Exception] = []
+        for field in checked:
+            key = field.alias or field.name
+            if key not in value or field.type is None:
+                continue  # a default: the class's own choice
+            try:
+                given = self.structure(value[key], field.type)
+                converter: Any = field.converter
+                if converter is not None:
+                    given = converter(given)
+            except Exception:  # a type problem: cattrs reported it with its path
+                continue
+            try:
+                field.validator(None, field, given)  # type: ignore[misc]
+            except (ValueError, TypeError) as exc:
+                note = AttributeValidationNote(
+                    f"Structuring class {cl.__qualname__} @ attribute {key}", key, field.type
+                )
+                exc.__notes__ = [*getattr(exc, "__notes__", []), _REFUSED, note]
+                found.append(exc)
+            except Exception:  # a validator that needs the instance: the class refusal stands
+                continue
+        return found
 
     def _array_hook(self, tp: Any) -> Callable[[object, Any], object]:
         if get_origin(tp) is tuple:
@@ -164,8 +229,10 @@ class StrictConverter(cattrs.Converter):
             return self.wording.missing
         if isinstance(exc, cattrs.ForbiddenExtraKeysError):
             return f"{self.wording.extra}: {', '.join(sorted(exc.extra_fields))}"
-        text = format_exception(exc, type_)
         detail = str(exc)
+        if _REFUSED in getattr(exc, "__notes__", ()) and detail:
+            return detail
+        text = format_exception(exc, type_)
         # A validator's own message says more than "invalid value for type, expected X".
         if isinstance(exc, TypeError | ValueError) and detail and detail not in text:
             return f"{text}: {detail}" if text != "invalid value" else detail

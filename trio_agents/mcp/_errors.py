@@ -16,4 +16,5 @@ class McpConfigError(McpError, ValueError):
 
 
 class McpServerError(McpError, RuntimeError):
-    """An MCP server could not start, or its connection ended while the plugin was loaded."""
+    """An MCP server could not start (``ctx.plugin`` raises it); one that goes away later is
+    restarted or left down, and reported as :class:`McpServerFailed`, never raised."""

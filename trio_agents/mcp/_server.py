@@ -8,7 +8,8 @@ Rules:
   the connection (:mod:`._connection`), and every task the SDK starts lives under it. The
   plugin is ``active`` once the server answered ``initialize`` and its tools are registered;
   a server that cannot start within ``startup_timeout`` makes ``ctx.plugin`` raise
-  :class:`McpServerError`.
+  :class:`McpServerError`. After that, the server going away never fails the fiber: it is
+  restarted under ``restart`` (:mod:`._restart`), or stays down with its tools removed.
 - The same value structures from a config table (``[[mcp_servers]]``), strictly.
 """
 
@@ -24,6 +25,7 @@ import attrs
 from ..agent import TOOLS, ToolRegistry
 from ..kernel import Context, ServiceKey
 from ._errors import McpConfigError, McpError
+from ._restart import McpRestart
 
 __all__ = ["McpServer"]
 
@@ -70,6 +72,19 @@ def _optional_strings(value: Any) -> tuple[str, ...] | None:
     return None if value is None else _strings(value)
 
 
+def _restart(value: Any) -> McpRestart | None:
+    if value is True:
+        return McpRestart()
+    if value is None or value is False:
+        return None
+    if not isinstance(value, McpRestart):
+        raise McpConfigError(
+            f"restart is an McpRestart, True (the default policy) or None/False (never "
+            f"restarted); got {value!r}"
+        )
+    return value
+
+
 @final
 @attrs.frozen
 class McpServer:
@@ -91,10 +106,14 @@ class McpServer:
         roots: absolute directories offered to the server as its MCP roots (what a file
             server may work in); ``None``, no roots capability is announced.
         call_timeout: seconds a tool call may take before it is cancelled on the server and
-            answered with an error; ``None``, no limit (cancelling the turn still stops it).
+            answered with an error (default 300); ``None``, no limit (cancelling the turn
+            still stops it).
         agent: the id of the one agent that sees these tools; ``None``, every agent.
         ask: the server's tools (their names on the server) whose every call needs approval,
             ``["*"]`` for all of them (see :doc:`/tools`).
+        restart: what happens when the server goes away after it started: restarted with
+            backoff under this policy (the default: :class:`McpRestart`'s defaults);
+            ``None`` or ``False``, it stays down with its tools removed.
 
     Raises:
         McpConfigError: a field is invalid, or the fields name no transport or two.
@@ -118,10 +137,13 @@ class McpServer:
         default=None, kw_only=True, converter=_optional_strings, validator=_check_roots
     )
     call_timeout: float | None = attrs.field(
-        default=None, kw_only=True, validator=_check_call_timeout
+        default=300.0, kw_only=True, validator=_check_call_timeout
     )
     agent: str | None = attrs.field(default=None, kw_only=True)
     ask: tuple[str, ...] = attrs.field(default=(), kw_only=True, converter=_strings)
+    restart: McpRestart | None = attrs.field(
+        default=attrs.Factory(McpRestart), kw_only=True, converter=_restart
+    )
 
     def asks(self, tool: str) -> bool:
         """Whether calls of the server's tool ``tool`` need approval."""
@@ -169,6 +191,6 @@ class McpServer:
         except ImportError as exc:
             raise McpError(
                 f"MCP server {self.name!r} needs the MCP SDK, which is not installed "
-                f"({exc}); install it with: pip install 'trio-agents[mcp]'"
+                f"({exc}); install the 'mcp' extra (from a checkout: pip install -e '.[mcp]')"
             ) from exc
         await ctx.start(Connection(self).run)

@@ -21,11 +21,18 @@ T = TypeVar("T")
 
 @final
 class Watched(Generic[T]):
-    """``inner``, calling ``on_end()`` once when it reaches its end or is closed."""
+    """``inner``, calling ``on_end()`` once when it reaches its end or is closed, and
+    ``on_item(item)`` with each item it passes on."""
 
-    def __init__(self, inner: ReadStream[T], on_end: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        inner: ReadStream[T],
+        on_end: Callable[[], None],
+        on_item: Callable[[T], None] | None = None,
+    ) -> None:
         self._inner = inner
         self._on_end: Callable[[], None] | None = on_end
+        self._on_item = on_item
 
     def _ended(self) -> None:
         on_end, self._on_end = self._on_end, None
@@ -34,10 +41,13 @@ class Watched(Generic[T]):
 
     async def receive(self) -> T:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._ended()
             raise
+        if self._on_item is not None:
+            self._on_item(item)
+        return item
 
     def __aiter__(self) -> Watched[T]:
         return self

@@ -21,6 +21,7 @@ from ._messages import ToolSpec as ToolSpec
 from ._messages import UserText as UserText
 from ._openai import OpenAIChatModel as OpenAIChatModel
 from ._protocol import Model as Model
+from ._protocol import preflight as preflight
 from ._scripted import CallTool as CallTool
 from ._scripted import Fail as Fail
 from ._scripted import Reply as Reply
@@ -71,6 +72,7 @@ __all__ = [
     "UserText",
     "Wait",
     "model_from_spec",
+    "preflight",
     "register_model_scheme",
     "split_words",
 ]

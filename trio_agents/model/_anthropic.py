@@ -10,7 +10,8 @@ Rules:
   text the consumer has seen.
 - Bounds: ``timeout`` for a silence (a keep-alive counts as a read), ``deadline`` for the
   whole answer with its retries, 64 KiB of an error body, ``max_line`` characters of a line
-  or event. The attempts and the bounds are the shared driver's (``_retry.Attempts``).
+  or event, ``max_answer`` characters of one answer (text, reasoning and tool-call arguments
+  together). The attempts and the bounds are the shared driver's (``_retry.Attempts``).
 - Everything the stream opens (the client it made, the response) is closed when the stream
   ends, raises, is cancelled, or is closed by the consumer's ``aclosing``: no request outlives
   the turn that made it.
@@ -34,6 +35,7 @@ from ._retry import DEFAULT_DEADLINE, Failure, StreamSettings
 from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_number, spec_params
 from ._sse import DEFAULT_MAX_LINE
 from ._stream import ModelEvent
+from ._wire import DEFAULT_MAX_ANSWER
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "AnthropicModel", "anthropic_from_spec"]
 
@@ -59,6 +61,8 @@ class AnthropicModel(EndpointModel):
             ``None``: no limit.
         max_line: the longest line (and event) of the event stream, in characters.
         max_retries: how many times a failed request is tried again before any output.
+        max_answer: the most characters of one answer (text, reasoning and tool-call
+            arguments together); past it the answer is cut and the stream raises.
         context_window: the model's context window in tokens, or ``None`` when unknown (an
             agent compacts its history only when it knows the window).
         http_client: an ``httpx.AsyncClient`` to send through (its connection pool is then
@@ -66,9 +70,9 @@ class AnthropicModel(EndpointModel):
             client of its own, closed with the stream.
 
     Raises:
-        ValueError: no model name, ``max_tokens`` or ``max_line`` below 1, ``timeout`` or
-            ``deadline`` not positive, ``max_retries`` negative, or ``context_window``
-            below 1.
+        ValueError: no model name, ``max_tokens``, ``max_line`` or ``max_answer`` below 1,
+            ``timeout`` or ``deadline`` not positive, ``max_retries`` negative, or
+            ``context_window`` below 1.
     """
 
     __slots__ = ("_max_tokens", "context_window", "name")
@@ -84,6 +88,7 @@ class AnthropicModel(EndpointModel):
         deadline: float | None = DEFAULT_DEADLINE,
         max_line: int = DEFAULT_MAX_LINE,
         max_retries: int = 3,
+        max_answer: int = DEFAULT_MAX_ANSWER,
         http_client: httpx.AsyncClient | None = None,
         context_window: int | None = None,
     ) -> None:
@@ -91,7 +96,7 @@ class AnthropicModel(EndpointModel):
             raise ValueError("AnthropicModel needs a model name, such as 'claude-sonnet-4-5'")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be a whole number >= 1; got {max_tokens!r}")
-        settings = StreamSettings(timeout, deadline, max_line, max_retries)
+        settings = StreamSettings(timeout, deadline, max_line, max_retries, max_answer)
         self.name = model
         self.context_window = check_context_window(context_window)
         self._max_tokens = max_tokens
@@ -142,7 +147,7 @@ _SPEC_KEYS = ("base_url", "max_tokens", *HTTP_SPEC_KEYS[1:])
 
 def anthropic_from_spec(rest: str) -> AnthropicModel:
     """Build the model of ``anthropic:MODEL[?base_url=URL&max_tokens=N&timeout=SECONDS&
-    deadline=SECONDS&max_line=N&max_retries=N]``.
+    deadline=SECONDS&max_line=N&max_retries=N&max_answer=N&context_window=TOKENS]``.
 
     ``rest`` is what follows ``anthropic:``.
 

@@ -23,6 +23,9 @@ Rules:
   :class:`ModelError` naming it (the rules of ``_wire``); usage counts stay lenient.
 - Tool input that is not a JSON object is a :class:`ModelError`: a tool cannot run on
   arguments nobody can read. No input at all means ``{}``.
+- The text, the thinking (``thinking_delta``, ``signature_delta``: not shown) and the tool
+  input (pieces, or the object a ``tool_use`` block starts with) count against
+  ``max_answer`` as they arrive (``_wire.AnswerBudget``).
 - ``describe_failure`` turns an HTTP error response into one short line a user can act on,
   and says whether trying again may help (429, 529 overloaded, 408, 409, 5xx; the server's
   ``x-should-retry`` header overrides).
@@ -40,7 +43,15 @@ from ._errors import ModelError
 from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
 from ._retry import Failure, StreamFailure
 from ._stream import FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
-from ._wire import clip, field, finished, lost_mid_stream
+from ._wire import (
+    DEFAULT_MAX_ANSWER,
+    AnswerBudget,
+    clip,
+    field,
+    finished,
+    loads,
+    lost_mid_stream,
+)
 
 __all__ = [
     "EventAssembler",
@@ -61,6 +72,8 @@ _STOP = {
 }
 _RETRY_STATUS = frozenset({408, 409, 429, 529})
 _RETRY_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+#: The string field of each delta type that is not shown but counts against the bound.
+_UNSHOWN = {"thinking_delta": "thinking", "signature_delta": "signature"}
 _INPUT_COUNTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
@@ -138,12 +151,14 @@ class EventAssembler:
 
     Args:
         where: the endpoint, named in error messages.
+        max_answer: the most characters of one answer (see the module rules).
     """
 
-    __slots__ = ("_calls", "_counts", "_done", "_stop", "_where")
+    __slots__ = ("_budget", "_calls", "_counts", "_done", "_stop", "_where")
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, max_answer: int = DEFAULT_MAX_ANSWER) -> None:
         self._where = where
+        self._budget = AnswerBudget(where, max_answer)
         self._calls: dict[int, _PartialCall] = {}
         self._counts: dict[str, int] = {}
         self._stop: str | None = None
@@ -164,7 +179,7 @@ class EventAssembler:
         if self._done:
             return []
         try:
-            event = json.loads(data)
+            event = loads(data)
         except ValueError:
             raise ModelError(
                 f"{self._where} sent a stream event that is not JSON: {clip(data)!r}"
@@ -201,28 +216,41 @@ class EventAssembler:
         kind = delta.get("type")
         if kind == "text_delta":
             text = field(self._where, delta, "text", str, f"{at}.text")
-            return [TextDelta(text)] if text else []
+            return self._text(text)
         if kind == "input_json_delta":
             call = self._calls.get(self._index(event, "content_block_delta"))
             piece = field(self._where, delta, "partial_json", str, f"{at}.partial_json")
             if call is not None and piece:
+                self._budget.charge(piece)
                 call.pieces.append(piece)
+        elif isinstance(kind, str) and kind in _UNSHOWN:
+            unshown = delta.get(_UNSHOWN[kind])
+            if isinstance(unshown, str):
+                self._budget.charge(unshown)
         return []  # thinking, signature and citation deltas are not part of the answer text
 
     def _start(self, event: dict[str, Any]) -> list[ModelEvent]:
         at = "content_block_start.content_block"
         block = field(self._where, event, "content_block", dict, at) or {}
         if block.get("type") == "tool_use":
+            start_input = block.get("input")
+            if start_input:
+                self._budget.charge(json.dumps(start_input))
             self._calls[self._index(event, "content_block_start")] = _PartialCall(
                 field(self._where, block, "id", str, f"{at}.id") or "",
                 field(self._where, block, "name", str, f"{at}.name") or "",
-                block.get("input"),
+                start_input,
             )
         elif block.get("type") == "text":
             # The API starts text blocks empty; text a server puts there is not lost.
-            text = field(self._where, block, "text", str, f"{at}.text")
-            return [TextDelta(text)] if text else []
+            return self._text(field(self._where, block, "text", str, f"{at}.text"))
         return []
+
+    def _text(self, text: str | None) -> list[ModelEvent]:
+        if not text:
+            return []
+        self._budget.charge(text)
+        return [TextDelta(text)]
 
     def _index(self, event: dict[str, Any], kind: str) -> int:
         index = field(self._where, event, "index", int, f"{kind}.index")
@@ -258,7 +286,7 @@ class EventAssembler:
         raw = "".join(call.pieces)
         if raw.strip():
             try:
-                arguments = json.loads(raw)
+                arguments = loads(raw)
             except ValueError:
                 arguments = None
         else:
@@ -290,7 +318,7 @@ def describe_failure(
     """Classify the error response ``status`` with body ``content`` from ``url``."""
     text = content.decode("utf-8", errors="replace")
     try:
-        body: object = json.loads(text)
+        body: object = loads(text)
     except ValueError:
         body = None
     error_type, message = _error_fields(body)

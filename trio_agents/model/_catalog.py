@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Final, final
 
 from ..kernel import Context, ServiceKey
-from ._protocol import Model
+from ._protocol import Model, preflight
 from ._scripted import ScriptedModel
 from ._spec import model_from_spec
 
@@ -20,12 +20,21 @@ class ModelCatalog:
         self.default = default
 
     def resolve(self, model: Model | str | None) -> Model:
-        """``None`` → the default; a spec string (``echo?delay=1``) → a new model."""
+        """``None`` → the default; a spec string (``echo?delay=1``) → a new model; checked
+        with :func:`preflight`, as an agent is about to be stored for it.
+
+        Raises:
+            ModelSpecError: ``model`` is a bad spec.
+            ModelError: the model cannot answer as configured (a missing API key).
+        """
         if model is None:
-            return self.default
-        if isinstance(model, str):
-            return model_from_spec(model)
-        return model
+            resolved = self.default
+        elif isinstance(model, str):
+            resolved = model_from_spec(model)
+        else:
+            resolved = model
+        preflight(resolved)
+        return resolved
 
 
 @final

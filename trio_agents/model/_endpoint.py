@@ -42,7 +42,8 @@ class Endpoint:
         settings: the stream's bounds and retries.
         http_client: a shared client, or ``None`` for one per stream.
         describe: reads an HTTP error response of this endpoint.
-        assembler: makes the reader of one attempt's events, given the URL.
+        assembler: makes the reader of one attempt's events, given the URL and the bound of
+            one answer (``settings.max_answer``).
     """
 
     __slots__ = ("_attempts", "_default", "_prefix", "api_key", "base_url", "url")
@@ -58,7 +59,7 @@ class Endpoint:
         settings: StreamSettings,
         http_client: httpx.AsyncClient | None,
         describe: Describe,
-        assembler: Callable[[str], Assembler],
+        assembler: Callable[[str, int], Assembler],
     ) -> None:
         self._prefix = prefix
         self._default = default_base_url.rstrip("/")
@@ -67,13 +68,14 @@ class Endpoint:
         self.api_key = api_key if api_key is not None else os.environ.get(f"{prefix}_API_KEY")
         self.url = f"{self.base_url}{path}"
         url = self.url
+        max_answer = settings.max_answer
         self._attempts = Attempts(
             url,
             settings=settings,
             base_url=self.base_url,
             http_client=http_client,
             describe=describe,
-            assembler=lambda: assembler(url),
+            assembler=lambda: assembler(url, max_answer),
             endpoint_variable=f"{prefix}_BASE_URL",
         )
 
@@ -104,6 +106,15 @@ class EndpointModel:
     __slots__ = ("_endpoint",)
 
     _endpoint: Endpoint
+
+    def preflight(self) -> None:
+        """Refuse, before anything is stored or sent, a missing key for the provider's own
+        endpoint (see :func:`trio_agents.model.preflight`).
+
+        Raises:
+            ModelError: ``$<PREFIX>_API_KEY`` is not set (nor ``api_key=`` given).
+        """
+        self._endpoint.check_key()
 
     @property
     def base_url(self) -> str:

@@ -9,7 +9,8 @@ Rules:
   yielded, so a retry never repeats text the consumer has seen.
 - Bounds: ``timeout`` for a silence (a keep-alive counts as a read), ``deadline`` for the
   whole answer with its retries, 64 KiB of an error body, ``max_line`` characters of a line
-  or event. The attempts and the bounds are the shared driver's (``_retry.Attempts``).
+  or event, ``max_answer`` characters of one answer (text, reasoning and tool-call arguments
+  together). The attempts and the bounds are the shared driver's (``_retry.Attempts``).
 - Everything the stream opens (the client it made, the response) is closed when the stream
   ends, raises, is cancelled, or is closed by the consumer's ``aclosing``: no request outlives
   the turn that made it.
@@ -33,6 +34,7 @@ from ._retry import DEFAULT_DEADLINE, Failure, StreamSettings
 from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_params
 from ._sse import DEFAULT_MAX_LINE
 from ._stream import ModelEvent
+from ._wire import DEFAULT_MAX_ANSWER
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIChatModel", "openai_from_spec"]
 
@@ -55,6 +57,8 @@ class OpenAIChatModel(EndpointModel):
             ``None``: no limit.
         max_line: the longest line (and event) of the event stream, in characters.
         max_retries: how many times a failed request is tried again before any output.
+        max_answer: the most characters of one answer (text, reasoning and tool-call
+            arguments together); past it the answer is cut and the stream raises.
         context_window: the model's context window in tokens, or ``None`` when unknown (an
             agent compacts its history only when it knows the window).
         http_client: an ``httpx.AsyncClient`` to send through (its connection pool is then
@@ -62,8 +66,8 @@ class OpenAIChatModel(EndpointModel):
             client of its own, closed with the stream.
 
     Raises:
-        ValueError: ``timeout`` or ``deadline`` is not positive, ``max_line`` is below 1, or
-            ``max_retries`` is negative, or ``context_window`` is below 1.
+        ValueError: ``timeout`` or ``deadline`` is not positive, ``max_line`` or ``max_answer``
+            is below 1, ``max_retries`` is negative, or ``context_window`` is below 1.
     """
 
     __slots__ = ("context_window", "name")
@@ -78,12 +82,13 @@ class OpenAIChatModel(EndpointModel):
         deadline: float | None = DEFAULT_DEADLINE,
         max_line: int = DEFAULT_MAX_LINE,
         max_retries: int = 3,
+        max_answer: int = DEFAULT_MAX_ANSWER,
         http_client: httpx.AsyncClient | None = None,
         context_window: int | None = None,
     ) -> None:
         if not model:
             raise ValueError("OpenAIChatModel needs a model name, such as 'gpt-4o-mini'")
-        settings = StreamSettings(timeout, deadline, max_line, max_retries)
+        settings = StreamSettings(timeout, deadline, max_line, max_retries, max_answer)
         self.name = model
         self.context_window = check_context_window(context_window)
         self._endpoint = Endpoint(
@@ -124,7 +129,7 @@ class OpenAIChatModel(EndpointModel):
 
 def openai_from_spec(rest: str) -> OpenAIChatModel:
     """Build the model of ``openai:MODEL[?base_url=URL&timeout=SECONDS&deadline=SECONDS&
-    max_line=N&max_retries=N]``.
+    max_line=N&max_retries=N&max_answer=N&context_window=TOKENS]``.
 
     ``rest`` is what follows ``openai:``.
 

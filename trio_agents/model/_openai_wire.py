@@ -15,6 +15,9 @@ Rules:
 - Tool arguments that are not a JSON object are a :class:`ModelError` (the turn records it):
   a tool cannot run on arguments nobody can read, and guessing would hide a model fault.
   Empty arguments mean ``{}``.
+- The text, the reasoning (``reasoning_content`` or ``reasoning``, which some servers stream
+  and which is not shown), a refusal, and the tool-call arguments count against
+  ``max_answer`` as they arrive (``_wire.AnswerBudget``).
 - ``describe_failure`` turns an HTTP error response into one short message a user can act
   on, and says whether trying again may help.
 """
@@ -30,7 +33,16 @@ from ._errors import ModelError
 from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
 from ._retry import Failure, retry_after
 from ._stream import FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
-from ._wire import checked, clip, field, finished, lost_mid_stream
+from ._wire import (
+    DEFAULT_MAX_ANSWER,
+    AnswerBudget,
+    checked,
+    clip,
+    field,
+    finished,
+    loads,
+    lost_mid_stream,
+)
 
 __all__ = [
     "ChunkAssembler",
@@ -48,6 +60,9 @@ _FINISH = {
     "length": FinishReason.LENGTH,
     "content_filter": FinishReason.ERROR,
 }
+#: Delta fields some servers stream beside the text (reasoning, a refusal): not shown, but
+#: counted against the answer's bound.
+_UNSHOWN = ("reasoning_content", "reasoning", "refusal")
 #: Status codes worth another attempt (the same set as the official OpenAI clients).
 _RETRY_STATUS = frozenset({408, 409, 429})
 
@@ -117,12 +132,14 @@ class ChunkAssembler:
 
     Args:
         where: the endpoint, named in error messages.
+        max_answer: the most characters of one answer (see the module rules).
     """
 
-    __slots__ = ("_calls", "_done", "_finish", "_usage", "_where")
+    __slots__ = ("_budget", "_calls", "_done", "_finish", "_usage", "_where")
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, max_answer: int = DEFAULT_MAX_ANSWER) -> None:
         self._where = where
+        self._budget = AnswerBudget(where, max_answer)
         self._calls: dict[int, _PartialCall] = {}
         self._finish: str | None = None
         self._usage = Usage()
@@ -141,7 +158,7 @@ class ChunkAssembler:
             self._done = True
             return []
         try:
-            chunk = json.loads(data)
+            chunk = loads(data)
         except ValueError:
             raise ModelError(
                 f"{self._where} sent a stream event that is not JSON: {clip(data)!r}"
@@ -165,8 +182,13 @@ class ChunkAssembler:
             if checked(where, choice, dict, at) is None:
                 continue  # a null choice carries nothing
             delta = field(where, choice, "delta", dict, f"{at}.delta") or {}
+            for key in _UNSHOWN:
+                unshown = delta.get(key)
+                if isinstance(unshown, str):
+                    self._budget.charge(unshown)
             content = field(where, delta, "content", str, f"{at}.delta.content")
             if content:
+                self._budget.charge(content)
                 events.append(TextDelta(content))
             parts = field(where, delta, "tool_calls", list, f"{at}.delta.tool_calls") or []
             for k, part in enumerate(parts):
@@ -192,10 +214,12 @@ class ChunkAssembler:
             call.name = name
         arguments = function.get("arguments")
         if isinstance(arguments, dict):  # some local servers send the object itself
-            call.arguments.append(json.dumps(arguments))
+            piece: str | None = json.dumps(arguments)
         else:
             piece = field(self._where, function, "arguments", str, f"{at}.function.arguments")
-            call.arguments.append(piece or "")
+        if piece:
+            self._budget.charge(piece)
+            call.arguments.append(piece)
 
     def end(self) -> list[ModelEvent]:
         """The body ended: the assembled tool calls, then ``Finished``.
@@ -214,7 +238,7 @@ class ChunkAssembler:
             raise ModelError(f"{self._where} sent a tool call without a tool name")
         raw = "".join(call.arguments)
         try:
-            arguments = json.loads(raw) if raw.strip() else {}
+            arguments = loads(raw) if raw.strip() else {}
         except ValueError:
             arguments = None
         if not isinstance(arguments, dict):
@@ -254,7 +278,7 @@ def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Fa
     """Classify the error response ``status`` with body ``content`` from ``url``."""
     text = content.decode("utf-8", errors="replace")
     try:
-        body: object = json.loads(text)
+        body: object = loads(text)
     except ValueError:
         body = None
     message, code = _error_fields(body)

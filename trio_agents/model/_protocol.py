@@ -5,6 +5,10 @@ Rules:
   hold, as the provider counts them; ``None`` means unknown, and an agent then never compacts
   on its own. Every built-in model takes it as a constructor keyword and a spec parameter
   (``?context_window=TOKENS``), checked by :func:`check_context_window`.
+- A model may have a ``preflight()`` method, called by :func:`preflight` before anything is
+  stored for it (an agent created or resumed, a command started): it raises
+  :class:`ModelError` when the model cannot answer as configured (a missing API key). It
+  sends nothing and does not block. The HTTP providers check their key there.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Protocol, runtime_checkable
 from ._messages import ModelRequest
 from ._stream import ModelEvent
 
-__all__ = ["Model", "check_context_window"]
+__all__ = ["Model", "check_context_window", "preflight"]
 
 
 @runtime_checkable
@@ -35,6 +39,18 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """Stream the model's answer to ``request``."""
         ...
+
+
+def preflight(model: Model) -> None:
+    """Check what ``model`` needs before anything is stored for it (see the module rules).
+
+    Raises:
+        ModelError: the model cannot answer as configured; the one-line message says what
+            to do (``OPENAI_API_KEY is not set; export it or pass api_key=``).
+    """
+    check = getattr(model, "preflight", None)
+    if check is not None:
+        check()
 
 
 def check_context_window(value: int | None) -> int | None:

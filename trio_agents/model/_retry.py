@@ -16,7 +16,8 @@ Rules:
   ``deadline`` bounds the whole ``stream()`` call, attempts and waits included, so a server
   that only ever sends keep-alives ends the turn too. A wait that would pass the deadline is
   not started. An error body is read up to 64 KiB, a line of the event stream up to
-  ``max_line`` characters; past either bound the message says so.
+  ``max_line`` characters, one answer up to ``max_answer`` characters (the assembler counts
+  it: ``_wire.AnswerBudget``); past any bound the message says so.
 - The deadline is applied around each await of the driver, never across a ``yield``: a cancel
   scope must not be left open while the consumer runs.
 """
@@ -40,6 +41,7 @@ from ._errors import ModelError
 from ._http import ERROR_BODY_LIMIT, ClientSource, finish_body, read_limited
 from ._sse import DEFAULT_MAX_LINE, SSEDecoder, SSELimitError
 from ._stream import ModelEvent
+from ._wire import DEFAULT_MAX_ANSWER
 
 __all__ = [
     "DEFAULT_DEADLINE",
@@ -89,22 +91,25 @@ class StreamSettings:
     """The bounds and the retry budget of a provider's streams; see the module rules.
 
     Raises:
-        ValueError: ``timeout`` or ``deadline`` not positive, ``max_line`` below 1, or
-            ``max_retries`` negative.
+        ValueError: ``timeout`` or ``deadline`` not positive, ``max_line`` or ``max_answer``
+            below 1, or ``max_retries`` negative.
     """
 
     timeout: float | None = 60.0
     deadline: float | None = DEFAULT_DEADLINE
     max_line: int = DEFAULT_MAX_LINE
     max_retries: int = 3
+    max_answer: int = DEFAULT_MAX_ANSWER
 
     def __attrs_post_init__(self) -> None:
         for name in ("timeout", "deadline"):
             value = getattr(self, name)
             if not _seconds_or_none(value):
                 raise ValueError(f"{name} must be a number of seconds > 0 or None; got {value!r}")
-        if self.max_line < 1:
-            raise ValueError(f"max_line must be a whole number >= 1; got {self.max_line!r}")
+        for name in ("max_line", "max_answer"):
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1; got {value!r}")
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0; got {self.max_retries!r}")
 

@@ -6,9 +6,9 @@ Rules:
 - ``SCHEME:REST`` goes to the factory registered for ``SCHEME`` (``openai:MODEL``), which gets
   ``REST``. An unregistered scheme is an error that lists the known forms.
 - ``openai`` is registered here: ``openai:MODEL?base_url=URL&timeout=SECONDS&deadline=SECONDS&
-  max_line=N&max_retries=N&context_window=TOKENS``.
+  max_line=N&max_retries=N&max_answer=N&context_window=TOKENS``.
 - ``anthropic`` too: ``anthropic:MODEL?base_url=URL&max_tokens=N&timeout=SECONDS&
-  deadline=SECONDS&max_line=N&max_retries=N&context_window=TOKENS``.
+  deadline=SECONDS&max_line=N&max_retries=N&max_answer=N&context_window=TOKENS``.
 """
 
 from __future__ import annotations

@@ -21,9 +21,18 @@ from ._errors import ModelSpecError
 __all__ = ["HTTP_SPEC_KEYS", "http_spec_kwargs", "spec_number", "spec_params", "spec_url"]
 
 #: The query keys of every HTTP provider, in the order error messages list them.
-HTTP_SPEC_KEYS = ("base_url", "timeout", "deadline", "max_line", "max_retries", "context_window")
+HTTP_SPEC_KEYS = (
+    "base_url",
+    "timeout",
+    "deadline",
+    "max_line",
+    "max_retries",
+    "max_answer",
+    "context_window",
+)
 _SECONDS = ("timeout", "deadline")
-_COUNTS = {"max_line": 1, "max_retries": 0, "context_window": 1}  # the smallest value of each
+# The smallest value of each count.
+_COUNTS = {"max_line": 1, "max_retries": 0, "max_answer": 1, "context_window": 1}
 
 
 def spec_params(scheme: str, rest: str, keys: Sequence[str]) -> tuple[str, dict[str, str]]:

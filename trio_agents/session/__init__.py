@@ -21,6 +21,7 @@ from ._events import SessionWriteFailed as SessionWriteFailed
 from ._ids import check_session_id as check_session_id
 from ._ids import default_root as default_root
 from ._jsonl import JsonlStore as JsonlStore
+from ._jsonl import SessionRepair as SessionRepair
 from ._keys import SESSIONS as SESSIONS
 from ._memory import MemoryStore as MemoryStore
 from ._postgres import PostgresStore as PostgresStore
@@ -77,6 +78,7 @@ __all__ = [
     "SessionInfo",
     "SessionLeaseLostError",
     "SessionNotFoundError",
+    "SessionRepair",
     "SessionState",
     "SessionStatistics",
     "SessionStore",

@@ -40,8 +40,8 @@ import trio
 from . import _jsonl_io as io
 from ._batches import Batch, BatchWriter, check_interval, write_failure
 from ._convert import dump_record
-from ._errors import SessionWriteError
-from ._ids import default_root
+from ._errors import SessionIdInUseError, SessionInUseError, SessionWriteError
+from ._ids import check_session_id, default_root
 from ._records import Record
 from ._session import Session
 from ._state import SessionState
@@ -50,7 +50,7 @@ from ._store import SessionInfo, SessionStore, Stored
 if TYPE_CHECKING:
     from ..kernel import Context
 
-__all__ = ["JsonlStore"]
+__all__ = ["JsonlStore", "SessionRepair"]
 
 log = logging.getLogger("trio_agents")
 
@@ -84,6 +84,38 @@ class _File:
     retry: bool = False
     # The error of the latest failure, also after a retry cleared `error`.
     last_error: SessionWriteError | None = None
+    # The size of the file when a resumed session was read (see `_enter`).
+    read_size: int = 0
+    # The descriptor of the session's lock (io.take_lock) from `_enter` to `_release`.
+    lock: int | None = None
+
+
+@attrs.frozen
+class SessionRepair:
+    """What :meth:`JsonlStore.repair` did to a corrupt session file.
+
+    Attributes:
+        session_id: the session.
+        records: how many records the file keeps (its longest valid start).
+        removed: how many bytes were moved out of it, to ``side``.
+        side: the side file beside it that holds those bytes (``<id>.jsonl.damaged-<n>``),
+            or ``None`` when there were none (a torn header was replaced).
+        reason: what was wrong where the kept part ends.
+    """
+
+    session_id: str
+    records: int
+    removed: int
+    side: Path | None
+    reason: str
+
+    def __str__(self) -> str:
+        moved = f"; the {self.removed} bytes after it are in {self.side}" if self.side else ""
+        plural = "" if self.records == 1 else "s"
+        return (
+            f"session {self.session_id!r} keeps its first {self.records} record{plural}{moved} "
+            f"(what was wrong: {self.reason})"
+        )
 
 
 @final
@@ -289,7 +321,8 @@ class JsonlStore(SessionStore):
             exists=session.resumed,
             written_seq=n - 1,
             synced_seq=n - 1,
-            tail=note if isinstance(note, io.Tail) else None,
+            tail=note.tail if isinstance(note, io.Loaded) else None,
+            read_size=note.size if isinstance(note, io.Loaded) else 0,
         )
 
     def _on_record(self, session: Session, record: Record) -> None:
@@ -304,11 +337,49 @@ class JsonlStore(SessionStore):
             raise self._refuse_write(f"enter session {session.id!r}")
         state: _File = self._state(session)
         await trio.lowlevel.checkpoint()
+        self._lock(session, state)
         # No checkpoint from here until the session is live: every record appended before
         # is in `pending`, every later one marks the session dirty itself.
         if state.pending or not state.exists or state.tail is not None:
             self._dirty[session] = state
             self._batches.poke()
+
+    def _lock(self, session: Session, state: _File) -> None:
+        """Take the session's lock, and check that the file is still what was read.
+
+        A few syscalls on a local file, none of which waits (the lock is tried, not awaited):
+        like ``is_stored``, they run on the loop's thread, which keeps entering a session free
+        of thread round trips.
+        """
+        try:
+            state.lock = io.take_lock(state.path)
+        except io.LockHeld as held:
+            raise SessionIdInUseError(
+                f"session {session.id!r} is in use by {held.holder}, which writes it (one "
+                f"process writes a session at a time; its lock is {io.lock_path(state.path)}); "
+                f"end it there, or resume it once that process has stopped"
+            ) from None
+        except OSError as exc:
+            raise SessionWriteError(
+                f"cannot lock session {session.id!r} ({exc.strerror or exc}); check that "
+                f"{self._root} is writable, or choose another store directory"
+            ) from exc
+        changed = (
+            _size(state.path) != state.read_size if session.resumed else os.path.lexists(state.path)
+        )
+        if changed:
+            self._unlock(state)
+            then = "load it again" if session.resumed else "resume it instead"
+            raise SessionIdInUseError(
+                f"session {session.id!r} was written by another process since this one "
+                f"{'read it' if session.resumed else 'checked its id'}; {then}"
+            )
+
+    @staticmethod
+    def _unlock(state: _File) -> None:
+        if state.lock is not None:
+            lock, state.lock = state.lock, None
+            io.release_lock(state.path, lock)
 
     async def _sync(self, session: Session) -> int:
         state: _File = self._state(session)
@@ -355,8 +426,13 @@ class JsonlStore(SessionStore):
             await trio.lowlevel.checkpoint()
 
     async def _release(self, session: Session) -> None:
+        state: _File = self._state(session)
         self._dirty.pop(session, None)
         self._unsynced.pop(session, None)
+        # Invariant: the lock goes only once no batch writes the file any more.
+        while state.in_flight:
+            await self._batch_ended.wait()
+        self._unlock(state)
         await trio.lowlevel.checkpoint()
 
     async def is_stored(self, session_id: str) -> bool:
@@ -379,12 +455,56 @@ class JsonlStore(SessionStore):
                 path,
                 tail.size - tail.offset,
             )
-        return Stored(loaded.records, tail)
+        return Stored(loaded.records, loaded)
 
     async def _remove(self, session_id: str) -> None:
         if self._read_only:
             raise self._refuse_write(f"delete session {session_id!r}")
-        await trio.to_thread.run_sync(io.remove_session, self.path_of(session_id), session_id)
+        try:
+            await trio.to_thread.run_sync(io.remove_session, self.path_of(session_id), session_id)
+        except io.LockHeld as held:
+            raise SessionInUseError(
+                f"session {session_id!r} is live in {held.holder}; end it there, then delete it"
+            ) from None
+
+    async def repair(self, session_id: str) -> SessionRepair | None:
+        """Repair a corrupt session file: keep its longest valid start (the records up to the
+        first line that cannot be read or is out of order) and move the rest, byte for byte,
+        to a side file beside it. Nothing is deleted. A torn last line is repaired the same
+        way (a resume would do it too).
+
+        Returns:
+            What was done, or ``None`` when the file needed no repair.
+
+        Raises:
+            SessionNotFoundError: no stored session has this id.
+            SessionInUseError: the session is live (here, or in another process).
+            SessionFormatError: the file is not a session file of this store (its header).
+            SessionWriteError: the store is read-only, or the file could not be rewritten.
+        """
+        self._check_open("repair a session")
+        check_session_id(session_id)
+        if self._read_only:
+            raise self._refuse_write(f"repair session {session_id!r}")
+        if session_id in self._live or session_id in self._entering:
+            raise SessionInUseError(
+                f"session {session_id!r} is live; dispose the agent that uses it, then repair it"
+            )
+        path = self.path_of(session_id)
+        try:
+            done = await trio.to_thread.run_sync(io.repair_session, path, session_id)
+        except io.LockHeld as held:
+            raise SessionInUseError(
+                f"session {session_id!r} is live in {held.holder}; end it there, then repair it"
+            ) from None
+        except OSError as exc:
+            raise SessionWriteError(
+                f"repairing session {session_id!r} in {path} failed ({exc.strerror or exc}); "
+                f"nothing was deleted"
+            ) from exc
+        if done is None:
+            return None
+        return SessionRepair(session_id, done.records, done.removed, done.side, done.reason)
 
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         found = await trio.to_thread.run_sync(io.scan_root, self._root)
@@ -400,3 +520,10 @@ class JsonlStore(SessionStore):
             )
             for f in found
         ]
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_size
+    except FileNotFoundError:
+        return None

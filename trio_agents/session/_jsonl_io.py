@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import secrets
+import socket
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,17 +47,23 @@ __all__ = [
     "SUFFIX",
     "VERSION",
     "Loaded",
+    "LockHeld",
+    "Repaired",
     "RewindError",
     "StoredFile",
     "Tail",
     "WriteJob",
     "check_root",
     "header_line",
+    "lock_path",
     "prepare_root",
     "read_session",
+    "release_lock",
     "remove_session",
+    "repair_session",
     "repair_tail",
     "scan_root",
+    "take_lock",
     "write_batch",
 ]
 
@@ -191,6 +199,9 @@ class Loaded:
     records: list[Record]
     tail: Tail | None
     mtime: float
+    #: The file's size when it was read: a resume checks, once it holds the session's lock,
+    #: that no other process wrote to the file since.
+    size: int = 0
 
 
 def _refuse_link(path: Path) -> SessionFormatError:
@@ -229,8 +240,13 @@ def _read_all(fd: int) -> tuple[bytes, float]:
     return b"".join(chunks), info.st_mtime
 
 
-def read_session(path: Path, session_id: str) -> Loaded:
+def read_session(path: Path, session_id: str, *, prefix: bool = False) -> Loaded:
     """Read a session file without writing to it (see the module rules).
+
+    Args:
+        prefix: read the longest valid start of a corrupt file instead of refusing it: the
+            first bad line (one that cannot be read, or out of ``seq`` order) and everything
+            after it is the tail (see :func:`repair_session`).
 
     Raises:
         SessionNotFoundError: there is no such file.
@@ -253,7 +269,8 @@ def read_session(path: Path, session_id: str) -> Loaded:
             # Not a torn header of ours (say, a foreign one-line file): refuse it.
             _check_header(data, path, session_id)
         # The header itself is torn: nothing after it was ever complete.
-        return Loaded([], Tail(0, len(data), "a torn header (no complete first line)"), mtime)
+        torn = Tail(0, len(data), "a torn header (no complete first line)")
+        return Loaded([], torn, mtime, len(data))
     _check_header(data[:end], path, session_id)
     records: list[Record] = []
     start = end + 1
@@ -266,22 +283,75 @@ def read_session(path: Path, session_id: str) -> Loaded:
         if end < 0:
             tail = Tail(start, len(data), "a torn last line (no newline at its end)")
             break
+        # A last line that cannot be parsed is a torn write; a bad record is corruption.
+        may_be_torn = end + 1 == len(data)
         try:
             value = parse_line(data[start:end], where=where)
+            may_be_torn = False
+            record = structure_record(value, where=where)
+            if record.seq != len(records):
+                raise SessionFormatError(
+                    f"{where}: expected the record with seq {len(records)}, found seq {record.seq}"
+                )
         except SessionFormatError as exc:
-            if end + 1 < len(data):
-                raise SessionFormatError(f"{exc}; the file is corrupt") from None
+            if prefix:
+                tail = Tail(start, len(data), f"from line {lineno} on: {exc}")
+                break
+            if not may_be_torn:
+                raise SessionFormatError(
+                    f"{exc}; the file is corrupt: 'trio-agents sessions repair {session_id}' "
+                    f"keeps its valid start and moves the rest to a side file"
+                ) from None
             tail = Tail(start, len(data), f"a last line that cannot be read ({exc})")
             break
-        record = structure_record(value, where=where)
-        if record.seq != len(records):
-            raise SessionFormatError(
-                f"{where}: expected the record with seq {len(records)}, found "
-                f"seq {record.seq}; the file is corrupt"
-            )
         records.append(record)
         start = end + 1
-    return Loaded(records, tail, mtime)
+    return Loaded(records, tail, mtime, len(data))
+
+
+@attrs.frozen
+class Repaired:
+    """What :func:`repair_session` did.
+
+    Attributes:
+        records: how many records the file keeps.
+        removed: how many bytes were moved out of it.
+        side: the side file that holds them.
+        reason: what was wrong where the kept part ends.
+    """
+
+    records: int
+    removed: int
+    side: Path | None
+    reason: str
+
+
+def repair_session(path: Path, session_id: str) -> Repaired | None:
+    """Keep the longest valid start of a session file and move the rest to a side file
+    (``<id>.jsonl.damaged-<n>``), holding the session's lock; nothing is deleted.
+
+    Returns:
+        What was done, or ``None`` when the file was whole.
+
+    Raises:
+        SessionNotFoundError: there is no such file.
+        SessionFormatError: the header is not a session header (nothing to keep).
+        LockHeld: another process has the session live.
+    """
+    if not os.path.lexists(path):
+        raise SessionNotFoundError(
+            f"no stored session has the id {session_id!r}; see store.list() for the ids"
+        )
+    lock = take_lock(path)
+    try:
+        loaded = read_session(path, session_id, prefix=True)
+        tail = loaded.tail
+        if tail is None:
+            return None
+        side = repair_tail(path, tail, header_line(session_id))
+        return Repaired(len(loaded.records), tail.size - tail.offset, side, tail.reason)
+    finally:
+        release_lock(path, lock)
 
 
 def repair_tail(path: Path, tail: Tail, header: bytes) -> Path | None:
@@ -464,17 +534,21 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def remove_session(path: Path, session_id: str) -> None:
-    """Delete a session file.
+    """Delete a session file, holding its lock.
 
     Raises:
         SessionNotFoundError: there is no such file.
+        LockHeld: another process has the session live.
     """
-    try:
-        path.unlink()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise SessionNotFoundError(
             f"no stored session has the id {session_id!r}; see store.list() for the ids"
-        ) from None
+        )
+    lock = take_lock(path)
+    try:
+        path.unlink(missing_ok=True)
+    finally:
+        release_lock(path, lock)
 
 
 @attrs.frozen
@@ -543,3 +617,87 @@ def _lmtime(path: Path) -> float | None:
         return path.lstat().st_mtime
     except OSError:
         return None
+
+
+# -- the session lock (one writing process per session) ---------------------------------------
+
+LOCK = ".lock"
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file beside a session file: ``<id>.jsonl.lock``."""
+    return path.with_name(path.name + LOCK)
+
+
+class LockHeld(Exception):
+    """Another open file description holds the lock of a session (see :func:`take_lock`).
+
+    Attributes:
+        holder: who holds it, said for a person: ``"process 12 on host h"``, ``"another store
+            object of this process"``, or ``"another process"`` when the lock file names none.
+    """
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(holder)
+        self.holder = holder
+
+
+def take_lock(path: Path) -> int:
+    """Take the exclusive lock of the session file ``path`` and write our pid and host in it.
+
+    The lock is a ``flock`` on the lock file beside the session file, so the kernel drops it
+    when the process dies, however it dies (a SIGKILLed holder leaves nothing to clean up),
+    and the descriptor is close-on-exec, so no child process keeps it.
+
+    Returns:
+        The lock's descriptor, for :func:`release_lock`.
+
+    Raises:
+        LockHeld: another process (or another store object of this one) holds it.
+        OSError: the lock file cannot be created or locked.
+    """
+    lock = lock_path(path)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise LockHeld(holder) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        # Invariant: the lock is ours only if `fd` is still the file at `lock`; the previous
+        # holder removes the file as it releases, so a file opened just before that is stale.
+        try:
+            current = os.stat(lock, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+    return fd
+
+
+def release_lock(path: Path, fd: int) -> None:
+    """Release a lock :func:`take_lock` took (its file is removed first, while still held)."""
+    try:
+        with contextlib.suppress(OSError):
+            os.unlink(lock_path(path))
+    finally:
+        os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    text = ""
+    with contextlib.suppress(OSError):
+        text = os.pread(fd, 300, 0).decode("utf-8", "replace")
+    pid, _, host = text.strip().partition(" ")
+    if not pid.isdigit():
+        return "another process"
+    if int(pid) == os.getpid() and host == socket.gethostname():
+        return "another store object of this process"
+    return f"process {pid} on {host}" if host else f"process {pid}"

@@ -95,6 +95,11 @@ def _where(dsn: str) -> str:
     return f"PostgreSQL at {host}:{port}" + (f" (database {db})" if db else "")
 
 
+def _one_line(exc: BaseException) -> str:
+    """An error's text on one line (libpq's messages carry newlines and tabs)."""
+    return " ".join(str(exc).split())
+
+
 def _check_dsn(dsn: str) -> str:
     from psycopg import ProgrammingError
     from psycopg.conninfo import conninfo_to_dict
@@ -151,7 +156,7 @@ class _Pool:
         if isinstance(result, outcome.Error) and isinstance(result.error, sql.OperationalError):
             raise ConnectionError(
                 f"cannot reach the session database, {_where(self.dsn)}: "
-                f"{str(result.error).strip()}; check that the server runs and the DSN is right"
+                f"{_one_line(result.error)}; check that the server runs and the DSN is right"
             ) from result.error
         return result.unwrap()
 
@@ -251,6 +256,8 @@ class PostgresStore(SessionStore):
         self._retry: dict[Session, None] = {}
         self._leased: dict[str, tuple[Session, _Row]] = {}
         self._batch_ended = trio.Event()
+        # The error of the latest failed batch, until a batch commits (see _batch_failure).
+        self._failed: SessionWriteError | None = None
 
     def __repr__(self) -> str:
         return f"<PostgresStore {_where(self._dsn)}>"
@@ -311,14 +318,7 @@ class PostgresStore(SessionStore):
                 await trio.lowlevel.checkpoint()
                 outcomes = []
         except Exception as exc:
-            cause = exc.__cause__ if isinstance(exc, ConnectionError) else exc
-            error = SessionWriteError(
-                f"writing {len(jobs)} session(s) to {_where(self._dsn)} failed "
-                f"({str(cause).strip()}); nothing of that batch was written, and the next "
-                f"flush writes it again"
-            )
-            error.__cause__ = exc
-            log.error("a session write batch failed", exc_info=error)
+            error = self._batch_failure(exc, len(jobs))
             if batch is not None:
                 batch.error = error
         finally:
@@ -332,10 +332,28 @@ class PostgresStore(SessionStore):
                     self._retry[session] = None
                 else:
                     self._lose(session, state, written_elsewhere=result == "moved")
+            if outcomes is not None:
+                self._failed = None
             ended, self._batch_ended = self._batch_ended, trio.Event()
             ended.set()
             if batch is not None:
                 batch.done.set()
+
+    def _batch_failure(self, exc: Exception, count: int) -> SessionWriteError:
+        """The error of a failed batch. While the same failure repeats (an outage: every
+        retry meets the same refused connection), it is the same error object, logged once, so
+        a caller that reports errors reports it once."""
+        cause = exc.__cause__ if isinstance(exc, ConnectionError) and exc.__cause__ else exc
+        message = (
+            f"writing session(s) to {_where(self._dsn)} failed ({_one_line(cause)}); nothing "
+            f"of that batch was written, and the next flush writes it again"
+        )
+        if self._failed is not None and str(self._failed) == message:
+            return self._failed
+        error = self._failed = SessionWriteError(message)
+        error.__cause__ = exc
+        log.error("a session write batch failed (%d session(s))", count, exc_info=error)
+        return error
 
     async def _renewer(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -357,7 +375,7 @@ class PostgresStore(SessionStore):
                     "renewing %d session lease(s) on %s failed (%s); retrying in %gs",
                     len(leases),
                     _where(self._dsn),
-                    str(exc).strip(),
+                    _one_line(exc),
                     self._renew_every,
                 )
                 continue
@@ -472,7 +490,7 @@ class PostgresStore(SessionStore):
             log.warning(
                 "releasing the lease of session %r failed (%s); it expires within %gs",
                 session.id,
-                str(exc).strip(),
+                _one_line(exc),
                 self._lease,
             )
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -41,6 +42,19 @@ from ._errors import (
     SessionNotFoundError,
 )
 from ._records import Record
+
+
+class _PipelineNoise(logging.Filter):
+    """Drops psycopg's "error ignored terminating <psycopg.Pipeline [BAD]>": a pipeline whose
+    block failed on a lost connection fails again as it closes, and psycopg logs that second
+    failure. The block's own error is what the store reports (once); this line only repeats
+    it, in psycopg's words, on every retry of an outage."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("error ignored terminating")
+
+
+logging.getLogger("psycopg").addFilter(_PipelineNoise())
 
 __all__ = [
     "FORMAT_VERSION",

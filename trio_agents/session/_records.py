@@ -218,6 +218,8 @@ class AgentConfigured(Record):
         model: the model spec (``"openai:gpt-4o-mini"``) the agent was given, or ``None`` for
             the runtime's default (also when it was given a model object, see ``model_name``).
         model_name: the model's ``name``, for display.
+        model_object: the agent was given a model object, which the session cannot hold: a
+            resume must be given a model (``resume(id, model=...)``).
         parent_id: the id of the parent agent, for a child agent.
         cwd: the absolute working directory of the agent's shell commands, or ``None`` for the
             process's own.
@@ -233,6 +235,7 @@ class AgentConfigured(Record):
     parent_id: str | None = None
     cwd: str | None = None
     ask: list[str] = attrs.Factory(list)
+    model_object: bool = False
 
 
 _RECORDS: TagRegistry[Record] = TagRegistry(

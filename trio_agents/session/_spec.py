@@ -6,14 +6,24 @@ Rules (the forms, tried in this order):
 - ``sqlite:PATH``: a :class:`SqliteStore` on the database file ``PATH`` (``~`` expanded).
 - ``postgresql://...`` (or ``postgres://...``): a ``PostgresStore`` on that DSN, imported only
   then (the driver is an optional dependency).
+- a libpq keyword DSN, ``KEYWORD=VALUE ...`` (``host=db dbname=agents user=me``): a
+  ``PostgresStore`` too. A directory whose name starts with ``NAME=`` is written ``./NAME=...``.
 - anything else: a directory of a :class:`JsonlStore` (``~`` expanded); ``None`` or ``""`` is
   the default directory (see :func:`default_root`).
+
+Rules (no input silently means something else):
+- A spec that would be a JSONL directory, does not exist yet, and is a slip of another form is
+  refused with "did you mean": a prefix of ``memory`` or one edit from it (``mem``,
+  ``memroy``), a scheme one edit from ``sqlite:`` or ``postgresql:`` (``sqlit:x``,
+  ``postgresq://...``), ``postgres:`` without ``//``. An existing directory of that name is
+  used as it is, and ``./NAME`` always means a directory.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -31,13 +41,16 @@ __all__ = ["StoreSpec", "StoreSpecError", "parse_store_spec", "store_from_spec"]
 Kind = Literal["jsonl", "memory", "sqlite", "postgresql"]
 
 _POSTGRES = ("postgresql://", "postgres://")
+# The first word of a libpq keyword DSN: ``host=...``, ``dbname = ...`` (libpq allows blanks).
+_KEYWORD_DSN = re.compile(r"\s*[A-Za-z_]+\s*=")
+_SCHEMES = ("sqlite", "postgresql", "postgres")
 
 
 class StoreSpecError(TrioAgentsError, ValueError):
     """A store spec cannot be used; the message lists the valid forms."""
 
 
-_FORMS = "DIR, memory, sqlite:PATH or postgresql://USER@HOST/DB"
+_FORMS = "DIR, memory, sqlite:PATH, postgresql://USER@HOST/DB or 'host=... dbname=...'"
 
 
 @attrs.frozen
@@ -90,7 +103,8 @@ def parse_store_spec(spec: str | None) -> StoreSpec:
     """Parse a store spec (see the module rules).
 
     Raises:
-        StoreSpecError: ``sqlite:`` without a path.
+        StoreSpecError: ``sqlite:`` without a path, or a slip of another form (see the module
+            rules).
     """
     if not spec:
         return StoreSpec("jsonl", default_root())
@@ -104,9 +118,54 @@ def parse_store_spec(spec: str | None) -> StoreSpec:
                 f"sqlite:~/sessions.db (the forms: {_FORMS})"
             )
         return StoreSpec("sqlite", Path(os.path.expanduser(path)))
-    if spec.startswith(_POSTGRES):
+    if spec.startswith(_POSTGRES) or _KEYWORD_DSN.match(spec):
         return StoreSpec("postgresql", spec)
-    return StoreSpec("jsonl", Path(os.path.expanduser(spec)))
+    directory = Path(os.path.expanduser(spec))
+    _check_slip(spec, directory)
+    return StoreSpec("jsonl", directory)
+
+
+def _check_slip(spec: str, path: Path) -> None:
+    """Refuse a directory spec that is a slip of another form (see the module rules)."""
+    if spec.startswith((".", "/", "~")) or os.path.lexists(path):
+        return
+    word = spec.lower()
+    if (len(word) >= 3 and "memory".startswith(word)) or _one_edit(word, "memory"):
+        raise StoreSpecError(
+            f"store spec {spec!r} is not an existing directory; did you mean memory? (write "
+            f"./{spec} to make a new directory of that name)"
+        )
+    scheme, colon, rest = spec.partition(":")
+    if not colon:
+        return
+    meant = next((s for s in _SCHEMES if _one_edit(scheme.lower(), s)), scheme.lower())
+    if meant == "sqlite" and meant != scheme:
+        fixed = f"sqlite:{rest}"
+    elif meant in ("postgresql", "postgres") and (meant != scheme or not rest.startswith("//")):
+        fixed = f"{meant}://{rest.removeprefix('//')}"
+    else:
+        return
+    raise StoreSpecError(
+        f"store spec {spec!r} is not an existing directory; did you mean {fixed!r}? (the "
+        f"forms: {_FORMS})"
+    )
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` is ``b`` with one letter changed, added, removed, or two neighbours
+    swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
 
 def store_from_spec(spec: str | None, *, read_only: bool = False) -> SessionStore:

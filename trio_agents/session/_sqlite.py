@@ -42,6 +42,7 @@ from . import _sqlite_io as io
 from ._batches import Batch, BatchWriter, check_interval, write_failure
 from ._convert import dump_record
 from ._errors import (
+    SessionFormatError,
     SessionNotFoundError,
     SessionWriteError,
 )
@@ -241,10 +242,15 @@ class SqliteStore(SessionStore):
             self._unsynced[session] = row
 
     def _fail(self, session: Session, row: _Row, error: BaseException) -> None:
+        # An error of the database as a whole already names the file and the cause.
+        why = (
+            f"failed: {error}"
+            if isinstance(error, SessionFormatError | SessionWriteError)
+            else f"to {self._path} failed ({error})"
+        )
         message = (
-            f"writing session {session.id!r} to {self._path} failed ({error}); its records "
-            f"from seq {row.synced_seq + 1} on are not durable — the next flush writes them "
-            f"again"
+            f"writing session {session.id!r} {why}; its records from seq "
+            f"{row.synced_seq + 1} on are not durable — the next flush writes them again"
         )
         self._dirty.pop(session, None)
         self._unsynced.pop(session, None)

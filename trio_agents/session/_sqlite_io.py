@@ -225,10 +225,16 @@ class Database:
 
     @contextlib.contextmanager
     def _using(self) -> Iterator[sqlite3.Connection]:
+        """The connection, one thread at a time; an SQLite error that escapes is one line
+        naming the file and the cause (:func:`_failure`)."""
         if not self._busy.acquire(blocking=False):
             raise RuntimeError(f"the connection to {self.path} is used by two threads at once")
         try:
             yield self._conn
+        except sqlite3.IntegrityError:
+            raise  # a refused row: the batch reports it for its session
+        except sqlite3.Error as exc:
+            raise _failure(self.path, exc) from exc
         finally:
             self._busy.release()
 
@@ -260,9 +266,12 @@ class Database:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
         except sqlite3.DatabaseError as exc:
+            if _code(exc) != sqlite3.SQLITE_NOTADB:
+                raise _failure(self.path, exc) from None
             raise SessionFormatError(
-                f"{self.path} is not a trio-agents session database ({exc}); move it away, "
-                f"or give the store another path"
+                f"{self.path} is not an SQLite database ({exc}); if it held sessions it is "
+                f"damaged (check it with: sqlite3 {self.path} 'PRAGMA integrity_check'), "
+                f"otherwise give the store another path"
             ) from None
         if app == 0 and version == 0 and tables == 0:
             if not creating:
@@ -327,6 +336,10 @@ class Database:
                     try:
                         _write_job(conn, job)
                     except sqlite3.Error as exc:
+                        if not conn.in_transaction:
+                            # SQLite rolled the whole transaction back (a full disk does):
+                            # it failed as a whole, for that reason.
+                            raise
                         conn.execute("ROLLBACK TO job")
                         results[i] = exc
                     conn.execute("RELEASE job")
@@ -373,18 +386,21 @@ class Database:
             SessionNotFoundError: there is none.
             SessionFormatError: a row is not a valid record, or a ``seq`` is missing.
         """
-        with self._using() as conn:
-            conn.execute("BEGIN")  # one snapshot for both queries
-            try:
-                found = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
-                if found.fetchone() is None:
-                    raise SessionNotFoundError(_not_found(session_id))
-                rows = conn.execute(
-                    "SELECT seq, line FROM records WHERE session_id = ? ORDER BY seq",
-                    (session_id,),
-                ).fetchall()
-            finally:
-                conn.execute("COMMIT")
+        with self._using() as conn, _snapshot(conn):  # one snapshot for both queries
+            found = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
+            if found.fetchone() is None:
+                # The key lookup walks the table's b-tree; a whole scan of the (small)
+                # sessions table that finds the id says that b-tree is damaged.
+                scanned = conn.execute("SELECT 1 FROM sessions WHERE id || '' = ?", (session_id,))
+                if scanned.fetchone() is not None:
+                    raise _failure(
+                        self.path, sqlite3.DatabaseError("a lookup of a stored id misses it")
+                    )
+                raise SessionNotFoundError(_not_found(session_id))
+            rows = conn.execute(
+                "SELECT seq, line FROM records WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
         return self._records(session_id, rows)
 
     def _records(self, session_id: str, rows: Sequence[tuple[object, object]]) -> list[Record]:
@@ -394,7 +410,8 @@ class Database:
             if seq != len(records):
                 raise SessionFormatError(
                     f"{where}: expected the record with seq {len(records)}; the session is "
-                    f"corrupt (delete it, or restore the database from a backup)"
+                    f"corrupt (check the database with: sqlite3 {self.path} 'PRAGMA "
+                    f"integrity_check'; restore it from a backup, or delete the session)"
                 )
             if not isinstance(line, str):
                 raise SessionFormatError(f"{where}: the record is not text; the session is corrupt")
@@ -409,15 +426,11 @@ class Database:
     def scan(self) -> list[StoredRow]:
         """Every stored session, read as :meth:`read_session` does; a session that cannot be
         read is listed with the reason (``damaged``)."""
-        with self._using() as conn:
-            conn.execute("BEGIN")
-            try:
-                sessions = conn.execute("SELECT id, updated FROM sessions ORDER BY id").fetchall()
-                rows = conn.execute(
-                    "SELECT session_id, seq, line FROM records ORDER BY session_id, seq"
-                ).fetchall()
-            finally:
-                conn.execute("COMMIT")
+        with self._using() as conn, _snapshot(conn):
+            sessions = conn.execute("SELECT id, updated FROM sessions ORDER BY id").fetchall()
+            rows = conn.execute(
+                "SELECT session_id, seq, line FROM records ORDER BY session_id, seq"
+            ).fetchall()
         by_session: dict[str, list[tuple[object, object]]] = {}
         for session_id, seq, line in rows:
             by_session.setdefault(session_id, []).append((seq, line))
@@ -457,3 +470,48 @@ def _write_job(conn: sqlite3.Connection, job: WriteJob) -> None:
 
 def _not_found(session_id: str) -> str:
     return f"no stored session has the id {session_id!r}; see store.list() for the ids"
+
+
+def _code(exc: sqlite3.Error) -> int | None:
+    """The primary result code of an SQLite error (``SQLITE_FULL``, ...), if it has one."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _failure(path: Path, exc: sqlite3.Error) -> SessionFormatError | SessionWriteError:
+    """An SQLite error as one line that names the database and the cause, and what to do.
+
+    A full disk is a :class:`SessionWriteError` that says the stored data is intact; a damaged
+    database (a malformed page, a b-tree whose lookups miss) is a :class:`SessionFormatError`
+    that says how to check it; anything else a :class:`SessionWriteError` with the cause.
+    """
+    code = _code(exc)
+    if code == sqlite3.SQLITE_FULL or "database or disk is full" in str(exc):
+        return SessionWriteError(
+            f"the session database {path} cannot grow: the disk is full ({exc}); free some "
+            f"space and try again (what it stores is intact)"
+        )
+    # A bare DatabaseError with no code: a damage found by this module's own checks.
+    if (
+        code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+        or type(exc) is sqlite3.DatabaseError
+    ):
+        return SessionFormatError(
+            f"the session database {path} is damaged ({exc}); check it with: sqlite3 {path} "
+            f"'PRAGMA integrity_check', then restore it from a backup (sqlite3's .recover "
+            f"saves what it can)"
+        )
+    return SessionWriteError(f"the session database {path} failed ({exc})")
+
+
+@contextlib.contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction; ended without hiding an error that escapes it."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

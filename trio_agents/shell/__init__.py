@@ -1,6 +1,8 @@
 """The shell: ``ShellExecutor`` (definition), ``LocalShell`` (provider), ``tool_bash``
 (consumer) (``docs/shell.rst``)."""
 
+from ._child import SupervisedChild as SupervisedChild
+from ._child import supervisor_available as supervisor_available
 from ._errors import JobNotFoundError as JobNotFoundError
 from ._errors import ShellError as ShellError
 from ._errors import ShellRequestError as ShellRequestError
@@ -44,7 +46,9 @@ __all__ = [
     "ShellRequestError",
     "ShellResult",
     "ShellStatistics",
+    "SupervisedChild",
     "ToolBash",
     "job_state",
+    "supervisor_available",
     "tool_bash",
 ]

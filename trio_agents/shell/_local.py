@@ -11,7 +11,8 @@ Rules:
   runs inside the process's own cancel scope. Cancelling that scope (``kill``), its deadline
   (the timeout) and an outer cancellation (a cancelled caller, the fiber's teardown) all end
   in the same shielded stop: SIGTERM to the job, ``kill_grace`` seconds, SIGKILL to the
-  job, await the shell's exit.
+  job, await the shell's exit (``kill_grace`` again, then ``Child.force``: a job that stopped
+  its supervisor cannot make the stop wait for ever).
 - When the shell has exited, what is left of the job gets the same treatment, and the pipe
   is drained to EOF (bounded by ``kill_grace``): no process outlives its job, and the output
   of a job that is no longer running is complete.
@@ -22,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import errno
 import itertools
 import math
 import os
@@ -50,6 +52,18 @@ __all__ = ["LocalShell", "LocalShellExecutor", "ShellStatistics"]
 
 
 _READ_SIZE = 65536
+
+
+def max_command() -> int:
+    """The longest command line, in bytes, that ``/bin/sh -c`` can be given here.
+
+    Linux limits each argument of a program to ``MAX_ARG_STRLEN`` (32 pages, with its
+    terminating NUL); elsewhere only the total, ``ARG_MAX``, applies.
+    """
+    # os.uname, not sys.platform: mypy would call the other branch unreachable.
+    if os.uname().sysname == "Linux":
+        return 32 * os.sysconf("SC_PAGE_SIZE") - 1
+    return os.sysconf("SC_ARG_MAX")
 
 
 def _positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -133,6 +147,12 @@ class LocalShellExecutor(ShellExecutor):
         config = self._config
         if not isinstance(request.command, str) or not request.command.strip():
             raise ShellRequestError("the command is empty; give a shell command line to run")
+        size = len(request.command.encode("utf-8", "surrogateescape"))
+        if size > (limit := max_command()):
+            raise ShellRequestError(
+                f"the command is {size:,} bytes; this system runs a command line of at most "
+                f"{limit:,} bytes; write the script to a file and run the file instead"
+            )
         cwd = os.path.abspath(request.cwd if request.cwd is not None else os.getcwd())
         if not os.path.isdir(cwd):
             raise ShellRequestError(f"the working directory {cwd!r} does not exist")
@@ -300,12 +320,25 @@ class LocalShellExecutor(ShellExecutor):
 
     async def _spawn(self, spec: ShellExecSpec, job_id: str | None) -> _Process:
         process: Child
-        if self._config.supervise and supervisor_available():
-            process = await SupervisedChild.spawn(
-                spec.command, spec.cwd, spec.env, self._config.kill_grace
-            )
-        else:
-            process = await GroupChild.spawn(spec.command, spec.cwd, spec.env)
+        try:
+            if self._config.supervise and supervisor_available():
+                process = await SupervisedChild.spawn(
+                    ["/bin/sh", "-c", spec.command], spec.cwd, spec.env, self._config.kill_grace
+                )
+            else:
+                process = await GroupChild.spawn(spec.command, spec.cwd, spec.env)
+        except OSError as exc:
+            if exc.errno != errno.E2BIG:
+                raise
+            # Otherwise the error would name the program run (the supervisor's python).
+            size = len(spec.command.encode("utf-8", "surrogateescape"))
+            env = sum(len(k) + len(v) + 2 for k, v in spec.env.items())
+            raise ShellRequestError(
+                f"the command ({size:,} bytes) and its environment ({env:,} bytes) exceed "
+                f"this system's limit for starting a program (ARG_MAX, "
+                f"{os.sysconf('SC_ARG_MAX'):,} bytes); shorten them, or write the script to a "
+                f"file and run the file instead"
+            ) from None
         return _Process(spec, process, OutputBuffer(spec.output_cap), job_id)
 
     async def _drive(self, proc: _Process) -> None:
@@ -360,6 +393,11 @@ class LocalShellExecutor(ShellExecutor):
             await proc.process.wait()
         if proc.process.returncode is None:
             self._signal(proc, signal.SIGKILL)
+            with trio.move_on_after(self._config.kill_grace):
+                await proc.process.wait()
+        if proc.process.returncode is None:
+            # Nothing acted on the SIGKILL (the job stopped or killed its supervisor).
+            await proc.process.force()
             await proc.process.wait()
 
     async def _sweep(self, proc: _Process) -> None:

@@ -147,13 +147,19 @@ class _BashTools:
         except ShellRequestError as exc:
             return ToolResult(str(exc), is_error=True, started=False)
         if not spec.background:
-            result = await executor.run(spec)
+            try:
+                result = await executor.run(spec)
+            except ShellRequestError as exc:  # refused at the start (too long for exec)
+                return ToolResult(str(exc), is_error=True, started=False)
             failed = result.status is not JobStatus.EXITED or result.exit_code != 0
             return ToolResult(format_result(result, spec.timeout), is_error=failed)
         # Shielded: once the job exists it must be tied to its agent before anything can
         # interrupt us; both steps return at once.
         with trio.CancelScope(shield=True):
-            task = await executor.start(spec)
+            try:
+                task = await executor.start(spec)
+            except ShellRequestError as exc:
+                return ToolResult(str(exc), is_error=True, started=False)
             if call.agent is not None and not await self._tie(call.agent, task.id):
                 return ToolResult(
                     f"agent {call.agent.id} is closing; {task.id} was killed", is_error=True
