@@ -487,8 +487,9 @@ async def test_a_resume_from_a_task_a_disposed_listener_started_publishes_nothin
 
         async with trio.open_nursery() as nursery:
             # The listener runs in the agent fiber's task: the task inherits its context.
-            root.on(ag.AgentDisposed, lambda e: nursery.start_soon(resume))
+            listener = root.on(ag.AgentDisposed, lambda e: nursery.start_soon(resume))
             await handle.dispose()
+        await listener.close()
         [failure] = failures
         assert re.fullmatch(CLOSED_CALLER.format(id="d", fiber=r"agent:d#\d+"), str(failure))
         assert created == []
