@@ -40,6 +40,7 @@ cancel: the best peer's p50 over trio_agents', so above 1 is faster either way).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -440,12 +441,17 @@ def table(best: dict[str, float], turns: int = TURNS) -> list[str]:
 
 def main() -> dict[str, float]:
     """Measure and print the table; returns the best seconds of every side."""
-    best = measure()
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_peers")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="rounds, each side's best kept")
+    parser.add_argument("--turns", type=int, default=TURNS, help="turns a round")
+    parser.add_argument("--samples", type=int, default=SAMPLES, help="cancels a round")
+    args = parser.parse_args()
+    best = measure(args.rounds, args.turns, args.samples)
     print(
-        f"peers on the same scripted work (best of {ROUNDS} rounds x {TURNS} turns, "
-        f"cancel p50 of {SAMPLES}; no network, fake models):"
+        f"peers on the same scripted work (best of {args.rounds} rounds x {args.turns} turns, "
+        f"cancel p50 of {args.samples}; fake models, no network):"
     )
-    for row in table(best):
+    for row in table(best, args.turns):
         print(row)
     return best
 
