@@ -195,15 +195,15 @@ def issue43_rows(r: dict[str, dict[str, float]], fsync_delay_us: int = 0) -> lis
         )
     else:
         absent("  instructions per cancel vs floor", "<= 2x floor", "instructions not run")
-    disk = f"every sync +{fsync_delay_us:,} us" if fsync_delay_us else "the disk as it is"
+    disk = f"sync +{fsync_delay_us:,} us" if fsync_delay_us else "disk as is"
     if "stores" in r:
         s = r["stores"]
         ratio = s["JsonlStore"] / s["floor"]
         rows.append(
             (
                 "32 agents flushing, default store",
-                f"JsonlStore {s['JsonlStore']:,.0f}/s vs serial fsync {s['floor']:,.0f}/s "
-                f"({ratio:.2f}x, {disk})",
+                f"JSONL {s['JsonlStore']:,.0f}/s vs serial fsync {s['floor']:,.0f}/s "
+                f"({ratio:.2f}x; {disk})",
                 ">= 4x on a slow-sync disk",
                 ratio >= 4,
             )
