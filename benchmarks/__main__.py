@@ -26,6 +26,7 @@ from . import (
     bench_instructions,
     bench_many,
     bench_memory,
+    bench_peers,
     bench_postgres,
     bench_resume,
     bench_sessions,
@@ -34,7 +35,17 @@ from . import (
     bench_tools,
 )
 
-FLOOR_ROWS = ("agents", "tools", "cancel", "memory", "many", "acp", "stores", "instructions")
+FLOOR_ROWS = (
+    "agents",
+    "tools",
+    "cancel",
+    "memory",
+    "many",
+    "acp",
+    "stores",
+    "instructions",
+    "peers",
+)
 OTHERS = ("fibers", "compaction", "sessions", "postgres", "resume", "shell")
 
 
@@ -127,12 +138,20 @@ def issue43_rows(r: dict[str, dict[str, float]], fsync_delay_us: int = 0) -> lis
     """Every row of issue #43's table from this run's figures: ``(figure, measured, goal, met)``.
 
     ``met`` is ``None`` for a row this run did not measure (its benchmark was not run, or none
-    exists yet); each measured row says its ratio, which is what the goal is about.
+    exists yet); each measured row says its ratio, which is what the goal is about, and, where
+    ``peers`` ran (their frameworks installed: ``nox -s bench-peers``), trio_agents over the best
+    peer measured in the same run.
     """
     rows: list[Row] = []
 
     def absent(figure: str, goal: str, why: str) -> None:
         rows.append((figure, f"not measured ({why})", goal, None))
+
+    peers = r.get("peers") or {}
+
+    def versus_peers(work: str) -> str:
+        ratio = peers.get(f"x_best_{work}")
+        return f"; {ratio:.1f}x best peer" if ratio is not None else ""
 
     if "agents" in r:
         a = r["agents"]
@@ -140,7 +159,8 @@ def issue43_rows(r: dict[str, dict[str, float]], fsync_delay_us: int = 0) -> lis
         rows.append(
             (
                 "fresh turn vs floor",
-                f"{a['turn_agent']:,.0f}/s vs {a['turn_raw']:,.0f}/s ({ratio:.2f}x)",
+                f"{a['turn_agent']:,.0f}/s vs {a['turn_raw']:,.0f}/s ({ratio:.2f}x)"
+                + versus_peers("turn"),
                 ">= 0.25x",
                 ratio >= 0.25,
             )
@@ -164,7 +184,8 @@ def issue43_rows(r: dict[str, dict[str, float]], fsync_delay_us: int = 0) -> lis
         rows.append(
             (
                 "tool turn vs plain turn",
-                f"{t['tool']:,.0f}/s vs {t['plain']:,.0f}/s ({t['tool_vs_plain']:.2f}x)",
+                f"{t['tool']:,.0f}/s vs {t['plain']:,.0f}/s ({t['tool_vs_plain']:.2f}x)"
+                + versus_peers("tool"),
                 ">= 0.7x",
                 t["tool_vs_plain"] >= 0.7,
             )
@@ -176,7 +197,8 @@ def issue43_rows(r: dict[str, dict[str, float]], fsync_delay_us: int = 0) -> lis
         rows.append(
             (
                 "cancel in-flight turn, p50",
-                f"{c['agent_p50']:,.0f} us vs {c['raw_p50']:,.0f} us ({c['ratio']:.1f}x)",
+                f"{c['agent_p50']:,.0f} us vs {c['raw_p50']:,.0f} us ({c['ratio']:.1f}x)"
+                + versus_peers("cancel"),
                 "<= 2x floor",
                 c["ratio"] <= 2,
             )
@@ -284,6 +306,7 @@ def main() -> None:
         "many": lambda: bench_many.main(many),
         "acp": bench_acp.main,
         "instructions": bench_instructions.main,
+        "peers": bench_peers.main,
         "compaction": bench_compaction.main,
         "sessions": bench_sessions.main,
         "stores": bench_stores.main,

@@ -101,3 +101,13 @@ def test_instruction_counts_subtract_the_marks_cost_from_each_cancel() -> None:
 async def test_instruction_workload_runs_natively_without_callgrind() -> None:
     """The counted workload runs outside valgrind too (the client requests are skipped)."""
     await bench_instructions.workload(None, turns=3, cancels=3)
+
+
+def test_issue43_table_reads_turns_and_cancel_against_the_best_peer_of_the_run() -> None:
+    """With the peers' figures of the same run, the turn, tool and cancel rows name x best peer."""
+    peers = {"x_best_turn": 5.1, "x_best_tool": 11.8, "x_best_cancel": 0.96}
+    rows = {figure: measured for figure, measured, _, _ in issue43_rows({**QUICK, "peers": peers})}
+    assert re.search(r"; 5\.1x best peer$", rows["fresh turn vs floor"])
+    assert re.search(r"; 11\.8x best peer$", rows["tool turn vs plain turn"])
+    assert re.search(r"; 1\.0x best peer$", rows["cancel in-flight turn, p50"])
+    assert "best peer" not in rows["idle agent (traced memory)"]
