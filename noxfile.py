@@ -105,6 +105,14 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "benchmarks", *session.posargs)
 
 
+@nox.session(python="3.11", name="bench-peers")
+def bench_peers(session: nox.Session) -> None:
+    """Run the peer frameworks (the pinned ``peers`` group) and trio_agents on the same scripted
+    work in one run, with raw trio and raw asyncio floors; prints the "x best peer" column."""
+    session.install("-e", ".", *_groups("peers"))
+    session.run("python", "-m", "benchmarks.bench_peers", *session.posargs)
+
+
 @nox.session(python="3.11")
 def demo(session: nox.Session) -> None:
     """Run the end-to-end lifecycle demo on the embedded scripted model."""

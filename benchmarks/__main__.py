@@ -1,9 +1,9 @@
-"""Run every benchmark: ``python -m benchmarks``; then the issue #17 table of ratios.
+"""Run every benchmark: ``python -m benchmarks``; then the issue #17 and #43 tables.
 
 Each benchmark runs in a fresh interpreter of its own (what one leaves on the heap would
 otherwise slow the next one's garbage collections), and reports its figures back to this
-process for the table. ``python -m benchmarks --quick`` runs the issue #17 rows only, at
-smaller sizes (1,000 agents at most, 10,000 idle agents for the RSS); ``--idle N`` and
+process for the table. ``python -m benchmarks --quick`` runs the rows of those tables only,
+at smaller sizes (10,000 idle agents for the RSS); ``--idle N`` and
 ``--many 10,1000,10000`` set those sizes; ``--only agents,tools,...`` runs only the named
 benchmarks; ``--fsync-delay-us N`` runs them as on a disk whose sync takes N us longer
 (``_fsync_delay``).
@@ -23,8 +23,10 @@ from . import (
     bench_cancel,
     bench_compaction,
     bench_fibers,
+    bench_instructions,
     bench_many,
     bench_memory,
+    bench_peers,
     bench_postgres,
     bench_resume,
     bench_sessions,
@@ -33,8 +35,18 @@ from . import (
     bench_tools,
 )
 
-FLOOR_ROWS = ("agents", "tools", "cancel", "memory", "many", "acp")
-OTHERS = ("fibers", "compaction", "sessions", "stores", "postgres", "resume", "shell")
+FLOOR_ROWS = (
+    "agents",
+    "tools",
+    "cancel",
+    "memory",
+    "many",
+    "acp",
+    "stores",
+    "instructions",
+    "peers",
+)
+OTHERS = ("fibers", "compaction", "sessions", "postgres", "resume", "shell")
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -119,10 +131,161 @@ def _summary(r: dict[str, dict[str, float]]) -> None:
         )
 
 
+Row = tuple[str, str, str, bool | None]
+
+
+def issue43_rows(r: dict[str, dict[str, float]], fsync_delay_us: int = 0) -> list[Row]:
+    """Every row of issue #43's table from this run's figures: ``(figure, measured, goal, met)``.
+
+    ``met`` is ``None`` for a row this run did not measure (its benchmark was not run, or none
+    exists yet); each measured row says its ratio, which is what the goal is about, and, where
+    ``peers`` ran (their frameworks installed: ``nox -s bench-peers``), trio_agents over the best
+    peer measured in the same run.
+    """
+    rows: list[Row] = []
+
+    def absent(figure: str, goal: str, why: str) -> None:
+        rows.append((figure, f"not measured ({why})", goal, None))
+
+    peers = r.get("peers") or {}
+
+    def versus_peers(work: str) -> str:
+        ratio = peers.get(f"x_best_{work}")
+        return f"; {ratio:.1f}x best peer" if ratio is not None else ""
+
+    if "agents" in r:
+        a = r["agents"]
+        ratio = a["turn_agent"] / a["turn_raw"]
+        rows.append(
+            (
+                "fresh turn vs floor",
+                f"{a['turn_agent']:,.0f}/s vs {a['turn_raw']:,.0f}/s ({ratio:.2f}x)"
+                + versus_peers("turn"),
+                ">= 0.25x",
+                ratio >= 0.25,
+            )
+        )
+    else:
+        absent("fresh turn vs floor", ">= 0.25x", "agents not run")
+    if r.get("instructions"):
+        i = r["instructions"]
+        rows.append(
+            (
+                "  instructions per turn vs floor",
+                f"{i['turn_agent']:,.0f} vs {i['turn_raw']:,.0f} Ir ({i['turn_ratio']:.1f}x)",
+                "<= 4x (0.25x's cost)",
+                i["turn_ratio"] <= 4,
+            )
+        )
+    else:
+        absent("  instructions per turn vs floor", "<= 4x (0.25x's cost)", "instructions not run")
+    if "tools" in r:
+        t = r["tools"]
+        rows.append(
+            (
+                "tool turn vs plain turn",
+                f"{t['tool']:,.0f}/s vs {t['plain']:,.0f}/s ({t['tool_vs_plain']:.2f}x)"
+                + versus_peers("tool"),
+                ">= 0.7x",
+                t["tool_vs_plain"] >= 0.7,
+            )
+        )
+    else:
+        absent("tool turn vs plain turn", ">= 0.7x", "tools not run")
+    if "cancel" in r:
+        c = r["cancel"]
+        rows.append(
+            (
+                "cancel in-flight turn, p50",
+                f"{c['agent_p50']:,.0f} us vs {c['raw_p50']:,.0f} us ({c['ratio']:.1f}x)"
+                + versus_peers("cancel"),
+                "<= 2x floor",
+                c["ratio"] <= 2,
+            )
+        )
+    else:
+        absent("cancel in-flight turn, p50", "<= 2x floor", "cancel not run")
+    if r.get("instructions"):
+        i = r["instructions"]
+        rows.append(
+            (
+                "  instructions per cancel vs floor",
+                f"{i['cancel_agent']:,.0f} vs {i['cancel_raw']:,.0f} Ir ({i['cancel_ratio']:.1f}x)",
+                "<= 2x floor",
+                i["cancel_ratio"] <= 2,
+            )
+        )
+    else:
+        absent("  instructions per cancel vs floor", "<= 2x floor", "instructions not run")
+    disk = f"sync +{fsync_delay_us:,} us" if fsync_delay_us else "disk as is"
+    if "stores" in r:
+        s = r["stores"]
+        ratio = s["JsonlStore"] / s["floor"]
+        rows.append(
+            (
+                "32 agents flushing, default store",
+                f"JSONL {s['JsonlStore']:,.0f}/s vs serial fsync {s['floor']:,.0f}/s "
+                f"({ratio:.2f}x; {disk})",
+                ">= 4x on a slow-sync disk",
+                ratio >= 4,
+            )
+        )
+    else:
+        absent("32 agents flushing, default store", ">= 4x on a slow-sync disk", "stores not run")
+    if "many" in r:
+        n = r["many"]
+        sizes = sorted(int(k[5:]) for k in n if k.startswith("rate_"))
+        largest = sizes[-1]
+        rows.append(
+            (
+                "aggregate turns/s vs 10 agents",
+                ", ".join(f"{s:,}: {n[f'ratio_{s}']:.2f}x" for s in sizes[1:]),
+                ">= 0.8x at 10,000",
+                n[f"ratio_{largest}"] >= 0.8 if largest >= 10_000 else None,
+            )
+        )
+    else:
+        absent("aggregate turns/s vs 10 agents", ">= 0.8x at 10,000", "many not run")
+    absent("streamed deltas through acp vs floor", ">= 0.5x", "no benchmark yet: issue #43 item 5")
+    if "memory" in r:
+        m = r["memory"]
+        rows.append(
+            (
+                "idle agent (traced memory)",
+                f"{m['agent'] / 1024:,.1f} KiB vs a task {m['raw'] / 1024:,.1f} KiB",
+                "<= 8 KiB",
+                m["agent"] <= 8 * 1024,
+            )
+        )
+    else:
+        absent("idle agent (traced memory)", "<= 8 KiB", "memory not run")
+    if "acp" in r:
+        p = r["acp"]
+        rows.append(
+            (
+                "ACP prompt round trip, p50",
+                f"{p['bridge_p50']:.2f} ms vs echo {p['floor_p50']:.2f} ms",
+                "<= 0.25 ms",
+                p["bridge_p50"] <= 0.25,
+            )
+        )
+    else:
+        absent("ACP prompt round trip, p50", "<= 0.25 ms", "acp not run")
+    return rows
+
+
+def print_table(rows: list[Row]) -> None:
+    """Issue #43's table: one line a row, its goal and met / NOT MET / not measured."""
+    print("\nissue #43: where users feel it (this run; instruction counts are load-independent)")
+    for figure, measured, goal, met in rows:
+        verdict = "not measured" if met is None else "met" if met else "NOT MET"
+        print(f"  {figure:<38}{measured:<60}{goal:<28}{verdict}")
+
+
 def main() -> None:
     """Run the benchmarks in turn; each prints its own figures, then the summary table."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
-    parser.add_argument("--quick", action="store_true", help="issue #17 rows, smaller sizes")
+    parser.add_argument("--quick", action="store_true", help="the tables' rows, smaller")
     parser.add_argument("--only", type=lambda s: tuple(s.split(",")), default=None)
     parser.add_argument("--idle", type=int, default=None, help="idle agents for the RSS")
     parser.add_argument("--many", type=_sizes, default=None, help="agent counts, e.g. 10,1000")
@@ -133,7 +296,7 @@ def main() -> None:
     args = parser.parse_args()
     only = args.only or (FLOOR_ROWS if args.quick else OTHERS[:1] + FLOOR_ROWS + OTHERS[1:])
     idle = args.idle if args.idle is not None else (10_000 if args.quick else bench_memory.IDLE)
-    many = args.many or ((10, 1_000) if args.quick else bench_many.SIZES)
+    many = args.many or ((10, 1_000, 10_000) if args.quick else bench_many.SIZES)
     runs = {
         "fibers": bench_fibers.main,
         "agents": bench_agents.main,
@@ -142,6 +305,8 @@ def main() -> None:
         "memory": lambda: bench_memory.main(idle),
         "many": lambda: bench_many.main(many),
         "acp": bench_acp.main,
+        "instructions": bench_instructions.main,
+        "peers": bench_peers.main,
         "compaction": bench_compaction.main,
         "sessions": bench_sessions.main,
         "stores": bench_stores.main,
@@ -162,6 +327,7 @@ def main() -> None:
     for name in only:
         results[name] = _run_child([*sizes, "--child", name], env)
     _summary(results)
+    print_table(issue43_rows(results, fsync_delay_us=args.fsync_delay_us))
 
 
 _RESULT = "@@figures "

@@ -38,7 +38,7 @@ from ._common import best_rates, drive_raw, line
 ROUNDS = 5
 
 
-class _Echo:
+class Echo:
     """Answers with the newest message in one delta: the same cost at every history length."""
 
     name = "bench-echo"
@@ -65,7 +65,7 @@ async def _timed_turns(agent: ta.Agent, turns: int) -> float:
 
 async def agent_turns(root: Context, turns: int) -> float:
     """Seconds for ``turns`` prompt + when_idle rounds on a fresh echo agent."""
-    handle = await root.agents.create(model=_Echo())
+    handle = await root.agents.create(model=Echo())
     try:
         return await _timed_turns(handle.agent, turns)
     finally:
@@ -74,7 +74,7 @@ async def agent_turns(root: Context, turns: int) -> float:
 
 async def grown_agent(root: Context, records: int) -> ta.AgentHandle:
     """An echo agent whose session holds at least ``records`` records, from real turns."""
-    handle: ta.AgentHandle = await root.agents.create(model=_Echo())
+    handle: ta.AgentHandle = await root.agents.create(model=Echo())
     agent = handle.agent
     i = 0
     while agent.session.statistics().records < records:
@@ -84,7 +84,7 @@ async def grown_agent(root: Context, records: int) -> ta.AgentHandle:
     return handle
 
 
-async def _raw_agent(
+async def raw_agent(
     inbox: trio.MemoryReceiveChannel[str],
     replies: trio.MemorySendChannel[str],
     records: list[tuple[str, ...]],
@@ -101,12 +101,12 @@ async def _raw_agent(
 
 async def raw_turns(turns: int) -> float:
     """Seconds for ``turns`` message -> reply rounds with a raw trio task and two channels."""
-    return await drive_raw(_raw_agent, turns)
+    return await drive_raw(raw_agent, turns)
 
 
 async def agent_create_dispose(root: Context, iterations: int) -> float:
     """Seconds for ``iterations`` ``agents.create`` + ``handle.dispose`` rounds."""
-    model = _Echo()
+    model = Echo()
     start = time.perf_counter()
     for _ in range(iterations):
         handle = await root.agents.create(model=model)

@@ -27,7 +27,7 @@ from ._common import line
 SAMPLES = 400
 
 
-class _Parked:
+class Parked:
     """Starts its answer, then waits forever: a turn that is in flight until cancelled."""
 
     name = "bench-parked"
@@ -39,7 +39,7 @@ class _Parked:
         yield Finished(FinishReason.STOP, Usage())  # pragma: no cover - never reached
 
 
-async def _raw_waiter(
+async def raw_waiter(
     event: trio.Event, done: trio.Event, *, task_status: trio.TaskStatus[trio.CancelScope]
 ) -> None:
     with trio.CancelScope() as scope:
@@ -51,7 +51,7 @@ async def _raw_waiter(
 async def raw_cancel(nursery: trio.Nursery) -> float:
     """Seconds from ``scope.cancel()`` to the blocked task's exit, seen by the caller."""
     done = trio.Event()
-    scope = await nursery.start(_raw_waiter, trio.Event(), done)
+    scope = await nursery.start(raw_waiter, trio.Event(), done)
     await trio.testing.wait_all_tasks_blocked()
     start = time.perf_counter()
     scope.cancel()
@@ -80,7 +80,7 @@ async def measure(samples: int = SAMPLES) -> dict[str, float]:
     agent_side: list[float] = []
     async with ta.open_runtime(store=ta.MemoryStore()) as root:
         ctx: Context = root
-        handle = await ctx.agents.create(model=_Parked())
+        handle = await ctx.agents.create(model=Parked())
         async with trio.open_nursery() as nursery:
             for _ in range(10):  # warm-up
                 await raw_cancel(nursery)

@@ -26,7 +26,7 @@ import trio_agents as ta
 from trio_agents.kernel import Context
 
 from ._common import line
-from .bench_agents import _Echo
+from .bench_agents import Echo
 
 SIZES = (10, 1_000, 10_000)
 TOTAL = 10_000
@@ -69,7 +69,7 @@ async def aggregate(
 ) -> tuple[float, float]:
     """Turns per second of ``total`` turns spread over ``agents`` concurrent agents, and the
     CPU seconds the run took (the collector's share goes to ``watch``)."""
-    model = _Echo()
+    model = Echo()
     handles = [await root.agents.create(model=model) for _ in range(agents)]
     per_agent = max(1, total // agents)
     try:
