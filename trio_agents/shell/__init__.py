@@ -1,4 +1,4 @@
-"""The shell: ``ShellExecutor`` (definition), ``LocalShell`` (provider), ``tool_bash``
+"""The shell: ``ShellExecutor`` (definition), ``LocalShell`` and ``SandboxShell`` (providers), ``tool_bash``
 (consumer) (``docs/shell.rst``)."""
 
 from ._child import SupervisedChild as SupervisedChild
@@ -13,6 +13,9 @@ from ._local import LocalShell as LocalShell
 from ._local import LocalShellExecutor as LocalShellExecutor
 from ._local import ShellStatistics as ShellStatistics
 from ._output import OutputBuffer as OutputBuffer
+from ._sandbox import SANDBOX_POLICIES as SANDBOX_POLICIES
+from ._sandbox import SandboxShell as SandboxShell
+from ._sandbox import SandboxUnavailableError as SandboxUnavailableError
 from ._tool_bash import BashArgs as BashArgs
 from ._tool_bash import JobArgs as JobArgs
 from ._tool_bash import ToolBash as ToolBash
@@ -27,6 +30,7 @@ from ._types import ShellResult as ShellResult
 from ._types import job_state as job_state
 
 __all__ = [
+    "SANDBOX_POLICIES",
     "SHELL",
     "BashArgs",
     "BashTask",
@@ -39,6 +43,8 @@ __all__ = [
     "LocalShell",
     "LocalShellExecutor",
     "OutputBuffer",
+    "SandboxShell",
+    "SandboxUnavailableError",
     "ShellError",
     "ShellExecRequest",
     "ShellExecSpec",
