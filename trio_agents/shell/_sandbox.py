@@ -51,9 +51,7 @@ class SandboxUnavailableError(ShellError):
 
 def _policy(_: object, attribute: attrs.Attribute[Any], value: str) -> None:
     if value not in SANDBOX_POLICIES:
-        raise ValueError(
-            f"{attribute.name} is one of {', '.join(SANDBOX_POLICIES)}; got {value!r}"
-        )
+        raise ValueError(f"{attribute.name} is one of {', '.join(SANDBOX_POLICIES)}; got {value!r}")
 
 
 def _positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
