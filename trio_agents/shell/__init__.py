@@ -1,5 +1,5 @@
-"""The shell: ``ShellExecutor`` (definition), ``LocalShell`` and ``SandboxShell`` (providers), ``tool_bash``
-(consumer) (``docs/shell.rst``)."""
+"""The shell: ``ShellExecutor`` (definition), ``LocalShell`` and ``SandboxShell`` (providers),
+``tool_bash`` (consumer) (``docs/shell.rst``)."""
 
 from ._child import SupervisedChild as SupervisedChild
 from ._child import supervisor_available as supervisor_available
@@ -16,6 +16,7 @@ from ._output import OutputBuffer as OutputBuffer
 from ._sandbox import SANDBOX_POLICIES as SANDBOX_POLICIES
 from ._sandbox import SandboxShell as SandboxShell
 from ._sandbox import SandboxUnavailableError as SandboxUnavailableError
+from ._sandbox import bwrap_argv as bwrap_argv
 from ._tool_bash import BashArgs as BashArgs
 from ._tool_bash import JobArgs as JobArgs
 from ._tool_bash import ToolBash as ToolBash
@@ -54,6 +55,7 @@ __all__ = [
     "ShellStatistics",
     "SupervisedChild",
     "ToolBash",
+    "bwrap_argv",
     "job_state",
     "supervisor_available",
     "tool_bash",

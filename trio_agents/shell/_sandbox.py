@@ -143,8 +143,8 @@ class SandboxShell:
         if config.policy == "danger-full-access":
             executor = LocalShellExecutor(ctx, limits)
         else:
-            bwrap = await _check(config)
-            writable = tuple(os.path.abspath(p) for p in config.writable)
+            writable = _writable(config)
+            bwrap = await _check(config, writable)
 
             def wrap(spec: ShellExecSpec) -> list[str]:
                 return bwrap_argv(
@@ -160,18 +160,23 @@ class SandboxShell:
         ctx.provide(SHELL, executor)
 
 
-async def _check(config: SandboxShell.Config) -> str:
-    """The path of a ``bwrap`` that can make the sandbox ``config`` asks for."""
-    if not supervisor_available():
-        raise SandboxUnavailableError(
-            f"the {config.policy} sandbox needs Linux (bubblewrap and the job supervisor); {_FIX}"
-        )
+def _writable(config: SandboxShell.Config) -> tuple[str, ...]:
+    """The absolute paths of the writable directories, each checked to exist."""
     for path in config.writable:
         if not os.path.isdir(path):
             raise ShellError(
                 f"the sandbox's writable directory {path!r} does not exist; create it or "
                 f"remove it from the sandbox's writable list"
             )
+    return tuple(os.path.abspath(p) for p in config.writable)
+
+
+async def _check(config: SandboxShell.Config, writable: tuple[str, ...]) -> str:
+    """The path of a ``bwrap`` that can make the sandbox ``config`` asks for."""
+    if not supervisor_available():
+        raise SandboxUnavailableError(
+            f"the {config.policy} sandbox needs Linux (bubblewrap and the job supervisor); {_FIX}"
+        )
     bwrap = shutil.which(config.bwrap)
     if bwrap is None:
         raise SandboxUnavailableError(
@@ -181,9 +186,9 @@ async def _check(config: SandboxShell.Config) -> str:
         )
     argv = bwrap_argv(
         bwrap,
-        os.path.abspath("/"),
+        "/",
         policy=config.policy,
-        writable=tuple(os.path.abspath(p) for p in config.writable),
+        writable=writable,
         network=config.network,
     )
     try:
