@@ -1,4 +1,5 @@
-"""Helpers of the sandbox tests: whether bubblewrap is here (skip locally, fail in CI)."""
+"""Helpers of the sandbox tests: whether bubblewrap is here (skip locally, fail in CI), and a
+command that starts many tagged processes."""
 
 from __future__ import annotations
 
@@ -18,3 +19,10 @@ def require_bwrap() -> None:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+def bomb(tag: str) -> str:
+    """Twenty background children, a ``setsid`` escape and an orphan (22 processes whose
+    command lines hold ``tag``), then ``echo ready``."""
+    child = f"sh -c 'sleep 1000; : {tag}'"
+    return f"for i in $(seq 20); do {child} & done; setsid {child} & ({child} &); echo ready"

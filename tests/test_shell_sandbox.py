@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from sandbox_support import require_bwrap
+from sandbox_support import bomb, require_bwrap
 from support import gone, marker, processes_with, shell_of
 
 import trio_agents.agent as ag
@@ -148,12 +148,6 @@ async def test_the_network_is_unreachable_unless_allowed(root: Context, network:
 
 
 # -- no process outlives its job -------------------------------------------------------------
-
-
-def bomb(tag: str) -> str:
-    """Twenty background children, a ``setsid`` escape and an orphan, each tagged."""
-    child = f"sh -c 'sleep 1000; : {tag}'"
-    return f"for i in $(seq 20); do {child} & done; setsid {child} & ({child} &); echo ready"
 
 
 async def all_started(tag: str) -> None:
