@@ -34,10 +34,10 @@ The format::
     forget_approvals = true           # optional: ignore the "always" answers stored in a
                                       # resumed session (as --forget-approvals)
 
-    sandbox = "workspace-write"       # optional: run shell commands under bubblewrap
-                                      # (read-only, workspace-write, danger-full-access),
-    [sandbox]                         # or as a table (one of the two forms):
-    policy = "workspace-write"        # optional: the default
+    [sandbox]                         # optional: run shell commands under bubblewrap; or a
+                                      # top-level sandbox = "read-only" (the policy alone)
+    policy = "workspace-write"        # optional: read-only, workspace-write (the default),
+                                      # danger-full-access (none; --sandbox wins over it)
     writable = ["../shared"]          # optional: more writable directories (relative to
                                       # the file's directory)
     network = false                   # optional: whether commands reach the network
