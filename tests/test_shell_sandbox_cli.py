@@ -64,6 +64,22 @@ def test_without_a_sandbox_bash_is_still_refused_in_run(
     assert not (tmp_path / "made").exists()
 
 
+def test_approval_ask_still_asks_about_a_sandboxed_bash(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox lifts only the default: ``[approval] ask = ["bash"]`` still asks."""
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "agents.toml"
+    config.write_text('sandbox = "workspace-write"\n[approval]\nask = ["bash"]\n')
+    _, _, err = run_cli(
+        capsys, "run", "--store", "memory", "--config", str(config), "!bash touch made"
+    )
+    assert re.search(
+        r"^trio-agents: refused bash: touch made \(tool 'bash' needs approval\)", err, re.M
+    )
+    assert not (tmp_path / "made").exists()
+
+
 def test_a_missing_bwrap_is_one_line_and_nothing_runs(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
