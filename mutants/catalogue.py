@@ -58,8 +58,8 @@ MUTANTS: Final = (
     Mutant(
         "stack-drop-error",
         STACK_PY,
-        "                errors.append(exc)",
-        "                pass",
+        "                    errors.append(failure)",
+        "                    pass",
         KERNEL,
     ),
     Mutant(
@@ -137,7 +137,9 @@ MUTANTS: Final = (
     Mutant(
         "agent-cancel-no-event",
         AGENT_PY,
-        "        self._emit(AgentCancelRequested(agent_id=self.id, cause=cause))",
+        # The cancel's own emit (the comment above it makes it unique: _lose emits too).
+        "        # Invariant: called only when _has_work() is true, so the event announces "
+        "real work.\n        self._emit(AgentCancelRequested(agent_id=self.id, cause=cause))",
         "        pass",
         AGENT,
     ),

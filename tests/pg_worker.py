@@ -13,8 +13,9 @@ its store) is up it prints ``ready``; MODE is
 Then both serve stdin: a line ``write`` queues a prompt and flushes it, printing ``flushed``
 or ``refused <message>``; end of input ends the runtime (the session detaches, its lease is
 released). Whenever the store reports a session write failure, ``lost <message>`` is printed.
-A worker whose session was taken over ends with the lost lease's error: it prints
-``ended <message>`` and exits with status 3.
+A lost lease stops and disposes the agent (``LeaseLost``): a later ``write`` is refused. Should
+the runtime still end with the lost lease's error, it prints ``ended <message>`` and exits
+with status 3.
 """
 
 from __future__ import annotations
@@ -69,7 +70,11 @@ async def serve(agents: ag.AgentRegistry, agent: ag.Agent, stdin: trio.abc.Recei
             buffer += data
         line, buffer = buffer.split(b"\n", 1)
         if line.strip() == b"write":
-            agent.prompt("written after")
+            try:
+                agent.prompt("written after")
+            except ag.AgentClosedError as exc:  # a lost lease stopped the agent
+                say(f"refused {exc}")
+                continue
             try:
                 await agents.store.flush(agent.session)
             except SessionWriteError as exc:

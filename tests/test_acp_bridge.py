@@ -602,8 +602,7 @@ async def test_prompt_of_an_agent_disposed_elsewhere_is_answered() -> None:
         await s.client.initialize()
         session_id = await s.client.new_session()
         agent = s.agent(session_id)
-        fiber = s.agents._fibers[agent]
-        await fiber.dispose()
+        await s.agents._hosted[agent].disposer()()
         assert s.bridge.statistics().sessions == ()
         _, response = await s.client.until(await s.client.prompt(session_id, "x"))
         assert response["error"]["code"] == -32002
@@ -753,7 +752,7 @@ async def test_a_prompt_while_the_agent_is_being_disposed_is_an_internal_error()
         agent.prompt("from elsewhere")
         await gate.entered.wait()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(s.agents._fibers[agent].dispose)
+            nursery.start_soon(s.agents._hosted[agent].disposer())
             await trio.testing.wait_all_tasks_blocked()
             assert agent.status is ag.AgentStatus.DISPOSING
             seen, response = await s.client.until(await s.client.prompt(session_id, "late"))
@@ -779,7 +778,7 @@ async def test_a_prompt_queued_behind_another_turn_is_cancelled_by_a_disposal(
         request_id = await s.client.prompt(session_id, "queued")
         await trio.testing.wait_all_tasks_blocked()
         assert s.bridge.statistics().prompts == 1
-        await s.agents._fibers[agent].dispose()
+        await s.agents._hosted[agent].disposer()()
         _, response = await s.client.until(request_id)
         assert response["result"] == {"stopReason": "cancelled"}
         assert agent.statistics().turns == 1

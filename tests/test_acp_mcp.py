@@ -63,7 +63,7 @@ async def test_a_sessions_servers_are_its_agents_alone_and_die_with_it() -> None
         [asked] = s.client.permission_requests
         assert asked["params"]["toolCall"]["title"].startswith("my_tools__add ")
         with trio.fail_after(10):
-            await s.agents._fibers[agent].dispose()
+            await s.agents._hosted[agent].disposer()()
         await gone(processes_with, word)
         assert "my_tools__add" not in tools.names(agent=session_id)
 

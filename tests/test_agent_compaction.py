@@ -38,6 +38,7 @@ from trio_agents.session import (
     MemoryStore,
     Record,
     Session,
+    SessionAppended,
     StopReason,
     TurnEnded,
     TurnStarted,
@@ -554,3 +555,28 @@ async def test_a_model_without_a_context_window_still_works_and_never_compacts()
         assert agent.context.window is None
         assert agent.config.model_name == "old"
         assert not any(isinstance(r, Compacted) for r in agent.session.records)
+
+
+async def test_a_cancel_from_an_observer_of_the_compacted_record_does_nothing() -> None:
+    """Once compact() appended its Compacted record there is nothing to abort: a cancel from
+    an observer of that record returns False and emits nothing; compact() returns it."""
+    model = Witness(context_window=None)
+    async with ag.open_runtime(model=model) as root:
+        agent = (await root.agents.create()).agent
+        await _turns(agent, range(4))
+        requested: list[ag.AgentCancelRequested] = []
+        root.on(ag.AgentCancelRequested, requested.append)
+        answers: list[bool] = []
+
+        def on_append(event: SessionAppended) -> None:
+            if isinstance(event.record, Compacted):
+                answers.append(agent.cancel(UserCancel()))
+
+        root.on(SessionAppended, on_append)
+        record = await agent.compact()
+        assert record is not None
+        assert answers == [False]
+        assert requested == []
+        agent.prompt("next")
+        await agent.when_idle()
+        assert _user_texts(agent.session.records)[-1] == "next"

@@ -3,6 +3,7 @@ transaction, cancel reaches what it should and reports only what it did, no back
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -11,6 +12,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
+from support import P
 
 import trio_agents.agent as ag
 from trio_agents.cancel import CancelCause, ParentCancel, UserCancel
@@ -459,6 +461,72 @@ async def test_resume_from_an_agent_disposed_listener_waits_for_the_final_flush(
         await assert_works(handle)
 
 
+CLOSED_CALLER = (
+    r"^agent '{id}' was not created: the calling fiber co-owns the agents it creates, and "
+    r"fiber {fiber} is (unloading|disposed); create it from a fiber that is loading or active$"
+)
+
+
+async def test_a_resume_from_a_task_a_disposed_listener_started_publishes_nothing(
+    tmp_path: Path,
+) -> None:
+    """A task spawned by an AgentDisposed listener runs in the gone agent's fiber: its resume
+    is refused with a clear error before anything is published, and the id stays free."""
+    async with ag.open_runtime(store=JsonlStore(tmp_path)) as root:
+        handle = await root.agents.create(session_id="d")
+        await assert_works(handle)
+        created: list[str] = []
+        root.on(ag.AgentCreated, lambda e: created.append(e.agent_id))
+        failures: list[BaseException] = []
+
+        async def resume() -> None:
+            try:
+                await root.agents.resume("d")
+            except FiberClosedError as exc:
+                failures.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            # The listener runs in the agent fiber's task: the task inherits its context.
+            listener = root.on(ag.AgentDisposed, lambda e: nursery.start_soon(resume))
+            await handle.dispose()
+        await listener.close()
+        [failure] = failures
+        assert re.fullmatch(CLOSED_CALLER.format(id="d", fiber=r"agent:d#\d+"), str(failure))
+        assert created == []
+        assert root.agents.get("d") is None
+        assert root.sessions.live() == ()
+        again = await root.agents.resume("d")
+        await assert_works(again)
+
+
+async def test_a_hand_over_agent_created_in_a_deferred_teardown_publishes_nothing() -> None:
+    """A plugin creating an agent from its own ctx.defer teardown is refused with a clear
+    error before anything is published; the id stays free."""
+    failures: list[BaseException] = []
+
+    async def hand_over(ctx: Context) -> None:
+        try:
+            await ctx.agents.create(session_id="h")
+        except FiberClosedError as exc:
+            failures.append(exc)
+
+    async def apply(ctx: Context, config: None) -> None:
+        ctx.defer(hand_over, ctx)
+
+    async with ag.open_runtime() as root:
+        created: list[str] = []
+        root.on(ag.AgentCreated, lambda e: created.append(e.agent_id))
+        fiber = await root.plugin(P("handing-over", apply, inject=("agents",)))
+        await fiber.dispose()
+        [failure] = failures
+        assert re.fullmatch(CLOSED_CALLER.format(id="h", fiber=r"handing-over#\d+"), str(failure))
+        assert created == []
+        assert root.agents.list() == ()
+        assert root.sessions.live() == ()
+        handle = await root.agents.create(session_id="h")
+        await assert_works(handle)
+
+
 # -- no back doors around the handle ---------------------------------------------------------------
 
 
@@ -491,3 +559,27 @@ async def test_the_scope_of_an_agent_hands_out_no_fiber() -> None:
         scope.defer(cleanup)
         await handle.dispose()
         assert ran == ["cleanup"]
+
+
+async def test_the_fiber_tree_cannot_dispose_an_agent_only_its_handle_can() -> None:
+    """An agent's fiber found through runtime.fibers or Fiber.children refuses dispose();
+    the agent keeps working, and the handle still tears it down."""
+    async with ag.open_runtime() as root:
+        handle = await root.agents.create(session_id="a")
+        child = await root.agents.create(session_id="c", parent=handle.agent)
+        runtime = root.fiber.runtime
+        [fiber] = [f for f in runtime.fibers if f.name == "agent:a"]
+        [child_fiber] = [f for f in fiber.children if f.name == "agent:c"]
+        for found, agent_id in ((fiber, "a"), (child_fiber, "c"), (fiber.context.fiber, "a")):
+            with pytest.raises(
+                RuntimeError,
+                match=rf"^fiber agent:{agent_id}#\d+ cannot be disposed from the fiber tree: "
+                rf"agent '{agent_id}' is torn down by its handle; call dispose\(\) on the "
+                r"AgentHandle that create\(\) or resume\(\) returned$",
+            ):
+                await found.dispose()
+        await assert_works(handle)
+        await assert_works(child)
+        await handle.dispose()
+        assert root.agents.list() == ()
+        assert [f.name for f in runtime.fibers if f.name.startswith("agent:")] == []

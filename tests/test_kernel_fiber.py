@@ -91,8 +91,10 @@ async def test_failed_apply_with_a_failing_exit_raises_both() -> None:
 
     @asynccontextmanager
     async def bad() -> AsyncIterator[None]:
-        yield
-        raise KeyError("exit")
+        try:
+            yield
+        finally:
+            raise KeyError("exit")
 
     async def apply(ctx: Context, config: None) -> None:
         await ctx.effect(bad())
@@ -559,3 +561,33 @@ async def test_a_disposed_fiber_is_freed_without_the_collector() -> None:
             assert ref() is None
         finally:
             gc.enable()
+
+
+async def test_a_guarded_fiber_is_disposed_only_by_its_disposer_or_its_parent() -> None:
+    """After guard(), dispose() refuses with the reason; the disposer and the parent's
+    teardown still tear the fiber down; a second guard is refused."""
+    log: list[str] = []
+
+    def guarded(name: str) -> P:
+        async def apply(ctx: Context, config: None) -> None:
+            await ctx.effect(rec(log, name))
+
+        return P(name, apply)
+
+    async with open_root() as root:
+        first = await root.plugin(guarded("first"))
+        disposer = first.guard("ask its owner")
+        with pytest.raises(RuntimeError, match=r"^fiber first#\d+ is guarded already; "):
+            first.guard("again")
+        with pytest.raises(
+            RuntimeError,
+            match=r"^fiber first#\d+ cannot be disposed from the fiber tree: ask its owner$",
+        ):
+            await first.dispose()
+        assert first.state is FiberState.ACTIVE
+        await disposer()
+        assert state_of(first) is FiberState.DISPOSED
+        second = await root.plugin(guarded("second"))
+        second.guard("ask its owner")
+    assert second.state is FiberState.DISPOSED
+    assert log == ["enter first", "exit first", "enter second", "exit second"]

@@ -433,3 +433,38 @@ async def test_outer_cancellation_of_the_body_still_unwinds_everything() -> None
     assert log[:2] == ["enter e", "start t"]
     assert log[2] in {"stop t None", "stop t DisposedCancel()"}
     assert log[3:] == ["exit e"]
+
+
+async def test_cancelled_first_closer_still_completes_the_exit() -> None:
+    """A closer cancelled mid-exit does not cut the exit short; a joiner returns after it."""
+    release = trio.Event()
+    log: list[str] = []
+
+    async def exit_() -> None:
+        log.append("exit started")
+        await release.wait()
+        log.append("exit finished")
+
+    entry = OwnedStack().push(Entry("slow", exit_))
+
+    async def first(scope: trio.CancelScope) -> None:
+        with scope:
+            await entry.close()
+        log.append("first closer left")
+
+    async def joiner() -> None:
+        await entry.close()
+        log.append("joiner returned")
+
+    scope = trio.CancelScope()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(first, scope)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(joiner)
+        await trio.testing.wait_all_tasks_blocked()
+        scope.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        assert log == ["exit started"]
+        release.set()
+    assert log[:2] == ["exit started", "exit finished"]
+    assert set(log[2:]) == {"joiner returned", "first closer left"}

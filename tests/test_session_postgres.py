@@ -425,7 +425,7 @@ async def test_a_failed_commit_writes_nothing_and_the_next_flush_writes_it(pg_ds
         await s.flush(session)
         await terminate_connections(pg_dsn)
         session.append(msg("two"))
-        with pytest.raises(SessionWriteError, match=r"^writing 1 session\(s\) to PostgreSQL"):
+        with pytest.raises(SessionWriteError, match=r"^writing session\(s\) to PostgreSQL"):
             await s.flush(session)
         assert len(await stored_rows(pg_dsn, "s")) == 1
         await s.flush(session)
@@ -627,8 +627,9 @@ async def test_a_killed_workers_session_is_resumed_after_expiry_with_the_turn_cl
 
 async def test_a_paused_worker_past_expiry_cannot_write_after_it_resumes(pg_dsn: str) -> None:
     """SIGSTOP a worker past its lease; another takes the session over and writes; SIGCONT:
-    the paused one's write is refused (it reports the lost lease), the stored rows are the
-    first worker's stretch then the second's, and the second keeps writing."""
+    the paused one's write is refused (it reports the lost lease, and its agent stops), the
+    stored rows are the first worker's stretch then the second's, and the second keeps
+    writing."""
     await _stored_for_workers(pg_dsn)
     async with workers() as started:
         paused = await Worker.start(pg_dsn, "hold", 1.0)
@@ -652,7 +653,11 @@ async def test_a_paused_worker_past_expiry_cannot_write_after_it_resumes(pg_dsn:
         while not (seen and seen[-1].startswith("refused ")):
             seen.append(await paused.line())
         assert all(line.startswith(("lost ", "refused ")) for line in seen)
-        assert all("is no longer this worker's" in line for line in seen)
+        # Refused by the store, or by the agent the lost lease stopped (whichever came first).
+        assert all(
+            "is no longer this worker's" in line or "takes no more messages" in line
+            for line in seen
+        )
         assert [row for row in await stored_rows(pg_dsn, "s") if row[1] == 2] == before
         await heir.send("write")
         assert await heir.line() == "flushed"
@@ -660,8 +665,9 @@ async def test_a_paused_worker_past_expiry_cannot_write_after_it_resumes(pg_dsn:
         assert_not_interleaved(rows)
         assert {epoch for _, epoch, _ in rows} == {1, 2, 3}
         assert await heir.end() == 0
-        assert await paused.end() == 3
-        assert (await paused.line()).startswith("ended session 's' is no longer this worker's")
+        # The lost session's agent was disposed when the loss was known: the runtime ends
+        # without it.
+        assert await paused.end() == 0
 
 
 async def test_an_agent_held_by_another_worker_is_refused_saying_so(pg_dsn: str) -> None:

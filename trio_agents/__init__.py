@@ -40,6 +40,7 @@ from .cancel import CancelCause as CancelCause
 from .cancel import CauseScope as CauseScope
 from .cancel import DisposedCancel as DisposedCancel
 from .cancel import HookCancel as HookCancel
+from .cancel import LeaseLost as LeaseLost
 from .cancel import ParentCancel as ParentCancel
 from .cancel import UserCancel as UserCancel
 from .cancel import current_cause as current_cause
@@ -101,6 +102,7 @@ __all__ = [
     "HookCancel",
     "JobDone",
     "JsonlStore",
+    "LeaseLost",
     "ListenerFailed",
     "MemoryStore",
     "MessageDroppedError",

@@ -561,6 +561,20 @@ class Agent:
             self._work = None
             self._notify()
 
+    def _lose(self, cause: CancelCause) -> None:
+        """Stop for good at once (the session is no longer this worker's): announce it, take
+        no more messages and abort the running work; the teardown follows. The inbox stays
+        as it is: it is stored, and the worker that took the session over runs it."""
+        if self._closing:
+            return
+        self._emit(AgentCancelRequested(agent_id=self.id, cause=cause))
+        self._closing = True
+        self._set_status(AgentStatus.DISPOSING)
+        if self._turn is not None:
+            self._turn.abort(cause)
+        self._wake.set()
+        self._notify()
+
     async def _shutdown(self) -> None:
         """Stop the loop and await its exit and its flushes (first step of teardown).
 

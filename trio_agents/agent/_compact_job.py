@@ -28,12 +28,12 @@ __all__ = ["CompactJob"]
 class CompactJob:
     """One ``compact()`` call (see the module rules)."""
 
-    __slots__ = ("_disposed", "done", "error", "finished", "id", "record", "scope")
-
-    #: A compaction records nothing after its scope, so a cancel always has it to abort.
-    ending = False
+    __slots__ = ("_disposed", "done", "ending", "error", "finished", "id", "record", "scope")
 
     def __init__(self) -> None:
+        #: The compaction is appending its record: a cancel from then on (an observer of the
+        #: record, say) has nothing left to abort, so it is not running work any more.
+        self.ending = False
         self.done = trio.Event()
         self.finished = False
         self.id = ""
@@ -57,13 +57,18 @@ class CompactJob:
         self.id = job_id
         try:
             with self.scope:
-                self.record = await compact_history(parts, parts.compactor(), None)
+                self.record = await compact_history(
+                    parts, parts.compactor(), None, recording=self._recording
+                )
                 self.finished = True
             if self.scope.cancelled_caught:
                 cause = DisposedCancel() if self._disposed else self.scope.cause
                 self.error = CompactionError(f"compaction cancelled by {cause!r}", cause)
         except CompactionError as exc:  # compact_history wraps every failure of the policy
             self.error = exc
+
+    def _recording(self) -> None:
+        self.ending = True
 
     def settle(self) -> None:
         """End the job after :meth:`run`, however ``run`` left it."""

@@ -28,7 +28,7 @@ Design:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Protocol, final, runtime_checkable
 
@@ -302,9 +302,16 @@ async def fit_window(parts: AgentParts, turn_id: str) -> None:
 
 
 async def compact_history(
-    parts: AgentParts, compactor: Compactor, turn_id: str | None
+    parts: AgentParts,
+    compactor: Compactor,
+    turn_id: str | None,
+    *,
+    recording: Callable[[], object] | None = None,
 ) -> Compacted | None:
     """Ask ``compactor`` and record its answer; the history is unchanged unless it returns.
+
+    ``recording()`` is called right before the ``Compacted`` record is appended (whose
+    observers may run code, a cancel say): from then on there is nothing left to abort.
 
     Raises:
         CompactionError: the policy failed or answered a cut that is not a turn start.
@@ -342,6 +349,8 @@ async def compact_history(
     after = parts.meter.estimated(chars, count, parts.tool_specs())
     # Invariant: no checkpoint from the policy's answer to the append: a cancel either comes
     # before (nothing changed) or finds the compaction recorded.
+    if recording is not None:
+        recording()
     record = parts.session.append(
         attrs.evolve(draft, turn_id=turn_id, tokens_before=before.tokens, tokens_after=after)
     )

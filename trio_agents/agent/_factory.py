@@ -147,6 +147,12 @@ class AgentFactory(abc.ABC, Generic[A]):
     def detached(self, agent: A) -> None:
         """``agent`` left the registry; ``AgentDisposed`` follows."""
 
+    def lost(self, agent: A, cause: CancelCause) -> None:
+        """``agent``'s session can no longer be written here (``cause`` says why, e.g.
+        :class:`~trio_agents.cancel.LeaseLost`): stop it at once, synchronously, so that no
+        model or tool call starts from now on; its teardown follows. By default a cancel."""
+        agent.cancel(cause)
+
 
 _Hooks = tuple[Context, "Callable[[object], None]", "Callable[[type], bool]", "Callable[[], Any]"]
 
@@ -198,6 +204,9 @@ class DefaultAgentFactory(AgentFactory[Agent]):
         agent._finish()
         if agent.parent is not None:
             agent.parent._children.pop(agent.id, None)
+
+    def lost(self, agent: Agent, cause: CancelCause) -> None:
+        agent._lose(cause)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -29,6 +29,7 @@ Rules (teardown order, which falls out of the agent fiber's LIFO stack):
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Generic, final
@@ -37,9 +38,18 @@ import attrs
 import trio
 from typing_extensions import TypeVar
 
-from ..kernel import Context, Entry, Fiber, FiberClosedError, FiberState, current_context
+from ..cancel import LeaseLost
+from ..kernel import Context, Entry, FiberClosedError, FiberState, current_context
 from ..model import Model
-from ..session import Session, SessionExistsError, SessionIdInUseError, SessionStore
+from ..session import (
+    Session,
+    SessionExistsError,
+    SessionIdInUseError,
+    SessionLeaseLostError,
+    SessionStore,
+    SessionWriteError,
+    SessionWriteFailed,
+)
 from ._agent import Agent
 from ._approval import Approver
 from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
@@ -55,6 +65,8 @@ if TYPE_CHECKING:
     from ._tools import ToolRegistry
 
 __all__ = ["AgentRegistry", "AgentScope"]
+
+log = logging.getLogger("trio_agents")
 
 T = TypeVar("T")
 A = TypeVar("A", bound=AgentLike, default=Agent)
@@ -96,7 +108,17 @@ class AgentScope:
 class _Hosted(Generic[A]):
     """The plugin of one agent's fiber, and the transaction that creates the agent."""
 
-    __slots__ = ("agent", "committed", "ctx", "make", "name", "registry", "scope", "session")
+    __slots__ = (
+        "_disposer",
+        "agent",
+        "committed",
+        "ctx",
+        "make",
+        "name",
+        "registry",
+        "scope",
+        "session",
+    )
 
     def __init__(
         self,
@@ -114,10 +136,17 @@ class _Hosted(Generic[A]):
         #: loop lands here, and unwinds after the loop stopped.
         self.scope: Context | None = None
         self.committed = False
+        #: The one way to tear the agent's fiber down: its dispose() through the fiber tree
+        #: refuses; the handle (and the caller's co-owner entry) hold this.
+        self._disposer: Callable[[], Awaitable[None]] | None = None
 
     async def apply(self, ctx: Context, config: None) -> None:
         registry, store, session = self.registry, self.registry.store, self.session
         self.ctx = ctx
+        self._disposer = ctx.fiber.guard(
+            f"agent {session.id!r} is torn down by its handle; call dispose() on the "
+            f"AgentHandle that create() or resume() returned"
+        )
         # Owned before it is entered: the end also undoes an enter that did not complete.
         ctx.defer(self._end_session)
         try:
@@ -148,10 +177,7 @@ class _Hosted(Generic[A]):
         """
         ctx, agent = self.ctx, self.agent
         if ctx is None or agent is None or ctx.fiber.state is not FiberState.ACTIVE:
-            raise FiberClosedError(
-                f"agent {self.session.id!r} was torn down before its creation completed "
-                f"(its agent loop or parent was disposed meanwhile); nothing was kept"
-            )
+            raise self._torn_down()
         self.committed = True
         self.registry.store.announce(self.session)
         self.registry._publish(agent)
@@ -160,10 +186,26 @@ class _Hosted(Generic[A]):
         ctx.defer(factory.stop, agent)
         return agent
 
+    def disposer(self) -> Callable[[], Awaitable[None]]:
+        """The agent fiber's disposer, while its fiber is not torn down.
+
+        Raises:
+            FiberClosedError: the agent's fiber was torn down before it could be published.
+        """
+        if self._disposer is None:
+            raise self._torn_down()
+        return self._disposer
+
+    def _torn_down(self) -> FiberClosedError:
+        return FiberClosedError(
+            f"agent {self.session.id!r} was torn down before its creation completed "
+            f"(its agent loop or parent was disposed meanwhile); nothing was kept"
+        )
+
     async def roll_back(self) -> None:
         """Undo an uncommitted creation: nothing of it is left (call shielded)."""
-        if self.ctx is not None:
-            await self.ctx.fiber.dispose()
+        if self._disposer is not None:
+            await self._disposer()
         await self.registry.store.abandon(self.session, owner=self)
 
     async def _end_session(self) -> None:
@@ -177,6 +219,7 @@ class _Hosted(Generic[A]):
             # The last step of the agent's teardown: its fiber holds this plugin, so the
             # contexts of that fiber, kept here, would make a cycle the collector must free.
             self.ctx = self.scope = None
+            self._disposer = None
 
 
 @final
@@ -208,10 +251,11 @@ class AgentRegistry(Generic[A]):
         #: The factory that builds, runs and stops this registry's agents.
         self.factory: AgentFactory[A] = found
         self._live: dict[str, A] = {}
-        self._fibers: dict[AgentLike, Fiber] = {}
+        self._hosted: dict[AgentLike, _Hosted[A]] = {}
         self._co_owners: dict[A, Entry] = {}
         # Invariant: the agents whose AgentCreated was emitted and AgentDisposed not yet.
         self._published: set[A] = set()
+        ctx.on(SessionWriteFailed, self._on_write_failed)
 
     def get(self, agent_id: str) -> A | None:
         """The live agent with this id, or ``None``."""
@@ -354,6 +398,12 @@ class AgentRegistry(Generic[A]):
         approver: Approver | None,
     ) -> AgentHandle[A]:
         caller = _caller()
+        # A child agent is owned by its parent alone: its fiber is in the parent's scope.
+        # Otherwise the calling fiber co-owns the agent, so it must be able to own it: it is
+        # checked now (nothing is built for a refusal), and its entry is taken before the
+        # commit (nothing is published if it cannot be).
+        if parent is not None or caller is None or caller.fiber is self._ctx.fiber:
+            caller = None
         request = AgentRequest(
             session=session,
             config=config,
@@ -365,24 +415,48 @@ class AgentRegistry(Generic[A]):
             tools=self.tools,
         )
         hosted = _Hosted(self, session, lambda: self.factory.build(request))
+        co_owner: Entry | None = None
         try:
+            if caller is not None and not caller.fiber.state.is_open:
+                raise FiberClosedError(_closed_caller(session.id, caller))
             owner = self._scope_of(parent) if parent is not None else self._ctx
-            fiber = await owner.plugin(hosted)
+            await owner.plugin(hosted)
+            dispose = hosted.disposer()
             # Invariant: no checkpoint from here to the return, so a cancellation of the
             # caller either came before (rolled back below) or finds the agent handed over.
+            if caller is not None:
+                # The calling fiber co-owns the agent: its unload disposes it. The entry
+                # leaves the caller's stack when the agent goes by any other path (_detach).
+                try:
+                    co_owner = caller.defer(dispose)
+                except FiberClosedError:
+                    raise FiberClosedError(_closed_caller(session.id, caller)) from None
             agent = hosted.commit()
         except BaseException:
+            if co_owner is not None:
+                co_owner.discard()
             with trio.CancelScope(shield=True):
                 await hosted.roll_back()
             raise
-        self._fibers[agent] = fiber
+        self._hosted[agent] = hosted
         self.factory.adopted(agent)
-        # A child agent is owned by its parent alone: its fiber is in the parent's scope.
-        if parent is None and caller is not None and caller.fiber is not self._ctx.fiber:
-            # The calling fiber co-owns the agent: its unload disposes it. The entry leaves
-            # the caller's stack when the agent goes by any other path (see _detach).
-            self._co_owners[agent] = caller.defer(fiber.dispose)
-        return AgentHandle(agent, fiber.dispose)
+        if co_owner is not None:
+            self._co_owners[agent] = co_owner
+        return AgentHandle(agent, dispose)
+
+    def _on_write_failed(self, event: SessionWriteFailed) -> None:
+        """A lost lease stops the session's agent at once and disposes it (LeaseLost)."""
+        error = event.error
+        if not isinstance(error, SessionLeaseLostError):
+            return
+        agent = self._live.get(event.session_id)
+        hosted = self._hosted.get(agent) if agent is not None else None
+        if agent is None or hosted is None or hosted._disposer is None:
+            return
+        # Invariant: synchronous, in the listener: from the moment the store knows the lease
+        # is lost, the agent starts no model call and no tool call.
+        self.factory.lost(agent, LeaseLost(holder=error.holder))
+        self._ctx.start_soon(_dispose_lost, agent.id, hosted._disposer, name=f"lost {agent.id}")
 
     def _in_use_error(self, session_id: str, error: SessionIdInUseError) -> AgentIdInUseError:
         if session_id in self._live or self.store.get(session_id) is not None:
@@ -394,9 +468,8 @@ class AgentRegistry(Generic[A]):
         )
 
     def _scope_of(self, agent: AgentLike) -> Context:
-        fiber = self._fibers.get(agent)
-        hosted = fiber.plugin if fiber is not None else None
-        if not isinstance(hosted, _Hosted) or hosted.scope is None:
+        hosted = self._hosted.get(agent)
+        if hosted is None or hosted.scope is None:
             raise ValueError(f"agent {agent.id} is not live; a parent must be a live agent")
         return hosted.scope
 
@@ -428,7 +501,7 @@ class AgentRegistry(Generic[A]):
         self.factory.detached(agent)
         if self._live.get(agent.id) is agent:
             del self._live[agent.id]
-        self._fibers.pop(agent, None)
+        self._hosted.pop(agent, None)
         co_owner = self._co_owners.pop(agent, None)
         if co_owner is not None:
             co_owner.discard()
@@ -452,6 +525,15 @@ def _is_agent_like(agent: object) -> bool:
     return False
 
 
+async def _dispose_lost(agent_id: str, dispose: Callable[[], Awaitable[None]]) -> None:
+    """Dispose an agent whose session lease was lost; its last flush cannot write, as
+    expected (the store reported it once already)."""
+    try:
+        await dispose()
+    except* SessionWriteError as group:
+        log.info("agent %r was disposed after its session lease was lost (%s)", agent_id, group)
+
+
 def _built() -> Any:
     raise RuntimeError("the agent of this fiber is built already")
 
@@ -461,6 +543,19 @@ def _caller() -> Context | None:
         return current_context()
     except RuntimeError:
         return None
+
+
+def _closed_caller(agent_id: str, caller: Context) -> str:
+    fiber = caller.fiber
+    where = (
+        f"fiber {fiber.id} is {fiber.state.value}"
+        if not fiber.state.is_open
+        else f"the section of fiber {fiber.id} it was called from is unwinding"
+    )
+    return (
+        f"agent {agent_id!r} was not created: the calling fiber co-owns the agents it creates, "
+        f"and {where}; create it from a fiber that is loading or active"
+    )
 
 
 def _model_required(agent_id: str, name: str | None) -> str:

@@ -3,6 +3,7 @@
 from ._causes import CancelCause as CancelCause
 from ._causes import DisposedCancel as DisposedCancel
 from ._causes import HookCancel as HookCancel
+from ._causes import LeaseLost as LeaseLost
 from ._causes import ParentCancel as ParentCancel
 from ._causes import UserCancel as UserCancel
 from ._scope import CauseScope as CauseScope
@@ -13,6 +14,7 @@ __all__ = [
     "CauseScope",
     "DisposedCancel",
     "HookCancel",
+    "LeaseLost",
     "ParentCancel",
     "UserCancel",
     "current_cause",

@@ -8,6 +8,7 @@ __all__ = [
     "CancelCause",
     "DisposedCancel",
     "HookCancel",
+    "LeaseLost",
     "ParentCancel",
     "UserCancel",
     "check_cause",
@@ -45,6 +46,19 @@ class HookCancel(CancelCause):
     """A plugin hook vetoed the work; ``reason`` says why."""
 
     reason: str
+
+
+@attrs.frozen
+class LeaseLost(CancelCause):
+    """The worker lost the lease of the agent's session: another worker took the session
+    over (this one was stopped or cut off from the database longer than the lease lasts).
+    The agent stops at once and is disposed; it lives on where the session was taken over.
+
+    ``holder`` is the lease owner id (``host:pid:random``) under which this worker held the
+    session, so that the logs of many workers say which one stopped.
+    """
+
+    holder: str
 
 
 def check_cause(cause: object) -> CancelCause:

@@ -107,7 +107,8 @@ class Context:
         fiber = self._fiber
         stack = OwnedStack()
         fiber._push(
-            Entry("section", _unwind_section, stack, name, fiber, about=name), self._section
+            Entry("section", _unwind_section, stack, name, fiber, about=name, unwinding=True),
+            self._section,
         )
         return Context(fiber, stack)
 
@@ -274,10 +275,18 @@ class Context:
         return f"<Context of {self._fiber!r}>"
 
 
-async def _unwind_section(stack: OwnedStack, name: str, fiber: Fiber) -> None:
-    """The exit of a section: it takes no more entries, and unwinds its own."""
+async def _unwind_section(
+    stack: OwnedStack,
+    name: str,
+    fiber: Fiber,
+    _type: type[BaseException] | None,
+    unwinding: BaseException | None,
+    _traceback: object,
+) -> None:
+    """The exit of a section: it takes no more entries, and unwinds its own (its exits see
+    what unwinds the stack the section is on)."""
     stack.closed = True
-    errors = await stack.unwind()
+    errors = await stack.unwind(unwinding)
     if errors:
         raise BaseExceptionGroup(f"teardown of section {name!r} of fiber {fiber.id} failed", errors)
 

@@ -86,6 +86,7 @@ class Fiber:
         "_entry",
         "_errors",
         "_failure",
+        "_guard",
         "_load_scope",
         "_nursery",
         "_raw_config",
@@ -95,6 +96,7 @@ class Fiber:
         "_state",
         "_stop",
         "_task",
+        "_unwinding",
         "_wake",
         "id",
         "parent",
@@ -128,6 +130,10 @@ class Fiber:
         self._stop = False
         self._reset = False
         self._failure: BaseException | None = None
+        # Why the public dispose() refuses (see guard()), or None.
+        self._guard: str | None = None
+        # Set by the owner of the root before it disposes it: what unwinds the application.
+        self._unwinding: BaseException | None = None
         self._application_ended = Signal()
         self._application_errors: list[BaseException] = []
         self._errors: list[BaseException] = []
@@ -190,8 +196,31 @@ class Fiber:
 
         Raises:
             ExceptionGroup: one or more exits failed (every other entry still unwound).
-            RuntimeError: called from the fiber's own task, which would wait for itself.
+            RuntimeError: called from the fiber's own task, which would wait for itself; or
+                the fiber is guarded (see :meth:`guard`): only its disposer tears it down.
         """
+        if self._guard is not None:
+            raise RuntimeError(
+                f"fiber {self.id} cannot be disposed from the fiber tree: {self._guard}"
+            )
+        await self._dispose()
+
+    def guard(self, refusal: str) -> Callable[[], Awaitable[None]]:
+        """Make :meth:`dispose` refuse (saying ``refusal``); return the one disposer.
+
+        For a fiber whose teardown is a capability (an agent's, which its handle holds):
+        whoever reaches the fiber through the public tree (``runtime.fibers``,
+        ``Fiber.children``) cannot dispose it. Its parent's teardown still does.
+
+        Raises:
+            RuntimeError: the fiber is guarded already (its disposer has a holder).
+        """
+        if self._guard is not None:
+            raise RuntimeError(f"fiber {self.id} is guarded already; its disposer has a holder")
+        self._guard = refusal
+        return self._dispose
+
+    async def _dispose(self) -> None:
         if trio.lowlevel.current_task() is self._task and not self._done.is_set():
             raise RuntimeError(
                 f"fiber {self.id} cannot await its own disposal from its own task; "
@@ -291,7 +320,7 @@ class Fiber:
         kind = type(cm)
         value = await kind.__aenter__(cm)
         self._push(
-            Entry("effect", kind.__aexit__, cm, None, None, None, about=kind.__name__), section
+            Entry("effect", kind.__aexit__, cm, about=kind.__name__, unwinding=True), section
         )
         return value
 
@@ -409,6 +438,9 @@ class Fiber:
         errors: list[BaseException] = []
         applied = Signal()
         apply_failure: list[BaseException] = []
+        # What tears the application down from outside: trio's Cancelled of an outer
+        # cancellation, or what the root's owner hands over (see open_root).
+        outer: BaseException | None = None
         try:
             # Invariant: this task enters and exits every entry; the nursery is below all of
             # them, so shielding its cancel scope protects the whole unwind (and the tasks
@@ -437,6 +469,9 @@ class Fiber:
                                 self._activate(status)
                             continue
                         await self._wake.wait()
+                except BaseException as exc:
+                    outer = exc
+                    raise
                 finally:
                     nursery.cancel_scope.shield = True
                     load_scope, self._load_scope = self._load_scope, None
@@ -445,7 +480,15 @@ class Fiber:
                         load_scope.cancel(DisposedCancel())
                         await applied.wait()
                     self._refuse_requests()
-                    errors = await stack.unwind()
+                    # Invariant: an effect's exit sees what unwinds the fiber: its failure
+                    # first (the state it ends in), else an outer cancellation, else what
+                    # the owner handed over; None on a clean unload.
+                    unwinding = apply_failure[0] if apply_failure else self._failure
+                    if unwinding is None:
+                        unwinding = outer if outer is not None else self._unwinding
+                    errors = await stack.unwind(unwinding)
+                    del unwinding, outer
+                    self._unwinding = None
                     self._nursery = None
                     self._stack = None
         finally:

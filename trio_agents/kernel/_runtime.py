@@ -75,7 +75,7 @@ class Runtime:
         structured = spec.structure(config)
         fiber = Fiber(self, spec, structured, config, parent)
         _, nursery = parent._check_open(f"the child fiber {fiber.id}", section)
-        fiber._entry = parent._push(Entry("fiber", fiber.dispose, about=fiber.id), section)
+        fiber._entry = parent._push(Entry("fiber", fiber._dispose, about=fiber.id), section)
         parent._children[fiber] = None
         self._fibers[fiber] = None
         await nursery.start(fiber._run, name=f"fiber {fiber.id}")
@@ -199,6 +199,8 @@ async def open_root() -> AsyncIterator[Context]:
                 yield root.context
             except BaseException as exc:
                 body_error = exc
+                # The body is the root's application: its effects see what it raised.
+                root._unwinding = exc
                 raise
             finally:
                 _CURRENT.reset(token)

@@ -4,8 +4,13 @@ Rules:
 - An :class:`Entry` is one owned thing with one async exit. Entries unwind strictly last in,
   first out, one at a time, each awaited to completion.
 - A failing exit never skips later entries: every failure is collected and returned.
-- Unlike :class:`contextlib.AsyncExitStack`, an exit never sees the previous exit's exception,
-  so no entry can swallow another entry's failure.
+- An effect's exit sees the exception unwinding the stack, as under
+  :class:`contextlib.AsyncExitStack`: what unwinds the fiber (its failure, or ``Cancelled``),
+  or, once an exit failed, that exit's failure (passed on, with its ``__context__`` set).
+- Unlike :class:`contextlib.AsyncExitStack`, no exit can suppress: its return value is
+  ignored, so no entry can swallow the fiber's failure or another entry's. An exit that
+  re-raises the exception it was given (as is, or inside a group, as a nursery does) adds no
+  failure of its own.
 - An entry whose thing ended on its own (a finished task, a child fiber disposed directly)
   leaves the stack with :meth:`Entry.discard`; a fiber that spawns many short tasks does not
   accumulate entries.
@@ -25,10 +30,15 @@ __all__ = ["Entry", "OwnedStack"]
 class Entry:
     """One thing a fiber owns, and the async exit that releases it.
 
-    The exit runs at most once; concurrent closers join the one run.
+    The exit runs at most once; concurrent closers join the one run, which is shielded: a
+    closer cancelled mid-exit does not cut it short, and every closer returns after it.
+
+    With ``unwinding=True`` the exit is called as ``await exit(*args, type, value,
+    traceback)`` of the exception unwinding the stack (``None`` three times on a clean
+    unwind), as ``__aexit__`` is.
     """
 
-    __slots__ = ("_about", "_args", "_closed", "_exit", "_kind", "_stack")
+    __slots__ = ("_about", "_args", "_closed", "_exit", "_kind", "_stack", "_unwinding")
 
     def __init__(
         self,
@@ -36,6 +46,7 @@ class Entry:
         exit: Callable[..., Awaitable[object]],
         *args: object,
         about: object = None,
+        unwinding: bool = False,
     ) -> None:
         # The label is made when read: "<label> <about>" (a function is named by its
         # qualified name), so an entry holds no string of its own.
@@ -44,6 +55,7 @@ class Entry:
         # The exit is `await exit(*args)`: arguments instead of a closure per entry.
         self._exit = exit
         self._args = args
+        self._unwinding = unwinding
         self._stack: OwnedStack | None = None
         self._closed: trio.Event | None = None
 
@@ -67,17 +79,33 @@ class Entry:
             self._stack = None
 
     async def close(self) -> None:
-        """Release the thing now, ahead of its fiber's teardown."""
-        self.discard()
-        await self._run_exit()
+        """Release the thing now, ahead of its fiber's teardown (a clean exit).
 
-    async def _run_exit(self) -> None:
+        Returns when the exit has run to completion, also for a concurrent closer.
+        """
+        self.discard()
+        await self._run_exit(None, shield=True)
+
+    async def _run_exit(self, unwinding: BaseException | None, *, shield: bool = False) -> None:
         if self._closed is not None:
             await self._closed.wait()
             return
         self._closed = trio.Event()
+        args = self._args
+        if self._unwinding:
+            if unwinding is None:
+                args = (*args, None, None, None)
+            else:
+                args = (*args, type(unwinding), unwinding, unwinding.__traceback__)
         try:
-            await self._exit(*self._args)
+            if shield:
+                # Invariant: the exit runs to completion once started; a joiner waits on
+                # `_closed`, which a cancelled first closer must not set early (pinned by
+                # test_kernel_stack.py::test_cancelled_first_closer_still_completes_the_exit).
+                with trio.CancelScope(shield=True):
+                    await self._exit(*args)
+            else:
+                await self._exit(*args)
         finally:
             self._closed.set()
 
@@ -111,14 +139,53 @@ class OwnedStack:
     def __len__(self) -> int:
         return len(self._entries)
 
-    async def unwind(self) -> list[BaseException]:
-        """Exit every entry, newest first; return the failures in the order they happened."""
+    async def unwind(self, unwinding: BaseException | None = None) -> list[BaseException]:
+        """Exit every entry, newest first; return the failures in the order they happened.
+
+        Args:
+            unwinding: the exception that unwinds the stack (``None`` for a clean unwind);
+                an exit that takes it sees it, or the failure of a later exit.
+        """
         errors: list[BaseException] = []
         while self._entries:
             entry, _ = self._entries.popitem()
             entry._stack = None
             try:
-                await entry._run_exit()
+                await entry._run_exit(unwinding)
             except BaseException as exc:  # collected; the caller raises them
-                errors.append(exc)
+                failure = _own_part(exc, unwinding)
+                if failure is not None:
+                    errors.append(failure)
+                    if failure is exc:
+                        _chain(exc, unwinding)
+                    unwinding = exc
         return errors
+
+
+def _own_part(raised: BaseException, given: BaseException | None) -> BaseException | None:
+    """What ``raised`` adds to ``given``: ``None`` if it is ``given``, as is or in a group."""
+    if given is None:
+        return raised
+    if raised is given:
+        return None
+    if isinstance(raised, BaseExceptionGroup):
+        _, rest = raised.split(lambda exc: exc is given)
+        return rest
+    return raised
+
+
+def _chain(raised: BaseException, given: BaseException | None) -> None:
+    """Put ``given`` at the end of ``raised``'s context chain, as AsyncExitStack does."""
+    if given is None:
+        return
+    chain = [raised]
+    while (context := chain[-1].__context__) is not None:
+        if context is given:
+            return
+        chain.append(context)
+    seen: BaseException | None = given
+    while seen is not None:
+        if any(seen is exc for exc in chain):
+            return  # linking would make a cycle
+        seen = seen.__context__
+    chain[-1].__context__ = given

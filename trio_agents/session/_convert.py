@@ -24,7 +24,14 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 import attrs
 from cattrs.gen import make_dict_unstructure_fn
 
-from ..cancel import CancelCause, DisposedCancel, HookCancel, ParentCancel, UserCancel
+from ..cancel import (
+    CancelCause,
+    DisposedCancel,
+    HookCancel,
+    LeaseLost,
+    ParentCancel,
+    UserCancel,
+)
 from ..kernel._strict import StrictConverter
 from ..kernel._tags import TagRegistry
 from ..kernel._wording import StrictTypeError, Wording
@@ -63,7 +70,7 @@ def register_cause(cls: C, tag: str | None = None) -> C:
     return cls
 
 
-for _cause in (UserCancel, ParentCancel, DisposedCancel, HookCancel):
+for _cause in (UserCancel, ParentCancel, DisposedCancel, HookCancel, LeaseLost):
     register_cause(_cause)
 
 

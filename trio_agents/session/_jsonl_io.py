@@ -338,10 +338,7 @@ def repair_session(path: Path, session_id: str) -> Repaired | None:
         SessionFormatError: the header is not a session header (nothing to keep).
         LockHeld: another process has the session live.
     """
-    if not os.path.lexists(path):
-        raise SessionNotFoundError(
-            f"no stored session has the id {session_id!r}; see store.list() for the ids"
-        )
+    _require_stored(path, session_id)
     lock = take_lock(path)
     try:
         loaded = read_session(path, session_id, prefix=True)
@@ -523,6 +520,13 @@ def _rewind(fd: int, start: int | None, unsynced: int, error: OSError) -> OSErro
     return error
 
 
+def _require_stored(path: Path, session_id: str) -> None:
+    if not os.path.lexists(path):
+        raise SessionNotFoundError(
+            f"no stored session has the id {session_id!r}; see store.list() for the ids"
+        )
+
+
 def _target(job: WriteJob) -> Path:
     return job.path.with_name(job.path.name + ".new") if job.create else job.path
 
@@ -540,10 +544,7 @@ def remove_session(path: Path, session_id: str) -> None:
         SessionNotFoundError: there is no such file.
         LockHeld: another process has the session live.
     """
-    if not os.path.lexists(path):
-        raise SessionNotFoundError(
-            f"no stored session has the id {session_id!r}; see store.list() for the ids"
-        )
+    _require_stored(path, session_id)
     lock = take_lock(path)
     try:
         path.unlink(missing_ok=True)

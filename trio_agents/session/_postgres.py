@@ -66,7 +66,14 @@ _EXTRA_HINT = "install the 'postgres' extra: pip install 'trio-agents[postgres]'
 
 class SessionLeaseLostError(SessionWriteError):
     """Another worker took over the lease of a session this worker had live (this one was
-    stopped or cut off longer than the lease lasts); it writes nothing more of that session."""
+    stopped or cut off longer than the lease lasts); it writes nothing more of that session.
+
+    Announced once as ``SessionWriteFailed``; the agent of the session then stops at once
+    with the cause :class:`~trio_agents.cancel.LeaseLost` and is disposed.
+    """
+
+    #: The lease owner id under which this worker held the session (``PostgresStore.owner``).
+    holder: str = ""
 
 
 def _load_sql() -> None:
@@ -391,6 +398,7 @@ class PostgresStore(SessionStore):
             f"written here (records from seq {state.stored} on are not stored), and the "
             f"stored session is intact — resume it where it is live now"
         )
+        state.lost.holder = self._owner
         self._dirty.pop(session, None)
         self._retry.pop(session, None)
         log.error("session %r lost its lease", session.id, exc_info=state.lost)

@@ -36,6 +36,7 @@ from typing import final
 import trio
 
 from ._errors import ShellError
+from ._supervisor import proc_stats
 
 __all__ = ["Child", "GroupChild", "SupervisedChild", "session_members", "supervisor_available"]
 
@@ -60,18 +61,11 @@ def supervisor_available() -> bool:
 
 def session_members(session: int) -> list[int]:
     """Every live (non-zombie) process whose session id is ``session``, except its leader."""
-    found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == session:
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] not in (b"Z", b"X") and int(fields[3]) == session:
-            found.append(int(entry))
-    return found
+    return [
+        pid
+        for pid, fields in proc_stats()
+        if pid != session and fields[0] not in (b"Z", b"X") and int(fields[3]) == session
+    ]
 
 
 class Child(abc.ABC):

@@ -28,6 +28,7 @@ import os
 import select
 import sys
 import time
+from collections.abc import Iterator
 
 # Every import here is paid by every job's start (``benchmarks/bench_shell.py``). The signal
 # module's Python wrapper imports enum (about 10 ms on the development machine), so the C
@@ -55,18 +56,24 @@ def _prctl(option: int, value: int) -> None:
         raise OSError(errno, f"prctl({option}): {os.strerror(errno)}")
 
 
-def descendants(root: int) -> list[int]:
-    """Every live (non-zombie) process below ``root``, parents before children."""
-    children: dict[int, list[tuple[int, bytes]]] = {}
+def proc_stats() -> Iterator[tuple[int, list[bytes]]]:
+    """Each process of ``/proc`` with the fields of its ``stat`` after the command name
+    (state, ppid, pgrp, session, ...); a process that ended while being read is left out."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
+                yield int(entry), f.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        children.setdefault(int(fields[1]), []).append((int(entry), fields[0]))
+
+
+def descendants(root: int) -> list[int]:
+    """Every live (non-zombie) process below ``root``, parents before children."""
+    children: dict[int, list[tuple[int, bytes]]] = {}
+    for pid, fields in proc_stats():
+        children.setdefault(int(fields[1]), []).append((pid, fields[0]))
     found: list[int] = []
     todo = [root]
     while todo:

@@ -1,0 +1,164 @@
+"""A worker that lost its session's lease stops the agent at once (``LeaseLost``): real
+PostgreSQL, real worker processes (``pg_lease_worker.py``) paused past the lease's expiry."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+import trio
+
+import trio_agents as ta
+import trio_agents.agent as ag
+from trio_agents.session import PostgresStore, SessionAppended, TurnEnded, TurnStarted
+
+WORKER = Path(__file__).with_name("pg_lease_worker.py")
+
+
+class Worker:
+    """A ``pg_lease_worker.py`` process, its stdin and the lines of its stdout."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self._buffer = b""
+
+    @classmethod
+    async def start(cls, dsn: str, mode: str, lease: float) -> Worker:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, str(WORKER), dsn, "s", mode, str(lease)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        return cls(process)
+
+    async def line(self) -> str:
+        assert self.process.stdout is not None
+        with trio.fail_after(60):
+            while b"\n" not in self._buffer:
+                data = await self.process.stdout.receive_some(1 << 16)
+                if not data:
+                    raise EOFError(f"the worker exited ({self.process.returncode}) before a line")
+                self._buffer += data
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode()
+
+    async def until(self, prefix: str) -> list[str]:
+        """The lines up to and including the first that starts with ``prefix``."""
+        seen = [await self.line()]
+        while not seen[-1].startswith(prefix):
+            seen.append(await self.line())
+        return seen
+
+    async def send(self, text: str) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send_all(text.encode() + b"\n")
+
+    async def end(self) -> int:
+        """Close its stdin (it ends its runtime) and wait for its exit status."""
+        assert self.process.stdin is not None
+        await self.process.stdin.aclose()
+        with trio.fail_after(60):
+            return await self.process.wait()
+
+
+@asynccontextmanager
+async def workers() -> AsyncIterator[list[Worker]]:
+    """Workers started in the block are killed (and reaped) after it, whatever happened."""
+    started: list[Worker] = []
+    try:
+        yield started
+    finally:
+        for worker in started:
+            if worker.process.returncode is None:
+                worker.process.send_signal(signal.SIGCONT)
+                worker.process.kill()
+            with trio.CancelScope(shield=True):
+                await worker.process.wait()
+
+
+async def test_a_worker_that_lost_its_lease_stops_its_agent_with_lease_lost(
+    pg_dsn: str,
+) -> None:
+    """SIGSTOP the worker running a turn past its lease; another worker takes the session
+    over; SIGCONT: the first stops its agent at once with LeaseLost (announced, then
+    disposed), takes no more prompts and makes no further model call."""
+    async with ta.open_runtime(store=PostgresStore(pg_dsn)) as root:
+        await (await root.agents.create(session_id="s")).dispose()
+    async with workers() as started:
+        holder = await Worker.start(pg_dsn, "hold", 1.0)
+        started.append(holder)
+        assert await holder.line() == "ready"
+        await holder.send("go")
+        assert await holder.line() == "entered"
+        assert await holder.line() == "model call 1"
+        assert await holder.line() == "turn"
+        holder.process.send_signal(signal.SIGSTOP)
+        heir = await Worker.start(pg_dsn, "takeover", 1.0)
+        started.append(heir)
+        assert await heir.line() == "ready"
+        assert await heir.line() == "resumed"
+        holder.process.send_signal(signal.SIGCONT)
+        seen = await holder.until("disposed ")
+        assert seen[-1] == "disposed s"
+        [lost] = [line for line in seen if line.startswith("lost ")]
+        assert re.match(r"^lost session 's' is no longer this worker's: ", lost)
+        cancels = [line for line in seen if line.startswith("cancel ")]
+        assert len(cancels) == 1
+        assert re.fullmatch(
+            rf"cancel LeaseLost\(holder='[^:']+:{holder.process.pid}:[0-9a-f]+'\)", cancels[0]
+        )
+        assert not any(line.startswith("model call") for line in seen)
+        await holder.send("prompt")
+        assert re.match(
+            r"^refused agent s is disposed; it takes no more messages", await holder.line()
+        )
+        await holder.send("calls")
+        assert await holder.line() == "calls 1"
+        assert await holder.end() == 0
+        assert await heir.end() == 0
+
+
+async def test_a_lost_lease_stops_the_agent_and_records_lease_lost(pg_dsn: str) -> None:
+    """In one process: a store whose lease is taken over from outside stops the running
+    turn with LeaseLost (its TurnEnded, kept in memory, says so), disposes the agent and
+    emits AgentCancelRequested(LeaseLost) then AgentDisposed."""
+    store = PostgresStore(pg_dsn, lease_seconds=1.0, renew_every=0.2)
+    events: list[object] = []
+    started, disposed = trio.Event(), trio.Event()
+    async with ta.open_runtime(store=store, model="echo?delay=3600") as root:
+        root.on(ag.AgentCancelRequested, events.append)
+        root.on(ag.AgentDisposed, events.append)
+        root.on(ag.AgentDisposed, lambda event: disposed.set())
+        root.on(
+            SessionAppended,
+            lambda event: started.set() if isinstance(event.record, TurnStarted) else None,
+        )
+        agent = (await root.agents.create(session_id="s")).agent
+        agent.prompt("a long turn")
+        await started.wait()
+        await root.sessions.flush(agent.session)
+        # Another worker takes the lease over: a new owner and epoch, as a take-over writes.
+        with psycopg.connect(pg_dsn) as conn:
+            conn.execute(
+                "UPDATE trio_agents_sessions SET owner = 'elsewhere', epoch = epoch + 1 "
+                "WHERE id = 's'"
+            )
+        with trio.fail_after(30):
+            await disposed.wait()
+        assert root.agents.get("s") is None
+        requested, gone = events
+        assert requested == ag.AgentCancelRequested(
+            agent_id="s", cause=ta.LeaseLost(holder=store.owner)
+        )
+        assert isinstance(gone, ag.AgentDisposed)
+        [ended] = [r for r in agent.session.records if isinstance(r, TurnEnded)]
+        assert ended.cause == ta.LeaseLost(holder=store.owner)
+        with pytest.raises(ag.AgentClosedError, match=r"^agent s is disposed; it takes no more"):
+            agent.prompt("after")
