@@ -132,7 +132,13 @@ def test_spec_owner_has_no_default() -> None:
     assert fields["owner"].default is attrs.NOTHING
     with pytest.raises(TypeError, match="owner"):
         ShellExecSpec(  # type: ignore[call-arg]
-            command="true", cwd="/", env={}, timeout=None, output_cap=1, background=False
+            command="true",
+            cwd="/",
+            env={},
+            timeout=None,
+            output_cap=1,
+            background=False,
+            sandboxed=True,
         )
 
 

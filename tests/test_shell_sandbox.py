@@ -12,6 +12,7 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 from sandbox_support import bomb, require_bwrap
@@ -21,6 +22,7 @@ import trio_agents.agent as ag
 from trio_agents.kernel import Context, open_root
 from trio_agents.shell import (
     JobStatus,
+    LocalShell,
     SandboxShell,
     SandboxUnavailableError,
     ShellError,
@@ -278,3 +280,63 @@ async def test_the_job_pid_is_the_sandbox_s(root: Context) -> None:
     pid, count = result.output.split()
     assert int(pid) <= 2
     assert int(count) <= 4
+
+
+# -- the way out: bash_unsandboxed, always asked ---------------------------------------------
+
+
+@attrs.define
+class Answer:
+    """An approver that gives one answer and keeps every request."""
+
+    decision: ag.Decision
+    asked: list[ag.ApprovalRequest] = attrs.Factory(list)
+
+    async def approve(self, request: ag.ApprovalRequest) -> ag.Decision:
+        await trio.lowlevel.checkpoint()
+        self.asked.append(request)
+        return self.decision
+
+
+async def test_bash_unsandboxed_is_offered_only_with_a_sandbox_and_always_asked() -> None:
+    """With a sandbox, tool-bash adds bash_unsandboxed, which needs approval while bash does
+    not; without one (LocalShell) there is no such tool."""
+    async with ag.open_runtime() as root:
+        await root.plugin(SandboxShell())
+        await root.plugin(tool_bash)
+        tools: ag.ToolRegistry = root.get("tools")
+        assert tools.names()[-1] == "bash_unsandboxed"
+        assert tools.needs_approval("bash_unsandboxed")
+        assert not tools.needs_approval("bash")
+    async with ag.open_runtime() as root:
+        await root.plugin(LocalShell())
+        await root.plugin(tool_bash)
+        assert "bash_unsandboxed" not in root.get("tools").names()
+
+
+@pytest.mark.parametrize("decision", [ag.Decision.ALLOW_ONCE, ag.Decision.REJECT_ONCE])
+async def test_bash_unsandboxed_runs_outside_the_sandbox_once_approved(
+    tmp_path: Path, decision: ag.Decision
+) -> None:
+    """The same write that bash cannot make (the host's /tmp is not the sandbox's) is made by
+    bash_unsandboxed once the approver allows it, and not at all when it refuses."""
+    target = tmp_path / "outside"
+    async with ag.open_runtime() as root:
+        await root.plugin(SandboxShell())
+        await root.plugin(tool_bash)
+        handle = await root.agents.create()
+        approver = Answer(decision)
+        handle.agent.approver = approver
+        tools: ag.ToolRegistry = root.get("tools")
+        arguments = {"command": f"touch {target}"}
+        with trio.fail_after(10):
+            inside = await tools.invoke("bash", arguments, handle.agent)
+        assert inside.is_error
+        assert not target.exists()
+        assert approver.asked == []
+        with trio.fail_after(10):
+            outside = await tools.invoke("bash_unsandboxed", arguments, handle.agent)
+        assert [r.tool for r in approver.asked] == ["bash_unsandboxed"]
+        assert outside.is_error is (decision is ag.Decision.REJECT_ONCE)
+        assert target.exists() is (decision is ag.Decision.ALLOW_ONCE)
+        await handle.dispose()

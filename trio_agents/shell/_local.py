@@ -118,12 +118,14 @@ class LocalShellExecutor(ShellExecutor):
         config: LocalShell.Config,
         *,
         wrap: Callable[[ShellExecSpec], Sequence[str]] | None = None,
+        sandbox: str | None = None,
     ) -> None:
         self._ctx = ctx
         self._config = config
         # The program (and its options) each ``/bin/sh -c`` runs under: a sandbox's
         # (``SandboxShell``); ``None``: the shell runs as it is.
         self._wrap = wrap
+        self._sandbox = sandbox if wrap is not None else None
         self._ids = itertools.count(1)
         # Invariant: a job id, once given, stays here (with its owner) while the executor lives.
         self._jobs: dict[str, _Process] = {}
@@ -136,6 +138,11 @@ class LocalShellExecutor(ShellExecutor):
     def config(self) -> LocalShell.Config:
         """The limits this executor resolves requests with."""
         return self._config
+
+    @property
+    def sandbox(self) -> str | None:
+        """See :attr:`ShellExecutor.sandbox`."""
+        return self._sandbox
 
     def statistics(self) -> ShellStatistics:
         """A frozen snapshot: running processes, jobs ever started, whether closed."""
@@ -196,6 +203,7 @@ class LocalShellExecutor(ShellExecutor):
             output_cap=config.output_cap,
             owner=request.owner,
             background=request.background,
+            sandboxed=bool(request.sandboxed),
         )
 
     # -- foreground ----------------------------------------------------------------------------
@@ -330,7 +338,7 @@ class LocalShellExecutor(ShellExecutor):
 
     async def _spawn(self, spec: ShellExecSpec, job_id: str | None) -> _Process:
         process: Child
-        prefix = list(self._wrap(spec)) if self._wrap is not None else []
+        prefix = list(self._wrap(spec)) if self._wrap is not None and spec.sandboxed else []
         try:
             if self._config.supervise and supervisor_available():
                 process = await SupervisedChild.spawn(

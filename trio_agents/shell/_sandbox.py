@@ -155,7 +155,7 @@ class SandboxShell:
                     network=config.network,
                 )
 
-            executor = LocalShellExecutor(ctx, limits, wrap=wrap)
+            executor = LocalShellExecutor(ctx, limits, wrap=wrap, sandbox=config.policy)
         ctx.defer(executor.aclose)
         ctx.provide(SHELL, executor)
 
