@@ -86,6 +86,7 @@ async def test_resolve_makes_every_value_explicit(root: Context) -> None:
     assert spec.output_cap == 1 << 20
     assert spec.owner is None
     assert not spec.background
+    assert spec.sandboxed
 
 
 async def test_background_request_without_timeout_has_none(root: Context) -> None:
