@@ -135,6 +135,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "ConfigFileError",
             "LoadedPlugin",
             "PluginEntry",
+            "Sandbox",
             "check_asks",
             "load_config",
             "parse",

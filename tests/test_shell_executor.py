@@ -12,6 +12,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
+from sandbox_support import require_bwrap
 from support import gone, group_members, marker, processes_with, read_fifo, shell_of, write_fifo
 
 from trio_agents.kernel import Context, ListenerFailed, open_root
@@ -22,6 +23,7 @@ from trio_agents.shell import (
     JobStatus,
     LocalShell,
     LocalShellExecutor,
+    SandboxShell,
     ShellExecRequest,
     ShellExecSpec,
     ShellRequestError,
@@ -49,11 +51,21 @@ def relative_to_cwd(path: Path) -> str:
     return os.path.relpath(path)
 
 
-@pytest.fixture(params=[True, False], ids=["supervised", "group"])
-async def root(request: pytest.FixtureRequest) -> AsyncIterator[Context]:
-    """A shell with a short grace, with the per-job supervisor (Linux) and without it."""
+@pytest.fixture(params=[True, False, "sandboxed"], ids=["supervised", "group", "sandboxed"])
+async def root(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Context]:
+    """A shell with a short grace, with the per-job supervisor (Linux), without it, and the
+    sandboxed one (``SandboxShell``: the same contract under bubblewrap; the test's temporary
+    directory, where its fifos are, writable)."""
     async with open_root() as root:
-        await root.plugin(LocalShell(), LocalShell.Config(kill_grace=0.5, supervise=request.param))
+        if request.param == "sandboxed":
+            require_bwrap()
+            await root.plugin(
+                SandboxShell(), SandboxShell.Config(kill_grace=0.5, writable=(str(tmp_path),))
+            )
+        else:
+            await root.plugin(
+                LocalShell(), LocalShell.Config(kill_grace=0.5, supervise=request.param)
+            )
         yield root
 
 
@@ -74,6 +86,7 @@ async def test_resolve_makes_every_value_explicit(root: Context) -> None:
     assert spec.output_cap == 1 << 20
     assert spec.owner is None
     assert not spec.background
+    assert spec.sandboxed
 
 
 async def test_background_request_without_timeout_has_none(root: Context) -> None:
@@ -120,7 +133,13 @@ def test_spec_owner_has_no_default() -> None:
     assert fields["owner"].default is attrs.NOTHING
     with pytest.raises(TypeError, match="owner"):
         ShellExecSpec(  # type: ignore[call-arg]
-            command="true", cwd="/", env={}, timeout=None, output_cap=1, background=False
+            command="true",
+            cwd="/",
+            env={},
+            timeout=None,
+            output_cap=1,
+            background=False,
+            sandboxed=True,
         )
 
 

@@ -34,6 +34,14 @@ The format::
     forget_approvals = true           # optional: ignore the "always" answers stored in a
                                       # resumed session (as --forget-approvals)
 
+    [sandbox]                         # optional: run shell commands under bubblewrap; or a
+                                      # top-level sandbox = "read-only" (the policy alone)
+    policy = "workspace-write"        # optional: read-only, workspace-write (the default),
+                                      # danger-full-access (none; --sandbox wins over it)
+    writable = ["../shared"]          # optional: more writable directories (relative to
+                                      # the file's directory)
+    network = false                   # optional: whether commands reach the network
+
 Rules:
 - Validation collects every problem (types, unknown keys, model specs, imports, plugin shapes
   and plugin configs) and raises one :class:`ConfigFileError` listing them all, each with the
@@ -43,7 +51,9 @@ Rules:
   the server's own tool names, with or without its prefix.
 - What the command asks about by default (:data:`ASKED_BY_DEFAULT`, every MCP server's tools
   unless its table says ``ask``) is decided here and in :func:`~._options.open_cli_runtime`;
-  a name in both ``[approval] ask`` and ``[approval] allow`` is a problem.
+  a name in both ``[approval] ask`` and ``[approval] allow`` is a problem. With a sandbox
+  (``sandbox``, or ``--sandbox``) other than ``danger-full-access``, ``bash`` and
+  ``bash_kill`` are not asked about by default: their commands cannot leave it.
 - A file nested too deeply for Python's parser (a ``RecursionError`` in ``tomllib`` or in
   structuring) is one problem, never a traceback.
 - Numbers are checked by the classes' validators (``max_steps >= 1``, timeouts > 0); each
@@ -72,6 +82,7 @@ from ..kernel._wording import count_problems, list_problems
 from ..mcp import McpServer
 from ..model import ModelSpecError, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
+from ..shell import SANDBOX_POLICIES
 
 __all__ = [
     "ASKED_BY_DEFAULT",
@@ -80,6 +91,7 @@ __all__ = [
     "ConfigFileError",
     "LoadedPlugin",
     "PluginEntry",
+    "Sandbox",
     "check_asks",
     "load_config",
     "parse",
@@ -117,12 +129,26 @@ class Approval:
 
 
 @attrs.frozen
+class Sandbox:
+    """The ``sandbox`` key: a policy name, or a table (``--sandbox`` wins over its policy)."""
+
+    #: ``read-only``, ``workspace-write`` or ``danger-full-access``.
+    policy: str = "workspace-write"
+    #: Directories writable besides the workspace (relative ones: to the file's directory).
+    writable: list[str] = attrs.Factory(list)
+    #: Whether commands may reach the network.
+    network: bool = False
+
+
+@attrs.frozen
 class _File:
     """The whole file, as written."""
 
     model: str | None = None
     store: str | None = None
     approval: Approval = attrs.Factory(Approval)
+    # A policy name is made a table before structuring.
+    sandbox: Sandbox | None = None
     plugins: list[PluginEntry] = attrs.Factory(list)
     mcp_servers: list[McpServer] = attrs.Factory(list)
     agents: list[DeclaredAgent] = attrs.Factory(list)
@@ -168,6 +194,8 @@ class Config:
     allow: tuple[str, ...] = ()
     #: The ``[approval]`` table's ``forget_approvals`` (``--forget-approvals``).
     forget_approvals: bool = False
+    #: The ``sandbox`` key (writable paths made absolute), or ``None``.
+    sandbox: Sandbox | None = None
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -227,8 +255,16 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
     """
     problems: list[str] = []
     raw: _File | None = None
+    data = dict(data)
+    if isinstance(data.get("sandbox"), str):
+        data["sandbox"] = {"policy": data["sandbox"]}
+    elif not isinstance(data.get("sandbox"), Mapping | None):
+        problems.append(
+            f"sandbox: a policy name or a table; got {data.pop('sandbox')!r} "
+            f'(e.g. sandbox = "workspace-write")'
+        )
     try:
-        raw = _CONVERTER.structure(dict(data), _File)
+        raw = _CONVERTER.structure(data, _File)
     except Exception as exc:
         problems.extend(_problems(exc, "$"))
     # The checks beyond types read the well-typed parts of the raw tables, so a file with
@@ -261,6 +297,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
                 )
             names.setdefault(name, index)
     problems.extend(_check_allow(data))
+    problems.extend(_check_sandbox(data))
     plugins = []
     for index, table in enumerate(_tables(data, "plugins")):
         entry = _entry(table)
@@ -291,7 +328,25 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         store=raw.store,
         allow=tuple(raw.approval.allow),
         forget_approvals=raw.approval.forget_approvals,
+        sandbox=_sandbox(raw.sandbox, path),
     )
+
+
+def _sandbox(sandbox: Sandbox | None, path: Path | None) -> Sandbox | None:
+    if sandbox is None:
+        return None
+    base = path.resolve().parent if path is not None else Path.cwd()
+    return attrs.evolve(sandbox, writable=[str(base / p) for p in sandbox.writable])
+
+
+def _check_sandbox(data: Mapping[str, Any]) -> list[str]:
+    table = data.get("sandbox")
+    policy = table.get("policy") if isinstance(table, Mapping) else None
+    if isinstance(policy, str) and policy not in SANDBOX_POLICIES:
+        return [
+            f"sandbox.policy: {policy!r} is not a policy; use one of {', '.join(SANDBOX_POLICIES)}"
+        ]
+    return []
 
 
 def _unprefixed(server: McpServer, name: str) -> str:

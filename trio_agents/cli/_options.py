@@ -41,7 +41,7 @@ from ..session import (
     default_root,
     parse_store_spec,
 )
-from ..shell import LocalShell, tool_bash
+from ..shell import SANDBOX_POLICIES, LocalShell, SandboxShell, tool_bash
 from ._config import ASKED_BY_DEFAULT, Config, check_asks, load_config
 from ._signals import terminable
 from ._usage import Parser
@@ -112,6 +112,15 @@ def _watch() -> Parser:
         help="reload the config file's plugin modules when their source changes",
     )
     watch.add_argument(
+        "--sandbox",
+        default=None,
+        choices=SANDBOX_POLICIES,
+        metavar="POLICY",
+        help="run shell commands under bubblewrap: read-only, workspace-write (writable: the "
+        "working directory) or danger-full-access (no sandbox); sandboxed bash is not asked "
+        "about (default: the config file's sandbox, else none)",
+    )
+    watch.add_argument(
         "--forget-approvals",
         action="store_true",
         help="ignore the 'always' answers stored in a resumed session: ask again "
@@ -143,6 +152,9 @@ class Settings:
     #: Ignore the standing approvals restored from a session (``--forget-approvals``, or the
     #: config file's ``[approval] forget_approvals``).
     forget_approvals: bool = False
+    #: The sandbox of shell commands (``--sandbox``, else the config file's ``sandbox``), or
+    #: ``None``: no sandbox (``LocalShell``).
+    sandbox: SandboxShell.Config | None = None
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -173,7 +185,26 @@ def settings_from(args: argparse.Namespace) -> Settings:
     store = args.store if args.store is not None else config.store
     parse_store_spec(store)  # refused before trio starts
     forget = bool(getattr(args, "forget_approvals", False)) or config.forget_approvals
-    return Settings(model=model, store=store, config=config, watch=watch, forget_approvals=forget)
+    return Settings(
+        model=model,
+        store=store,
+        config=config,
+        watch=watch,
+        forget_approvals=forget,
+        sandbox=_sandbox(getattr(args, "sandbox", None), config),
+    )
+
+
+def _sandbox(policy: str | None, config: Config) -> SandboxShell.Config | None:
+    """``--sandbox`` over the config file's ``sandbox`` (whose directories and network
+    stay); ``None`` when neither asks for one, or the policy is ``danger-full-access``."""
+    table = config.sandbox
+    policy = policy if policy is not None else (table.policy if table is not None else None)
+    if policy is None or policy == "danger-full-access":
+        return None
+    if table is None:
+        return SandboxShell.Config(policy=policy)
+    return SandboxShell.Config(policy=policy, writable=tuple(table.writable), network=table.network)
 
 
 def make_store(store: str | None, *, read_only: bool = False) -> SessionStore:
@@ -249,8 +280,9 @@ async def open_cli_runtime(
 
     Applies, in order: the core plugins (with the declared agents, owned by the AgentLoop),
     what needs approval (``tools.require_approval``: the ``[approval]`` table's ``ask``, and
-    ``bash`` and ``bash_kill`` unless its ``allow`` or ``allow`` here names them),
-    ``LocalShell`` and ``tool_bash`` (when ``shell``), the config file's plugins with their
+    ``bash`` and ``bash_kill`` unless its ``allow`` or ``allow`` here names them, or a
+    sandbox holds their commands), ``LocalShell`` (``SandboxShell`` with a sandbox) and
+    ``tool_bash`` (when ``shell``), the config file's plugins with their
     configs, its MCP servers (each a plugin; one that cannot start is an error), the check
     that every ``ask`` of the config file names a tool (:func:`check_asks`), and with
     ``--watch`` a background task that reloads their modules on change.
@@ -260,6 +292,7 @@ async def open_cli_runtime(
 
     Raises:
         CliError: a plugin of the config file failed to start.
+        SandboxUnavailableError: a sandbox was asked for and bubblewrap cannot make it.
         ConfigFileError: an ``ask`` of the config file names no tool (every such listed).
         Terminated: a signal ended the body.
     """
@@ -272,11 +305,16 @@ async def open_cli_runtime(
         store=make_store(settings.store), model=settings.model, agents=declared
     ) as root:
         with terminable(root):
-            allowed = {*config.allow, *allow}
+            # A sandboxed command cannot leave the sandbox: nothing to ask about (as Codex).
+            sandboxed = shell and settings.sandbox is not None
+            allowed = {*config.allow, *allow, *(ASKED_BY_DEFAULT if sandboxed else ())}
             asked = {*config.ask, *(n for n in ASKED_BY_DEFAULT if n not in allowed)}
             if asked:
                 root.get("tools").require_approval(sorted(asked))
-            if shell:
+            if shell and settings.sandbox is not None:
+                await root.plugin(SandboxShell(), settings.sandbox)
+                await root.plugin(tool_bash)
+            elif shell:
                 await root.plugin(LocalShell())
                 await root.plugin(tool_bash)
             for loaded in config.plugins:

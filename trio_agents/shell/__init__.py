@@ -1,5 +1,5 @@
-"""The shell: ``ShellExecutor`` (definition), ``LocalShell`` (provider), ``tool_bash``
-(consumer) (``docs/shell.rst``)."""
+"""The shell: ``ShellExecutor`` (definition), ``LocalShell`` and ``SandboxShell`` (providers),
+``tool_bash`` (consumer) (``docs/shell.rst``)."""
 
 from ._child import SupervisedChild as SupervisedChild
 from ._child import supervisor_available as supervisor_available
@@ -13,6 +13,10 @@ from ._local import LocalShell as LocalShell
 from ._local import LocalShellExecutor as LocalShellExecutor
 from ._local import ShellStatistics as ShellStatistics
 from ._output import OutputBuffer as OutputBuffer
+from ._sandbox import SANDBOX_POLICIES as SANDBOX_POLICIES
+from ._sandbox import SandboxShell as SandboxShell
+from ._sandbox import SandboxUnavailableError as SandboxUnavailableError
+from ._sandbox import bwrap_argv as bwrap_argv
 from ._tool_bash import BashArgs as BashArgs
 from ._tool_bash import JobArgs as JobArgs
 from ._tool_bash import ToolBash as ToolBash
@@ -27,6 +31,7 @@ from ._types import ShellResult as ShellResult
 from ._types import job_state as job_state
 
 __all__ = [
+    "SANDBOX_POLICIES",
     "SHELL",
     "BashArgs",
     "BashTask",
@@ -39,6 +44,8 @@ __all__ = [
     "LocalShell",
     "LocalShellExecutor",
     "OutputBuffer",
+    "SandboxShell",
+    "SandboxUnavailableError",
     "ShellError",
     "ShellExecRequest",
     "ShellExecSpec",
@@ -48,6 +55,7 @@ __all__ = [
     "ShellStatistics",
     "SupervisedChild",
     "ToolBash",
+    "bwrap_argv",
     "job_state",
     "supervisor_available",
     "tool_bash",

@@ -30,7 +30,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import final
 
 import trio
@@ -139,9 +139,11 @@ class GroupChild(Child):
         self.stdout = process.stdout
 
     @classmethod
-    async def spawn(cls, command: str, cwd: str, env: Mapping[str, str]) -> GroupChild:
-        """Start ``command``."""
-        return cls(await _open(["/bin/sh", "-c", command], cwd, env))
+    async def spawn(
+        cls, command: str, cwd: str, env: Mapping[str, str], *, prefix: Sequence[str] = ()
+    ) -> GroupChild:
+        """Start ``command`` (under the program ``prefix`` names, if any: a sandbox)."""
+        return cls(await _open([*prefix, "/bin/sh", "-c", command], cwd, env))
 
     @property
     def pid(self) -> int:

@@ -34,6 +34,12 @@ JobListener = Callable[[JobDone], object]
 class ShellExecutor(abc.ABC):
     """Runs shell commands in the foreground and as background jobs (service ``shell``)."""
 
+    @property
+    def sandbox(self) -> str | None:
+        """The sandbox policy commands run under (``read-only``, ``workspace-write``), or
+        ``None``: no sandbox. A spec with ``sandboxed=False`` runs outside it."""
+        return None
+
     @abc.abstractmethod
     def resolve(self, request: ShellExecRequest) -> ShellExecSpec:
         """Resolve ``request`` into explicit values.

@@ -28,6 +28,7 @@ import itertools
 import math
 import os
 import signal
+from collections.abc import Callable, Sequence
 from typing import Any, final
 
 import attrs
@@ -111,9 +112,20 @@ class _Process:
 class LocalShellExecutor(ShellExecutor):
     """The executor ``LocalShell`` provides; bound to the plugin's fiber."""
 
-    def __init__(self, ctx: Context, config: LocalShell.Config) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        config: LocalShell.Config,
+        *,
+        wrap: Callable[[ShellExecSpec], Sequence[str]] | None = None,
+        sandbox: str | None = None,
+    ) -> None:
         self._ctx = ctx
         self._config = config
+        # The program (and its options) each ``/bin/sh -c`` runs under: a sandbox's
+        # (``SandboxShell``); ``None``: the shell runs as it is.
+        self._wrap = wrap
+        self._sandbox = sandbox if wrap is not None else None
         self._ids = itertools.count(1)
         # Invariant: a job id, once given, stays here (with its owner) while the executor lives.
         self._jobs: dict[str, _Process] = {}
@@ -126,6 +138,11 @@ class LocalShellExecutor(ShellExecutor):
     def config(self) -> LocalShell.Config:
         """The limits this executor resolves requests with."""
         return self._config
+
+    @property
+    def sandbox(self) -> str | None:
+        """See :attr:`ShellExecutor.sandbox`."""
+        return self._sandbox
 
     def statistics(self) -> ShellStatistics:
         """A frozen snapshot: running processes, jobs ever started, whether closed."""
@@ -186,6 +203,7 @@ class LocalShellExecutor(ShellExecutor):
             output_cap=config.output_cap,
             owner=request.owner,
             background=request.background,
+            sandboxed=bool(request.sandboxed),
         )
 
     # -- foreground ----------------------------------------------------------------------------
@@ -320,13 +338,17 @@ class LocalShellExecutor(ShellExecutor):
 
     async def _spawn(self, spec: ShellExecSpec, job_id: str | None) -> _Process:
         process: Child
+        prefix = list(self._wrap(spec)) if self._wrap is not None and spec.sandboxed else []
         try:
             if self._config.supervise and supervisor_available():
                 process = await SupervisedChild.spawn(
-                    ["/bin/sh", "-c", spec.command], spec.cwd, spec.env, self._config.kill_grace
+                    [*prefix, "/bin/sh", "-c", spec.command],
+                    spec.cwd,
+                    spec.env,
+                    self._config.kill_grace,
                 )
             else:
-                process = await GroupChild.spawn(spec.command, spec.cwd, spec.env)
+                process = await GroupChild.spawn(spec.command, spec.cwd, spec.env, prefix=prefix)
         except OSError as exc:
             if exc.errno != errno.E2BIG:
                 raise

@@ -13,6 +13,9 @@ Rules:
   ``ctx.get("agents").list()``: the listener runs in the executor's task, a foreign fiber.
   A completion that lands while this plugin is reloading drops its one notice.
 - A foreground ``bash`` cancelled with its turn kills its command (the executor's ``run``).
+- With a sandboxed executor (``executor.sandbox``), a fourth tool, ``bash_unsandboxed``, runs
+  a command outside the sandbox; it is marked ``ask`` (every call needs approval), so the
+  one way out of the sandbox is asked about, whatever ``bash`` is.
 """
 
 from __future__ import annotations
@@ -115,6 +118,19 @@ class _BashTools:
         self._executor = executor
 
     def tools(self) -> tuple[Tool, ...]:
+        outside: tuple[Tool, ...] = ()
+        if self._executor.sandbox is not None:
+            outside = (
+                Tool(
+                    "bash_unsandboxed",
+                    f"Run a shell command outside the {self._executor.sandbox} sandbox that "
+                    f"bash runs in (the network, files outside the workspace). Every call "
+                    f"needs the user's approval: use bash unless the sandbox stops it.",
+                    BashArgs,
+                    self.bash_unsandboxed,
+                    ask=True,
+                ),
+            )
         return (
             Tool(
                 "bash",
@@ -130,9 +146,15 @@ class _BashTools:
                 self.bash_output,
             ),
             Tool("bash_kill", "Kill a background job and wait for it to end.", JobArgs, self.kill),
+            *outside,
         )
 
-    async def bash(self, call: ToolContext, args: BashArgs) -> ToolResult:
+    async def bash_unsandboxed(self, call: ToolContext, args: BashArgs) -> ToolResult:
+        return await self.bash(call, args, sandboxed=False)
+
+    async def bash(
+        self, call: ToolContext, args: BashArgs, *, sandboxed: bool = True
+    ) -> ToolResult:
         executor = self._executor
         request = ShellExecRequest(
             args.command,
@@ -141,6 +163,7 @@ class _BashTools:
             timeout=args.timeout,
             owner=_token(call),
             background=args.run_in_background,
+            sandboxed=sandboxed,
         )
         try:
             spec = executor.resolve(request)

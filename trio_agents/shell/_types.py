@@ -74,6 +74,8 @@ class ShellExecRequest:
             (background).
         owner: the opaque owner token stored with a background job (``None``: unowned).
         background: whether the command is meant for ``start`` rather than ``run``.
+        sandboxed: run it inside the executor's sandbox, if it has one (``False``: outside
+            it; the ``bash_unsandboxed`` tool, which always needs approval).
     """
 
     command: str
@@ -82,6 +84,7 @@ class ShellExecRequest:
     timeout: float | None = None
     owner: str | None = None
     background: bool = False
+    sandboxed: bool = True
 
 
 @attrs.frozen(kw_only=True)
@@ -97,6 +100,7 @@ class ShellExecSpec:
             counted.
         owner: the opaque owner token (``None``: unowned). Required: never defaulted.
         background: whether this spec is meant for ``start``.
+        sandboxed: whether it runs inside the executor's sandbox (when it has one).
     """
 
     command: str
@@ -106,6 +110,7 @@ class ShellExecSpec:
     output_cap: int
     owner: str | None
     background: bool
+    sandboxed: bool
 
 
 @attrs.frozen
