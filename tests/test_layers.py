@@ -87,3 +87,58 @@ def test_relative_imports_are_resolved_to_their_package() -> None:
     assert _layer_of("agent") == 2
     with pytest.raises(AssertionError, match=r"^trio_agents\.nowhere is not in the layer table"):
         _layer_of("nowhere")
+
+
+# -- private modules stay in their package -------------------------------------------------------
+
+#: Private modules any package may import: the base layer, and the error base beside the layers.
+SHARED_PRIVATE = {"_base", "_errors"}
+
+
+def _is_private(module: str) -> bool:
+    return any(part.startswith("_") for part in module.split(".")[1:])
+
+
+def _private_targets(path: Path) -> list[tuple[int, str]]:
+    """Every (line, module) the module at ``path`` imports that is private (a ``_x`` part),
+    ``from pkg import _x`` included."""
+    found = [(line, m) for line, m in _imported(path) if _is_private(m)]
+    package = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            module = ".".join((*base, node.module))
+            if module.startswith("trio_agents.") and not _is_private(module):
+                found += [
+                    (node.lineno, f"{module}.{a.name}") for a in node.names if a.name[:1] == "_"
+                ]
+    return found
+
+
+def _cross_package_private(path: Path) -> list[str]:
+    """What the module at ``path`` imports from another package's private modules."""
+    own = path.relative_to(PACKAGE).with_suffix("").parts[0]
+    bad = []
+    for line, module in _private_targets(path):
+        top = module.split(".")[1]
+        if top != own and top not in SHARED_PRIVATE:
+            bad.append(f"line {line}: {module}")
+    return bad
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_another_packages_private_module(path: Path) -> None:
+    """A package uses another's public names, or the base layer ``trio_agents._base``."""
+    bad = _cross_package_private(path)
+    assert not bad, (
+        f"{path.relative_to(PACKAGE)} imports another package's private module: "
+        + "; ".join(bad)
+        + " (import the package's public name, or move the shared piece to trio_agents._base)"
+    )
+
+
+def test_the_private_import_check_sees_relative_and_absolute_forms() -> None:
+    """The check resolves ``from ..x._y import``, ``from ..x import _y`` and absolute forms."""
+    imported = {m for _, m in _private_targets(PACKAGE / "kernel" / "_fiber.py")}
+    assert "trio_agents.kernel._stack" in imported
+    assert not _cross_package_private(PACKAGE / "kernel" / "_stack.py")
