@@ -13,9 +13,9 @@ from trio_agents.cancel import (
     HookCancel,
     ParentCancel,
     UserCancel,
+    check_cause,
     current_cause,
 )
-from trio_agents.cancel._causes import check_cause
 
 
 async def test_first_cause_wins_and_names_trios_cancelled_reason() -> None:

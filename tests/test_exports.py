@@ -122,7 +122,6 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"RESULT_CAP", "ToolFn", "ToolsPlugin", "cap_result", "tools_converter"}
     ),
     "trio_agents.agent._turn": frozenset({"Turn"}),
-    "trio_agents.cancel._causes": frozenset({"check_cause"}),
     "trio_agents.cli._acp": frozenset({"acp"}),
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
@@ -183,14 +182,8 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.kernel._plugin": frozenset({"PluginSpec", "describe_plugin"}),
     "trio_agents.kernel._reload": frozenset({"reload"}),
     "trio_agents.kernel._service_key": frozenset({"service_name"}),
-    "trio_agents.kernel._signal": frozenset({"Signal", "Wake"}),
     "trio_agents.kernel._stack": frozenset({"OwnedStack"}),
-    "trio_agents.kernel._states": frozenset({"StateTable", "check_transition"}),
-    "trio_agents.kernel._strict": frozenset({"StrictConverter"}),
-    "trio_agents.kernel._tags": frozenset({"TagRegistry", "snake_case"}),
-    "trio_agents.kernel._wording": frozenset(
-        {"StrictTypeError", "Wording", "count_problems", "json_type", "list_problems"}
-    ),
+    "trio_agents.kernel._states": frozenset({"check_transition"}),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
     "trio_agents.mcp._restart": frozenset({"Backoff"}),
     "trio_agents.mcp._process": frozenset({"GRACE", "supervised_stdio"}),

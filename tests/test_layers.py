@@ -9,7 +9,18 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "trio_agents"
 
-LAYERS = {"kernel": 0, "cancel": 0, "session": 1, "model": 1, "agent": 2, "shell": 3, "acp": 3}
+# ``_base`` is the private base layer below the kernel: state tables, the strict converter and
+# its wording, tag registries, the one-shot signal. Every layer may import it.
+LAYERS = {
+    "_base": -1,
+    "kernel": 0,
+    "cancel": 0,
+    "session": 1,
+    "model": 1,
+    "agent": 2,
+    "shell": 3,
+    "acp": 3,
+}
 LAYERS["mcp"] = 3
 LAYERS["cli"] = 4
 # The testing kit (fixtures, collectors) uses every layer below, beside the command.

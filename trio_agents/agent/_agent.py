@@ -23,12 +23,10 @@ from typing import TYPE_CHECKING, final
 import attrs
 import trio
 
+from .._base import Signal, Wake
 from ..cancel import CancelCause, ParentCancel, UserCancel, current_cause
-from ..cancel._causes import check_cause
-from ..kernel._signal import Signal, Wake
 from ..model import Model
-from ..session import Compacted, InboxSpliced, Session, SessionStore
-from ..session._convert import check_recordable_cause
+from ..session import Compacted, InboxSpliced, Session, SessionStore, check_recordable_cause
 from ._approval import Approvals, Approver
 from ._ask import AnswerFold
 from ._compact_job import CompactJob
@@ -409,7 +407,7 @@ class Agent:
         Raises:
             TypeError: ``cause`` is not a registered :class:`CancelCause`; nothing changed.
         """
-        cause = check_recordable_cause(check_cause(cause if cause is not None else UserCancel()))
+        cause = check_recordable_cause(cause if cause is not None else UserCancel())
         if self._closing or not self._has_work(keep_inbox):
             # A disposing agent's turn is already being stopped, and its queued messages
             # stay recorded for a resume: there is nothing more to stop.

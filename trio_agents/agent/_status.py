@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Final
 
-from ..kernel._states import StateTable
+from .._base import StateTable
 
 __all__ = ["AgentStatus", "check_status"]
 

@@ -21,8 +21,7 @@ from typing import Any, Literal, Union, final, get_args, get_origin
 
 import attrs
 
-from ..kernel._strict import StrictConverter
-from ..kernel._wording import Wording, json_type
+from .._base import StrictConverter, Wording, json_type
 
 __all__ = [
     "ArgumentsError",

@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias, final
 import attrs
 import trio
 
+from .._base import count_problems, list_problems
 from .._errors import TrioAgentsError
 from ..cancel import CauseScope, UserCancel
 from ..kernel import Context, Entry, current_context
-from ..kernel._wording import count_problems, list_problems
 from ..model import ToolSpec
 from ._approval import ApprovalRequest
 from ._tool_schema import ArgumentsError, describe_params, params_schema, structure_arguments

@@ -6,8 +6,10 @@ from ._causes import HookCancel as HookCancel
 from ._causes import LeaseLost as LeaseLost
 from ._causes import ParentCancel as ParentCancel
 from ._causes import UserCancel as UserCancel
+from ._causes import check_cause as check_cause
 from ._scope import CauseScope as CauseScope
 from ._scope import current_cause as current_cause
+from ._scope import forget_inherited_scopes as forget_inherited_scopes
 
 __all__ = [
     "CancelCause",
@@ -17,5 +19,7 @@ __all__ = [
     "LeaseLost",
     "ParentCancel",
     "UserCancel",
+    "check_cause",
     "current_cause",
+    "forget_inherited_scopes",
 ]

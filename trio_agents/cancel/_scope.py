@@ -21,7 +21,7 @@ import trio
 
 from ._causes import CancelCause, check_cause
 
-__all__ = ["CauseScope", "current_cause"]
+__all__ = ["CauseScope", "current_cause", "forget_inherited_scopes"]
 
 # Invariant: the tuple lists the CauseScopes entered in this task (and inherited by the tasks it
 # spawned), outermost first. Tasks whose owner is not their spawner reset it (see the kernel).
@@ -131,8 +131,12 @@ def current_cause() -> CancelCause | None:
     return None
 
 
-def _reset_scopes() -> None:
-    """Forget inherited scopes in the current context (for tasks owned by a fiber, not by
-    the task that spawned them)."""
+def forget_inherited_scopes() -> None:
+    """Forget the cause scopes the current task inherited from the task that spawned it.
+
+    For a task whose owner is not its spawner (the kernel calls it first thing in each task a
+    fiber owns): :func:`current_cause` then answers only for the scopes this task enters, not
+    for a scope of the spawner that has nothing to do with it.
+    """
     if _SCOPES.get():  # a set() copies the context's mapping: only when there is something
         _SCOPES.set(())

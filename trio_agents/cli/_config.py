@@ -75,10 +75,9 @@ from typing import Any, Final, final
 
 import attrs
 
+from .._base import StrictConverter, count_problems, list_problems
 from ..agent import DeclaredAgent
 from ..kernel import ConfigError, config_converter
-from ..kernel._strict import StrictConverter
-from ..kernel._wording import count_problems, list_problems
 from ..mcp import McpServer
 from ..model import ModelSpecError, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import trio
 
+from .._base import InvalidTransitionError
 from .._errors import TrioAgentsError
 
 __all__ = [
@@ -42,10 +43,6 @@ class ServiceAccessError(TrioAgentsError, AttributeError):
 
 class ServiceConflictError(TrioAgentsError, ValueError):
     """A service name is already provided, or collides with a Context attribute."""
-
-
-class InvalidTransitionError(TrioAgentsError, RuntimeError):
-    """A state machine was asked for a transition its table does not allow."""
 
 
 class ReloadError(TrioAgentsError, RuntimeError):

@@ -24,13 +24,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, final
 import attrs
 import trio
 
-from ..cancel import CauseScope, DisposedCancel
-from ..cancel._scope import _reset_scopes
+from .._base import Signal, Wake
+from ..cancel import CauseScope, DisposedCancel, forget_inherited_scopes
 from ._context import _CURRENT, Context
 from ._errors import FiberClosedError
 from ._events import FiberFailed
 from ._plugin import PluginSpec
-from ._signal import Signal, Wake
 from ._stack import Entry, OwnedStack
 from ._states import FiberState, check_transition
 
@@ -359,7 +358,7 @@ class Fiber:
         task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         _CURRENT.set(context)
-        _reset_scopes()
+        forget_inherited_scopes()
         status = None if task_status is trio.TASK_STATUS_IGNORED else _Status(task_status)
         try:
             with scope:
@@ -396,7 +395,7 @@ class Fiber:
     async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._task = trio.lowlevel.current_task()
         _CURRENT.set(self.context)
-        _reset_scopes()
+        forget_inherited_scopes()
         # Reported once, then dropped (see _report): a task status kept in a frame keeps
         # trio's temporary nursery of nursery.start() alive, with its cancel status.
         status: list[trio.TaskStatus[None]] = [task_status]
@@ -518,7 +517,7 @@ class Fiber:
         status: list[trio.TaskStatus[None]],
     ) -> None:
         _CURRENT.set(self.context)
-        _reset_scopes()
+        forget_inherited_scopes()
         activated = False
         try:
             if self._halted() or self._state is not FiberState.LOADING:

@@ -5,7 +5,8 @@ A plugin is a module or any object with:
 - ``name: str``;
 - optional ``inject``: the services it requires, by name or by :class:`.ServiceKey`;
 - optional ``Config``: an attrs class; a dict config is structured into it with the strict
-  policy of :mod:`._strict` (no coercion, extra keys rejected, every problem reported at once);
+  policy of ``trio_agents._base._strict`` (no coercion, extra keys rejected, every problem
+  reported at once);
 - ``async def apply(ctx, config)``.
 """
 
@@ -17,11 +18,10 @@ from typing import Any, Protocol, final
 
 import attrs
 
+from .._base import StrictConverter, count_problems, list_problems
 from ._errors import ConfigError, PluginError
 from ._origin import PluginOrigin, origin_of
 from ._service_key import ServiceKey, service_name
-from ._strict import StrictConverter
-from ._wording import count_problems, list_problems
 
 __all__ = ["Plugin", "PluginSpec", "config_converter", "describe_plugin"]
 

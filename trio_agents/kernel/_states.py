@@ -13,43 +13,11 @@ Rules:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from typing import Final, Generic, TypeVar, final
+from typing import Final
 
-from ._errors import InvalidTransitionError
+from .._base import StateTable
 
-__all__ = ["FiberState", "StateTable", "check_transition"]
-
-S = TypeVar("S", bound=enum.Enum)
-
-
-@final
-class StateTable(Generic[S]):
-    """The legal transitions of one state machine, and the one check of a move.
-
-    Args:
-        what: the thing that moves, for messages (``"a fiber"``).
-        transitions: each state's legal next states (a final state has none).
-    """
-
-    __slots__ = ("_transitions", "_what")
-
-    def __init__(self, what: str, transitions: Mapping[S, frozenset[S]]) -> None:
-        self._what = what
-        self._transitions = transitions
-
-    def check(self, old: S, new: S) -> S:
-        """Return ``new`` if ``old -> new`` is legal, else raise :exc:`InvalidTransitionError`.
-
-        The caller assigns what this returns, so an illegal move changes nothing.
-        """
-        legal = self._transitions[old]
-        if new not in legal:
-            raise InvalidTransitionError(
-                f"{self._what} cannot go from {old.value!r} to {new.value!r}; "
-                f"legal next states: {sorted(s.value for s in legal) or 'none (final)'}"
-            )
-        return new
+__all__ = ["FiberState", "check_transition"]
 
 
 class FiberState(enum.Enum):

@@ -1,5 +1,6 @@
 """Sessions: records, the Session, the SessionStore service, backends (``docs/sessions.rst``)."""
 
+from ._convert import check_recordable_cause as check_recordable_cause
 from ._convert import dump_record as dump_record
 from ._convert import load_record as load_record
 from ._convert import register_cause as register_cause
@@ -98,6 +99,7 @@ __all__ = [
     "TurnStarted",
     "UnstorableRecordError",
     "UserMessage",
+    "check_recordable_cause",
     "check_session_id",
     "default_root",
     "dump_record",

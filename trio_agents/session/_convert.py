@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 import attrs
 from cattrs.gen import make_dict_unstructure_fn
 
+from .._base import StrictConverter, StrictTypeError, TagRegistry, Wording
 from ..cancel import (
     CancelCause,
     DisposedCancel,
@@ -31,15 +32,14 @@ from ..cancel import (
     LeaseLost,
     ParentCancel,
     UserCancel,
+    check_cause,
 )
-from ..kernel._strict import StrictConverter
-from ..kernel._tags import TagRegistry
-from ..kernel._wording import StrictTypeError, Wording
 from ._errors import SessionFormatError, UnstorableRecordError
 from ._records import Record, record_class, record_tag, record_tags
 
 __all__ = [
     "check_record",
+    "check_recordable_cause",
     "converter",
     "dump_record",
     "load_record",
@@ -74,12 +74,15 @@ for _cause in (UserCancel, ParentCancel, DisposedCancel, HookCancel, LeaseLost):
     register_cause(_cause)
 
 
-def check_recordable_cause(cause: CancelCause) -> CancelCause:
-    """Return ``cause`` if its class is registered (so a record can hold it), else raise.
+def check_recordable_cause(cause: object) -> CancelCause:
+    """Return ``cause`` if it is a :class:`~trio_agents.cancel.CancelCause` whose class is
+    registered (so the record of the turn it cancels can hold it), else raise.
 
     Raises:
-        TypeError: naming the fix (``@register_cause``).
+        TypeError: ``cause`` is not a cancel cause, or its class is not registered (the
+            message names the fix, :func:`register_cause`).
     """
+    cause = check_cause(cause)
     _CAUSES.tag_for(type(cause), ", so the turn it cancels could not record it")
     return cause
 

@@ -14,8 +14,8 @@ from typing import Any, Literal, TypeVar
 
 import attrs
 
+from .._base import TagRegistry
 from ..cancel import CancelCause
-from ..kernel._tags import TagRegistry
 
 __all__ = [
     "AgentConfigured",

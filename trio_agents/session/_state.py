@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from typing import Final
 
-from ..kernel._states import StateTable
+from .._base import StateTable
 
 __all__ = ["SessionState", "check_session_state"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from trio_agents._base import TagRegistry, snake_case
 from trio_agents.cancel import CancelCause
-from trio_agents.kernel._tags import TagRegistry, snake_case
 from trio_agents.session import register_cause
 
 

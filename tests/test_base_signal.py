@@ -6,7 +6,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_agents.kernel._signal import Signal, Wake
+from trio_agents._base import Signal, Wake
 
 
 @pytest.mark.parametrize("kind", [Signal, Wake])

@@ -1,0 +1,35 @@
+"""The base layer: what every layer uses, below the kernel (``CONTRIBUTING.md``, "The layers").
+
+Private to the package: state tables, the strict structuring policy and its wording, tag
+registries for tagged unions, and the low-level one-shot signal. It imports nothing of the
+package but the error base, and any package may import it (``tests/test_layers.py``); no other
+package's private module is imported across packages.
+"""
+
+from ._signal import Signal as Signal
+from ._signal import Wake as Wake
+from ._states import InvalidTransitionError as InvalidTransitionError
+from ._states import StateTable as StateTable
+from ._strict import StrictConverter as StrictConverter
+from ._tags import TagRegistry as TagRegistry
+from ._tags import snake_case as snake_case
+from ._wording import StrictTypeError as StrictTypeError
+from ._wording import Wording as Wording
+from ._wording import count_problems as count_problems
+from ._wording import json_type as json_type
+from ._wording import list_problems as list_problems
+
+__all__ = [
+    "InvalidTransitionError",
+    "Signal",
+    "StateTable",
+    "StrictConverter",
+    "StrictTypeError",
+    "TagRegistry",
+    "Wake",
+    "Wording",
+    "count_problems",
+    "json_type",
+    "list_problems",
+    "snake_case",
+]
