@@ -15,6 +15,7 @@ from trio_agents.cancel import (
     UserCancel,
     check_cause,
     current_cause,
+    forget_inherited_scopes,
 )
 
 
@@ -143,3 +144,21 @@ def test_causes_are_frozen_values() -> None:
     assert all(
         issubclass(c, CancelCause) for c in (UserCancel, ParentCancel, DisposedCancel, HookCancel)
     )
+
+
+async def test_forget_inherited_scopes_hides_the_spawners_cancelled_scope() -> None:
+    """A task that forgets its inherited scopes no longer reports its spawner's cause."""
+    seen: list[CancelCause | None] = []
+
+    async def owned_elsewhere() -> None:
+        seen.append(current_cause())
+        forget_inherited_scopes()
+        seen.append(current_cause())
+
+    with CauseScope() as scope:
+        scope.cancel(UserCancel())
+        with trio.CancelScope(shield=True):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(owned_elsewhere)
+        assert current_cause() == UserCancel()
+    assert seen == [UserCancel(), None]

@@ -29,6 +29,7 @@ from trio_agents.session import (
     TurnStarted,
     UnstorableRecordError,
     UserMessage,
+    check_recordable_cause,
     dump_record,
     load_record,
     register_cause,
@@ -418,3 +419,16 @@ def test_check_record_refuses_what_dump_record_refuses(record: Record, problem: 
         dump_record(record)
     with pytest.raises(UnstorableRecordError, match=problem):
         check_record(record)
+
+
+def test_check_recordable_cause_refuses_a_non_cause_then_an_unregistered_cause() -> None:
+    """Only a CancelCause whose class is registered passes, returned as is."""
+    assert check_recordable_cause(UserCancel()) == UserCancel()
+    with pytest.raises(TypeError, match=r"^cancel causes are CancelCause instances such as "):
+        check_recordable_cause("user")
+    with pytest.raises(
+        TypeError,
+        match=r"^cancel cause UnregisteredCancel is not registered, so the turn it cancels "
+        r"could not record it; call register_cause\(UnregisteredCancel\) first$",
+    ):
+        check_recordable_cause(UnregisteredCancel())
