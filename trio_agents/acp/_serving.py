@@ -323,7 +323,12 @@ class Serving:
             self._answer(request, self._call(request, self._sync[method]))
         else:
             assert self._handlers is not None
-            self._handlers.start_soon(self._handle, request, self._concurrent[method], name=method)
+            # Registered now, not when the task starts: a $/cancel_request read right after
+            # the request (even in the same read) finds it.
+            scope = self._running[(type(request.id), request.id)] = trio.CancelScope()
+            self._handlers.start_soon(
+                self._handle, request, self._concurrent[method], scope, name=method
+            )
 
     def _refuse(self, request: Request, code: int, message: str) -> None:
         self.send(self.rpc.respond_error(request.id, code, message))
@@ -344,10 +349,11 @@ class Serving:
         scope.cancel()
         return True
 
-    async def _handle(self, request: Request, fn: ConcurrentHandler) -> None:
+    async def _handle(
+        self, request: Request, fn: ConcurrentHandler, scope: trio.CancelScope
+    ) -> None:
         key = (type(request.id), request.id)
-        with trio.CancelScope() as scope:
-            self._running[key] = scope
+        with scope:
             try:
                 result = await fn(request)
             except RpcError as exc:
