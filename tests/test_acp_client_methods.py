@@ -167,8 +167,8 @@ def test_resume_restores_a_stored_session_without_replaying_it(tmp_path: Path) -
 
 
 def test_delete_is_refused_while_another_process_has_the_session_open(tmp_path: Path) -> None:
-    """Process A has the session open: B's session/delete is refused; once A closed it, B
-    deletes it and it is no longer listed."""
+    """Process A has the stored session open: B's session/delete is refused; once A closed
+    it, B deletes it and it is no longer listed."""
 
     async def main() -> None:
         async with (
@@ -177,6 +177,10 @@ def test_delete_is_refused_while_another_process_has_the_session_open(tmp_path: 
         ):
             session_id = (await a.new_session(cwd=os.getcwd(), mcp_servers=[])).session_id
             await a.prompt(session_id=session_id, prompt=[text_block("stored")])
+            # Closed, the session is on disk (a live one may not be written yet); resumed,
+            # A holds it again.
+            await a.close_session(session_id=session_id)
+            await a.resume_session(cwd=os.getcwd(), session_id=session_id, mcp_servers=[])
             with pytest.raises(RequestError) as caught:
                 await b._conn.send_request("session/delete", {"sessionId": session_id})
             assert caught.value.code == -32600
