@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from pathlib import Path
 
 import trio
 import trio.testing
@@ -64,6 +65,27 @@ async def test_close_kills_the_session_background_jobs() -> None:
         await gone(processes_with, sleeper)
         # The bridge still serves: its other work goes on.
         assert await s.client.new_session() != session_id
+
+
+async def test_close_during_a_permission_question_cancels_the_prompt_unrun(
+    tmp_path: Path,
+) -> None:
+    """session/close while the client is asked about a command: the command never runs,
+    the prompt answers cancelled, close answers {}."""
+    marker = tmp_path / "ran"
+    async with serve_bridge() as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session()
+        prompt = await s.client.prompt(session_id, f"!bash touch {marker}")
+        while (await s.client.next()).get("method") != "session/request_permission":
+            pass
+        close = await s.client.request("session/close", {"sessionId": session_id})
+        _, answer = await s.client.until(prompt)
+        assert answer["result"] == {"stopReason": "cancelled"}
+        _, closed = await s.client.until(close)
+        assert closed["result"] == {}
+        assert s.bridge.statistics().permission_requests == 0
+        assert not marker.exists()
 
 
 async def test_close_of_an_unknown_session_is_resource_not_found() -> None:
