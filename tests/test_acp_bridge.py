@@ -191,7 +191,7 @@ async def serve(
 
 
 async def test_initialize_answers_version_1_and_the_capabilities() -> None:
-    """Any asked version gets protocolVersion 1; loadSession and session/list are announced."""
+    """Any asked version gets protocolVersion 1 and exactly the capabilities handled."""
     async with serve() as s:
         result = await s.client.call(
             "initialize", {"protocolVersion": 7, "clientCapabilities": {"terminal": True}}
@@ -199,11 +199,16 @@ async def test_initialize_answers_version_1_and_the_capabilities() -> None:
         assert result["protocolVersion"] == 1
         capabilities = result["agentCapabilities"]
         assert capabilities["loadSession"] is True
-        assert capabilities["sessionCapabilities"] == {"list": {}}
+        assert capabilities["sessionCapabilities"] == {
+            "list": {},
+            "resume": {},
+            "close": {},
+            "delete": {},
+        }
         assert capabilities["promptCapabilities"] == {
             "image": False,
             "audio": False,
-            "embeddedContext": False,
+            "embeddedContext": True,
         }
         assert s.bridge.client_capabilities == {"terminal": True}
 

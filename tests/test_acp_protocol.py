@@ -70,13 +70,14 @@ def test_cwd_must_be_absolute() -> None:
 
 
 def test_prompt_text_joins_text_links_and_embedded_text_resources_in_order() -> None:
-    """text gives its text, resource_link its URI, an embedded text resource its text."""
+    """text gives its text, resource_link its URI, an embedded text resource its URI then
+    its text."""
     blocks = [
         {"type": "text", "text": "look at"},
         {"type": "resource_link", "uri": "file:///a.py", "name": "a.py"},
         {"type": "resource", "resource": {"uri": "file:///b.py", "text": "print(1)"}},
     ]
-    assert prompt_text({"prompt": blocks}) == "look at\nfile:///a.py\nprint(1)"
+    assert prompt_text({"prompt": blocks}) == "look at\nfile:///a.py\nfile:///b.py\nprint(1)"
     assert prompt_text({"prompt": []}) == ""
 
 
@@ -87,6 +88,7 @@ def test_prompt_text_joins_text_links_and_embedded_text_resources_in_order() -> 
         {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
         {"type": "resource", "resource": {"uri": "file:///b", "blob": "AAAA"}},
         {"type": "resource", "resource": "file:///b"},
+        {"type": "resource", "resource": {"text": "no uri"}},
         {"type": "text", "text": 3},
         {"type": "resource_link"},
         "just a string",

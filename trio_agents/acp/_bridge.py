@@ -14,8 +14,11 @@ Rules (ownership):
   teardown it runs before the host fiber's own entries.
 - ``session/new`` and ``session/load`` refuse a ``cwd`` that is not absolute, holds a NUL or
   is not an existing directory (invalid params, with the reason) before anything is made.
-- ``session/new`` and ``session/load`` create under a shield; one that finishes after the
-  close began disposes its unpublished handle instead of publishing it.
+- ``session/new``, ``session/load`` and ``session/resume`` create under a shield; one that
+  finishes after the close began disposes its unpublished handle instead of publishing it.
+- ``session/close`` disposes one session as the shutdown does (its pending prompt answers
+  ``cancelled``); ``session/delete`` removes a stored session that is live nowhere (the
+  store refuses one live in this process or another).
 
 Rules (failure): no frame can end serving (see :mod:`._serving`). Should serving itself fail
 (a bug), the answers already queued still leave, every session is disposed as at EOF, the
@@ -44,6 +47,7 @@ from ..session import (
     InvalidSessionIdError,
     SessionAppended,
     SessionFormatError,
+    SessionInUseError,
     SessionNotFoundError,
 )
 from ._framing import MAX_FRAME
@@ -148,13 +152,24 @@ class AcpBridge:
             max_frame=max_frame,
             max_unsent=max_unsent,
             stall_seconds=_STALL_SECONDS,
-            sync={"initialize": self._initialize, "session/prompt": self._prompt},
+            sync={
+                "initialize": self._initialize,
+                "authenticate": self._authenticate,
+                "logout": self._logout,
+                "session/prompt": self._prompt,
+            },
             concurrent={
                 "session/new": self._new,
                 "session/load": self._load,
+                "session/resume": self._resume,
                 "session/list": self._list,
+                "session/close": self._close_session,
+                "session/delete": self._delete,
             },
-            notifications={"session/cancel": self._cancel},
+            notifications={
+                "session/cancel": self._cancel,
+                "$/cancel_request": self._cancel_request,
+            },
             on_response=self._on_response,
             initialized=lambda: self._client_capabilities is not None,
         )
@@ -318,8 +333,76 @@ class AcpBridge:
                 await self._dispose(session)
             raise
 
+    def _authenticate(self, request: Request) -> Any:
+        method_id = required_str(params_object(request.params), "methodId")
+        # Invariant: initialize announces no authMethods, so no id is one of them.
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS,
+            f"invalid params: unknown authentication method {method_id!r}; this agent needs "
+            f"no authentication (its authMethods is empty)",
+        )
+
+    def _logout(self, request: Request) -> Any:
+        params_object(request.params)
+        return {}  # nothing to log out of (no authentication)
+
     async def _load(self, request: Request) -> Any:
         params = params_object(request.params)
+        session = await self._open(params, "loaded")
+        # Invariant: no checkpoint between the snapshot and the answer, so what happens next
+        # in the session is streamed after the replay.
+        self._sessions.replay(session)
+        self._notice(session)
+        return {}
+
+    async def _resume(self, request: Request) -> Any:
+        # As session/load, without replaying the conversation.
+        session = await self._open(params_object(request.params), "resumed")
+        self._notice(session)
+        return {}
+
+    def _notice(self, session: AcpSession) -> None:
+        notice = restored_notice(
+            session.agent.session.records, forgotten=self._permissions.forget_stored
+        )
+        if notice is not None:
+            self._serving.update(session.agent.id, text_chunk("agent_message_chunk", notice))
+
+    async def _close_session(self, request: Request) -> Any:
+        session = self._sessions.lookup(params_object(request.params))
+        if session.prompt is not None:
+            session.prompt.cancel_requested = True
+        self._permissions.withdraw(session.agent.id)
+        with trio.CancelScope(shield=True):
+            await self._dispose(session)
+        return {}
+
+    async def _delete(self, request: Request) -> Any:
+        session_id = required_str(params_object(request.params), "sessionId")
+        if self._sessions.get(session_id) is not None:
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST,
+                f"session {session_id!r} is open in this connection; close it with "
+                f"session/close, then delete it",
+            )
+        ctx = self._ctx
+        assert ctx is not None
+        try:
+            await ctx.service(SESSIONS).delete(session_id)
+        except (SessionNotFoundError, InvalidSessionIdError):
+            raise RpcError(
+                ErrorCode.RESOURCE_NOT_FOUND,
+                f"unknown session {session_id!r}; session/list shows the stored ones",
+                {"sessionId": session_id},
+            ) from None
+        except SessionInUseError as exc:
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST, f"session {session_id!r} cannot be deleted: {exc}"
+            ) from None
+        return {}
+
+    async def _open(self, params: Mapping[str, Any], done: str) -> AcpSession:
+        """The session ``params`` name, resumed from the store unless it is live here."""
         session_id = required_str(params, "sessionId")
         cwd = await _usable_cwd(params)
         servers = parse_mcp_servers(params, cwd)
@@ -346,26 +429,18 @@ class AcpBridge:
                 where = "another worker" if exc.elsewhere else "another owner"
                 raise RpcError(
                     ErrorCode.INVALID_REQUEST,
-                    f"session {session_id!r} is live in {where}; it cannot be loaded ({exc})",
+                    f"session {session_id!r} is live in {where}; it cannot be {done} ({exc})",
                 ) from None
             except (SessionFormatError, OSError) as exc:
                 # A damaged file (or one that cannot be read): the resume published nothing.
                 reason = _reason(exc)
                 raise RpcError(
                     ErrorCode.INVALID_PARAMS,
-                    f"session {session_id!r} cannot be loaded: {reason}",
+                    f"session {session_id!r} cannot be {done}: {reason}",
                     {"sessionId": session_id, "damaged": reason},
                 ) from None
             await self._start_servers(session, servers)
-        # Invariant: no checkpoint between the snapshot and the answer, so what happens next
-        # in the session is streamed after the replay.
-        self._sessions.replay(session)
-        notice = restored_notice(
-            session.agent.session.records, forgotten=self._permissions.forget_stored
-        )
-        if notice is not None:
-            self._serving.update(session_id, text_chunk("agent_message_chunk", notice))
-        return {}
+        return session
 
     async def _list(self, request: Request) -> Any:
         params = params_object(request.params)
@@ -403,6 +478,19 @@ class AcpBridge:
             session.prompt.cancel_requested = True
         self._permissions.withdraw(session.agent.id)
         session.agent.cancel(UserCancel())
+
+    def _cancel_request(self, params: Any) -> None:
+        if not isinstance(params, Mapping) or "requestId" not in params:
+            log.debug("$/cancel_request without a requestId ignored")
+            return
+        request_id = params["requestId"]
+        # A pending prompt ends as session/cancel ends it (answered cancelled); another
+        # running request is answered -32800; one already answered is no longer known.
+        session = self._sessions.of_prompt(request_id)
+        if session is not None:
+            self._cancel({"sessionId": session.agent.id})
+        elif not self._serving.cancel_request(request_id):
+            log.debug("$/cancel_request for no pending request %r ignored", request_id)
 
     def _on_response(self, response: Response) -> None:
         # The only requests a bridge sends are its permission questions.

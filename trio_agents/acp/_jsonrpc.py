@@ -65,6 +65,8 @@ class ErrorCode(enum.IntEnum):
     INTERNAL_ERROR = -32603
     #: ACP: the resource (here: the session) is not known.
     RESOURCE_NOT_FOUND = -32002
+    #: ACP: the request was cancelled (``$/cancel_request``).
+    REQUEST_CANCELLED = -32800
 
 
 class ProtocolStateError(TrioAgentsError, RuntimeError):

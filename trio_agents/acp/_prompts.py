@@ -96,6 +96,18 @@ class Sessions:
         """The session ``session_id``, or ``None`` (also for a non-string id)."""
         return self._live.get(session_id) if isinstance(session_id, str) else None
 
+    def of_prompt(self, request_id: object) -> AcpSession | None:
+        """The session whose pending prompt is the request ``request_id``, or ``None``."""
+        for session in self._live.values():
+            prompt = session.prompt
+            if (
+                prompt is not None
+                and type(prompt.request_id) is type(request_id)
+                and prompt.request_id == request_id
+            ):
+                return session
+        return None
+
     def lookup(self, params: Mapping[str, Any]) -> AcpSession:
         """The session named by ``params["sessionId"]``.
 

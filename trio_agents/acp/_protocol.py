@@ -67,13 +67,14 @@ _STOP_REASONS: Final = {
 
 
 def agent_capabilities() -> dict[str, Any]:
-    """What ``initialize`` announces: load and list sessions; text and resource links only."""
+    """What ``initialize`` announces: exactly what the bridge handles (sessions loaded,
+    resumed, listed, closed and deleted; text, resource links and embedded text resources)."""
     return {
         "loadSession": True,
-        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
         # stdio servers need no announcement; http is the streamable HTTP transport.
         "mcpCapabilities": {"http": True, "sse": False},
-        "sessionCapabilities": {"list": {}},
+        "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
     }
 
 
@@ -126,8 +127,8 @@ def prompt_text(params: Mapping[str, Any]) -> str:
     """The text of a ``session/prompt``'s content blocks, in order.
 
     Text blocks give their text; a resource link gives its URI (baseline ACP); an embedded
-    text resource, which a client should not send (``embeddedContext`` is not announced), is
-    accepted as its text. Images, audio and binary resources are refused.
+    text resource (``embeddedContext``) gives its URI on one line, then its text. Images,
+    audio and binary resources are refused.
     """
     blocks = params.get("prompt")
     if not isinstance(blocks, list):
@@ -145,13 +146,14 @@ def prompt_text(params: Mapping[str, Any]) -> str:
             kind == "resource"
             and isinstance(block.get("resource"), Mapping)
             and isinstance(block["resource"].get("text"), str)
+            and isinstance(block["resource"].get("uri"), str)
         ):
-            parts.append(block["resource"]["text"])
+            parts.append(f"{block['resource']['uri']}\n{block['resource']['text']}")
         else:
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
-                f"invalid params: prompt[{index}] is not supported (this agent takes text and "
-                f"resource_link blocks; see promptCapabilities)",
+                f"invalid params: prompt[{index}] is not supported (this agent takes text, "
+                f"resource_link and embedded text resource blocks; see promptCapabilities)",
             )
     return "\n".join(parts)
 

@@ -30,6 +30,8 @@ Rules (dispatch):
   what the handler does); a *concurrent* handler runs in its own task, cancelled at EOF.
   Either may return :data:`LATER` when its answer is produced elsewhere. An :class:`RpcError`
   it raises is its answer; any other exception is logged and answered ``internal error``.
+- :meth:`Serving.cancel_request` cancels a running concurrent handler, which is then answered
+  ``-32800`` (request cancelled); a handler shields what must not be lost (a new session).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from ._jsonrpc import (
     Invalid,
     Notification,
     Request,
+    RequestId,
     Response,
     RpcError,
 )
@@ -111,6 +114,8 @@ class Serving:
         self._on_response = on_response
         self._initialized = initialized
         self._handlers: trio.Nursery | None = None
+        # The cancel scopes of the concurrent handlers running, by request id.
+        self._running: dict[tuple[type, RequestId], trio.CancelScope] = {}
         # The outbound queue: frames in order; the writer parks on _wake when it is empty.
         self._queue: deque[bytes] = deque()
         self._queue_closed = False
@@ -318,7 +323,12 @@ class Serving:
             self._answer(request, self._call(request, self._sync[method]))
         else:
             assert self._handlers is not None
-            self._handlers.start_soon(self._handle, request, self._concurrent[method], name=method)
+            # Registered now, not when the task starts: a $/cancel_request read right after
+            # the request (even in the same read) finds it.
+            scope = self._running[(type(request.id), request.id)] = trio.CancelScope()
+            self._handlers.start_soon(
+                self._handle, request, self._concurrent[method], scope, name=method
+            )
 
     def _refuse(self, request: Request, code: int, message: str) -> None:
         self.send(self.rpc.respond_error(request.id, code, message))
@@ -331,13 +341,32 @@ class Serving:
         except Exception as exc:
             return _internal(request, exc)
 
-    async def _handle(self, request: Request, fn: ConcurrentHandler) -> None:
-        try:
-            result = await fn(request)
-        except RpcError as exc:
-            result = exc
-        except Exception as exc:
-            result = _internal(request, exc)
+    def cancel_request(self, request_id: RequestId) -> bool:
+        """Cancel the running concurrent handler of ``request_id``; whether there was one."""
+        scope = self._running.get((type(request_id), request_id))
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    async def _handle(
+        self, request: Request, fn: ConcurrentHandler, scope: trio.CancelScope
+    ) -> None:
+        key = (type(request.id), request.id)
+        with scope:
+            try:
+                result = await fn(request)
+            except RpcError as exc:
+                result = exc
+            except Exception as exc:
+                result = _internal(request, exc)
+            finally:
+                if self._running.get(key) is scope:
+                    del self._running[key]
+        if scope.cancelled_caught:
+            result = RpcError(
+                ErrorCode.REQUEST_CANCELLED, f"{request.method} was cancelled by $/cancel_request"
+            )
         self._answer(request, result)
 
     def _answer(self, request: Request, result: Any) -> None:

@@ -1,0 +1,138 @@
+"""An in-process ACP bridge and a raw-frame client for it (shared by the ACP test modules).
+
+Imported as ``from acp_support import ...`` (see :mod:`support`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+
+import trio_agents.agent as ag
+from trio_agents.acp import AcpBridge, LineFramer, Oversized, encode_frame
+from trio_agents.kernel import Context
+from trio_agents.model import Model
+from trio_agents.session import MemoryStore, SessionStore
+from trio_agents.shell import LocalShell, tool_bash
+
+CWD = "/tmp"
+Message = dict[str, Any]
+
+
+class Client:
+    """A minimal ACP client speaking raw frames; permission questions are allowed once."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self._framer = LineFramer()
+        self._frames: list[Message] = []
+        self._ids = itertools.count(100)
+
+    async def send(self, *messages: object) -> None:
+        await self.stream.send_all(b"".join(encode_frame(m) for m in messages))
+
+    def request_frame(self, method: str, params: object) -> tuple[int, Message]:
+        request_id = next(self._ids)
+        return request_id, {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+    async def request(self, method: str, params: object) -> int:
+        request_id, message = self.request_frame(method, params)
+        await self.send(message)
+        return request_id
+
+    async def notify(self, method: str, params: object) -> None:
+        await self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def next(self) -> Message:
+        """The next frame from the agent (``EOFError`` at the end of its output)."""
+        while not self._frames:
+            data = await self.stream.receive_some(65536)
+            if not data:
+                raise EOFError
+            for frame in self._framer.feed(data):
+                assert not isinstance(frame, Oversized)
+                self._frames.append(json.loads(frame))
+        return self._frames.pop(0)
+
+    async def until(self, request_id: int) -> tuple[list[Message], Message]:
+        """Every notification before the response to ``request_id``, and that response
+        (permission questions on the way are allowed once)."""
+        seen: list[Message] = []
+        while True:
+            message = await self.next()
+            if message.get("method") == "session/request_permission":
+                seen.append(message)
+                outcome = {"outcome": "selected", "optionId": "allow-once"}
+                await self.send(
+                    {"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}}
+                )
+            elif "method" in message:
+                seen.append(message)
+            else:
+                assert message["id"] == request_id, f"unexpected response {message}"
+                return seen, message
+
+    async def call(self, method: str, params: object) -> Any:
+        _, response = await self.until(await self.request(method, params))
+        assert "result" in response, response
+        return response["result"]
+
+    async def error(self, method: str, params: object) -> Message:
+        """The error answer of a request that must fail."""
+        _, response = await self.until(await self.request(method, params))
+        assert "error" in response, response
+        error: Message = response["error"]
+        return error
+
+    async def initialize(self) -> Any:
+        return await self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+
+    async def new_session(self) -> str:
+        result = await self.call("session/new", {"cwd": CWD, "mcpServers": []})
+        session_id: str = result["sessionId"]
+        return session_id
+
+    async def prompt(self, session_id: str, text: str) -> int:
+        return await self.request(
+            "session/prompt",
+            {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
+        )
+
+
+@attrs.define
+class Served:
+    """A runtime serving one bridge to :attr:`client`."""
+
+    root: Context
+    bridge: AcpBridge
+    client: Client
+    store: SessionStore
+
+    @property
+    def agents(self) -> ag.AgentRegistry:
+        registry: ag.AgentRegistry = self.root.get("agents")
+        return registry
+
+
+@asynccontextmanager
+async def serve_bridge(
+    model: Model | str = "echo", *, allow_bash: bool = False, store: SessionStore | None = None
+) -> AsyncIterator[Served]:
+    """A runtime (the real local shell and ``bash`` tools; ``store`` or a new memory store)
+    serving one bridge."""
+    store = store if store is not None else MemoryStore()
+    async with ag.open_runtime(store=store, model=model) as root:
+        await root.plugin(LocalShell())
+        await root.plugin(tool_bash)
+        ours, theirs = trio.testing.memory_stream_pair()
+        bridge = AcpBridge(ours, allow_bash=allow_bash)
+        fiber = await root.plugin(bridge)
+        yield Served(root, bridge, Client(theirs), store)
+        await fiber.dispose()
