@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import functools
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -32,7 +34,6 @@ from trio_agents.shell import (
     tool_bash,
 )
 
-HERE = Path(__file__).resolve().parent
 HOST_TMP = Path("/tmp")
 
 
@@ -61,11 +62,14 @@ async def run(root: Context, command: str, cwd: Path | None = None) -> ShellResu
 async def test_workspace_write_allows_the_workspace_and_refuses_the_rest(
     root: Context, tmp_path: Path
 ) -> None:
-    """Under workspace-write the command's directory is writable; a directory outside it
-    (this test's own) is read-only, and /tmp is the sandbox's own."""
+    """Under workspace-write the command's directory is writable; a directory outside it is
+    read-only, and /tmp is the sandbox's own."""
     await root.plugin(SandboxShell(), SandboxShell.Config(policy="workspace-write"))
     name = marker()
-    outside = HERE / name
+    # Invariant: the outside directory is not under /tmp, which the sandbox hides behind its
+    # own (a checkout under /tmp, as CI's may be, would give "No such file or directory").
+    host = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="trio-agents-sandbox-"))
+    outside = host / name
     try:
         result = await run(
             root, f"touch inside && touch {outside}; echo x > /tmp/{name}", cwd=tmp_path
@@ -75,7 +79,7 @@ async def test_workspace_write_allows_the_workspace_and_refuses_the_rest(
         assert not outside.exists()
         assert not (HOST_TMP / name).exists()
     finally:
-        outside.unlink(missing_ok=True)
+        shutil.rmtree(host)
 
 
 async def test_read_only_refuses_the_workspace_too(root: Context, tmp_path: Path) -> None:
