@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -24,19 +24,32 @@ from trio_agents.shell import LocalShell, tool_bash
 
 CWD = "/tmp"
 Message = dict[str, Any]
+PermissionPolicy = Callable[[Message], Message]
+
+
+def allow(option_id: str) -> PermissionPolicy:
+    """Answer with this option (the policies give the response's result or error member)."""
+    return lambda _: {"result": {"outcome": {"outcome": "selected", "optionId": option_id}}}
 
 
 class Client:
-    """A minimal ACP client speaking raw frames; permission questions are allowed once."""
+    """A minimal ACP client speaking raw frames over one end of a stream pair."""
 
     def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream
         self._framer = LineFramer()
         self._frames: list[Message] = []
         self._ids = itertools.count(100)
+        self.permission: PermissionPolicy = allow("allow-once")
+        self.permission_requests: list[Message] = []
 
     async def send(self, *messages: object) -> None:
         await self.stream.send_all(b"".join(encode_frame(m) for m in messages))
+
+    async def close_output(self) -> None:
+        """Close only the client's output: the agent reads EOF, its answers still arrive."""
+        assert isinstance(self.stream, trio.StapledStream)
+        await self.stream.send_stream.aclose()
 
     def request_frame(self, method: str, params: object) -> tuple[int, Message]:
         request_id = next(self._ids)
@@ -62,17 +75,18 @@ class Client:
         return self._frames.pop(0)
 
     async def until(self, request_id: int) -> tuple[list[Message], Message]:
-        """Every notification before the response to ``request_id``, and that response
-        (permission questions on the way are allowed once)."""
+        """Every notification before the response to ``request_id``, and that response.
+
+        Permission requests on the way are answered with :attr:`permission`.
+        """
         seen: list[Message] = []
         while True:
             message = await self.next()
             if message.get("method") == "session/request_permission":
+                self.permission_requests.append(message)
                 seen.append(message)
-                outcome = {"outcome": "selected", "optionId": "allow-once"}
-                await self.send(
-                    {"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}}
-                )
+                answer = self.permission(message)
+                await self.send({"jsonrpc": "2.0", "id": message["id"], **answer})
             elif "method" in message:
                 seen.append(message)
             else:

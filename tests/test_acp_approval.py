@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 import trio
-from test_acp_bridge import CWD, allow, chunks, serve
+from acp_support import CWD, allow
+from test_acp_bridge import chunks, serve
 from test_acp_client import Recorder, agent_process, run
 
 from trio_agents.session import MemoryStore, ToolApproval

@@ -3,114 +3,22 @@ permission and ownership."""
 
 from __future__ import annotations
 
-import itertools
-import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import attrs
 import pytest
 import trio
 import trio.testing
+from acp_support import CWD, Client, Message, allow
 
 import trio_agents.agent as ag
-from trio_agents.acp import AcpBridge, BridgeStatistics, LineFramer, Oversized, encode_frame
+from trio_agents.acp import AcpBridge, BridgeStatistics
 from trio_agents.cancel import UserCancel
 from trio_agents.kernel import Context
 from trio_agents.model import CallTool, Fail, Model, Say, ScriptedModel
 from trio_agents.session import MemoryStore, SessionStore, StopReason, TurnEnded
-
-CWD = "/tmp"
-Message = dict[str, Any]
-PermissionPolicy = Callable[[Message], Message]
-
-
-class Client:
-    """A minimal ACP client speaking raw frames over one end of a stream pair."""
-
-    def __init__(self, stream: trio.abc.Stream) -> None:
-        self.stream = stream
-        self._framer = LineFramer()
-        self._frames: list[Message] = []
-        self._ids = itertools.count(100)
-        self.permission: PermissionPolicy = allow("allow-once")
-        self.permission_requests: list[Message] = []
-
-    async def send(self, *messages: object) -> None:
-        await self.stream.send_all(b"".join(encode_frame(m) for m in messages))
-
-    async def close_output(self) -> None:
-        """Close only the client's output: the agent reads EOF, its answers still arrive."""
-        assert isinstance(self.stream, trio.StapledStream)
-        await self.stream.send_stream.aclose()
-
-    def request_frame(self, method: str, params: object) -> tuple[int, Message]:
-        request_id = next(self._ids)
-        return request_id, {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-
-    async def request(self, method: str, params: object) -> int:
-        request_id, message = self.request_frame(method, params)
-        await self.send(message)
-        return request_id
-
-    async def notify(self, method: str, params: object) -> None:
-        await self.send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    async def next(self) -> Message:
-        """The next frame from the agent (``EOFError`` at the end of its output)."""
-        while not self._frames:
-            data = await self.stream.receive_some(65536)
-            if not data:
-                raise EOFError
-            for frame in self._framer.feed(data):
-                assert not isinstance(frame, Oversized)
-                self._frames.append(json.loads(frame))
-        return self._frames.pop(0)
-
-    async def until(self, request_id: int) -> tuple[list[Message], Message]:
-        """Every notification before the response to ``request_id``, and that response.
-
-        Permission requests on the way are answered with :attr:`permission`.
-        """
-        seen: list[Message] = []
-        while True:
-            message = await self.next()
-            if message.get("method") == "session/request_permission":
-                self.permission_requests.append(message)
-                seen.append(message)
-                answer = self.permission(message)
-                await self.send({"jsonrpc": "2.0", "id": message["id"], **answer})
-            elif "method" in message:
-                seen.append(message)
-            else:
-                assert message["id"] == request_id, f"unexpected response {message}"
-                return seen, message
-
-    async def call(self, method: str, params: object) -> Any:
-        _, response = await self.until(await self.request(method, params))
-        assert "result" in response, response
-        return response["result"]
-
-    async def initialize(self) -> Any:
-        return await self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-
-    async def new_session(self) -> str:
-        result = await self.call("session/new", {"cwd": CWD, "mcpServers": []})
-        session_id: str = result["sessionId"]
-        return session_id
-
-    async def prompt(self, session_id: str, text: str) -> int:
-        return await self.request(
-            "session/prompt",
-            {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
-        )
-
-
-def allow(option_id: str) -> PermissionPolicy:
-    """Answer with this option (the policies give the response's result or error member)."""
-    return lambda _: {"result": {"outcome": {"outcome": "selected", "optionId": option_id}}}
 
 
 def cancelled(_: Message) -> Message:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_acp_bridge import CWD, serve
+from acp_support import CWD
+from test_acp_bridge import serve
 
 import trio_agents.agent as ag
 from trio_agents.session import JsonlStore, UserMessage, dump_record

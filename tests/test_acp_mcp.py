@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 import trio
+from acp_support import CWD
 from support import gone, marker, processes_with
-from test_acp_bridge import CWD, serve
+from test_acp_bridge import serve
 
 from trio_agents.acp._jsonrpc import RpcError
 from trio_agents.acp._mcp import parse_mcp_servers

@@ -58,7 +58,9 @@ async def test_transaction_commits_on_a_clean_unload_and_rolls_back_a_failed_app
     assert failed.log == ["begin", "write half done", "rollback RuntimeError"]
 
 
-async def test_transaction_effect_rolls_back_when_a_background_task_fails() -> None:
+async def test_transaction_effect_rolls_back_when_a_background_task_fails(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     """A background task that raises fails the fiber; the effect's exit sees that failure."""
     db = Db()
 

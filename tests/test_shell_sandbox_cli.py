@@ -7,32 +7,20 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from cli_support import run_cli
 from sandbox_support import bomb, require_bwrap
+from supervision_support import DEADLINE, wait_until
 from support import TRIO_AGENTS, marker, processes_with
 
 from trio_agents.cli._config import ConfigFileError, Sandbox, parse
-
-DEADLINE = 30.0
 
 
 @pytest.fixture(autouse=True)
 def _bwrap() -> None:
     require_bwrap()
-
-
-def wait_until(condition: object, what: str) -> None:
-    """Poll ``condition()`` (a real process's state: nothing announces it) with a deadline."""
-    assert callable(condition)
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_sandboxed_bash_runs_unasked_and_cannot_write_outside(
