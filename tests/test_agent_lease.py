@@ -5,82 +5,18 @@ from __future__ import annotations
 
 import re
 import signal
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import psycopg
 import pytest
 import trio
+from pg_workers import Worker, workers
 
 import trio_agents as ta
 import trio_agents.agent as ag
 from trio_agents.session import PostgresStore, SessionAppended, TurnEnded, TurnStarted
 
 WORKER = Path(__file__).with_name("pg_lease_worker.py")
-
-
-class Worker:
-    """A ``pg_lease_worker.py`` process, its stdin and the lines of its stdout."""
-
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self._buffer = b""
-
-    @classmethod
-    async def start(cls, dsn: str, mode: str, lease: float) -> Worker:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, str(WORKER), dsn, "s", mode, str(lease)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        return cls(process)
-
-    async def line(self) -> str:
-        assert self.process.stdout is not None
-        with trio.fail_after(60):
-            while b"\n" not in self._buffer:
-                data = await self.process.stdout.receive_some(1 << 16)
-                if not data:
-                    raise EOFError(f"the worker exited ({self.process.returncode}) before a line")
-                self._buffer += data
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return line.decode()
-
-    async def until(self, prefix: str) -> list[str]:
-        """The lines up to and including the first that starts with ``prefix``."""
-        seen = [await self.line()]
-        while not seen[-1].startswith(prefix):
-            seen.append(await self.line())
-        return seen
-
-    async def send(self, text: str) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send_all(text.encode() + b"\n")
-
-    async def end(self) -> int:
-        """Close its stdin (it ends its runtime) and wait for its exit status."""
-        assert self.process.stdin is not None
-        await self.process.stdin.aclose()
-        with trio.fail_after(60):
-            return await self.process.wait()
-
-
-@asynccontextmanager
-async def workers() -> AsyncIterator[list[Worker]]:
-    """Workers started in the block are killed (and reaped) after it, whatever happened."""
-    started: list[Worker] = []
-    try:
-        yield started
-    finally:
-        for worker in started:
-            if worker.process.returncode is None:
-                worker.process.send_signal(signal.SIGCONT)
-                worker.process.kill()
-            with trio.CancelScope(shield=True):
-                await worker.process.wait()
 
 
 async def test_a_worker_that_lost_its_lease_stops_its_agent_with_lease_lost(
@@ -92,7 +28,7 @@ async def test_a_worker_that_lost_its_lease_stops_its_agent_with_lease_lost(
     async with ta.open_runtime(store=PostgresStore(pg_dsn)) as root:
         await (await root.agents.create(session_id="s")).dispose()
     async with workers() as started:
-        holder = await Worker.start(pg_dsn, "hold", 1.0)
+        holder = await Worker.start(WORKER, pg_dsn, "hold", 1.0)
         started.append(holder)
         assert await holder.line() == "ready"
         await holder.send("go")
@@ -100,7 +36,7 @@ async def test_a_worker_that_lost_its_lease_stops_its_agent_with_lease_lost(
         assert await holder.line() == "model call 1"
         assert await holder.line() == "turn"
         holder.process.send_signal(signal.SIGSTOP)
-        heir = await Worker.start(pg_dsn, "takeover", 1.0)
+        heir = await Worker.start(WORKER, pg_dsn, "takeover", 1.0)
         started.append(heir)
         assert await heir.line() == "ready"
         assert await heir.line() == "resumed"

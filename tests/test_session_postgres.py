@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 import trio
+from pg_workers import Worker, workers
 
 from trio_agents.kernel import open_root
 from trio_agents.session import (
@@ -511,60 +512,6 @@ def test_the_durations_are_checked() -> None:
 # -- worker processes -------------------------------------------------------------------------
 
 
-class Worker:
-    """A ``pg_worker.py`` process, its stdin and the lines of its stdout."""
-
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self._buffer = b""
-
-    @classmethod
-    async def start(cls, dsn: str, mode: str, lease: float) -> Worker:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, str(WORKER), dsn, "s", mode, str(lease)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        return cls(process)
-
-    async def line(self) -> str:
-        assert self.process.stdout is not None
-        with trio.fail_after(60):
-            while b"\n" not in self._buffer:
-                data = await self.process.stdout.receive_some(1 << 16)
-                if not data:
-                    raise EOFError(f"the worker exited ({self.process.returncode}) before a line")
-                self._buffer += data
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return line.decode()
-
-    async def send(self, text: str) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send_all(text.encode() + b"\n")
-
-    async def end(self) -> int:
-        """Close its stdin (it ends its runtime) and wait for its exit status."""
-        assert self.process.stdin is not None
-        await self.process.stdin.aclose()
-        with trio.fail_after(60):
-            return await self.process.wait()
-
-
-@asynccontextmanager
-async def workers() -> AsyncIterator[list[Worker]]:
-    """Workers started in the block are killed (and reaped) after it, whatever happened."""
-    started: list[Worker] = []
-    try:
-        yield started
-    finally:
-        for worker in started:
-            if worker.process.returncode is None:
-                worker.process.send_signal(signal.SIGCONT)
-                worker.process.kill()
-            with trio.CancelScope(shield=True):
-                await worker.process.wait()
-
-
 async def _stored_for_workers(dsn: str) -> None:
     async with running(store(dsn)) as s:
         await _stored(s, "s", 1)
@@ -576,7 +523,7 @@ async def test_two_worker_processes_race_and_exactly_one_enters(pg_dsn: str) -> 
     await _stored_for_workers(pg_dsn)
     async with workers() as started:
         for _ in range(2):
-            started.append(await Worker.start(pg_dsn, "hold", 5.0))
+            started.append(await Worker.start(WORKER, pg_dsn, "hold", 5.0))
         for worker in started:
             assert await worker.line() == "ready"
         for worker in started:
@@ -597,7 +544,7 @@ async def test_a_killed_workers_session_is_resumed_after_expiry_with_the_turn_cl
     interrupted."""
     await _stored_for_workers(pg_dsn)
     async with workers() as started:
-        victim = await Worker.start(pg_dsn, "hold", 4.0)
+        victim = await Worker.start(WORKER, pg_dsn, "hold", 4.0)
         started.append(victim)
         assert await victim.line() == "ready"
         await victim.send("go")
@@ -608,7 +555,7 @@ async def test_a_killed_workers_session_is_resumed_after_expiry_with_the_turn_cl
         async with running(store(pg_dsn)) as s:
             with pytest.raises(SessionIdInUseError, match=IN_USE):
                 await s.enter(await s.load("s"))
-        heir = await Worker.start(pg_dsn, "takeover", 4.0)
+        heir = await Worker.start(WORKER, pg_dsn, "takeover", 4.0)
         started.append(heir)
         assert await heir.line() == "ready"
         assert (await heir.line()).startswith("resumed ")
@@ -632,14 +579,14 @@ async def test_a_paused_worker_past_expiry_cannot_write_after_it_resumes(pg_dsn:
     writing."""
     await _stored_for_workers(pg_dsn)
     async with workers() as started:
-        paused = await Worker.start(pg_dsn, "hold", 1.0)
+        paused = await Worker.start(WORKER, pg_dsn, "hold", 1.0)
         started.append(paused)
         assert await paused.line() == "ready"
         await paused.send("go")
         assert await paused.line() == "entered"
         assert await paused.line() == "turn"
         paused.process.send_signal(signal.SIGSTOP)
-        heir = await Worker.start(pg_dsn, "takeover", 1.0)
+        heir = await Worker.start(WORKER, pg_dsn, "takeover", 1.0)
         started.append(heir)
         assert await heir.line() == "ready"
         assert (await heir.line()).startswith("resumed ")
