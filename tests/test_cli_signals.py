@@ -14,102 +14,25 @@ import re
 import signal
 import subprocess
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
+from command_support import Command, acp_prompt, env_for
+from supervision_support import DEADLINE, wait_until
 from support import TRIO_AGENTS, alive, family
 
 from trio_agents.cli._main import _TEARDOWN
 from trio_agents.kernel import open_root
 from trio_agents.shell._child import supervisor_available
 
-DEADLINE = 30.0
 linux_only = pytest.mark.skipif(not supervisor_available(), reason="needs the job supervisor")
-
-
-def wait_until(condition: Any, what: str) -> None:
-    """Poll ``condition()`` (a real process's state: nothing announces it) with a deadline."""
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def family_pids(directory: Path) -> list[int]:
     wait_until((directory / "sh").exists, "the job to start")
     return [int((directory / n).read_text()) for n in ("sh", "sleep", "setsid", "double")]
-
-
-def env_for(home: Path) -> dict[str, str]:
-    env = {**os.environ, "TRIO_AGENTS_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200"}
-    env.pop("TRIO_AGENTS_DEBUG", None)
-    return env
-
-
-class Command:
-    """The installed command with pipes; stderr collected to a file."""
-
-    def __init__(self, tmp_path: Path, *args: str) -> None:
-        self.stderr_path = tmp_path / "stderr"
-        self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in close()
-        self.process = subprocess.Popen(
-            [str(TRIO_AGENTS), *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=env_for(tmp_path),
-        )
-
-    @property
-    def stdin(self) -> IO[bytes]:
-        assert self.process.stdin is not None
-        return self.process.stdin
-
-    @property
-    def stdout(self) -> IO[bytes]:
-        assert self.process.stdout is not None
-        return self.process.stdout
-
-    def wait(self) -> int:
-        return self.process.wait(timeout=DEADLINE)
-
-    @property
-    def stderr(self) -> str:
-        return self.stderr_path.read_text()
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
-                stream.close()
-        self._stderr.close()
-
-
-def _acp_prompt(command: Command, text: str) -> None:
-    def send(message: dict[str, Any]) -> None:
-        command.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
-        command.stdin.flush()
-
-    def answer(request_id: int) -> dict[str, Any]:
-        while True:
-            message: dict[str, Any] = json.loads(command.stdout.readline())
-            if message.get("id") == request_id and "method" not in message:
-                return message
-
-    send({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
-    answer(1)
-    send({"id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}})
-    session_id = answer(2)["result"]["sessionId"]
-    prompt = [{"type": "text", "text": text}]
-    send(
-        {"id": 3, "method": "session/prompt", "params": {"sessionId": session_id, "prompt": prompt}}
-    )
 
 
 @pytest.fixture
@@ -138,7 +61,7 @@ def start(kind: str, tmp_path: Path, job_dir: Path, *extra: str) -> Command:
         command.stdin.flush()
     else:
         command = Command(tmp_path, "acp", "--allow-bash", "--store", str(store), *extra)
-        _acp_prompt(command, prompt)
+        acp_prompt(command, prompt)
     return command
 
 
