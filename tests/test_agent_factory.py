@@ -216,12 +216,6 @@ class Broken(ag.AgentFactory[Any]):
             raise RuntimeError("no agent today")
         return self.result
 
-    async def run(self, agent: Any) -> None:
-        raise AssertionError("never started")
-
-    async def stop(self, agent: Any) -> None:
-        raise AssertionError("never started")
-
 
 @pytest.mark.parametrize(
     ("result", "error", "message"),
@@ -231,7 +225,8 @@ class Broken(ag.AgentFactory[Any]):
             "not an agent",
             TypeError,
             r"^Broken\(result='not an agent'\)\.build\(\) returned 'not an agent', which is not "
-            r"an agent of session 'e1'; build an AgentLike on request\.session$",
+            r"a Built agent of session 'e1'; return Built\(agent, driver\) with an AgentLike on "
+            r"request\.session$",
         ),
     ],
 )

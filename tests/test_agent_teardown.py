@@ -10,7 +10,7 @@ import trio.testing
 from support import Tools
 
 import trio_agents.agent as ag
-from trio_agents.cancel import DisposedCancel
+from trio_agents.cancel import CancelCause, DisposedCancel
 from trio_agents.kernel import Context
 from trio_agents.model import ScriptedModel
 from trio_agents.session import (
@@ -313,15 +313,34 @@ async def test_an_idle_agent_is_one_fiber_with_one_task() -> None:
 async def test_what_the_scope_takes_while_the_loop_stops_unwinds_after_the_loop() -> None:
     log: list[str] = []
 
-    class Late(ag.DefaultAgentFactory):
-        async def stop(self, agent: ag.Agent) -> None:
-            registry = agent_registry
-            registry.scope_of(agent).defer(self._late, log)
-            await super().stop(agent)
-            log.append(f"loop stopped, done={agent.done}")
+    class LateDriver(ag.AgentDriver):
+        def __init__(self, built: ag.Built[ag.Agent]) -> None:
+            self.agent, self.inner = built.agent, built.driver
 
-        async def _late(self, log: list[str]) -> None:
+        async def run(self) -> None:
+            await self.inner.run()
+
+        async def stop(self) -> None:
+            agent_registry.scope_of(self.agent).defer(self._late)
+            await self.inner.stop()
+            log.append(f"loop stopped, done={self.agent.done}")
+
+        def adopted(self) -> None:
+            self.inner.adopted()
+
+        def detached(self) -> None:
+            self.inner.detached()
+
+        def lose(self, cause: CancelCause) -> None:
+            self.inner.lose(cause)
+
+        async def _late(self) -> None:
             log.append("late entry unwound")
+
+    class Late(ag.DefaultAgentFactory):
+        def build(self, request: ag.AgentRequest[ag.Agent]) -> ag.Built[ag.Agent]:
+            built = super().build(request)
+            return ag.Built(built.agent, LateDriver(built))
 
     async with ag.open_runtime(factory=Late()) as root:
         agent_registry = root.agents

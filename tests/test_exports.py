@@ -90,11 +90,15 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.acp._serving": frozenset({"LATER", "Serving"}),
     "trio_agents.agent._approval": frozenset({"Approvals"}),
+    "trio_agents.agent._agent": frozenset({"new_agent"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
+    "trio_agents.agent._caller": frozenset({"HasCaller", "ToolCalls"}),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._factory": frozenset({"AGENT_FACTORY", "FactoryPlugin"}),
-    "trio_agents.agent._compaction": frozenset({"compact_history", "fit_window"}),
+    "trio_agents.agent._compaction": frozenset(
+        {"CompactionParts", "compact_history", "fit_window"}
+    ),
     "trio_agents.agent._history": frozenset(
         {"SUMMARY_HEADING", "History", "Messages", "message_chars"}
     ),
@@ -118,9 +122,8 @@ INTERNAL: dict[str, frozenset[str]] = {
             "tools_converter",
         }
     ),
-    "trio_agents.agent._tools": frozenset(
-        {"RESULT_CAP", "ToolFn", "ToolsPlugin", "cap_result", "tools_converter"}
-    ),
+    "trio_agents.agent._results": frozenset({"RESULT_CAP", "cap_result"}),
+    "trio_agents.agent._tools": frozenset({"ToolFn", "ToolsPlugin", "tools_converter"}),
     "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.cli._acp": frozenset({"acp"}),
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),

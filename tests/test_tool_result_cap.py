@@ -14,7 +14,7 @@ from mcp_support import tools_server
 from support import conversation
 
 import trio_agents.agent as ag
-from trio_agents.agent._tools import RESULT_CAP, cap_result
+from trio_agents.agent._results import RESULT_CAP, cap_result
 from trio_agents.kernel import Context
 from trio_agents.model import CallTool, Say, ScriptedModel, ToolOutput
 from trio_agents.session import ToolCallEnded

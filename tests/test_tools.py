@@ -422,21 +422,25 @@ async def test_a_tool_returning_the_wrong_type_is_an_error_result() -> None:
 
 
 async def test_tool_sees_the_agent_call_id_and_turn_scope() -> None:
-    """ToolContext carries what invoke() was given."""
+    """ToolContext carries what invoke() was given: the caller's agent and turn, the call id,
+    the scope (the caller's turn scope unless one is given)."""
     seen: list[ToolContext] = []
 
     async def look(ctx: ToolContext, params: None) -> str:
         seen.append(ctx)
         return "ok"
 
-    agent = object()
     async with open_root() as root:
         tools = await _registry(root)
         tools.register(Tool("look", "", None, look))
-        with CauseScope() as scope:
-            await tools.invoke("look", {}, agent, call_id="call-7", scope=scope)
-    # The agent is a stand-in object here: the registry passes it through without looking.
-    assert [(c.agent, c.call_id, c.scope) for c in seen] == [(agent, "call-7", scope)]
+        with CauseScope() as turn, CauseScope() as own:
+            caller = ag.Caller(agent_id="a-1", turn_id="t-3", scope=turn)
+            await tools.invoke("look", {}, caller, call_id="call-7")
+            await tools.invoke("look", {}, caller, call_id="call-8", scope=own)
+    assert [(c.agent, c.call_id, c.scope, c.turn_id) for c in seen] == [
+        (None, "call-7", turn, "t-3"),
+        (None, "call-8", own, "t-3"),
+    ]
 
 
 async def test_cancellation_propagates_untouched_and_on_start_says_it_began(
@@ -636,11 +640,6 @@ async def test_a_schema_tool_gets_the_arguments_as_a_dict() -> None:
         assert "the arguments must be a JSON object" in refused.content
 
 
-@attrs.frozen
-class _Caller:
-    id: str
-
-
 async def test_a_private_tool_is_seen_and_called_by_its_agent_only() -> None:
     """``register(tool, agent=ID)``: that agent sees and calls it, others get 'unknown tool';
     two agents may each have one of the same name; a shared name is refused."""
@@ -655,8 +654,8 @@ async def test_a_private_tool_is_seen_and_called_by_its_agent_only() -> None:
         assert tools.names(agent="a") == ("bash", "mine")
         assert tools.get("mine", agent="b") is second
         assert [s.description for s in tools.specs(agent="a")][-1] == "Mine."
-        assert not (await tools.invoke("mine", {"q": "x"}, _Caller("a"))).is_error
-        refused = await tools.invoke("mine", {"q": "x"}, _Caller("c"))
+        assert not (await tools.invoke("mine", {"q": "x"}, ag.Caller(agent_id="a"))).is_error
+        refused = await tools.invoke("mine", {"q": "x"}, ag.Caller(agent_id="c"))
         assert refused.content.startswith("unknown tool 'mine'")
         with pytest.raises(ToolNameInUseError, match=r"^tool 'mine' is already registered"):
             tools.register(first, agent="a")

@@ -13,7 +13,14 @@ from typing import Final, assert_type
 import trio
 
 import trio_agents as ta
-from trio_agents.agent import AgentFactory, AgentRegistry, AgentRequest, MessageId
+from trio_agents.agent import (
+    AgentDriver,
+    AgentFactory,
+    AgentRegistry,
+    AgentRequest,
+    Built,
+    MessageId,
+)
 from trio_agents.session import (
     AssistantMessage,
     Session,
@@ -24,7 +31,7 @@ from trio_agents.session import (
     UserMessage,
 )
 
-__all__ = ["ECHO_AGENTS", "EchoAgent", "EchoFactory", "TypedEchoPlugin"]
+__all__ = ["ECHO_AGENTS", "EchoAgent", "EchoDriver", "EchoFactory", "TypedEchoPlugin"]
 
 
 class EchoAgent:
@@ -130,33 +137,45 @@ class EchoAgent:
         await self._store.flush(self.session)
 
 
+class EchoDriver(AgentDriver):
+    """Runs and stops one :class:`EchoAgent`, logging each step in its factory's log."""
+
+    def __init__(self, agent: EchoAgent, log: list[str]) -> None:
+        self._agent = agent
+        self._log = log
+
+    async def run(self) -> None:
+        self._log.append(f"run {self._agent.id}")
+        try:
+            await self._agent._serve()
+        finally:
+            self._log.append(f"run exited {self._agent.id}")
+
+    async def stop(self) -> None:
+        self._log.append(f"stop {self._agent.id}")
+        await self._agent._stop()
+
+    def adopted(self) -> None:
+        self._log.append(f"adopted {self._agent.id}")
+
+    def detached(self) -> None:
+        self._agent._move(ta.AgentStatus.DISPOSED)
+        self._log.append(f"detached {self._agent.id}")
+
+    def lose(self, cause: ta.CancelCause) -> None:
+        self._agent.cancel(cause)
+
+
 class EchoFactory(AgentFactory[EchoAgent]):
     """Builds :class:`EchoAgent` s and logs each step of their lives, in order."""
 
     def __init__(self) -> None:
         self.log: list[str] = []
 
-    def build(self, request: AgentRequest[EchoAgent]) -> EchoAgent:
+    def build(self, request: AgentRequest[EchoAgent]) -> Built[EchoAgent]:
         self.log.append(f"build {request.session.id}")
-        return EchoAgent(request)
-
-    async def run(self, agent: EchoAgent) -> None:
-        self.log.append(f"run {agent.id}")
-        try:
-            await agent._serve()
-        finally:
-            self.log.append(f"run exited {agent.id}")
-
-    async def stop(self, agent: EchoAgent) -> None:
-        self.log.append(f"stop {agent.id}")
-        await agent._stop()
-
-    def adopted(self, agent: EchoAgent) -> None:
-        self.log.append(f"adopted {agent.id}")
-
-    def detached(self, agent: EchoAgent) -> None:
-        agent._move(ta.AgentStatus.DISPOSED)
-        self.log.append(f"detached {agent.id}")
+        agent = EchoAgent(request)
+        return Built(agent, EchoDriver(agent, self.log))
 
 
 #: The ``agents`` service of a runtime whose factory is :class:`EchoFactory`, typed for it.

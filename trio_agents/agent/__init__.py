@@ -7,6 +7,8 @@ from ._approval import Approver as Approver
 from ._approval import Decision as Decision
 from ._approval import Refusal as Refusal
 from ._approval import standing_answers as standing_answers
+from ._caller import Caller as Caller
+from ._compaction import COMPACTION as COMPACTION
 from ._compaction import Compaction as Compaction
 from ._compaction import CompactionError as CompactionError
 from ._compaction import CompactionPlugin as CompactionPlugin
@@ -14,6 +16,8 @@ from ._compaction import CompactionRequest as CompactionRequest
 from ._compaction import Compactor as Compactor
 from ._compaction import SummarizingCompactor as SummarizingCompactor
 from ._config import AgentConfig as AgentConfig
+from ._driver import AgentDriver as AgentDriver
+from ._driver import Built as Built
 from ._errors import AgentClosedError as AgentClosedError
 from ._errors import AgentIdInUseError as AgentIdInUseError
 from ._errors import MessageDroppedError as MessageDroppedError
@@ -25,7 +29,6 @@ from ._events import AgentDisposed as AgentDisposed
 from ._events import AgentOutput as AgentOutput
 from ._events import AgentStatusChanged as AgentStatusChanged
 from ._factory import AgentFactory as AgentFactory
-from ._factory import AgentLike as AgentLike
 from ._factory import AgentRequest as AgentRequest
 from ._factory import DefaultAgentFactory as DefaultAgentFactory
 from ._handle import AgentHandle as AgentHandle
@@ -33,24 +36,24 @@ from ._history import TurnMark as TurnMark
 from ._inbox import Lane as Lane
 from ._inbox import MessageId as MessageId
 from ._inbox import QueuedMessage as QueuedMessage
-from ._keys import AGENTS as AGENTS
-from ._keys import COMPACTION as COMPACTION
-from ._keys import TOOLS as TOOLS
+from ._like import AgentLike as AgentLike
 from ._loop import AgentLoop as AgentLoop
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
 from ._meter import ContextUsage as ContextUsage
+from ._registry import AGENTS as AGENTS
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
+from ._results import ToolResult as ToolResult
 from ._runtime import open_runtime as open_runtime
 from ._status import AgentStatus as AgentStatus
 from ._tool_signature import tool as tool
+from ._tools import TOOLS as TOOLS
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolGuard as ToolGuard
 from ._tools import ToolNameInUseError as ToolNameInUseError
 from ._tools import ToolRegistry as ToolRegistry
-from ._tools import ToolResult as ToolResult
 from ._tools import tools_plugin as tools_plugin
 from ._usage import AgentUsage as AgentUsage
 
@@ -64,6 +67,7 @@ __all__ = [
     "AgentConfig",
     "AgentCreated",
     "AgentDisposed",
+    "AgentDriver",
     "AgentFactory",
     "AgentHandle",
     "AgentIdInUseError",
@@ -79,6 +83,8 @@ __all__ = [
     "AgentUsage",
     "ApprovalRequest",
     "Approver",
+    "Built",
+    "Caller",
     "Compaction",
     "CompactionError",
     "CompactionPlugin",

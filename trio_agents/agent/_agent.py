@@ -29,9 +29,11 @@ from ..model import Model
 from ..session import Compacted, InboxSpliced, Session, SessionStore, check_recordable_cause
 from ._approval import Approvals, Approver
 from ._ask import AnswerFold
+from ._caller import Caller
 from ._compact_job import CompactJob
 from ._compaction import CompactionError, Compactor
 from ._config import AgentConfig
+from ._driver import AgentDriver, Built
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
 from ._inbox import Lane, MessageId, QueuedMessage
@@ -43,9 +45,9 @@ from ._turn import Turn
 from ._usage import AgentUsage
 
 if TYPE_CHECKING:
-    from ._tools import ToolRegistry
+    from ._caller import ToolCalls
 
-__all__ = ["Agent", "AgentStatistics"]
+__all__ = ["Agent", "AgentStatistics", "new_agent"]
 
 
 @attrs.frozen
@@ -101,7 +103,7 @@ class Agent:
         *,
         session: Session,
         store: SessionStore,
-        tools: ToolRegistry,
+        tools: ToolCalls,
         model: Model,
         emit: Callable[[object], None],
         config: AgentConfig,
@@ -130,8 +132,16 @@ class Agent:
         self._done = Signal()
         self._children: dict[str, Agent] = {}
         self._inbox, self._next_turn, usage = restore(session)
+        self._approvals: Approvals = Approvals(
+            ask=config.ask,
+            approver=approver,
+            records=session.records,
+            append=session.append,
+            parent=parent._approvals if parent is not None else None,
+        )
         self._parts = AgentParts(
-            caller=self,
+            agent=self,
+            approvals=self._approvals,
             session=session,
             store=store,
             model=model,
@@ -148,13 +158,6 @@ class Agent:
         self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []
         self._compactions = 0
-        self._approvals: Approvals = Approvals(
-            ask=config.ask,
-            approver=approver,
-            records=session.records,
-            append=session.append,
-            parent=parent._approvals if parent is not None else None,
-        )
 
     # -- identity and state -----------------------------------------------------------------
 
@@ -211,6 +214,13 @@ class Agent:
     def usage(self) -> AgentUsage:
         """Token usage summed over every model request of the session, resumed ones too."""
         return self._parts.usage
+
+    def caller(self) -> Caller:
+        """The record of this agent calling a tool outside its turns' own calls (a script's
+        ``tools.invoke(name, arguments, agent)``): approval asks its approver, and is
+        recorded against the running turn, if any."""
+        turn = self._turn
+        return Caller(self, self.id, turn.id if turn is not None else None, None, self._approvals)
 
     @property
     def context_window(self) -> int | None:
@@ -466,7 +476,7 @@ class Agent:
             and not self._compact_jobs
         )
 
-    # -- the loop (driven by the registry's agent fiber) --------------------------------------
+    # -- the loop's steps (its driver runs them) ----------------------------------------------
 
     def _set_status(self, new: AgentStatus) -> None:
         if new is self._status:
@@ -504,27 +514,6 @@ class Agent:
         work = self._work
         return None if work is None or work.ending else work
 
-    async def _loop(self) -> None:
-        try:
-            while not self._closing:
-                if self._wake.is_set():
-                    self._wake = Wake()
-                if self._compact_jobs:
-                    self._set_status(AgentStatus.RUNNING)
-                    await self._run_compaction(self._compact_jobs.pop(0))
-                    continue
-                if not self._inbox.wakeable:
-                    self._set_status(AgentStatus.IDLE)
-                    await self._wake.wait()
-                    continue
-                self._set_status(AgentStatus.RUNNING)
-                if self._claimable():
-                    await self._run_one_turn()
-        finally:
-            self._fail_jobs(AgentClosedError(f"agent {self.id} closed before it compacted"))
-            self._done.set()
-            self._notify()
-
     async def _run_compaction(self, job: CompactJob) -> None:
         self._compactions += 1
         self._work = job
@@ -559,21 +548,70 @@ class Agent:
             self._work = None
             self._notify()
 
-    def _lose(self, cause: CancelCause) -> None:
-        """Stop for good at once (the session is no longer this worker's): announce it, take
-        no more messages and abort the running work; the teardown follows. The inbox stays
-        as it is: it is stored, and the worker that took the session over runs it."""
-        if self._closing:
-            return
-        self._emit(AgentCancelRequested(agent_id=self.id, cause=cause))
-        self._closing = True
-        self._set_status(AgentStatus.DISPOSING)
-        if self._turn is not None:
-            self._turn.abort(cause)
-        self._wake.set()
-        self._notify()
 
-    async def _shutdown(self) -> None:
+def new_agent(
+    *,
+    session: Session,
+    store: SessionStore,
+    tools: ToolCalls,
+    model: Model,
+    emit: Callable[[object], None],
+    config: AgentConfig,
+    listens: Callable[[type], bool] | None = None,
+    parent: Agent | None = None,
+    compactor: Callable[[], Compactor | None] | None = None,
+    approver: Approver | None = None,
+) -> Built[Agent]:
+    """A new :class:`Agent` and its driver: the only way to get a driver for an agent is to
+    make the agent (what :class:`DefaultAgentFactory` does)."""
+    agent = Agent(
+        session=session,
+        store=store,
+        tools=tools,
+        model=model,
+        emit=emit,
+        config=config,
+        listens=listens,
+        parent=parent,
+        compactor=compactor,
+        approver=approver,
+    )
+    return Built(agent, _Driver(agent))
+
+
+@final
+class _Driver(AgentDriver):
+    """Runs and stops one :class:`Agent` (see :mod:`._driver` for the order of calls)."""
+
+    __slots__ = ("_agent",)
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    async def run(self) -> None:
+        """The agent's loop: a turn or a compaction at a time, until it is closing."""
+        agent = self._agent
+        try:
+            while not agent._closing:
+                if agent._wake.is_set():
+                    agent._wake = Wake()
+                if agent._compact_jobs:
+                    agent._set_status(AgentStatus.RUNNING)
+                    await agent._run_compaction(agent._compact_jobs.pop(0))
+                    continue
+                if not agent._inbox.wakeable:
+                    agent._set_status(AgentStatus.IDLE)
+                    await agent._wake.wait()
+                    continue
+                agent._set_status(AgentStatus.RUNNING)
+                if agent._claimable():
+                    await agent._run_one_turn()
+        finally:
+            agent._fail_jobs(AgentClosedError(f"agent {agent.id} closed before it compacted"))
+            agent._done.set()
+            agent._notify()
+
+    async def stop(self) -> None:
         """Stop the loop and await its exit and its flushes (first step of teardown).
 
         The final flush makes what was recorded outside a turn (an ``inject`` or ``discard``
@@ -582,18 +620,42 @@ class Agent:
         write it only after that
         (test_every_record_is_durable_before_the_agents_scope_unwinds).
         """
-        if not self._closing:
-            self._closing = True
-            self._set_status(AgentStatus.DISPOSING)
-        if self._turn is not None:
-            self._turn.dispose()
-        self._wake.set()
-        await self._done.wait()
-        await self._parts.flush()
+        agent = self._agent
+        if not agent._closing:
+            agent._closing = True
+            agent._set_status(AgentStatus.DISPOSING)
+        if agent._turn is not None:
+            agent._turn.dispose()
+        agent._wake.set()
+        await agent._done.wait()
+        await agent._parts.flush()
 
-    def _finish(self) -> None:
+    def adopted(self) -> None:
+        agent = self._agent
+        if agent.parent is not None:
+            agent.parent._children[agent.id] = agent
+
+    def detached(self) -> None:
+        agent = self._agent
         # The parts name the agent to its tools; a disposed agent runs none, and without the
         # reference a disposed agent nobody holds is freed at once, not by the collector.
-        self._parts.caller = None
-        if self._status is AgentStatus.DISPOSING:
-            self._set_status(AgentStatus.DISPOSED)
+        agent._parts.agent = None
+        if agent._status is AgentStatus.DISPOSING:
+            agent._set_status(AgentStatus.DISPOSED)
+        if agent.parent is not None:
+            agent.parent._children.pop(agent.id, None)
+
+    def lose(self, cause: CancelCause) -> None:
+        """Stop for good at once (the session is no longer this worker's): announce it, take
+        no more messages and abort the running work; the teardown follows. The inbox stays
+        as it is: it is stored, and the worker that took the session over runs it."""
+        agent = self._agent
+        if agent._closing:
+            return
+        agent._emit(AgentCancelRequested(agent_id=agent.id, cause=cause))
+        agent._closing = True
+        agent._set_status(AgentStatus.DISPOSING)
+        if agent._turn is not None:
+            agent._turn.abort(cause)
+        agent._wake.set()
+        agent._notify()

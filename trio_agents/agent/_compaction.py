@@ -30,13 +30,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Protocol, final, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, final, runtime_checkable
 
 import attrs
 
 from .._errors import TrioAgentsError
 from ..cancel import CancelCause
-from ..kernel import Context
+from ..kernel import Context, ServiceKey
 from ..model import (
     AssistantText,
     ChatMessage,
@@ -52,15 +52,19 @@ from ..model import (
 )
 from ..session import Compacted
 from ._history import TurnMark, message_chars
-from ._keys import COMPACTION
 from ._meter import CHARS_PER_TOKEN, ContextUsage, estimate
 
 if TYPE_CHECKING:
-    from ._parts import AgentParts
+    from ..model import ToolSpec
+    from ..session import Session
+    from ._history import History
+    from ._meter import ContextMeter
 
 __all__ = [
+    "COMPACTION",
     "Compaction",
     "CompactionError",
+    "CompactionParts",
     "CompactionPlugin",
     "CompactionRequest",
     "Compactor",
@@ -272,6 +276,10 @@ def _clip(transcript: str, window: int | None) -> str:
     return "[the oldest part is cut off]\n" + transcript[len(transcript) - room :]
 
 
+#: The key of the ``compaction`` policy (provided by :class:`CompactionPlugin`).
+COMPACTION: Final[ServiceKey[Compactor]] = ServiceKey("compaction")
+
+
 @final
 class CompactionPlugin:
     """Provides the service ``compaction``: ``compactor``, else a :class:`SummarizingCompactor`.
@@ -294,7 +302,29 @@ class CompactionPlugin:
         ctx.provide(COMPACTION, self.compactor)
 
 
-async def fit_window(parts: AgentParts, turn_id: str) -> None:
+class CompactionParts(Protocol):
+    """What compacting uses of an agent: its parts (``AgentParts`` is one), named."""
+
+    id: str
+    session: Session
+    model: Model
+    history: History
+    meter: ContextMeter
+
+    def compactor(self) -> Compactor:
+        """The compaction policy in force now."""
+
+    def context(self) -> ContextUsage:
+        """The size of the next model request, against the model's window."""
+
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """What the model is told about the agent's tools."""
+
+    def compacted(self) -> None:
+        """A ``Compacted`` record was appended: fold it, and meter afresh."""
+
+
+async def fit_window(parts: CompactionParts, turn_id: str) -> None:
     """Compact the agent's history first if its next request is due for it (in the turn)."""
     compactor = parts.compactor()
     if compactor.due(parts.context()):
@@ -302,7 +332,7 @@ async def fit_window(parts: AgentParts, turn_id: str) -> None:
 
 
 async def compact_history(
-    parts: AgentParts,
+    parts: CompactionParts,
     compactor: Compactor,
     turn_id: str | None,
     *,

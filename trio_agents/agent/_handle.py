@@ -11,7 +11,7 @@ from typing_extensions import TypeVar
 from ._agent import Agent
 
 if TYPE_CHECKING:
-    from ._factory import AgentLike
+    from ._like import AgentLike
 
 __all__ = ["AgentHandle"]
 

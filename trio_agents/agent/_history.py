@@ -45,7 +45,7 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
-from ._tools import cap_result
+from ._results import cap_result
 
 __all__ = ["SUMMARY_HEADING", "History", "Messages", "TurnMark", "message_chars"]
 

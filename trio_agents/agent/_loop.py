@@ -13,8 +13,8 @@ import attrs
 from ..kernel import Context
 from ..model import MODELS
 from ..session import SESSIONS
-from ._keys import AGENTS, TOOLS
-from ._registry import AgentRegistry
+from ._registry import AGENTS, AgentRegistry
+from ._tools import TOOLS
 
 __all__ = ["AgentLoop", "DeclaredAgent"]
 

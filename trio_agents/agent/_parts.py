@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, final
 
 from ..model import Model, ToolSpec
 from ..session import ModelUsage, Session, SessionStore, SessionWriteError
+from ._approval import Approvals
+from ._caller import Caller, ToolCalls
 from ._compaction import Compactor, SummarizingCompactor
 from ._history import History
 from ._inbox import Inbox
@@ -24,7 +26,9 @@ from ._meter import ContextMeter, ContextUsage
 from ._usage import AgentUsage
 
 if TYPE_CHECKING:
-    from ._tools import ToolRegistry
+    from ..cancel import CauseScope
+    from ._caller import ToolCalls
+    from ._like import AgentLike
 
 __all__ = ["AgentParts"]
 
@@ -37,7 +41,8 @@ class AgentParts:
     """The session, model, tools, inbox, history, meter and policies of one agent.
 
     Attributes:
-        caller: the agent, as its tools see it (``ctx.agent``).
+        agent: the agent, as its tools see it (``ctx.agent``); ``None`` once it is disposed.
+        approvals: the agent's approval state, which its tool calls go through.
         allowed: the tool names the agent's definition allows, or ``None`` (all of them).
         usage: token usage summed over every model request of the session.
     """
@@ -46,8 +51,9 @@ class AgentParts:
         "_find_compactor",
         "_specs_seen",
         "_store",
+        "agent",
         "allowed",
-        "caller",
+        "approvals",
         "emit",
         "history",
         "id",
@@ -64,11 +70,12 @@ class AgentParts:
     def __init__(
         self,
         *,
-        caller: Any,
+        agent: AgentLike,
+        approvals: Approvals,
         session: Session,
         store: SessionStore,
         model: Model,
-        tools: ToolRegistry,
+        tools: ToolCalls,
         allowed: frozenset[str] | None,
         emit: Callable[[object], None],
         listens: Callable[[type], bool],
@@ -79,7 +86,8 @@ class AgentParts:
         find_compactor: Callable[[], Compactor | None] | None,
     ) -> None:
         self.id = session.id
-        self.caller = caller
+        self.agent: AgentLike | None = agent
+        self.approvals = approvals
         self.session = session
         self._store = store
         self.model = model
@@ -98,6 +106,10 @@ class AgentParts:
         self._find_compactor = find_compactor
         # The agent's view of the registry's specs: (the registry's tuple, the subset offered).
         self._specs_seen: tuple[tuple[ToolSpec, ...], tuple[ToolSpec, ...]] | None = None
+
+    def caller(self, turn_id: str, scope: CauseScope) -> Caller:
+        """The record of the agent calling tools in the turn ``turn_id`` (see ``Caller``)."""
+        return Caller(self.agent, self.id, turn_id, scope, self.approvals)
 
     def compactor(self) -> Compactor:
         """The compaction policy in force now: the runtime's service, else the default."""

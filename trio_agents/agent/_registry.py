@@ -32,14 +32,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Generic, final
+from typing import TYPE_CHECKING, Any, Final, Generic, final
 
 import attrs
 import trio
 from typing_extensions import TypeVar
 
 from ..cancel import LeaseLost
-from ..kernel import Context, Entry, FiberClosedError, FiberState, current_context
+from ..kernel import Context, Entry, FiberClosedError, FiberState, ServiceKey, current_context
 from ..model import Model
 from ..session import (
     Session,
@@ -53,10 +53,12 @@ from ..session import (
 from ._agent import Agent
 from ._approval import Approver
 from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
+from ._driver import AgentDriver, Built
 from ._errors import AgentIdInUseError, ModelRequiredError
 from ._events import AgentCreated, AgentDisposed
-from ._factory import AGENT_FACTORY, AgentFactory, AgentLike, AgentRequest, DefaultAgentFactory
+from ._factory import AGENT_FACTORY, AgentFactory, AgentRequest, DefaultAgentFactory
 from ._handle import AgentHandle
+from ._like import AgentLike
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -64,7 +66,7 @@ if TYPE_CHECKING:
     from ..model import ModelCatalog
     from ._tools import ToolRegistry
 
-__all__ = ["AgentRegistry", "AgentScope"]
+__all__ = ["AGENTS", "AgentRegistry", "AgentScope"]
 
 log = logging.getLogger("trio_agents")
 
@@ -113,6 +115,7 @@ class _Hosted(Generic[A]):
         "agent",
         "committed",
         "ctx",
+        "driver",
         "make",
         "name",
         "registry",
@@ -124,7 +127,7 @@ class _Hosted(Generic[A]):
         self,
         registry: AgentRegistry[A],
         session: Session,
-        make: Callable[[], A],
+        make: Callable[[], Built[A]],
     ) -> None:
         self.name = f"agent:{session.id}"
         self.registry = registry
@@ -132,6 +135,8 @@ class _Hosted(Generic[A]):
         self.make = make
         self.ctx: Context | None = None
         self.agent: A | None = None
+        #: Runs and stops the agent: the factory gave it to this transaction alone.
+        self.driver: AgentDriver | None = None
         #: The agent's scope, a section of its fiber's stack: what the agent owns beyond its
         #: loop lands here, and unwinds after the loop stopped.
         self.scope: Context | None = None
@@ -156,16 +161,18 @@ class _Hosted(Generic[A]):
         # The enter is shielded: a dispose that came meanwhile (the creator cancelled) cuts
         # the creation short here, not as a failure of the next step on a closing fiber.
         await trio.lowlevel.checkpoint_if_cancelled()
-        agent = self.make()
+        built = self.make()
         self.make = _built  # the request it closed over is not the agent's to keep
-        if not _is_agent_like(agent) or agent.session is not session:
+        agent = built.agent if isinstance(built, Built) else None
+        if agent is None or not _is_agent_like(agent) or agent.session is not session:
             raise TypeError(
-                f"{self.registry.factory!r}.build() returned {agent!r}, which is not an agent "
-                f"of session {session.id!r}; build an AgentLike on request.session"
+                f"{self.registry.factory!r}.build() returned {built!r}, which is not a Built "
+                f"agent of session {session.id!r}; return Built(agent, driver) with an "
+                f"AgentLike on request.session"
             )
-        self.agent = agent
+        self.agent, self.driver = agent, built.driver
         registry._attach(agent)
-        ctx.defer(registry._detach, agent)
+        ctx.defer(registry._detach, self)
         self.scope = ctx.section("agent-scope")
 
     def commit(self) -> A:
@@ -175,15 +182,16 @@ class _Hosted(Generic[A]):
             FiberClosedError: the agent's fiber was torn down before it could be published
                 (its factory or its parent went away during the creation).
         """
-        ctx, agent = self.ctx, self.agent
-        if ctx is None or agent is None or ctx.fiber.state is not FiberState.ACTIVE:
+        ctx, agent, driver = self.ctx, self.agent, self.driver
+        if ctx is None or agent is None or driver is None:
+            raise self._torn_down()
+        if ctx.fiber.state is not FiberState.ACTIVE:
             raise self._torn_down()
         self.committed = True
         self.registry.store.announce(self.session)
         self.registry._publish(agent)
-        factory = self.registry.factory
-        ctx.start_soon(factory.run, agent, name=f"agent {agent.id} loop")
-        ctx.defer(factory.stop, agent)
+        ctx.start_soon(driver.run, name=f"agent {agent.id} loop")
+        ctx.defer(driver.stop)
         return agent
 
     def disposer(self) -> Callable[[], Awaitable[None]]:
@@ -439,7 +447,8 @@ class AgentRegistry(Generic[A]):
                 await hosted.roll_back()
             raise
         self._hosted[agent] = hosted
-        self.factory.adopted(agent)
+        if hosted.driver is not None:
+            hosted.driver.adopted()
         if co_owner is not None:
             self._co_owners[agent] = co_owner
         return AgentHandle(agent, dispose)
@@ -451,11 +460,11 @@ class AgentRegistry(Generic[A]):
             return
         agent = self._live.get(event.session_id)
         hosted = self._hosted.get(agent) if agent is not None else None
-        if agent is None or hosted is None or hosted._disposer is None:
+        if agent is None or hosted is None or hosted._disposer is None or hosted.driver is None:
             return
         # Invariant: synchronous, in the listener: from the moment the store knows the lease
         # is lost, the agent starts no model call and no tool call.
-        self.factory.lost(agent, LeaseLost(holder=error.holder))
+        hosted.driver.lose(LeaseLost(holder=error.holder))
         self._ctx.start_soon(_dispose_lost, agent.id, hosted._disposer, name=f"lost {agent.id}")
 
     def _in_use_error(self, session_id: str, error: SessionIdInUseError) -> AgentIdInUseError:
@@ -497,17 +506,26 @@ class AgentRegistry(Generic[A]):
             )
         )
 
-    async def _detach(self, agent: A) -> None:
-        self.factory.detached(agent)
+    async def _detach(self, hosted: _Hosted[A]) -> None:
+        agent, driver = hosted.agent, hosted.driver
+        if agent is None:
+            return
+        hosted.driver = None
+        if driver is not None:
+            driver.detached()
+        self._hosted.pop(agent, None)
         if self._live.get(agent.id) is agent:
             del self._live[agent.id]
-        self._hosted.pop(agent, None)
         co_owner = self._co_owners.pop(agent, None)
         if co_owner is not None:
             co_owner.discard()
         if agent in self._published:
             self._published.discard(agent)
             self._ctx.emit(AgentDisposed(agent_id=agent.id, session_id=agent.session.id))
+
+
+#: The key of the ``agents`` service (provided by :class:`AgentLoop`).
+AGENTS: Final[ServiceKey[AgentRegistry]] = ServiceKey("agents")
 
 
 #: The classes whose instances passed the AgentLike check (a runtime protocol check looks up

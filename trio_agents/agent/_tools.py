@@ -36,7 +36,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
 import attrs
 import trio
@@ -44,26 +44,27 @@ import trio
 from .._base import count_problems, list_problems
 from .._errors import TrioAgentsError
 from ..cancel import CauseScope, UserCancel
-from ..kernel import Context, Entry, current_context
+from ..kernel import Context, Entry, ServiceKey, current_context
 from ..model import ToolSpec
 from ._approval import ApprovalRequest
+from ._caller import Caller
+from ._results import RESULT_CAP, ToolResult, cap_result
 from ._tool_schema import ArgumentsError, describe_params, params_schema, structure_arguments
 from ._tool_schema import tools_converter as tools_converter
 
 if TYPE_CHECKING:
     from ._agent import Agent
+    from ._like import AgentLike
 
 __all__ = [
-    "RESULT_CAP",
+    "TOOLS",
     "Tool",
     "ToolContext",
     "ToolFn",
     "ToolGuard",
     "ToolNameInUseError",
     "ToolRegistry",
-    "ToolResult",
     "ToolsPlugin",
-    "cap_result",
     "tools_converter",
     "tools_plugin",
 ]
@@ -76,22 +77,6 @@ class ToolNameInUseError(TrioAgentsError, ValueError):
 
 
 @attrs.frozen
-class ToolResult:
-    """What a tool call produced.
-
-    Attributes:
-        content: the text the model reads.
-        is_error: whether the call failed (the model sees it as an error).
-        started: whether the tool's function had begun; for a cancelled call, ``True`` means
-            side effects are possible.
-    """
-
-    content: str
-    is_error: bool = False
-    started: bool = True
-
-
-@attrs.frozen
 class ToolContext:
     """What a running tool can see about its call.
 
@@ -99,11 +84,15 @@ class ToolContext:
         agent: the calling agent, or ``None`` (a test, a script).
         call_id: the model's id of this call, if any.
         scope: the turn's cancel scope, if any (cancelling it stops the whole turn).
+        turn_id: the id of the calling turn, or ``None`` outside a turn.
     """
 
+    # Typed as the default factory's agent, which is what tools meet unless the runtime was
+    # given another factory (then it is that factory's agent, as ``Caller.agent`` says).
     agent: Agent | None = None
     call_id: str | None = None
     scope: CauseScope | None = None
+    turn_id: str | None = None
 
 
 #: A tool's function: ``async def fn(ctx: ToolContext, params)`` returning a ``str``, a
@@ -207,7 +196,9 @@ def _answer(name: str, result: object) -> ToolResult:
         )
 
 
-def _stop(agent: Agent, scope: CauseScope | None, turn: CauseScope | None) -> Callable[[], object]:
+def _stop(
+    agent: AgentLike, scope: CauseScope | None, turn: CauseScope | None
+) -> Callable[[], object]:
     """What a ``cancel`` answer about a call stops: within the agent's turn, the agent (its
     one public stop); a call in a scope of its own, that scope; else the agent's turn, its
     queue kept (see :mod:`._approval`)."""
@@ -216,41 +207,6 @@ def _stop(agent: Agent, scope: CauseScope | None, turn: CauseScope | None) -> Ca
     if scope is not None:
         return lambda: scope.cancel(UserCancel())
     return lambda: agent.cancel(UserCancel(), keep_inbox=True)
-
-
-#: The most UTF-8 bytes of a tool result that are kept, stored and sent to a model.
-RESULT_CAP = 1 << 20
-
-
-def _cut_marker(dropped: int) -> str:
-    # The wording of the bash tool's own marker (shell/_tool_bash.py), so a model meets one.
-    return f"[... {dropped} bytes of output dropped (over the tool result cap) ...]"
-
-
-def cap_result(content: str, cap: int = RESULT_CAP) -> str:
-    """``content`` if it is at most ``cap`` UTF-8 bytes; else its start and end, with one
-    marker line between them that says how many bytes were dropped (the whole is within
-    ``cap``, unless ``cap`` is smaller than the marker itself)."""
-    if len(content) * 4 <= cap:  # at most 4 bytes a character: no need to encode
-        return content
-    # surrogatepass: a lone surrogate (a tool's decoding accident) is kept, not an error.
-    data = content.encode("utf-8", "surrogatepass")
-    if len(data) <= cap:
-        return content
-    # The marker's length depends on the count it holds; the count's digits are at most
-    # those of len(data), so reserving that many keeps the whole within the cap.
-    room = max(0, cap - len(_cut_marker(len(data)).encode()) - 2)
-    head, tail = room // 2, len(data) - (room - room // 2)
-    # Cut on character boundaries: never inside a UTF-8 sequence (continuation bytes are
-    # 0b10xxxxxx).
-    while head > 0 and data[head] & 0xC0 == 0x80:
-        head -= 1
-    while tail < len(data) and data[tail] & 0xC0 == 0x80:
-        tail += 1
-    return (
-        f"{data[:head].decode('utf-8', 'surrogatepass')}\n{_cut_marker(tail - head)}\n"
-        f"{data[tail:].decode('utf-8', 'surrogatepass')}"
-    )
 
 
 def _invalid(name: str, problems: list[str]) -> ToolResult:
@@ -449,29 +405,30 @@ class ToolRegistry:
                 del self._asked[name]
         await trio.lowlevel.checkpoint()
 
-    def needs_approval(self, name: str, *, agent: Agent | None = None) -> bool:
+    def needs_approval(self, name: str, *, agent: AgentLike | Caller | None = None) -> bool:
         """Whether a call of ``name`` by ``agent`` needs approval (see :mod:`._approval`)."""
-        registration = self._visible(agent.id if agent is not None else None).get(name)
-        return registration is not None and self._needs(registration.tool, agent)
+        caller = Caller.of(agent)
+        registration = self._visible(caller.agent_id).get(name)
+        return registration is not None and self._needs(registration.tool, caller)
 
-    def _needs(self, tool: Tool, agent: Agent | None) -> bool:
+    def _needs(self, tool: Tool, caller: Caller) -> bool:
         if tool.ask or tool.name in self._asked:
             return True
-        # getattr: invoke() accepts any object as the caller (a test's stand-in, say).
-        approvals = getattr(agent, "_approvals", None)
-        return approvals is not None and bool(approvals.asks(tool.name))
+        approvals = caller.approvals
+        return approvals is not None and approvals.asks(tool.name)
 
-    async def _approved(self, tool: Tool, arguments: Any, call: ToolContext) -> ToolResult | None:
-        agent = call.agent
-        if agent is None or getattr(agent, "_approvals", None) is None:
+    async def _approved(
+        self, tool: Tool, arguments: Any, call: ToolContext, caller: Caller
+    ) -> ToolResult | None:
+        agent, approvals = caller.agent, caller.approvals
+        if agent is None or approvals is None:
             await trio.lowlevel.checkpoint()
             refusal: str | None = (
                 f"tool {tool.name!r} needs approval, and a call without an agent has nobody to "
                 f"ask; it did not run"
             )
         else:
-            turn = agent._turn
-            refusal = await agent._approvals.check(
+            refusal = await approvals.check(
                 ApprovalRequest(
                     agent_id=agent.id,
                     tool=tool.name,
@@ -479,8 +436,8 @@ class ToolRegistry:
                     description=tool.description,
                     call_id=call.call_id,
                 ),
-                turn_id=turn.id if turn is not None else None,
-                stop=_stop(agent, call.scope, turn.scope if turn is not None else None),
+                turn_id=caller.turn_id,
+                stop=_stop(agent, call.scope, caller.scope),
             )
         if refusal is None:
             return None
@@ -514,7 +471,7 @@ class ToolRegistry:
         self,
         name: str,
         arguments: Mapping[str, Any],
-        agent: Any = None,
+        caller: Caller | AgentLike | None = None,
         *,
         call_id: str | None = None,
         scope: CauseScope | None = None,
@@ -531,16 +488,20 @@ class ToolRegistry:
         Args:
             name: the tool to call.
             arguments: the JSON object the model sent.
-            agent: the calling agent, seen by the tool as ``ctx.agent``.
+            caller: who calls: the :class:`Caller` record a turn hands over, or an agent
+                calling outside a turn (``Caller.of``); the tool sees its agent as
+                ``ctx.agent``, and approval asks on its behalf.
             call_id: the model's id of the call.
-            scope: the turn's cancel scope, seen by the tool as ``ctx.scope``.
+            scope: the cancel scope the tool sees as ``ctx.scope``; by default the caller's
+                (the turn's).
             on_start: called (synchronously) just before the tool's function runs, so a caller
                 that sees :class:`trio.Cancelled` knows whether side effects were possible.
 
         Raises:
             trio.Cancelled: the call was cancelled; it propagates untouched.
         """
-        result = await self._invoke(name, arguments, agent, call_id, scope, on_start)
+        who = Caller.of(caller)
+        result = await self._invoke(name, arguments, who, call_id, scope or who.scope, on_start)
         content = cap_result(result.content, self._result_cap)
         return result if content is result.content else attrs.evolve(result, content=content)
 
@@ -548,13 +509,13 @@ class ToolRegistry:
         self,
         name: str,
         arguments: Mapping[str, Any],
-        agent: Any,
+        caller: Caller,
         call_id: str | None,
         scope: CauseScope | None,
         on_start: Callable[[], object] | None,
     ) -> ToolResult:
         await trio.lowlevel.checkpoint()
-        visible = self._visible(getattr(agent, "id", None))
+        visible = self._visible(caller.agent_id)
         registration = visible.get(name)
         if registration is None:
             available = ", ".join(sorted(visible)) or "none"
@@ -565,13 +526,13 @@ class ToolRegistry:
         params = self._structure(tool, arguments)
         if isinstance(params, ToolResult):
             return params
-        call = ToolContext(agent, call_id, scope)
+        call = ToolContext(caller.agent, call_id, scope, caller.turn_id)  # type: ignore[arg-type]
         if self._guards:
             refused = await self._guarded(name, arguments, call)
             if refused is not None:
                 return refused
-        if self._needs(tool, agent):
-            refused = await self._approved(tool, arguments, call)
+        if self._needs(tool, caller):
+            refused = await self._approved(tool, arguments, call, caller)
             if refused is not None:
                 return refused
             # A cancel that landed while the question was open stops the call unstarted.
@@ -597,6 +558,10 @@ class ToolRegistry:
 
     def __repr__(self) -> str:
         return f"<ToolRegistry {list(self._tools)}>"
+
+
+#: The key of the ``tools`` service (provided by :data:`tools_plugin`).
+TOOLS: Final[ServiceKey[ToolRegistry]] = ServiceKey("tools")
 
 
 # -- the plugin ----------------------------------------------------------------------------------

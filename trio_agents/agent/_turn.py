@@ -34,11 +34,12 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
+from ._caller import Caller
 from ._compaction import CompactionError, fit_window
 from ._events import AgentOutput
 from ._inbox import QueuedMessage
 from ._parts import AgentParts
-from ._tools import ToolResult
+from ._results import ToolResult
 
 __all__ = ["Turn"]
 
@@ -56,7 +57,17 @@ class Turn:
             now on has nothing to abort.
     """
 
-    __slots__ = ("_claimed", "_disposed", "_open", "_parts", "_started", "ending", "id", "scope")
+    __slots__ = (
+        "_caller",
+        "_claimed",
+        "_disposed",
+        "_open",
+        "_parts",
+        "_started",
+        "ending",
+        "id",
+        "scope",
+    )
 
     def __init__(self, parts: AgentParts, turn_id: str, claimed: list[QueuedMessage]) -> None:
         self.id = turn_id
@@ -70,6 +81,8 @@ class Turn:
         # checkpoints is one more for the cyclic collector to traverse, issue #17).
         self._open: dict[str, ToolCallRequested] | None = None
         self._started: set[str] | None = None
+        # Who calls the turn's tools: made at the first call, shared by every call.
+        self._caller: Caller | None = None
 
     def abort(self, cause: CancelCause) -> None:
         """Cancel the turn with ``cause`` (the first cause given is the one recorded)."""
@@ -262,12 +275,14 @@ class Turn:
                 started=False,
             )
         else:
+            caller = self._caller
+            if caller is None:
+                caller = self._caller = parts.caller(self.id, self.scope)
             result = await parts.tools.invoke(
                 call.name,
                 call.arguments,
-                parts.caller,
+                caller,
                 call_id=call.call_id,
-                scope=self.scope,
                 on_start=lambda: self._start(call.call_id),
             )
         if self._open is not None:

@@ -1,0 +1,94 @@
+"""``Caller``: who calls a tool, as the turn hands it to ``ToolRegistry.invoke``.
+
+Rules:
+- A frozen record of fields: the registry and the tool's :class:`ToolContext` read them and
+  never reach into an agent. What approval needs (the agent's :class:`Approvals`) and what a
+  ``cancel`` answer stops (the agent's one public stop, the turn's scope) are in it.
+- A turn makes one at its first tool call (most turns call none) and hands the same record to
+  every call of the turn.
+- A call made outside a turn (a test, a script, ``invoke(name, args, agent)``) gets the record
+  of the agent's own :meth:`caller`, or a bare one naming the agent: such a caller has no
+  approvals, so a tool that needs approval is refused.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, final, runtime_checkable
+
+import attrs
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from ..cancel import CauseScope
+    from ..model import ToolSpec
+    from ._approval import Approvals
+    from ._like import AgentLike
+    from ._results import ToolResult
+
+__all__ = ["Caller", "HasCaller", "ToolCalls"]
+
+
+@final
+@attrs.frozen
+class Caller:
+    """The calling agent of a tool call, as fields.
+
+    Attributes:
+        agent: the calling agent (the tool sees it as ``ctx.agent``), or ``None``.
+        agent_id: its id (the tools it sees are those of every agent and its own).
+        turn_id: the turn the call belongs to, or ``None`` outside a turn.
+        scope: the turn's cancel scope, or ``None``; cancelling it stops the whole turn.
+        approvals: the agent's approval state (who is asked, the standing answers), or
+            ``None``: a call that needs approval is refused.
+    """
+
+    agent: AgentLike | None = None
+    agent_id: str | None = None
+    turn_id: str | None = None
+    scope: CauseScope | None = attrs.field(default=None, repr=False)
+    approvals: Approvals | None = attrs.field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, agent: AgentLike | Caller | None) -> Caller:
+        """The record of ``agent`` calling outside a turn: its own :meth:`HasCaller.caller`
+        if it has one, else a record that only names it."""
+        if isinstance(agent, Caller):
+            return agent
+        if agent is None:
+            return _NOBODY
+        if isinstance(agent, HasCaller):
+            return agent.caller()
+        return cls(agent=agent, agent_id=agent.id)
+
+
+_NOBODY = Caller()
+
+
+@runtime_checkable
+class HasCaller(Protocol):
+    """An agent that can say how it calls a tool outside a turn (:class:`Agent` can)."""
+
+    def caller(self) -> Caller:
+        """The record of this agent calling a tool outside any turn."""
+
+
+class ToolCalls(Protocol):
+    """What an agent's turns use of the tools registry (``ToolRegistry`` is one): the specs
+    the model is told about, and calls made as a :class:`Caller`."""
+
+    def specs(self, *, agent: str | None = None) -> tuple[ToolSpec, ...]:
+        """What the model is told about every tool the agent ``agent`` sees."""
+
+    async def invoke(
+        self,
+        name: str,
+        arguments: Mapping[str, object],
+        caller: Caller | AgentLike | None = None,
+        *,
+        call_id: str | None = None,
+        scope: CauseScope | None = None,
+        on_start: Callable[[], object] | None = None,
+    ) -> ToolResult:
+        """Call the tool ``name`` with the model's ``arguments``; never raises for what the
+        model or the tool did wrong."""
