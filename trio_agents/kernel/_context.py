@@ -138,9 +138,7 @@ class Context:
         Its exit cancels the task with :class:`DisposedCancel` and awaits it. A task that raises
         fails the fiber (logged, :class:`FiberFailed`), it does not crash the runtime.
         """
-        entry, main, nursery = self._fiber._start_task(fn, args, name or _name(fn), self)
-        nursery.start_soon(main, name=name or _name(fn))
-        return entry
+        return self._fiber._start_soon(fn, args, name or _name(fn), self)
 
     async def start(self, fn: Callable[..., Awaitable[object]], *args: object) -> Any:
         """Like :meth:`trio.Nursery.start`: run ``fn(*args, task_status=...)`` in the fiber and
@@ -148,8 +146,7 @@ class Context:
 
         An exception raised before ``started`` goes to the caller.
         """
-        _entry, main, nursery = self._fiber._start_task(fn, args, _name(fn), self)
-        return await nursery.start(main, name=_name(fn))
+        return await self._fiber._start(fn, args, _name(fn), self)
 
     # -- services ------------------------------------------------------------------------------
 

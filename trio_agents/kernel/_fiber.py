@@ -15,7 +15,6 @@ Rules:
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -31,7 +30,7 @@ from ._errors import FiberClosedError
 from ._events import FiberFailed
 from ._plugin import PluginSpec
 from ._stack import Entry, OwnedStack
-from ._states import FiberState, check_transition
+from ._states import FiberState, Halt, check_transition, end_state, halt_with
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -86,14 +85,14 @@ class Fiber:
         "_errors",
         "_failure",
         "_guard",
+        "_halt",
         "_load_scope",
         "_nursery",
         "_raw_config",
         "_requests",
-        "_reset",
         "_stack",
         "_state",
-        "_stop",
+        "_status",
         "_task",
         "_unwinding",
         "_wake",
@@ -126,9 +125,12 @@ class Fiber:
         # A list, not a deque: it is empty for most of a fiber's life (a deque is 0.6 KiB).
         self._requests: list[_EffectRequest] = []
         self._wake = Wake()
-        self._stop = False
-        self._reset = False
+        # The one pending request (see Halt): what ends the application, the strongest kept.
+        self._halt: Halt | None = None
+        # Why the fiber fails (with Halt.FAIL): apply's error, else its first task's.
         self._failure: BaseException | None = None
+        # nursery.start()'s status, until the fiber reports it started (see _report).
+        self._status: trio.TaskStatus[None] | None = None
         # Why the public dispose() refuses (see guard()), or None.
         self._guard: str | None = None
         # Set by the owner of the root before it disposes it: what unwinds the application.
@@ -226,10 +228,9 @@ class Fiber:
                 f"call dispose() from another task, e.g. one started with ctx.start_soon"
             )
         if not self._done.is_set():
-            self._stop = True
+            self._ask(Halt.DISPOSE)
             if self._load_scope is not None:
                 self._load_scope.cancel(DisposedCancel())
-            self._poke()
             await self._done.wait()
         else:
             await trio.lowlevel.checkpoint()
@@ -323,71 +324,48 @@ class Fiber:
         )
         return value
 
-    def _start_task(
+    def _start_soon(
         self,
         fn: Callable[..., Awaitable[object]],
         args: tuple[object, ...],
         name: object,
         context: Context,
-    ) -> tuple[Entry, Callable[..., Awaitable[None]], trio.Nursery]:
+    ) -> Entry:
+        """Run ``fn(*args)`` as a task the fiber owns, added through ``context``; its entry."""
         stack, nursery = self._check_open(f"the task {name}", context._section)
-        scope = CauseScope()
-        done = Signal()
-        failed_while_stopping: list[BaseException] = []
+        task = _OwnedTask(fn, args, context)
+        entry = task.entry = stack.push(Entry("task", task.stop, about=name))
+        nursery.start_soon(task.run, name=name)
+        return entry
 
-        entry = stack.push(
-            Entry("task", _stop_task, scope, done, failed_while_stopping, about=name)
-        )
-        # A partial of a method, not a closure: one object per task instead of a function,
-        # its cells and a second closure for task_status.
-        main = functools.partial(
-            self._task_main, fn, args, context, scope, done, failed_while_stopping, entry
-        )
-        return entry, main, nursery
-
-    async def _task_main(
+    async def _start(
         self,
         fn: Callable[..., Awaitable[object]],
         args: tuple[object, ...],
+        name: object,
         context: Context,
-        scope: CauseScope,
-        done: Signal,
-        failed_while_stopping: list[BaseException],
-        entry: Entry,
-        *,
-        task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        _CURRENT.set(context)
-        forget_inherited_scopes()
-        status = None if task_status is trio.TASK_STATUS_IGNORED else _Status(task_status)
-        try:
-            with scope:
-                if status is None:
-                    await fn(*args)
-                else:
-                    await fn(*args, task_status=status)
-        except Exception as exc:
-            if status is not None and not status.reported:
-                raise
-            if scope.cancel_called:
-                # Being stopped: the failure belongs to the teardown that stopped it.
-                failed_while_stopping.append(exc)
-            else:
-                self._task_failed(exc)
-        finally:
-            entry.discard()
-            done.set()
+    ) -> Any:
+        """Like :meth:`_start_soon`, awaiting what the task passes to ``task_status.started()``."""
+        stack, nursery = self._check_open(f"the task {name}", context._section)
+        task = _OwnedTask(fn, args, context)
+        task.entry = stack.push(Entry("task", task.stop, about=name))
+        return await nursery.start(task.run, name=name)
 
     def _task_failed(self, exc: BaseException) -> None:
         log.error("a background task of fiber %s failed", self.id, exc_info=exc)
         if self._failure is None:
             self._failure = exc
-        self._poke()
+        self._ask(Halt.FAIL)
 
     # -- the fiber's task ------------------------------------------------------------------
 
     def _poke(self) -> None:
         self._wake.set()
+
+    def _ask(self, halt: Halt) -> None:
+        """Ask the fiber's task to end the application (the stronger request stands)."""
+        self._halt = halt_with(self._halt, halt)
+        self._poke()
 
     def _to(self, new: FiberState) -> None:
         self._state = check_transition(self._state, new)
@@ -396,23 +374,21 @@ class Fiber:
         self._task = trio.lowlevel.current_task()
         _CURRENT.set(self.context)
         forget_inherited_scopes()
-        # Reported once, then dropped (see _report): a task status kept in a frame keeps
-        # trio's temporary nursery of nursery.start() alive, with its cancel status.
-        status: list[trio.TaskStatus[None]] = [task_status]
-        del task_status
+        self._status = task_status
+        del task_status  # reported once, then dropped (see _report)
         try:
             # Invariant: a final state ends the loop even without a dispose() call; an
             # application cut short by an outer cancellation ends disposed, and must not
             # be applied again.
-            while not self._stop and not self._state.is_final:
+            while self._halt is not Halt.DISPOSE and not self._state.is_final:
                 self._wake = Wake()
                 if self.runtime._missing(self.spec.inject):
                     if self._state is not FiberState.PENDING:
                         self._to(FiberState.PENDING)
-                    _report(status)
+                    self._report()
                     await self._wake.wait()
                     continue
-                await self._application(status)
+                await self._application()
         finally:
             if not self._state.is_final:
                 if self._state in (FiberState.LOADING, FiberState.ACTIVE):
@@ -427,16 +403,14 @@ class Fiber:
             # The references back to this fiber from what it holds (see `context`).
             self._context = self._entry = self._task = None
             self._done.set()
-        _report(status)
+        self._report()
 
-    async def _application(self, status: list[trio.TaskStatus[None]]) -> None:
+    async def _application(self) -> None:
         self._to(FiberState.LOADING)
         self._application_ended = Signal()
-        self._failure = None
         stack = self._stack = OwnedStack()
         errors: list[BaseException] = []
         applied = Signal()
-        apply_failure: list[BaseException] = []
         # What tears the application down from outside: trio's Cancelled of an outer
         # cancellation, or what the root's owner hands over (see open_root).
         outer: BaseException | None = None
@@ -447,80 +421,82 @@ class Fiber:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self._load_scope = CauseScope()
-                nursery.start_soon(self._apply, self._load_scope, applied, apply_failure, status)
+                nursery.start_soon(self._apply, self._load_scope, applied)
                 try:
                     # One loop for both phases, in this frame (an idle fiber holds no frame
-                    # of a helper): enter the effects other tasks ask for, until the fiber
-                    # must stop; when ``apply`` returns, the fiber is active.
+                    # of a helper): enter the effects other tasks ask for, until the fiber is
+                    # asked to halt; when ``apply`` returns, the fiber is active.
                     loading = True
                     while True:
                         self._wake = Wake()
                         if self._requests:
                             await self._enter_requested()
                             continue
-                        if self._halted():
+                        if self._halt is not None:
                             break
                         if loading and applied.is_set():
                             loading = False
-                            if apply_failure:
-                                break
                             if self._state is FiberState.LOADING:
-                                self._activate(status)
+                                self._activate()
                             continue
                         await self._wake.wait()
                 except BaseException as exc:
                     outer = exc
                     raise
                 finally:
-                    nursery.cancel_scope.shield = True
-                    load_scope, self._load_scope = self._load_scope, None
-                    self._to(FiberState.UNLOADING)
-                    if load_scope is not None and not applied.is_set():
-                        load_scope.cancel(DisposedCancel())
-                        await applied.wait()
-                    self._refuse_requests()
-                    # Invariant: an effect's exit sees what unwinds the fiber: its failure
-                    # first (the state it ends in), else an outer cancellation, else what
-                    # the owner handed over; None on a clean unload.
-                    unwinding = apply_failure[0] if apply_failure else self._failure
-                    if unwinding is None:
-                        unwinding = outer if outer is not None else self._unwinding
-                    errors = await stack.unwind(unwinding)
-                    del unwinding, outer
-                    self._unwinding = None
-                    self._nursery = None
-                    self._stack = None
+                    errors = await self._unwind(stack, applied, outer)
+                    del outer
         finally:
-            self._application_errors = errors
-            failure = apply_failure[0] if apply_failure else self._failure
-            if failure is not None:
-                self._failure = failure
-                self._errors = errors
-                self._to(FiberState.FAILED)
-                log.error("fiber %s failed", self.id, exc_info=failure)
-                self.runtime.bus.emit(
-                    FiberFailed(fiber_id=self.id, plugin=self.name, error=failure)
-                )
-            elif self._stop or not self._reset:
-                self._errors = errors
-                self._to(FiberState.DISPOSED)
-            else:
-                self._reset = False
-                self._to(FiberState.PENDING)
-            self._application_ended.set()
+            self._settle(errors)
 
-    async def _apply(
-        self,
-        scope: CauseScope,
-        applied: Signal,
-        failure: list[BaseException],
-        status: list[trio.TaskStatus[None]],
-    ) -> None:
+    async def _unwind(
+        self, stack: OwnedStack, applied: Signal, outer: BaseException | None
+    ) -> list[BaseException]:
+        """Unwind the application's stack, shielded; return the failures of its exits."""
+        assert self._nursery is not None
+        self._nursery.cancel_scope.shield = True
+        load_scope, self._load_scope = self._load_scope, None
+        self._to(FiberState.UNLOADING)
+        if load_scope is not None and not applied.is_set():
+            load_scope.cancel(DisposedCancel())
+            await applied.wait()
+        self._refuse_requests()
+        # Invariant: an effect's exit sees what unwinds the fiber: its failure first (the
+        # state it ends in), else an outer cancellation, else what the owner handed over;
+        # None on a clean unload.
+        unwinding = self._failure
+        if unwinding is None:
+            unwinding = outer if outer is not None else self._unwinding
+        del outer
+        errors = await stack.unwind(unwinding)
+        self._unwinding = None
+        self._nursery = None
+        self._stack = None
+        return errors
+
+    def _settle(self, errors: list[BaseException]) -> None:
+        """Take the end state the pending request picks (see :func:`end_state`)."""
+        self._application_errors = errors
+        end = end_state(self._halt)
+        if end is FiberState.PENDING:
+            self._halt = None  # the request is served: a provider's return applies it again
+        else:
+            self._errors = errors
+        self._to(end)
+        if end is FiberState.FAILED:
+            assert self._failure is not None  # Halt.FAIL comes with it
+            log.error("fiber %s failed", self.id, exc_info=self._failure)
+            self.runtime.bus.emit(
+                FiberFailed(fiber_id=self.id, plugin=self.name, error=self._failure)
+            )
+        self._application_ended.set()
+
+    async def _apply(self, scope: CauseScope, applied: Signal) -> None:
         _CURRENT.set(self.context)
         forget_inherited_scopes()
         activated = False
         try:
-            if self._halted() or self._state is not FiberState.LOADING:
+            if self._halt is not None or self._state is not FiberState.LOADING:
                 # Disposed (or its task cancelled) before it began: nothing is applied (its
                 # first steps would only meet a fiber that unloads already), nothing undone.
                 return
@@ -530,29 +506,38 @@ class Fiber:
                 not scope.cancelled_caught
                 and self._state is FiberState.LOADING
                 and not self._requests
-                and not self._halted()
+                and self._halt is None
             ):
                 # What the fiber's loop would do next, done here: the creator resumes in
                 # the scheduler's next pass, not in the one after the loop took the news.
-                self._activate(status)
+                self._activate()
                 activated = True
         except Exception as exc:
-            failure.append(exc)
+            # The fiber's failure, over a task's that came first: ctx.plugin() raises it.
+            self._failure = exc
+            self._halt = halt_with(self._halt, Halt.FAIL)
         finally:
             applied.set()
             if not activated:
-                # The loop has news to act on (a failure, a cancel, a request or a stop).
+                # The loop has news to act on (a failure, a cancel, a request or a halt).
                 # After an activation it has none: it reads ``applied`` when it next wakes.
                 self._poke()
 
-    def _activate(self, status: list[trio.TaskStatus[None]]) -> None:
+    def _activate(self) -> None:
         """The application is done: the fiber is active (its load scope is not kept)."""
         self._load_scope = None
         self._to(FiberState.ACTIVE)
-        _report(status)
+        self._report()
 
-    def _halted(self) -> bool:
-        return self._stop or self._reset or self._failure is not None
+    def _report(self) -> None:
+        """Tell ``nursery.start()`` the fiber started, once.
+
+        The status is dropped when used: a status kept keeps trio's temporary nursery of
+        ``nursery.start()`` alive, with its cancel status.
+        """
+        status, self._status = self._status, None
+        if status is not None:
+            status.started()
 
     async def _enter_requested(self) -> None:
         """Enter the oldest effect another task asked for; hand it its value or error."""
@@ -578,22 +563,66 @@ class Fiber:
     async def _reset_to_pending(self) -> list[BaseException]:
         """Unwind the current application because a required service is leaving."""
         if self._state in (FiberState.LOADING, FiberState.ACTIVE):
-            self._reset = True
+            self._ask(Halt.RESET)
             if self._load_scope is not None:
                 self._load_scope.cancel(DisposedCancel())
-            self._poke()
         if self._state in (FiberState.LOADING, FiberState.ACTIVE, FiberState.UNLOADING):
             await self._application_ended.wait()
             return list(self._application_errors)
         return []
 
 
-async def _stop_task(scope: CauseScope, done: Signal, failed: list[BaseException]) -> None:
-    """The exit of a fiber's task: cancel it and wait for it; raise what it raised meanwhile."""
-    scope.cancel(DisposedCancel())
-    await done.wait()
-    if failed:
-        raise failed[0]
+@final
+@attrs.define(eq=False, repr=False)
+class _OwnedTask:
+    """A background task a fiber owns (``ctx.start_soon``, ``ctx.start``), and its exit.
+
+    Its entry's exit, :meth:`stop`, cancels it with :class:`DisposedCancel` and waits for it;
+    what it raises while being stopped is that teardown's failure (``stop`` raises it), what
+    it raises otherwise fails the fiber.
+    """
+
+    fn: Callable[..., Awaitable[object]]
+    args: tuple[object, ...]
+    #: The context it was started through: its fiber, and the section its entry is on.
+    context: Context
+    scope: CauseScope = attrs.Factory(CauseScope)
+    done: Signal = attrs.Factory(Signal)
+    #: Raised while being stopped: the failure of the teardown that stopped it.
+    failure: BaseException | None = None
+    #: Its entry on the stack, until the task ends (no cycle once it ended).
+    entry: Entry | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+        """The task: ``fn(*args)`` (with ``task_status`` if started by ``ctx.start``)."""
+        _CURRENT.set(self.context)
+        forget_inherited_scopes()
+        status = None if task_status is trio.TASK_STATUS_IGNORED else _Status(task_status)
+        try:
+            with self.scope:
+                if status is None:
+                    await self.fn(*self.args)
+                else:
+                    await self.fn(*self.args, task_status=status)
+        except Exception as exc:
+            if status is not None and not status.reported:
+                raise
+            if self.scope.cancel_called:
+                self.failure = exc
+            else:
+                self.context.fiber._task_failed(exc)
+        finally:
+            entry, self.entry = self.entry, None
+            if entry is not None:
+                entry.discard()
+            self.done.set()
+
+    async def stop(self) -> None:
+        """Cancel the task and wait for it; raise what it raised meanwhile."""
+        self.scope.cancel(DisposedCancel())
+        await self.done.wait()
+        if self.failure is not None:
+            raise self.failure
 
 
 @final
@@ -609,9 +638,3 @@ class _Status:
     def started(self, value: object = None) -> None:
         self.reported = True
         self._status.started(value)
-
-
-def _report(status: list[trio.TaskStatus[None]]) -> None:
-    """Report ``started()`` once: the first call takes the status out of ``status``."""
-    if status:
-        status.pop().started()
