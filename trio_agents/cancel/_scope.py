@@ -17,6 +17,7 @@ import math
 from types import TracebackType
 from typing import final
 
+import attrs
 import trio
 
 from ._causes import CancelCause, check_cause
@@ -31,6 +32,7 @@ _SCOPES: contextvars.ContextVar[tuple[CauseScope, ...]] = contextvars.ContextVar
 
 
 @final
+@attrs.define(eq=False, repr=False, init=False)
 class CauseScope:
     """A :class:`trio.CancelScope` that remembers *why* it was cancelled.
 
@@ -47,14 +49,14 @@ class CauseScope:
         shield: passed to :class:`trio.CancelScope`.
     """
 
-    __slots__ = ("_cause", "_outer", "_scope")
+    _scope: trio.CancelScope
+    _cause: CancelCause | None = None
+    # The enclosing scopes while entered: restored on exit. The tuple is the enclosing
+    # context's own value, so keeping it costs nothing, where a Token would.
+    _outer: tuple[CauseScope, ...] | None = None
 
     def __init__(self, *, deadline: float = math.inf, shield: bool = False) -> None:
-        self._scope = trio.CancelScope(deadline=deadline, shield=shield)
-        self._cause: CancelCause | None = None
-        # The enclosing scopes while entered: restored on exit. The tuple is the enclosing
-        # context's own value, so keeping it costs nothing, where a Token would.
-        self._outer: tuple[CauseScope, ...] | None = None
+        self.__attrs_init__(trio.CancelScope(deadline=deadline, shield=shield))
 
     def __enter__(self) -> CauseScope:
         outer = self._outer = _SCOPES.get()

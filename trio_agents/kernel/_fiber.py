@@ -16,7 +16,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
@@ -53,94 +53,62 @@ class FiberStatistics:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _EffectRequest:
     """An effect asked for from a task other than the fiber's own."""
 
-    __slots__ = ("cm", "done", "error", "section", "value")
-
-    def __init__(self, cm: AbstractAsyncContextManager[Any], section: OwnedStack | None) -> None:
-        self.cm = cm
-        self.section = section
-        self.done = Signal()
-        self.value: Any = None
-        self.error: BaseException | None = None
+    cm: AbstractAsyncContextManager[Any]
+    section: OwnedStack | None
+    done: Signal = attrs.field(factory=Signal, init=False)
+    value: Any = attrs.field(default=None, init=False)
+    error: BaseException | None = attrs.field(default=None, init=False)
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class Fiber:
     """One application of a plugin: a node of the ownership tree.
 
     Fibers are made by :meth:`Context.plugin`; never construct one directly.
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_application_ended",
-        "_application_errors",
-        "_children",
-        "_config",
-        "_context",
-        "_done",
-        "_entry",
-        "_errors",
-        "_failure",
-        "_guard",
-        "_halt",
-        "_load_scope",
-        "_nursery",
-        "_raw_config",
-        "_requests",
-        "_stack",
-        "_state",
-        "_status",
-        "_task",
-        "_unwinding",
-        "_wake",
-        "id",
-        "parent",
-        "runtime",
-        "spec",
-    )
+    runtime: Runtime
+    spec: PluginSpec
+    _config: object
+    _raw_config: object
+    parent: Fiber | None
+    id: str = attrs.field(init=False)
+    _context: Context | None = attrs.field(init=False)
+    _state: FiberState = attrs.field(default=FiberState.PENDING, init=False)
+    _stack: OwnedStack | None = attrs.field(default=None, init=False)
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    _task: trio.lowlevel.Task | None = attrs.field(default=None, init=False)
+    _load_scope: CauseScope | None = attrs.field(default=None, init=False)
+    # A list, not a deque: it is empty for most of a fiber's life (a deque is 0.6 KiB more
+    # per idle agent: python -m benchmarks --only memory).
+    _requests: list[_EffectRequest] = attrs.field(factory=list, init=False)
+    _wake: Wake = attrs.field(factory=Wake, init=False)
+    # The one pending request (see Halt): what ends the application, the strongest kept.
+    _halt: Halt | None = attrs.field(default=None, init=False)
+    # Why the fiber fails (with Halt.FAIL): apply's error, else its first task's.
+    _failure: BaseException | None = attrs.field(default=None, init=False)
+    # nursery.start()'s status, until the fiber reports it started (see _report).
+    _status: trio.TaskStatus[None] | None = attrs.field(default=None, init=False)
+    # Why the public dispose() refuses (see guard()), or None.
+    _guard: str | None = attrs.field(default=None, init=False)
+    # Set by the owner of the root before it disposes it: what unwinds the application.
+    _unwinding: BaseException | None = attrs.field(default=None, init=False)
+    _application_ended: Signal = attrs.field(factory=Signal, init=False)
+    # The failures of the last application's exits; of the fiber's teardown (_errors).
+    _application_errors: Sequence[BaseException] = attrs.field(default=(), init=False)
+    _errors: Sequence[BaseException] = attrs.field(default=(), init=False)
+    _done: Signal = attrs.field(factory=Signal, init=False)
+    _entry: Entry | None = attrs.field(default=None, init=False)
+    _children: dict[Fiber, None] = attrs.field(factory=dict, init=False)
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        spec: PluginSpec,
-        config: object,
-        raw_config: object,
-        parent: Fiber | None,
-    ) -> None:
-        self.runtime = runtime
-        self.spec = spec
-        self.parent = parent
-        self.id = f"{spec.name}#{runtime._next_id()}"
-        self._context: Context | None = Context(self)
-        self._config = config
-        self._raw_config = raw_config
-        self._state = FiberState.PENDING
-        self._stack: OwnedStack | None = None
-        self._nursery: trio.Nursery | None = None
-        self._task: trio.lowlevel.Task | None = None
-        self._load_scope: CauseScope | None = None
-        # A list, not a deque: it is empty for most of a fiber's life (a deque is 0.6 KiB).
-        self._requests: list[_EffectRequest] = []
-        self._wake = Wake()
-        # The one pending request (see Halt): what ends the application, the strongest kept.
-        self._halt: Halt | None = None
-        # Why the fiber fails (with Halt.FAIL): apply's error, else its first task's.
-        self._failure: BaseException | None = None
-        # nursery.start()'s status, until the fiber reports it started (see _report).
-        self._status: trio.TaskStatus[None] | None = None
-        # Why the public dispose() refuses (see guard()), or None.
-        self._guard: str | None = None
-        # Set by the owner of the root before it disposes it: what unwinds the application.
-        self._unwinding: BaseException | None = None
-        self._application_ended = Signal()
-        self._application_errors: list[BaseException] = []
-        self._errors: list[BaseException] = []
-        self._done = Signal()
-        self._entry: Entry | None = None
-        self._children: dict[Fiber, None] = {}
+    def __attrs_post_init__(self) -> None:
+        self.id = f"{self.spec.name}#{self.runtime._next_id()}"
+        self._context = Context(self)
 
     # -- public surface -------------------------------------------------------------------
 
@@ -320,7 +288,7 @@ class Fiber:
         kind = type(cm)
         value = await kind.__aenter__(cm)
         self._push(
-            Entry("effect", kind.__aexit__, cm, about=kind.__name__, unwinding=True), section
+            Entry("effect", kind.__aexit__, (cm,), about=kind.__name__, unwinding=True), section
         )
         return value
 
@@ -586,12 +554,12 @@ class _OwnedTask:
     args: tuple[object, ...]
     #: The context it was started through: its fiber, and the section its entry is on.
     context: Context
-    scope: CauseScope = attrs.Factory(CauseScope)
-    done: Signal = attrs.Factory(Signal)
+    scope: CauseScope = attrs.field(factory=CauseScope, init=False)
+    done: Signal = attrs.field(factory=Signal, init=False)
     #: Raised while being stopped: the failure of the teardown that stopped it.
-    failure: BaseException | None = None
+    failure: BaseException | None = attrs.field(default=None, init=False)
     #: Its entry on the stack, until the task ends (no cycle once it ended).
-    entry: Entry | None = None
+    entry: Entry | None = attrs.field(default=None, init=False)
 
     async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
         """The task: ``fn(*args)`` (with ``task_status`` if started by ``ctx.start``)."""
@@ -626,14 +594,12 @@ class _OwnedTask:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _Status:
     """The ``task_status`` handed to a task started with ``ctx.start``."""
 
-    __slots__ = ("_status", "reported")
-
-    def __init__(self, status: trio.TaskStatus[Any]) -> None:
-        self._status = status
-        self.reported = False
+    _status: trio.TaskStatus[Any]
+    reported: bool = attrs.field(default=False, init=False)
 
     def started(self, value: object = None) -> None:
         self.reported = True
