@@ -32,8 +32,9 @@ __all__ = ["Entry", "OwnedStack"]
 class Entry:
     """One thing a fiber owns, and the async exit that releases it.
 
-    The exit is ``await exit(*args)``: arguments instead of a closure per entry. It runs at
-    most once; concurrent closers join the one run, which is shielded: a closer cancelled
+    The exit is ``await exit(*args)``. Trick: arguments, not a closure per entry; closures
+    would be 2 KiB more per idle agent (python -m benchmarks --only memory). It runs at most
+    once; concurrent closers join the one run, which is shielded: a closer cancelled
     mid-exit does not cut it short, and every closer returns after it.
 
     With ``unwinding=True`` the exit is called as ``await exit(*args, type, value,
@@ -42,8 +43,9 @@ class Entry:
 
     Args:
         label: what kind of thing it owns (``"effect"``, ``"task"``); the :attr:`label` is
-            made when read, ``"<label> <about>"`` (a function named by its qualified name),
-            so an entry holds no string of its own.
+            made when read, ``"<label> <about>"`` (a function named by its qualified name).
+            Trick: an entry holds no string of its own, 570 B less per idle agent (python -m
+            benchmarks --only memory).
         exit: the async exit, called with ``args``.
         about: what it owns, for the label.
     """
