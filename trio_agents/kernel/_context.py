@@ -138,7 +138,8 @@ class Context:
         Its exit cancels the task with :class:`DisposedCancel` and awaits it. A task that raises
         fails the fiber (logged, :class:`FiberFailed`), it does not crash the runtime.
         """
-        return self._fiber._start_soon(fn, args, name or _name(fn), self)
+        name = name or _name(fn)
+        return self._fiber._own_task(fn, args, name, self).start_soon(name)
 
     async def start(self, fn: Callable[..., Awaitable[object]], *args: object) -> Any:
         """Like :meth:`trio.Nursery.start`: run ``fn(*args, task_status=...)`` in the fiber and
@@ -146,7 +147,8 @@ class Context:
 
         An exception raised before ``started`` goes to the caller.
         """
-        return await self._fiber._start(fn, args, _name(fn), self)
+        name = _name(fn)
+        return await self._fiber._own_task(fn, args, name, self).start(name)
 
     # -- services ------------------------------------------------------------------------------
 

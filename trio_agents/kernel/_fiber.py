@@ -293,32 +293,18 @@ class Fiber:
         )
         return value
 
-    def _start_soon(
+    def _own_task(
         self,
         fn: Callable[..., Awaitable[object]],
         args: tuple[object, ...],
         name: object,
         context: Context,
-    ) -> Entry:
-        """Run ``fn(*args)`` as a task the fiber owns, added through ``context``; its entry."""
+    ) -> _OwnedTask:
+        """A task the fiber owns, its entry pushed where ``context`` adds things; not started."""
         stack, nursery = self._check_open(f"the task {name}", context._section)
-        task = _OwnedTask(fn, args, context)
-        entry = task.entry = stack.push(Entry("task", task.stop, about=name))
-        nursery.start_soon(task.run, name=name)
-        return entry
-
-    async def _start(
-        self,
-        fn: Callable[..., Awaitable[object]],
-        args: tuple[object, ...],
-        name: object,
-        context: Context,
-    ) -> Any:
-        """Like :meth:`_start_soon`, awaiting what the task passes to ``task_status.started()``."""
-        stack, nursery = self._check_open(f"the task {name}", context._section)
-        task = _OwnedTask(fn, args, context)
+        task = _OwnedTask(fn, args, context, nursery)
         task.entry = stack.push(Entry("task", task.stop, about=name))
-        return await nursery.start(task.run, name=name)
+        return task
 
     def _task_failed(self, exc: BaseException) -> None:
         log.error("a background task of fiber %s failed", self.id, exc_info=exc)
@@ -559,12 +545,25 @@ class _OwnedTask:
     args: tuple[object, ...]
     #: The context it was started through: its fiber, and the section its entry is on.
     context: Context
+    #: The fiber's nursery, which it runs in.
+    nursery: trio.Nursery
     scope: CauseScope = attrs.field(factory=CauseScope, init=False)
     done: Signal = attrs.field(factory=Signal, init=False)
     #: Raised while being stopped: the failure of the teardown that stopped it.
     failure: BaseException | None = attrs.field(default=None, init=False)
     #: Its entry on the stack, until the task ends (no cycle once it ended).
     entry: Entry | None = attrs.field(default=None, init=False)
+
+    def start_soon(self, name: object) -> Entry:
+        """Start the task (named ``name``); return its entry."""
+        entry = self.entry
+        assert entry is not None  # pushed by Fiber._own_task
+        self.nursery.start_soon(self.run, name=name)
+        return entry
+
+    async def start(self, name: object) -> Any:
+        """Start the task and return what it passes to ``task_status.started()``."""
+        return await self.nursery.start(self.run, name=name)
 
     async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
         """The task: ``fn(*args)`` (with ``task_status`` if started by ``ctx.start``)."""
