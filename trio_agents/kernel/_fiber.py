@@ -326,6 +326,7 @@ class Fiber:
         self._state = check_transition(self._state, new)
 
     async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The fiber's task: wait while a service is missing, apply, until a final state."""
         self._task = trio.lowlevel.current_task()
         _CURRENT.set(self.context)
         forget_inherited_scopes()
@@ -361,6 +362,7 @@ class Fiber:
         self._report()
 
     async def _application(self) -> None:
+        """One application: apply, serve effect requests while active, unwind, settle."""
         self._to(FiberState.LOADING)
         self._application_ended = Signal()
         stack = self._stack = OwnedStack()
@@ -401,7 +403,7 @@ class Fiber:
                     raise
                 finally:
                     errors = await self._unwind(stack, applied, outer)
-                    del outer
+                    del outer  # an exception held by its own traceback's frame is a cycle
         finally:
             self._settle(errors)
 
@@ -423,7 +425,6 @@ class Fiber:
         unwinding = self._failure
         if unwinding is None:
             unwinding = outer if outer is not None else self._unwinding
-        del outer
         errors = await stack.unwind(unwinding)
         self._unwinding = None
         self._nursery = None
