@@ -32,7 +32,8 @@ __all__ = ["Runtime", "open_root"]
 log = logging.getLogger("trio_agents")
 
 
-@attrs.define(eq=False)
+@final
+@attrs.define(eq=False, repr=False)
 class _Service:
     value: object
     provider: Fiber
