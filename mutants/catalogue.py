@@ -101,7 +101,7 @@ MUTANTS: Final = (
     Mutant(
         "fiber-task-failure-while-stopping",
         FIBER_PY,
-        "                failed_while_stopping.append(exc)",
+        "                self.failure = exc",
         "                pass",
         FIBER,
     ),

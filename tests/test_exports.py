@@ -186,7 +186,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.kernel._reload": frozenset({"reload"}),
     "trio_agents.kernel._service_key": frozenset({"service_name"}),
     "trio_agents.kernel._stack": frozenset({"OwnedStack"}),
-    "trio_agents.kernel._states": frozenset({"check_transition"}),
+    "trio_agents.kernel._states": frozenset({"Halt", "check_transition", "end_state", "halt_with"}),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
     "trio_agents.mcp._restart": frozenset({"Backoff"}),
     "trio_agents.mcp._process": frozenset({"GRACE", "supervised_stdio"}),

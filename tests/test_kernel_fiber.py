@@ -591,3 +591,26 @@ async def test_a_guarded_fiber_is_disposed_only_by_its_disposer_or_its_parent() 
         second.guard("ask its owner")
     assert second.state is FiberState.DISPOSED
     assert log == ["enter first", "exit first", "enter second", "exit second"]
+
+
+async def test_a_quick_apply_activates_without_waking_the_fiber_task() -> None:
+    """An apply that returns activates the fiber itself: the fiber's task steps once (to
+    start), so ctx.plugin() returns a scheduler pass earlier than if the task took the news."""
+    steps: list[str] = []
+
+    class Steps(trio.abc.Instrument):
+        def before_task_step(self, task: trio.lowlevel.Task) -> None:
+            steps.append(task.name)
+
+    async def apply(ctx: Context, config: None) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async with open_root() as root:
+        instrument = Steps()
+        trio.lowlevel.add_instrument(instrument)
+        try:
+            fiber = await root.plugin(P("quick", apply))
+        finally:
+            trio.lowlevel.remove_instrument(instrument)
+        assert fiber.state is FiberState.ACTIVE
+        assert steps.count(f"fiber {fiber.id}") == 1

@@ -6,8 +6,8 @@ package but the error base, and any package may import it (``tests/test_layers.p
 package's private module is imported across packages.
 """
 
-from ._signal import Signal as Signal
-from ._signal import Wake as Wake
+from ._primitives import Signal as Signal
+from ._primitives import Wake as Wake
 from ._states import InvalidTransitionError as InvalidTransitionError
 from ._states import StateTable as StateTable
 from ._strict import StrictConverter as StrictConverter

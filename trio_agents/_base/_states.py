@@ -14,6 +14,8 @@ import enum
 from collections.abc import Mapping
 from typing import Generic, TypeVar, final
 
+import attrs
+
 from .._errors import TrioAgentsError
 
 __all__ = ["InvalidTransitionError", "StateTable"]
@@ -26,6 +28,7 @@ class InvalidTransitionError(TrioAgentsError, RuntimeError):
 
 
 @final
+@attrs.frozen
 class StateTable(Generic[S]):
     """The legal transitions of one state machine, and the one check of a move.
 
@@ -34,11 +37,8 @@ class StateTable(Generic[S]):
         transitions: each state's legal next states (a final state has none).
     """
 
-    __slots__ = ("_transitions", "_what")
-
-    def __init__(self, what: str, transitions: Mapping[S, frozenset[S]]) -> None:
-        self._what = what
-        self._transitions = transitions
+    _what: str
+    _transitions: Mapping[S, frozenset[S]]
 
     def check(self, old: S, new: S) -> S:
         """Return ``new`` if ``old -> new`` is legal, else raise :exc:`InvalidTransitionError`.

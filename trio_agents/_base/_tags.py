@@ -31,6 +31,7 @@ def snake_case(name: str) -> str:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class TagRegistry(Generic[T]):
     """The classes of one tagged union by tag, and their tags by class.
 
@@ -44,36 +45,19 @@ class TagRegistry(Generic[T]):
             class that is not one is registered.
     """
 
-    __slots__ = (
-        "_base",
-        "_by_class",
-        "_by_tag",
-        "_example",
-        "_kind",
-        "_noun",
-        "_register",
-        "_shape",
-    )
+    _kind: str
+    _example: str
+    _base: type[T] | None = attrs.field(default=None, kw_only=True)
+    _noun: str = attrs.field(kw_only=True)
+    _register: str = attrs.field(default="register", kw_only=True)
+    _shape: str = attrs.field(default="", kw_only=True)
+    # Invariant: the two maps are inverse of each other.
+    _by_tag: dict[str, type[T]] = attrs.field(factory=dict, init=False)
+    _by_class: dict[type[T], str] = attrs.field(factory=dict, init=False)
 
-    def __init__(
-        self,
-        kind: str,
-        example: str,
-        *,
-        base: type[T] | None = None,
-        noun: str | None = None,
-        register: str = "register",
-        shape: str = "",
-    ) -> None:
-        self._kind = kind
-        self._example = example
-        self._base: type | None = base
-        self._noun = noun if noun is not None else f"{kind} class"
-        self._register = register
-        self._shape = shape
-        # Invariant: the two maps are inverse of each other.
-        self._by_tag: dict[str, type[T]] = {}
-        self._by_class: dict[type[T], str] = {}
+    @_noun.default
+    def _noun_default(self) -> str:
+        return f"{self._kind} class"
 
     def add(self, cls: type[T], tag: str | None = None) -> str:
         """Register ``cls`` under ``tag`` (its snake_case name by default) and return the tag.

@@ -17,6 +17,7 @@ import math
 from types import TracebackType
 from typing import final
 
+import attrs
 import trio
 
 from ._causes import CancelCause, check_cause
@@ -31,6 +32,7 @@ _SCOPES: contextvars.ContextVar[tuple[CauseScope, ...]] = contextvars.ContextVar
 
 
 @final
+@attrs.define(eq=False, repr=False, init=False)
 class CauseScope:
     """A :class:`trio.CancelScope` that remembers *why* it was cancelled.
 
@@ -47,18 +49,16 @@ class CauseScope:
         shield: passed to :class:`trio.CancelScope`.
     """
 
-    __slots__ = ("_cause", "_outer", "_scope")
+    _scope: trio.CancelScope
+    _cause: CancelCause | None = None
+    # While entered: what restores the enclosing scopes on exit.
+    _token: contextvars.Token[tuple[CauseScope, ...]] | None = None
 
     def __init__(self, *, deadline: float = math.inf, shield: bool = False) -> None:
-        self._scope = trio.CancelScope(deadline=deadline, shield=shield)
-        self._cause: CancelCause | None = None
-        # The enclosing scopes while entered: restored on exit. The tuple is the enclosing
-        # context's own value, so keeping it costs nothing, where a Token would.
-        self._outer: tuple[CauseScope, ...] | None = None
+        self.__attrs_init__(trio.CancelScope(deadline=deadline, shield=shield))
 
     def __enter__(self) -> CauseScope:
-        outer = self._outer = _SCOPES.get()
-        _SCOPES.set((*outer, self))
+        self._token = _SCOPES.set((*_SCOPES.get(), self))
         self._scope.__enter__()
         return self
 
@@ -71,9 +71,9 @@ class CauseScope:
         try:
             return self._scope.__exit__(exc_type, exc, tb)
         finally:
-            if self._outer is not None:
-                _SCOPES.set(self._outer)
-                self._outer = None
+            if self._token is not None:
+                _SCOPES.reset(self._token)
+                self._token = None
 
     def cancel(self, cause: CancelCause) -> None:
         """Cancel the region with ``cause``; only the first cause is kept."""
@@ -138,5 +138,4 @@ def forget_inherited_scopes() -> None:
     fiber owns): :func:`current_cause` then answers only for the scopes this task enters, not
     for a scope of the spawner that has nothing to do with it.
     """
-    if _SCOPES.get():  # a set() copies the context's mapping: only when there is something
-        _SCOPES.set(())
+    _SCOPES.set(())

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, final
 
+import attrs
 import trio
 
 from ._events import ListenerFailed
@@ -33,15 +34,13 @@ ListenerFn = Callable[[Any], object]
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class Listener:
     """One registration on the bus."""
 
-    __slots__ = ("active", "event_type", "fn")
-
-    def __init__(self, event_type: type, fn: ListenerFn) -> None:
-        self.event_type = event_type
-        self.fn = fn
-        self.active = True
+    event_type: type
+    fn: ListenerFn
+    active: bool = attrs.field(default=True, init=False)
 
     @property
     def label(self) -> str:
@@ -49,14 +48,13 @@ class Listener:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class EventBus:
     """Typed publish/subscribe with containment."""
 
-    __slots__ = ("_by_type", "_listeners")
-
-    def __init__(self) -> None:
-        self._listeners: list[Listener] = []
-        self._by_type: dict[type, tuple[Listener, ...]] = {}
+    _listeners: list[Listener] = attrs.field(factory=list, init=False)
+    # The listeners of each event class emitted since the last change (see _for_class).
+    _by_type: dict[type, tuple[Listener, ...]] = attrs.field(factory=dict, init=False)
 
     def add(self, event_type: type, fn: ListenerFn) -> Listener:
         if not isinstance(event_type, type):

@@ -19,6 +19,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 
+import attrs
+
 from ._bus import Listener
 from ._errors import ServiceAccessError
 from ._service_key import ServiceKey, service_name
@@ -50,16 +52,14 @@ def current_context() -> Context:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class Context:
     """A fiber's view of the runtime. Plugins receive one in ``apply(ctx, config)``."""
 
-    __slots__ = ("_fiber", "_section")
-
-    def __init__(self, fiber: Fiber, section: OwnedStack | None = None) -> None:
-        self._fiber = fiber
-        # Where what is added through this context goes: a section of the fiber's stack
-        # (see section()), or the fiber's own stack.
-        self._section = section
+    _fiber: Fiber
+    # Where what is added through this context goes: a section of the fiber's stack (see
+    # section()), or the fiber's own stack.
+    _section: OwnedStack | None = None
 
     @property
     def fiber(self) -> Fiber:
@@ -107,7 +107,7 @@ class Context:
         fiber = self._fiber
         stack = OwnedStack()
         fiber._push(
-            Entry("section", _unwind_section, stack, name, fiber, about=name, unwinding=True),
+            Entry("section", _unwind_section, (stack, name, fiber), about=name, unwinding=True),
             self._section,
         )
         return Context(fiber, stack)
@@ -128,7 +128,7 @@ class Context:
 
         Returns the :class:`Entry`, whose ``close()`` runs it early and ``discard()`` forgets it.
         """
-        return self._fiber._push(Entry("defer", fn, *args, about=fn), self._section)
+        return self._fiber._push(Entry("defer", fn, args, about=fn), self._section)
 
     def start_soon(
         self, fn: Callable[..., Awaitable[object]], *args: object, name: object = None
@@ -138,9 +138,8 @@ class Context:
         Its exit cancels the task with :class:`DisposedCancel` and awaits it. A task that raises
         fails the fiber (logged, :class:`FiberFailed`), it does not crash the runtime.
         """
-        entry, main, nursery = self._fiber._start_task(fn, args, name or _name(fn), self)
-        nursery.start_soon(main, name=name or _name(fn))
-        return entry
+        name = name or _name(fn)
+        return self._fiber._own_task(fn, args, name, self).start_soon(name)
 
     async def start(self, fn: Callable[..., Awaitable[object]], *args: object) -> Any:
         """Like :meth:`trio.Nursery.start`: run ``fn(*args, task_status=...)`` in the fiber and
@@ -148,8 +147,8 @@ class Context:
 
         An exception raised before ``started`` goes to the caller.
         """
-        _entry, main, nursery = self._fiber._start_task(fn, args, _name(fn), self)
-        return await nursery.start(main, name=_name(fn))
+        name = _name(fn)
+        return await self._fiber._own_task(fn, args, name, self).start(name)
 
     # -- services ------------------------------------------------------------------------------
 
@@ -292,12 +291,12 @@ async def _unwind_section(
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _Child:
     """The plugin of :meth:`Context.child`: it only keeps its context."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.ctx: Context | None = None
+    name: str
+    ctx: Context | None = None
 
     async def apply(self, ctx: Context, config: None) -> None:
         self.ctx = ctx

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any, final
 
@@ -32,7 +32,8 @@ __all__ = ["Runtime", "open_root"]
 log = logging.getLogger("trio_agents")
 
 
-@attrs.define(eq=False)
+@final
+@attrs.define(eq=False, repr=False)
 class _Service:
     value: object
     provider: Fiber
@@ -40,15 +41,15 @@ class _Service:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class Runtime:
     """Registries shared by every fiber of one tree. Reached as ``ctx.fiber.runtime``."""
 
-    def __init__(self) -> None:
-        self.bus = EventBus()
-        self._ids = itertools.count(1)
-        # Invariant: insertion order is creation order; only fibers that are not final.
-        self._fibers: dict[Fiber, None] = {}
-        self._services: dict[str, _Service] = {}
+    bus: EventBus = attrs.field(factory=EventBus, init=False)
+    _ids: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
+    # Invariant: insertion order is creation order; only fibers that are not final.
+    _fibers: dict[Fiber, None] = attrs.field(factory=dict, init=False)
+    _services: dict[str, _Service] = attrs.field(factory=dict, init=False)
 
     def _next_id(self) -> int:
         return next(self._ids)
@@ -126,7 +127,7 @@ class Runtime:
             )
         fiber._check_open(f"the service {name!r}", section)
         service = _Service(value, fiber)
-        entry = fiber._push(Entry("service", self._withdraw, name, service, about=name), section)
+        entry = fiber._push(Entry("service", self._withdraw, (name, service), about=name), section)
         self._services[name] = service
         for other in self._fibers:
             if other.state is FiberState.PENDING:
@@ -162,7 +163,7 @@ class Runtime:
         fiber._check_open(f"a listener for {getattr(event_type, '__name__', event_type)}", section)
         listener = self.bus.add(event_type, fn)
         return fiber._push(
-            Entry("listener", self._unlisten, listener, about=event_type.__name__), section
+            Entry("listener", self._unlisten, (listener,), about=event_type.__name__), section
         )
 
     async def _unlisten(self, listener: Listener) -> None:

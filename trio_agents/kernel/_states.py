@@ -8,16 +8,22 @@ Rules:
 - After unloading it is ``pending`` again (a provider left and it waits for its return),
   ``disposed`` (asked to go) or ``failed`` (``apply`` or a background task raised).
 - ``disposed`` and ``failed`` are final. An illegal transition raises and changes nothing.
+- What ends an application is the fiber's one pending :class:`Halt`: a stronger request
+  replaces a weaker one (a failure over a dispose over a reset, see :func:`halt_with`), and the
+  request that stands when the stack has unwound picks the end state (:func:`end_state`). An
+  application ended with no request (an outer cancellation cut it short) ends ``disposed``:
+  it is never applied again.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Final
 
 from .._base import StateTable
 
-__all__ = ["FiberState", "check_transition"]
+__all__ = ["FiberState", "Halt", "check_transition", "end_state", "halt_with"]
 
 
 class FiberState(enum.Enum):
@@ -62,3 +68,32 @@ TRANSITIONS: Final[dict[FiberState, frozenset[FiberState]]] = {
 
 #: ``check_transition(old, new)``: ``new`` if the move is legal, else raise.
 check_transition: Final = StateTable("a fiber", TRANSITIONS).check
+
+
+class Halt(enum.Enum):
+    """Why a fiber's application must end: the fiber's one pending request, weakest first."""
+
+    #: A service the fiber injects is leaving: unwind, then wait ``pending`` for its return.
+    RESET = 1
+    #: ``dispose()`` was called: unwind, then ``disposed``.
+    DISPOSE = 2
+    #: ``apply`` or a background task raised: unwind, then ``failed``.
+    FAIL = 3
+
+
+def halt_with(pending: Halt | None, new: Halt) -> Halt:
+    """The request that stands once ``new`` arrives on top of ``pending``: the stronger one."""
+    return new if pending is None or new.value > pending.value else pending
+
+
+END_STATES: Final[Mapping[Halt | None, FiberState]] = {
+    None: _D,
+    Halt.RESET: _P,
+    Halt.DISPOSE: _D,
+    Halt.FAIL: _F,
+}
+
+
+def end_state(halt: Halt | None) -> FiberState:
+    """The state an application ends in, once its stack unwound, by the request that stood."""
+    return END_STATES[halt]
