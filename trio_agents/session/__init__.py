@@ -1,5 +1,6 @@
 """Sessions: records, the Session, the SessionStore service, backends (``docs/sessions.rst``)."""
 
+from ._backend import Stored as Stored
 from ._convert import check_recordable_cause as check_recordable_cause
 from ._convert import dump_record as dump_record
 from ._convert import load_record as load_record
@@ -49,10 +50,9 @@ from ._spec import parse_store_spec as parse_store_spec
 from ._spec import store_from_spec as store_from_spec
 from ._sqlite import SqliteStore as SqliteStore
 from ._state import SessionState as SessionState
-from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
-from ._store import Stored as Stored
 from ._store import StoreStatistics as StoreStatistics
+from ._summary import SessionInfo as SessionInfo
 
 __all__ = [
     "SESSIONS",

@@ -40,7 +40,7 @@ from ._convert import parse_line, structure_record
 from ._errors import SessionFormatError, SessionNotFoundError, SessionWriteError
 from ._ids import check_session_id
 from ._records import Record
-from ._store import _cwd_of_records, _title_of_records
+from ._summary import Summary
 
 __all__ = [
     "FORMAT",
@@ -595,13 +595,14 @@ def scan_root(root: Path) -> list[StoredFile]:
         except (SessionFormatError, OSError, MemoryError) as exc:
             found.append(StoredFile(session_id, 0, _lmtime(path), None, _damage(exc)))
             continue
+        summary = Summary.of(loaded.records)
         found.append(
             StoredFile(
                 id=session_id,
                 records=len(loaded.records),
                 mtime=loaded.mtime,
-                title=_title_of_records(loaded.records),
-                cwd=_cwd_of_records(loaded.records),
+                title=summary.title,
+                cwd=summary.cwd,
             )
         )
     return found
