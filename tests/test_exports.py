@@ -106,7 +106,8 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._restore": frozenset({"restore"}),
     "trio_agents.agent._status": frozenset({"check_status"}),
     "trio_agents.session._state": frozenset({"check_session_state"}),
-    "trio_agents.session._backend": frozenset({"Entry", "StoreBackend"}),
+    "trio_agents.session._backend": frozenset({"StoreBackend"}),
+    "trio_agents.session._entry": frozenset({"Entry"}),
     "trio_agents.session._batches": frozenset(
         {"Batch", "BatchWriter", "check_interval", "write_failure"}
     ),
@@ -331,7 +332,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "write_batch",
         }
     ),
-    "trio_agents.session._records": frozenset({"record_class", "record_tag"}),
+    "trio_agents.session._records": frozenset({"open_turns", "record_class", "record_tag"}),
     "trio_agents.session._sqlite_io": frozenset(
         {
             "APPLICATION_ID",
@@ -344,7 +345,6 @@ INTERNAL: dict[str, frozenset[str]] = {
             "open_reader",
         }
     ),
-    "trio_agents.session._store": frozenset({"open_turns"}),
     "trio_agents.session._summary": frozenset({"Summary", "title_of"}),
     "trio_agents.session._writelog": frozenset({"WriteLog"}),
     "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),

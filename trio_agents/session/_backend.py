@@ -18,9 +18,9 @@ import builtins
 from typing import TYPE_CHECKING, Generic, cast
 
 import attrs
-import trio
 from typing_extensions import TypeVar
 
+from ._entry import Entry
 from ._records import Record
 from ._session import Session
 from ._summary import SessionInfo
@@ -28,11 +28,10 @@ from ._summary import SessionInfo
 if TYPE_CHECKING:
     from ..kernel import Context
 
-__all__ = ["Entry", "StoreBackend", "Stored"]
+__all__ = ["StoreBackend", "Stored"]
 
 #: The backend's state of one session (``object`` for a store whose type does not say).
 S = TypeVar("S", covariant=True, default=object)
-T = TypeVar("T")
 
 
 @attrs.frozen
@@ -47,21 +46,6 @@ class Stored:
 
     records: builtins.list[Record]
     note: object = None
-
-
-@attrs.define(eq=False)
-class Entry(Generic[T]):
-    """The store's bookkeeping of one session it prepared or loaded (held by the session)."""
-
-    store: object
-    # The backend's state for the session (what `_begin` made).
-    backend: T
-    # Who may end the session (see SessionStore.enter), or None: anyone.
-    owner: object = None
-    announced: bool = False
-    # Set once a detach or an abandon began; fired when it is over.
-    ending: trio.Event | None = None
-    end_error: BaseException | None = None
 
 
 class StoreBackend(abc.ABC, Generic[S]):

@@ -20,14 +20,15 @@ from __future__ import annotations
 import builtins
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar, cast
 
 import attrs
 import trio
 
-from ._backend import Entry, S, StoreBackend, Stored
+from ._backend import S, StoreBackend, Stored
+from ._entry import Entry
 from ._errors import (
     SessionClosedError,
     SessionExistsError,
@@ -37,7 +38,7 @@ from ._errors import (
 )
 from ._events import SessionAppended, SessionCreated, SessionDisposed, SessionFlushed
 from ._ids import check_session_id, new_session_id
-from ._records import Record, StopReason, TurnEnded, TurnStarted
+from ._records import Record, StopReason, TurnEnded, open_turns
 from ._session import Session
 from ._state import SessionState
 from ._summary import SessionInfo, Summary
@@ -45,7 +46,7 @@ from ._summary import SessionInfo, Summary
 if TYPE_CHECKING:
     from ..kernel import Context
 
-__all__ = ["SessionStore", "StoreStatistics", "open_turns"]
+__all__ = ["SessionStore", "StoreStatistics"]
 
 log = logging.getLogger("trio_agents")
 
@@ -65,17 +66,6 @@ class StoreStatistics:
     live: int
     write_batches: int
     sync_batches: int
-
-
-def open_turns(records: Sequence[Record]) -> list[str]:
-    """The ids of turns that started and never ended, in the order they started."""
-    started: dict[str, None] = {}
-    for record in records:
-        if isinstance(record, TurnStarted):
-            started[record.turn_id] = None
-        elif isinstance(record, TurnEnded):
-            started.pop(record.turn_id, None)
-    return list(started)
 
 
 class SessionStore(StoreBackend[S]):
@@ -174,7 +164,7 @@ class SessionStore(StoreBackend[S]):
                 # Its owner is gone and only the final flush remains: the id is free once it
                 # lands, so wait for it rather than refuse.
                 with contextlib.suppress(Exception):  # that flush's failure was its owner's
-                    await self._join_end(entry)
+                    await entry.join_end()
         self._check_not_live(session_id)
         stored = await self._read(session_id)
         session = Session(session_id, stored.records, resumed=True, on_append=self._on_append)
@@ -262,7 +252,7 @@ class SessionStore(StoreBackend[S]):
         """
         entry = self._entry_of(session)
         if entry.ending is not None:
-            await self._join_end(entry)
+            await entry.join_end()
             return
         if session.state is not SessionState.LIVE:
             await trio.lowlevel.checkpoint()
@@ -326,9 +316,9 @@ class SessionStore(StoreBackend[S]):
         then out of the store, released, ended; ``SessionDisposed`` if the session was live
         (``by_announce``: if it was announced)."""
         entry = self._entry_of(session)
-        self._check_owner(session, entry, owner)
+        entry.check_owner(session, owner, closing=self._closing)
         if entry.ending is not None:
-            await self._join_end(entry)
+            await entry.join_end()
             return
         was_live = session.state is SessionState.LIVE
         ending = entry.ending = trio.Event()
@@ -434,27 +424,8 @@ class SessionStore(StoreBackend[S]):
             )
 
     def _entry_of(self, session: Session) -> Entry[S]:
-        if not isinstance(session, Session):
-            raise TypeError(f"expected a Session; got {type(session).__name__}")
-        entry = session._store_entry
-        if not isinstance(entry, Entry) or entry.store is not self:
-            raise ValueError(
-                f"session {session.id!r} belongs to another store; use the store that "
-                f"prepared or loaded it"
-            )
         # Invariant: this store made the entry (`_track`), with the state its `_begin` made.
-        return cast("Entry[S]", entry)
-
-    def _check_owner(self, session: Session, entry: Entry[S], owner: object) -> None:
-        if session.state is SessionState.ENTERING:
-            raise SessionInUseError(
-                f"session {session.id!r} is being entered; end it once enter() has returned"
-            )
-        if entry.owner is not None and owner is not entry.owner and not self._closing:
-            raise SessionInUseError(
-                f"session {session.id!r} belongs to a live agent; dispose the agent's handle "
-                f"(AgentHandle.dispose) to end it"
-            )
+        return cast("Entry[S]", Entry.of(session, self))
 
     def _check_not_live(self, session_id: str) -> None:
         if session_id in self._live or session_id in self._entering:
@@ -462,15 +433,6 @@ class SessionStore(StoreBackend[S]):
                 f"session id {session_id!r} is already live; choose another id, or detach "
                 f"the live session first"
             )
-
-    async def _join_end(self, entry: Entry[S]) -> None:
-        assert entry.ending is not None
-        if entry.ending.is_set():
-            await trio.lowlevel.checkpoint()
-        else:
-            await entry.ending.wait()
-        if entry.end_error is not None:
-            raise entry.end_error
 
     def _track(self, session: Session, stored: Stored | None) -> None:
         session._store_entry = Entry(self, self._begin(session, stored))
