@@ -63,9 +63,11 @@ log = logging.getLogger("trio_agents")
 
 RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]
 
-#: The most files of one batch synced at once: the sessions whose flushes meet in a batch
-#: (one per agent flushing) share about one journal commit. 32 agents flushing: 0.9x -> see
-#: the commit that added it and `python -m benchmarks --only stores --fsync-delay-us 3000`.
+#: The most files of one batch fsynced at once (threads are started only as needed): the
+#: sessions whose flushes meet in a batch (one per agent flushing) share about one journal
+#: commit. It buys 32 agents flushing 0.88x -> 8.9x the serial fsync floor with every sync
+#: 3 ms slower (`python -m benchmarks --only stores --fsync-delay-us 3000`, docs/benchmarks.rst);
+#: tests/test_session_jsonl_sync.py pins the concurrency.
 SYNC_THREADS = 32
 
 
