@@ -109,7 +109,10 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._parts": frozenset({"AgentParts"}),
     "trio_agents.agent._restore": frozenset({"restore"}),
     "trio_agents.agent._status": frozenset({"check_status"}),
+    "trio_agents.session._spec": frozenset({"StoreSpec", "parse_store_spec"}),
     "trio_agents.session._state": frozenset({"check_session_state"}),
+    "trio_agents.session._backend": frozenset({"StoreBackend", "Stored"}),
+    "trio_agents.session._entry": frozenset({"Entry"}),
     "trio_agents.session._batches": frozenset(
         {"Batch", "BatchWriter", "check_interval", "write_failure"}
     ),
@@ -278,13 +281,14 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.session._convert": frozenset(
         {
             "check_record",
+            "check_recordable_cause",
             "converter",
             "parse_line",
             "structure_record",
             "unstructure_record",
         }
     ),
-    "trio_agents.session._ids": frozenset({"new_session_id"}),
+    "trio_agents.session._ids": frozenset({"check_session_id", "new_session_id"}),
     "trio_agents.session._jsonl_io": frozenset(
         {
             "FORMAT",
@@ -333,7 +337,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "write_batch",
         }
     ),
-    "trio_agents.session._records": frozenset({"record_class", "record_tag"}),
+    "trio_agents.session._records": frozenset({"open_turns", "record_class", "record_tag"}),
     "trio_agents.session._sqlite_io": frozenset(
         {
             "APPLICATION_ID",
@@ -346,7 +350,8 @@ INTERNAL: dict[str, frozenset[str]] = {
             "open_reader",
         }
     ),
-    "trio_agents.session._store": frozenset({"open_turns", "title_of"}),
+    "trio_agents.session._summary": frozenset({"Summary", "title_of"}),
+    "trio_agents.session._writelog": frozenset({"WriteLog"}),
     "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
 }
 
@@ -402,3 +407,20 @@ def test_every_name_of_a_private_module_is_exported_or_marked_internal(
 def test_internal_names_only_modules_that_exist() -> None:
     """INTERNAL has no entry for a module that moved or went away."""
     assert set(INTERNAL) <= set(dict(_private_modules()))
+
+
+#: What ``trio_agents.session`` offers the layers above and backends, outside ``__all__``.
+SESSION_INTERNALS = (
+    "Stored",
+    "StoreSpec",
+    "check_recordable_cause",
+    "check_session_id",
+    "parse_store_spec",
+)
+
+
+def test_session_exports_what_users_call_and_keeps_its_internals_importable() -> None:
+    """The backend hooks' types and the helpers other layers use are importable, not exported."""
+    session = importlib.import_module("trio_agents.session")
+    assert [n for n in SESSION_INTERNALS if n in session.__all__] == []
+    assert all(hasattr(session, n) for n in SESSION_INTERNALS)

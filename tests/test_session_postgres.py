@@ -38,7 +38,7 @@ from trio_agents.session import (
     dump_record,
     load_record,
 )
-from trio_agents.session._store import title_of
+from trio_agents.session._summary import title_of
 
 WORKER = Path(__file__).with_name("pg_worker.py")
 

@@ -1,5 +1,12 @@
-"""Sessions: records, the Session, the SessionStore service, backends (``docs/sessions.rst``)."""
+"""Sessions: records, the Session, the SessionStore service, backends (``docs/sessions.rst``).
 
+``__all__`` is what users call. The package also offers, outside ``__all__``, what the layers
+above it and backends need of it and users do not: ``Stored`` (a backend's ``_read``),
+``StoreSpec`` and ``parse_store_spec`` (the command's ``--store``), ``check_session_id`` and
+``check_recordable_cause``.
+"""
+
+from ._backend import Stored as Stored
 from ._convert import check_recordable_cause as check_recordable_cause
 from ._convert import dump_record as dump_record
 from ._convert import load_record as load_record
@@ -49,10 +56,9 @@ from ._spec import parse_store_spec as parse_store_spec
 from ._spec import store_from_spec as store_from_spec
 from ._sqlite import SqliteStore as SqliteStore
 from ._state import SessionState as SessionState
-from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
-from ._store import Stored as Stored
 from ._store import StoreStatistics as StoreStatistics
+from ._summary import SessionInfo as SessionInfo
 
 __all__ = [
     "SESSIONS",
@@ -88,10 +94,8 @@ __all__ = [
     "SessionWriteFailed",
     "SqliteStore",
     "StopReason",
-    "StoreSpec",
     "StoreSpecError",
     "StoreStatistics",
-    "Stored",
     "ToolApproval",
     "ToolCall",
     "ToolCallEnded",
@@ -99,12 +103,9 @@ __all__ = [
     "TurnStarted",
     "UnstorableRecordError",
     "UserMessage",
-    "check_recordable_cause",
-    "check_session_id",
     "default_root",
     "dump_record",
     "load_record",
-    "parse_store_spec",
     "register_cause",
     "register_record",
     "store_from_spec",

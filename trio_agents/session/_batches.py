@@ -3,8 +3,13 @@ in batches (JSONL, SQLite, PostgreSQL).
 
 Rules:
 - One writer task per store (:meth:`BatchWriter.run`, started on the store's fiber). It sleeps
-  until there is something to write: a dirty session (``poke()`` after marking one) or a flush
-  that asks for a sync batch.
+  until there is something to write: a dirty session (``mark()``) or a flush that asks for a
+  sync batch.
+- The writer keeps which sessions a batch writes: the *dirty* ones (new lines to write) in
+  every batch, the *unsynced* ones (written, not durable; or to write again after a failure)
+  only in a sync batch. A session is in neither once it failed, ended or was abandoned
+  (``forget()``). Each session's own bookkeeping is its :class:`~._writelog.WriteLog`;
+  ``wait_settled`` waits until a log has no batch in flight.
 - A dirty record waits at most ``flush_interval`` (plus the batch in flight) before a plain
   batch writes it, unless a flush asks for a batch sooner.
 - ``next_batch()`` is group commit: it asks for the *next* sync batch and waits for it;
@@ -22,17 +27,22 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import final
+from typing import Generic, TypeVar, final
 
 import attrs
 import trio
 
 from ._errors import SessionStoreClosedError, SessionWriteError
 from ._events import SessionWriteFailed
+from ._session import Session
+from ._writelog import WriteLog
 
 __all__ = ["Batch", "BatchWriter", "check_interval", "write_failure"]
 
 log = logging.getLogger("trio_agents")
+
+V = TypeVar("V")
+L = TypeVar("L")
 
 
 @attrs.define(eq=False)
@@ -51,35 +61,76 @@ def check_interval(flush_interval: float) -> float:
 
 
 @final
-class BatchWriter:
-    """The writer task of one store, and the group commit of its flushes.
+class BatchWriter(Generic[V]):
+    """The writer task of one store, the sessions its batches write, and the group commit of
+    its flushes.
 
     Args:
         interval: the longest time a dirty record waits (see the module rules).
-        dirty: whether any session has records to write.
-        run: writes one batch: a sync batch (given) or a plain one (``None``).
+        run: writes one batch: a sync batch (given) or a plain one (``None``), of the
+            sessions given (each with the backend's state for it, ``V``).
     """
 
     def __init__(
         self,
         interval: float,
-        dirty: Callable[[], bool],
-        run: Callable[[Batch | None], Awaitable[None]],
+        run: Callable[[Batch | None, dict[Session, V]], Awaitable[None]],
     ) -> None:
         self._interval = interval
-        self._dirty = dirty
         self._run = run
         self._next: Batch | None = None
         self._wake = trio.Event()
         self._alive = False
+        # Invariant: both hold only entered sessions that are neither ended nor failed.
+        self._dirty: dict[Session, V] = {}
+        self._unsynced: dict[Session, V] = {}
+        # Fired (and replaced) at the end of every batch.
+        self._ended = trio.Event()
 
     def poke(self) -> None:
         """Wake the writer: a session became dirty, or a flush asked for a batch."""
         self._wake.set()
 
+    def mark(self, session: Session, state: V) -> None:
+        """``session`` has lines to write: the next batch writes them."""
+        if not self._dirty:
+            # The writer sleeps only while no session is dirty (then it waits for
+            # `interval` or a flush): waking it for every record would cost a task switch each.
+            self.poke()
+        self._dirty[session] = state
+
+    def mark_sync(self, session: Session, state: V) -> None:
+        """The next sync batch takes ``session``: its lines are written but not durable, or
+        are to be written again after a failure."""
+        self._unsynced[session] = state
+
+    def awaits_sync(self, session: Session) -> bool:
+        """Whether the next sync batch takes ``session`` (see :meth:`mark_sync`)."""
+        return session in self._unsynced
+
+    def forget(self, session: Session) -> None:
+        """No batch takes ``session`` any more (until it is marked again)."""
+        self._dirty.pop(session, None)
+        self._unsynced.pop(session, None)
+
+    def _take(self, sync: bool) -> dict[Session, V]:
+        sessions, self._dirty = self._dirty, {}
+        if sync:
+            for session, state in self._unsynced.items():
+                sessions.setdefault(session, state)
+            self._unsynced = {}
+        return sessions
+
+    async def wait_settled(self, log: WriteLog[L]) -> None:
+        """Wait until no batch of ``log``'s session is in flight (at once if none is)."""
+        while log.in_flight:
+            await self._ended.wait()
+
     def reset(self) -> None:
-        """Forget a batch asked for before a restart of the store (nothing waits for it)."""
+        """Forget what was asked for before a restart of the store (nothing waits for it)."""
         self._next = None
+        self._dirty.clear()
+        self._unsynced.clear()
 
     async def _idle(self) -> None:
         self._wake = trio.Event()
@@ -91,7 +142,7 @@ class BatchWriter:
         task_status.started()
         try:
             while True:
-                while self._next is None and not self._dirty():
+                while self._next is None and not self._dirty:
                     await self._idle()
                 if self._next is None:
                     # Invariant: a dirty record waits at most `interval` (plus the batch in
@@ -100,7 +151,11 @@ class BatchWriter:
                         while self._next is None:
                             await self._idle()
                 batch, self._next = self._next, None
-                await self._run(batch)
+                try:
+                    await self._run(batch, self._take(batch is not None))
+                finally:
+                    ended, self._ended = self._ended, trio.Event()
+                    ended.set()
         finally:
             self._alive = False
             if self._next is not None:

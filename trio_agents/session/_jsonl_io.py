@@ -32,6 +32,7 @@ import secrets
 import socket
 import stat
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 
 import attrs
@@ -40,7 +41,7 @@ from ._convert import parse_line, structure_record
 from ._errors import SessionFormatError, SessionNotFoundError, SessionWriteError
 from ._ids import check_session_id
 from ._records import Record
-from ._store import _cwd_of_records, _title_of_records
+from ._summary import Summary
 
 __all__ = [
     "FORMAT",
@@ -446,11 +447,31 @@ class RewindError(OSError):
     part of a line): the session cannot be written again until it is loaded again."""
 
 
-def write_batch(jobs: Sequence[WriteJob], root: Path, sync_root: bool) -> list[OSError | None]:
+def _try_sync(fd: int) -> OSError | None:
+    try:
+        _sync_fd(fd)
+    except OSError as exc:
+        return exc
+    return None
+
+
+def _sync_all(fds: list[int], syncer: Executor | None) -> list[OSError | None]:
+    """fsync every file in ``fds``: concurrently on ``syncer``'s threads when it is given and
+    there is more than one, else one after the other; each file's error, or ``None``."""
+    if syncer is None or len(fds) < 2:
+        return [_try_sync(fd) for fd in fds]
+    return list(syncer.map(_try_sync, fds))
+
+
+def write_batch(
+    jobs: Sequence[WriteJob], root: Path, sync_root: bool, syncer: Executor | None = None
+) -> list[OSError | None]:
     """Run every job, fsync each synced file once, and ``root`` once if asked.
 
-    Every file is written before any is synced, so the first sync's journal commit can carry
-    the others' pending metadata and the syncs that follow find little left to do.
+    Every file is written before any is synced, and the files are synced concurrently on the
+    threads of ``syncer`` (when given): the file system commits its journal for the syncs
+    that wait at the same time together, so a batch of many sessions costs about one sync,
+    not one per file (``benchmarks/bench_stores.py``, ``--fsync-delay-us``).
 
     Returns:
         For each job, ``None`` or the error that stopped it (one failure does not stop others).
@@ -476,12 +497,9 @@ def write_batch(jobs: Sequence[WriteJob], root: Path, sync_root: bool) -> list[O
                 _write_all(fd, job.data)
             except OSError as exc:
                 results[i] = exc
-        for i, fd in opened:
-            if jobs[i].sync and results[i] is None:
-                try:
-                    _sync_fd(fd)
-                except OSError as exc:
-                    results[i] = exc
+        synced = [(i, fd) for i, fd in opened if jobs[i].sync and results[i] is None]
+        for (i, _), error in zip(synced, _sync_all([fd for _, fd in synced], syncer), strict=True):
+            results[i] = error
         for i, fd in opened:
             error = results[i]
             if error is not None and not jobs[i].create:
@@ -595,13 +613,14 @@ def scan_root(root: Path) -> list[StoredFile]:
         except (SessionFormatError, OSError, MemoryError) as exc:
             found.append(StoredFile(session_id, 0, _lmtime(path), None, _damage(exc)))
             continue
+        summary = Summary.of(loaded.records)
         found.append(
             StoredFile(
                 id=session_id,
                 records=len(loaded.records),
                 mtime=loaded.mtime,
-                title=_title_of_records(loaded.records),
-                cwd=_cwd_of_records(loaded.records),
+                title=summary.title,
+                cwd=summary.cwd,
             )
         )
     return found

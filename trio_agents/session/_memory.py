@@ -10,12 +10,14 @@ from typing import final
 import attrs
 import trio
 
+from ._backend import Stored
 from ._convert import check_record
 from ._errors import SessionNotFoundError
 from ._records import Record
 from ._session import Session
 from ._state import SessionState
-from ._store import SessionInfo, SessionStore, Stored, _cwd_of_records, _title_of_records
+from ._store import SessionStore
+from ._summary import SessionInfo, Summary
 
 __all__ = ["MemoryStore"]
 
@@ -30,7 +32,7 @@ class _Stored:
 
 
 @final
-class MemoryStore(SessionStore):
+class MemoryStore(SessionStore[None]):
     """A :class:`SessionStore` that keeps sessions in memory (tests, ``--store memory``).
 
     Records of an entered session are stored as they are appended, so a flush only marks them
@@ -103,17 +105,20 @@ class MemoryStore(SessionStore):
 
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         await trio.lowlevel.checkpoint()
-        return [
-            SessionInfo(
-                id=session_id,
-                records=len(stored.records),
-                updated=datetime.fromtimestamp(stored.updated, UTC),
-                live=False,
-                title=_title_of_records(stored.records),
-                cwd=_cwd_of_records(stored.records),
+        infos = []
+        for session_id, stored in self._data.items():
+            summary = Summary.of(stored.records)
+            infos.append(
+                SessionInfo(
+                    id=session_id,
+                    records=len(stored.records),
+                    updated=datetime.fromtimestamp(stored.updated, UTC),
+                    live=False,
+                    title=summary.title,
+                    cwd=summary.cwd,
+                )
             )
-            for session_id, stored in self._data.items()
-        ]
+        return infos
 
 
 def _not_found(session_id: str) -> str:

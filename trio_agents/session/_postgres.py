@@ -42,13 +42,16 @@ import attrs
 import outcome
 import trio
 
+from ._backend import Stored
 from ._batches import Batch, BatchWriter, check_interval
 from ._convert import dump_record
 from ._errors import SessionWriteError
 from ._events import SessionWriteFailed
-from ._records import AgentConfigured, InboxSpliced, Record, UserMessage
+from ._records import Record
 from ._session import Session
-from ._store import SessionInfo, SessionStore, Stored, title_of
+from ._store import SessionStore
+from ._summary import SessionInfo, Summary
+from ._writelog import WriteLog
 
 if TYPE_CHECKING:
     from ..kernel import Context
@@ -172,35 +175,18 @@ class _Row:
     """The PostgreSQL backend's state for one session."""
 
     resumed: bool
-    # Invariant: how many of the session's records the database holds; the first pending
-    # line is record `stored` (plus those in flight).
-    stored: int
-    pending: builtins.list[str] = attrs.field(factory=builtins.list)
-    in_flight: tuple[str, ...] = ()
+    # The JSON lines of the session's records. Every batch is a commit, so what is written
+    # is durable: `log.written_seq + 1` records are in the database.
+    log: WriteLog[str]
     # The lease's epoch while this store holds it (entered, not yet released).
     epoch: int | None = None
     lost: SessionLeaseLostError | None = None
-    # What `list()` shows: the first user message (else the first queued one), the cwd.
-    claimed_title: str | None = None
-    queued_title: str | None = None
-    cwd: str | None = None
-
-    def note(self, record: Record) -> None:
-        if isinstance(record, UserMessage) and self.claimed_title is None:
-            self.claimed_title = title_of([record.content])
-        elif (
-            isinstance(record, InboxSpliced)
-            and record.op == "add"
-            and record.content is not None
-            and self.queued_title is None
-        ):
-            self.queued_title = title_of([record.content])
-        elif isinstance(record, AgentConfigured):
-            self.cwd = record.cwd
+    # What `list()` shows (stored beside the records): the title, the cwd.
+    summary: Summary = attrs.field(factory=Summary)
 
 
 @final
-class PostgresStore(SessionStore):
+class PostgresStore(SessionStore[_Row]):
     """A :class:`SessionStore` that keeps every session in one PostgreSQL database, shared by
     any number of worker processes (on any machines), one live owner per session at a time.
 
@@ -245,17 +231,11 @@ class PostgresStore(SessionStore):
         self._dsn = _check_dsn(dsn)
         self._lease = float(lease_seconds)
         self._renew_every = float(renew)
-        self._batches = BatchWriter(
-            check_interval(flush_interval), lambda: bool(self._dirty), self._run_batch
-        )
+        self._batches = BatchWriter(check_interval(flush_interval), self._run_batch)
         self._connections = connections
         self._pool = _Pool(dsn, trio.CapacityLimiter(connections), self._lease)
         self._owner = ""
-        # Invariant: both hold only sessions this store holds the lease of, not lost.
-        self._dirty: dict[Session, None] = {}
-        self._retry: dict[Session, None] = {}
         self._leased: dict[str, tuple[Session, _Row]] = {}
-        self._batch_ended = trio.Event()
         # The error of the latest failed batch, until a batch commits (see _batch_failure).
         self._failed: SessionWriteError | None = None
 
@@ -283,28 +263,24 @@ class PostgresStore(SessionStore):
         await ctx.start(self._batches.run)
         await ctx.start(self._renewer)
 
-    async def _run_batch(self, batch: Batch | None) -> None:
-        sessions = builtins.list(self._dirty)
-        self._dirty.clear()
-        if batch is not None:
-            sessions.extend(s for s in self._retry if s not in sessions)
-            self._retry.clear()
+    async def _run_batch(self, batch: Batch | None, sessions: dict[Session, _Row]) -> None:
+        # Invariant: the writer takes only sessions this store holds the lease of, not lost.
         plan: builtins.list[tuple[Session, _Row]] = []
         jobs: builtins.list[sql.WriteJob] = []
         for session in sessions:
             state = self._leased_state(session)
             if state is None or state.epoch is None or state.lost is not None:
                 continue
-            state.in_flight, state.pending = tuple(state.pending), []
+            first = state.log.written_seq + 1
             plan.append((session, state))
             jobs.append(
                 sql.WriteJob(
                     session.id,
                     state.epoch,
-                    state.stored,
-                    state.in_flight,
-                    state.claimed_title or state.queued_title,
-                    state.cwd,
+                    first,
+                    tuple(state.log.take()),
+                    state.summary.title,
+                    state.summary.cwd,
                 )
             )
         outcomes: builtins.list[sql.Outcome] | None = None
@@ -323,19 +299,17 @@ class PostgresStore(SessionStore):
                 batch.error = error
         finally:
             for i, (session, state) in enumerate(plan):
-                lines, state.in_flight = state.in_flight, ()
                 result = outcomes[i] if outcomes is not None else None
                 if result == "written":
-                    state.stored += len(lines)
-                elif result is None:
-                    state.pending[:0] = lines
-                    self._retry[session] = None
+                    state.log.settle(synced=True)
+                    continue
+                state.log.fail()
+                if result is None:
+                    self._batches.mark_sync(session, state)
                 else:
                     self._lose(session, state, written_elsewhere=result == "moved")
             if outcomes is not None:
                 self._failed = None
-            ended, self._batch_ended = self._batch_ended, trio.Event()
-            ended.set()
             if batch is not None:
                 batch.done.set()
 
@@ -393,14 +367,14 @@ class PostgresStore(SessionStore):
             else "another worker took its lease over (this one was stopped or cut off from "
             f"the database longer than the {self._lease:g}s lease)"
         )
+        first = state.log.written_seq + 1
         state.lost = SessionLeaseLostError(
             f"session {session.id!r} is no longer this worker's: {how}; nothing more of it is "
-            f"written here (records from seq {state.stored} on are not stored), and the "
+            f"written here (records from seq {first} on are not stored), and the "
             f"stored session is intact — resume it where it is live now"
         )
         state.lost.holder = self._owner
-        self._dirty.pop(session, None)
-        self._retry.pop(session, None)
+        self._batches.forget(session)
         log.error("session %r lost its lease", session.id, exc_info=state.lost)
         self._emit(SessionWriteFailed(session_id=session.id, error=state.lost))
 
@@ -412,60 +386,55 @@ class PostgresStore(SessionStore):
 
     def _begin(self, session: Session, stored: Stored | None) -> _Row:
         if stored is None:
-            return _Row(resumed=False, stored=0)
-        state = _Row(resumed=True, stored=len(stored.records))
-        for record in stored.records:
-            state.note(record)
-        return state
+            return _Row(resumed=False, log=WriteLog())
+        return _Row(
+            resumed=True, log=WriteLog(len(stored.records) - 1), summary=Summary.of(stored.records)
+        )
 
     def _on_record(self, session: Session, record: Record) -> None:
-        state: _Row = self._state(session)
+        state = self._state(session)
         # Invariant: what one backend refuses, every backend refuses.
         line = dump_record(record)
-        state.pending.append(line)
-        state.note(record)
+        state.log.add(line)
+        state.summary.note(record)
         if state.epoch is not None and state.lost is None:
-            self._dirty[session] = None
-            self._batches.poke()
+            self._batches.mark(session, state)
 
     async def _enter(self, session: Session) -> None:
-        state: _Row = self._state(session)
+        state = self._state(session)
         take = partial(
             sql.take_lease,
             session_id=session.id,
             owner=self._owner,
             lease_seconds=self._lease,
             new=not state.resumed,
-            records=state.stored,
+            records=state.log.written_seq + 1,
         )
         state.epoch = await self._pool.run(take)
         self._leased[session.id] = (session, state)
-        if state.pending:
-            self._dirty[session] = None
-            self._batches.poke()
+        if state.log.pending:
+            self._batches.mark(session, state)
 
     async def _sync(self, session: Session) -> int:
-        state: _Row = self._state(session)
+        state = self._state(session)
         if state.lost is not None:
             raise state.lost
-        if not state.pending and not state.in_flight and session not in self._retry:
+        if state.log.clean and not self._batches.awaits_sync(session):
             await trio.lowlevel.checkpoint()
-            return state.stored - 1
+            return state.log.synced_seq
         self._batches.check_running(session.id)
         batch = await self._batches.next_batch()
         if state.lost is not None:
             raise state.lost
         if batch.error is not None:
             raise batch.error
-        return state.stored - 1
+        return state.log.synced_seq
 
     async def _discard(self, session: Session) -> None:
-        state: _Row = self._state(session)
-        state.pending.clear()
-        self._dirty.pop(session, None)
-        self._retry.pop(session, None)
-        while state.in_flight:
-            await self._batch_ended.wait()
+        state = self._state(session)
+        state.log.discard()
+        self._batches.forget(session)
+        await self._batches.wait_settled(state.log)
         if state.resumed or state.epoch is None or state.lost is not None:
             await trio.lowlevel.checkpoint()
             return
@@ -474,9 +443,8 @@ class PostgresStore(SessionStore):
         await self._pool.run(sql.discard_session, session.id, self._owner, epoch)
 
     async def _release(self, session: Session) -> None:
-        state: _Row = self._state(session)
-        self._dirty.pop(session, None)
-        self._retry.pop(session, None)
+        state = self._state(session)
+        self._batches.forget(session)
         if self._leased_state(session) is state:
             del self._leased[session.id]
         epoch, state.epoch = state.epoch, None

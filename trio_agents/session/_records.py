@@ -10,6 +10,7 @@ Rules:
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -31,6 +32,7 @@ __all__ = [
     "TurnEnded",
     "TurnStarted",
     "UserMessage",
+    "open_turns",
     "record_class",
     "record_tag",
     "register_record",
@@ -301,3 +303,14 @@ for _cls in (
     register_record(_cls)
 # The tool's answer is ``agent.ToolResult``; the record of it kept its format-1 tag.
 register_record(ToolCallEnded, "tool_result")
+
+
+def open_turns(records: Sequence[Record]) -> list[str]:
+    """The ids of turns that started and never ended, in the order they started."""
+    started: dict[str, None] = {}
+    for record in records:
+        if isinstance(record, TurnStarted):
+            started[record.turn_id] = None
+        elif isinstance(record, TurnEnded):
+            started.pop(record.turn_id, None)
+    return list(started)

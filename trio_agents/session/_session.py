@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, final
+from typing import TypeVar, final
 
 import attrs
 
@@ -108,7 +108,7 @@ class Session:
         # What the store that made this session keeps of it (its own and its backend's
         # state; SessionStore's business). Held here, not in a map of the store keyed by the
         # session, so it lives as long as the session and can never keep the session alive.
-        self._store_entry: Any = None
+        self._store_entry: object = None
 
     @property
     def id(self) -> str:

@@ -39,6 +39,7 @@ import attrs
 import trio
 
 from . import _sqlite_io as io
+from ._backend import Stored
 from ._batches import Batch, BatchWriter, check_interval, write_failure
 from ._convert import dump_record
 from ._errors import (
@@ -49,7 +50,9 @@ from ._errors import (
 from ._records import Record
 from ._session import Session
 from ._state import SessionState
-from ._store import SessionInfo, SessionStore, Stored
+from ._store import SessionStore
+from ._summary import SessionInfo
+from ._writelog import WriteLog
 
 if TYPE_CHECKING:
     from ..kernel import Context
@@ -67,12 +70,9 @@ class _Row:
     new: bool
     # Whether the database holds this session's row (resumed, or written by a batch of it).
     stored: bool
-    written_seq: int
-    synced_seq: int
-    # Record lines not yet in a batch; the first has seq `written_seq + 1` (or follows the
-    # lines of the batch in flight).
-    pending: builtins.list[str] = attrs.field(factory=builtins.list)
-    in_flight: bool = False
+    # The JSON lines of the session's records (a committed row is never lost, so the log
+    # keeps no unsynced lines).
+    log: WriteLog[str]
     abandoned: bool = False
     error: SessionWriteError | None = None
     # The error of the latest failure, also after a retry cleared `error`.
@@ -80,7 +80,7 @@ class _Row:
 
 
 @final
-class SqliteStore(SessionStore):
+class SqliteStore(SessionStore[_Row]):
     """A :class:`SessionStore` that keeps every session in one SQLite database file.
 
     Args:
@@ -106,19 +106,13 @@ class SqliteStore(SessionStore):
     ) -> None:
         super().__init__()
         self._path = Path(path)
-        self._batches = BatchWriter(
-            check_interval(flush_interval), lambda: bool(self._dirty), self._run_batch
-        )
+        self._batches = BatchWriter(check_interval(flush_interval), self._run_batch)
         self._read_only = read_only
         self._writer_db: io.Database | None = None
         self._reader_db: io.Database | None = None
         # Invariant: one thread at a time on each connection.
         self._write_lock = trio.Lock()
         self._read_lock = trio.Lock()
-        # Invariant: both hold only entered sessions that are neither ended nor failed.
-        self._dirty: dict[Session, _Row] = {}
-        self._unsynced: dict[Session, _Row] = {}
-        self._batch_ended = trio.Event()
 
     @property
     def path(self) -> Path:
@@ -136,8 +130,6 @@ class SqliteStore(SessionStore):
     # -- the database ------------------------------------------------------------------------
 
     async def _open(self, ctx: Context) -> None:
-        self._dirty.clear()
-        self._unsynced.clear()
         self._batches.reset()
         # Invariant: pushed before the writer task, so the connections close after it stopped.
         ctx.defer(self._close_databases)
@@ -181,23 +173,15 @@ class SqliteStore(SessionStore):
 
     # -- the writer task ---------------------------------------------------------------------
 
-    async def _run_batch(self, batch: Batch | None) -> None:
+    async def _run_batch(self, batch: Batch | None, rows: dict[Session, _Row]) -> None:
         sync = batch is not None
-        rows = dict(self._dirty)
-        self._dirty.clear()
-        if sync:
-            rows.update(self._unsynced)
-            self._unsynced.clear()
         now = time.time()
         jobs: builtins.list[io.WriteJob] = []
-        plan: builtins.list[tuple[Session, _Row, builtins.list[str]]] = []
         for session, row in rows.items():
-            lines, row.pending = row.pending, []
+            first = row.log.written_seq + 1
             jobs.append(
-                io.WriteJob(session.id, row.new and not row.stored, row.written_seq + 1, lines, now)
+                io.WriteJob(session.id, row.new and not row.stored, first, row.log.take(), now)
             )
-            plan.append((session, row, lines))
-            row.in_flight = True
         self._write_batches += 1
         self._sync_batches += sync
         db = self._writer_db
@@ -209,37 +193,25 @@ class SqliteStore(SessionStore):
         except Exception as exc:  # sqlite3.Error, OSError: nothing was committed
             failure = exc
         finally:
-            for i, (session, row, lines) in enumerate(plan):
-                row.in_flight = False
+            for i, (session, row) in enumerate(rows.items()):
                 error = failure if results is None else results[i]
                 if error is None and results is None:
                     error = RuntimeError("the write batch did not complete")
-                self._settle(session, row, lines, error, sync)
-            ended, self._batch_ended = self._batch_ended, trio.Event()
-            ended.set()
+                self._settle(session, row, error, sync)
             if batch is not None:
                 batch.done.set()
 
-    def _settle(
-        self,
-        session: Session,
-        row: _Row,
-        lines: builtins.list[str],
-        error: BaseException | None,
-        sync: bool,
-    ) -> None:
+    def _settle(self, session: Session, row: _Row, error: BaseException | None, sync: bool) -> None:
         if error is not None:
             # The transaction (or this session's savepoint) rolled back: its lines wait for
             # the next flush, in order.
-            row.pending[:0] = lines
+            row.log.fail()
             self._fail(session, row, error)
             return
         row.stored = True
-        row.written_seq += len(lines)
-        if sync:
-            row.synced_seq = row.written_seq
-        elif not row.abandoned:
-            self._unsynced[session] = row
+        row.log.settle(synced=sync)
+        if not sync and not row.abandoned:
+            self._batches.mark_sync(session, row)
 
     def _fail(self, session: Session, row: _Row, error: BaseException) -> None:
         # An error of the database as a whole already names the file and the cause.
@@ -250,81 +222,67 @@ class SqliteStore(SessionStore):
         )
         message = (
             f"writing session {session.id!r} {why}; its records from seq "
-            f"{row.synced_seq + 1} on are not durable — the next flush writes them again"
+            f"{row.log.synced_seq + 1} on are not durable — the next flush writes them again"
         )
-        self._dirty.pop(session, None)
-        self._unsynced.pop(session, None)
+        self._batches.forget(session)
         row.error = row.last_error = write_failure(message, row.last_error, session.id, self._emit)
 
     # -- the backend hooks ---------------------------------------------------------------------
 
     def _begin(self, session: Session, stored: Stored | None) -> _Row:
         n = len(stored.records) if stored is not None else 0
-        return _Row(
-            new=stored is None, stored=stored is not None, written_seq=n - 1, synced_seq=n - 1
-        )
+        return _Row(new=stored is None, stored=stored is not None, log=WriteLog(n - 1))
 
     def _on_record(self, session: Session, record: Record) -> None:
-        state: _Row = self._state(session)
-        state.pending.append(dump_record(record))
+        state = self._state(session)
+        state.log.add(dump_record(record))
         if session.state is SessionState.LIVE and state.error is None and not state.abandoned:
-            if not self._dirty:
-                # The writer waits for the first dirty session (then for `flush_interval`
-                # or a flush); waking it for every record would cost a task switch each.
-                self._batches.poke()
-            self._dirty[session] = state
+            self._batches.mark(session, state)
 
     async def _enter(self, session: Session) -> None:
-        state: _Row = self._state(session)
+        state = self._state(session)
         if self._read_only:
             raise self._refuse_write(f"enter session {session.id!r}")
         await trio.lowlevel.checkpoint()
         # (The store checked that a new session's id is not stored.) Invariant: no checkpoint
         # from here until the session is live, so every record appended so far is queued.
-        if state.pending or not state.stored:
-            self._dirty[session] = state
-            self._batches.poke()
+        if state.log.pending or not state.stored:
+            self._batches.mark(session, state)
 
     async def _sync(self, session: Session) -> int:
-        state: _Row = self._state(session)
+        state = self._state(session)
+        log = state.log
         if state.error is not None:
-            if state.in_flight:
+            if log.in_flight:
                 raise state.error
             # A new attempt: every line since the last commit is written again.
             state.error = None
-            self._dirty[session] = state
-        if (
-            not state.pending
-            and state.stored
-            and not state.in_flight
-            and state.synced_seq == state.written_seq
-        ):
+            self._batches.mark(session, state)
+        if log.clean and state.stored:
             await trio.lowlevel.checkpoint()
-            return state.synced_seq
+            return log.synced_seq
         self._batches.check_running(session.id)
-        if state.pending or not state.stored:
-            self._dirty[session] = state
-        if state.written_seq > state.synced_seq and not state.in_flight:
-            self._unsynced[session] = state
+        if log.pending or not state.stored:
+            self._batches.mark(session, state)
+        if log.written_seq > log.synced_seq and not log.in_flight:
+            self._batches.mark_sync(session, state)
         # Invariant: only this wait is cancellable; the batch runs to its end without us.
         batch = await self._batches.next_batch()
         if batch.error is not None:
             raise batch.error
         if state.error is not None:
             raise state.error
-        return state.synced_seq
+        return log.synced_seq
 
     async def _discard(self, session: Session) -> None:
-        state: _Row = self._state(session)
+        state = self._state(session)
         state.abandoned = True
-        state.pending.clear()
-        self._dirty.pop(session, None)
-        self._unsynced.pop(session, None)
+        state.log.discard()
+        self._batches.forget(session)
         if not state.new:
             await trio.lowlevel.checkpoint()
             return
-        while state.in_flight:
-            await self._batch_ended.wait()
+        await self._batches.wait_settled(state.log)
         if state.stored and self._writer_db is not None:
             # Invariant: `stored` on a new session means one of its batches wrote the row.
             db = self._writer_db
@@ -335,8 +293,7 @@ class SqliteStore(SessionStore):
             await trio.lowlevel.checkpoint()
 
     async def _release(self, session: Session) -> None:
-        self._dirty.pop(session, None)
-        self._unsynced.pop(session, None)
+        self._batches.forget(session)
         await trio.lowlevel.checkpoint()
 
     async def is_stored(self, session_id: str) -> bool:

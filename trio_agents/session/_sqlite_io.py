@@ -43,7 +43,7 @@ import attrs
 from ._convert import load_record
 from ._errors import SessionFormatError, SessionNotFoundError, SessionWriteError
 from ._records import Record
-from ._store import _cwd_of_records, _title_of_records
+from ._summary import Summary
 
 __all__ = [
     "APPLICATION_ID",
@@ -441,13 +441,14 @@ class Database:
             except SessionFormatError as exc:
                 found.append(StoredRow(session_id, 0, updated, None, str(exc)))
                 continue
+            summary = Summary.of(records)
             found.append(
                 StoredRow(
                     id=session_id,
                     records=len(records),
                     updated=updated,
-                    title=_title_of_records(records),
-                    cwd=_cwd_of_records(records),
+                    title=summary.title,
+                    cwd=summary.cwd,
                 )
             )
         return found

@@ -17,17 +17,18 @@ Rules (one session's life in a store):
 
 from __future__ import annotations
 
-import abc
 import builtins
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 import attrs
 import trio
 
+from ._backend import S, StoreBackend, Stored
+from ._entry import Entry
 from ._errors import (
     SessionClosedError,
     SessionExistsError,
@@ -37,58 +38,17 @@ from ._errors import (
 )
 from ._events import SessionAppended, SessionCreated, SessionDisposed, SessionFlushed
 from ._ids import check_session_id, new_session_id
-from ._records import (
-    AgentConfigured,
-    InboxSpliced,
-    Record,
-    StopReason,
-    TurnEnded,
-    TurnStarted,
-    UserMessage,
-)
+from ._records import Record, StopReason, TurnEnded, open_turns
 from ._session import Session
 from ._state import SessionState
+from ._summary import SessionInfo, Summary
 
 if TYPE_CHECKING:
     from ..kernel import Context
 
-__all__ = [
-    "SessionInfo",
-    "SessionStore",
-    "StoreStatistics",
-    "Stored",
-    "open_turns",
-    "title_of",
-]
+__all__ = ["SessionStore", "StoreStatistics"]
 
 log = logging.getLogger("trio_agents")
-
-_TITLE_LENGTH = 60
-
-
-@attrs.frozen(kw_only=True)
-class SessionInfo:
-    """What ``SessionStore.list()`` says about one stored (or live) session.
-
-    Attributes:
-        id: the session id.
-        records: how many records it holds.
-        updated: when it last changed (UTC), if known.
-        live: whether it is entered in the store right now.
-        title: the first user message, shortened, or ``None``.
-        damaged: why the stored session cannot be loaded (a damaged file, a symbolic link,
-            ...), or ``None``; a damaged session has ``records == 0`` and no title.
-        cwd: the working directory the latest ``AgentConfigured`` record gives the session's
-            agent, or ``None`` (none recorded, or the process's own).
-    """
-
-    id: str
-    records: int
-    updated: datetime | None
-    live: bool
-    title: str | None
-    damaged: str | None = None
-    cwd: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -108,81 +68,15 @@ class StoreStatistics:
     sync_batches: int
 
 
-@attrs.frozen
-class Stored:
-    """What a backend read of one stored session.
-
-    Attributes:
-        records: the stored records, in order.
-        note: what else the backend wants to know when the session is tracked (what a
-            resume must repair, say); the store hands it to ``_begin`` unread.
-    """
-
-    records: builtins.list[Record]
-    note: object = None
-
-
-def title_of(contents: Sequence[str]) -> str | None:
-    """A one-line title from the first non-empty content, at most 60 characters."""
-    for content in contents:
-        line = content.strip().splitlines()[0] if content.strip() else ""
-        if line:
-            return line if len(line) <= _TITLE_LENGTH else line[: _TITLE_LENGTH - 1] + "…"
-    return None
-
-
-def _title_of_records(records: Sequence[Record]) -> str | None:
-    claimed = [r.content for r in records if isinstance(r, UserMessage)]
-    queued = [
-        r.content
-        for r in records
-        if isinstance(r, InboxSpliced) and r.op == "add" and r.content is not None
-    ]
-    return title_of(claimed) or title_of(queued)
-
-
-def _cwd_of_records(records: Sequence[Record]) -> str | None:
-    for record in reversed(records):
-        if isinstance(record, AgentConfigured):
-            return record.cwd
-    return None
-
-
-def open_turns(records: Sequence[Record]) -> list[str]:
-    """The ids of turns that started and never ended, in the order they started."""
-    started: dict[str, None] = {}
-    for record in records:
-        if isinstance(record, TurnStarted):
-            started[record.turn_id] = None
-        elif isinstance(record, TurnEnded):
-            started.pop(record.turn_id, None)
-    return list(started)
-
-
-@attrs.define(eq=False)
-class _Entry:
-    """The store's bookkeeping of one session it prepared or loaded (held by the session)."""
-
-    store: SessionStore
-    # The backend's state for the session (what `_begin` made).
-    backend: Any = None
-    # Who may end the session (see SessionStore.enter), or None: anyone.
-    owner: object = None
-    announced: bool = False
-    # Set once a detach or an abandon began; fired when it is over.
-    ending: trio.Event | None = None
-    end_error: BaseException | None = None
-
-
-class SessionStore(abc.ABC):
+class SessionStore(StoreBackend[S]):
     """The Service Definition of the ``sessions`` service; backends subclass it.
 
     A store object is a plugin: ``await ctx.plugin(store)`` starts it and provides it as
     ``sessions``. Its public methods are the contract. The session's lifecycle is the
-    session's own (``Session.state``); the store moves it. A backend implements the
-    ``_``-prefixed abstract methods, keeps its own typed state per session (returned by
-    ``_begin``, held by the session, read back with ``_state``), and reads only the public
-    side of a session.
+    session's own (``Session.state``); the store moves it. A backend subclasses
+    ``SessionStore[S]`` and implements the ``_``-prefixed hooks (:mod:`._backend`), keeping
+    its own state per session, of type ``S`` (returned by ``_begin``, held by the session,
+    read back with ``_state``); it reads only the public side of a session.
     """
 
     name: ClassVar[str] = "sessions"
@@ -270,7 +164,7 @@ class SessionStore(abc.ABC):
                 # Its owner is gone and only the final flush remains: the id is free once it
                 # lands, so wait for it rather than refuse.
                 with contextlib.suppress(Exception):  # that flush's failure was its owner's
-                    await self._join_end(entry)
+                    await entry.join_end()
         self._check_not_live(session_id)
         stored = await self._read(session_id)
         session = Session(session_id, stored.records, resumed=True, on_append=self._on_append)
@@ -358,7 +252,7 @@ class SessionStore(abc.ABC):
         """
         entry = self._entry_of(session)
         if entry.ending is not None:
-            await self._join_end(entry)
+            await entry.join_end()
             return
         if session.state is not SessionState.LIVE:
             await trio.lowlevel.checkpoint()
@@ -422,9 +316,9 @@ class SessionStore(abc.ABC):
         then out of the store, released, ended; ``SessionDisposed`` if the session was live
         (``by_announce``: if it was announced)."""
         entry = self._entry_of(session)
-        self._check_owner(session, entry, owner)
+        entry.check_owner(session, owner, closing=self._closing)
         if entry.ending is not None:
-            await self._join_end(entry)
+            await entry.join_end()
             return
         was_live = session.state is SessionState.LIVE
         ending = entry.ending = trio.Event()
@@ -475,13 +369,14 @@ class SessionStore(abc.ABC):
         for session in self._live.values():
             stored = infos.get(session.id)
             records = session.records
+            summary = Summary.of(records)
             infos[session.id] = SessionInfo(
                 id=session.id,
                 records=len(records),
                 updated=datetime.fromtimestamp(session.updated, UTC),
                 live=True,
-                title=_title_of_records(records) or (stored.title if stored is not None else None),
-                cwd=_cwd_of_records(records),
+                title=summary.title or (stored.title if stored is not None else None),
+                cwd=summary.cwd,
             )
         epoch = datetime.fromtimestamp(0, UTC)
         return sorted(infos.values(), key=lambda i: (i.updated or epoch, i.id), reverse=True)
@@ -528,27 +423,9 @@ class SessionStore(abc.ABC):
                 f"'await ctx.plugin(store)' (or use the runtime's 'sessions' service)"
             )
 
-    def _entry_of(self, session: Session) -> _Entry:
-        if not isinstance(session, Session):
-            raise TypeError(f"expected a Session; got {type(session).__name__}")
-        entry = session._store_entry
-        if not isinstance(entry, _Entry) or entry.store is not self:
-            raise ValueError(
-                f"session {session.id!r} belongs to another store; use the store that "
-                f"prepared or loaded it"
-            )
-        return entry
-
-    def _check_owner(self, session: Session, entry: _Entry, owner: object) -> None:
-        if session.state is SessionState.ENTERING:
-            raise SessionInUseError(
-                f"session {session.id!r} is being entered; end it once enter() has returned"
-            )
-        if entry.owner is not None and owner is not entry.owner and not self._closing:
-            raise SessionInUseError(
-                f"session {session.id!r} belongs to a live agent; dispose the agent's handle "
-                f"(AgentHandle.dispose) to end it"
-            )
+    def _entry_of(self, session: Session) -> Entry[S]:
+        # Invariant: this store made the entry (`_track`), with the state its `_begin` made.
+        return cast("Entry[S]", Entry.of(session, self))
 
     def _check_not_live(self, session_id: str) -> None:
         if session_id in self._live or session_id in self._entering:
@@ -557,81 +434,8 @@ class SessionStore(abc.ABC):
                 f"the live session first"
             )
 
-    async def _join_end(self, entry: _Entry) -> None:
-        assert entry.ending is not None
-        if entry.ending.is_set():
-            await trio.lowlevel.checkpoint()
-        else:
-            await entry.ending.wait()
-        if entry.end_error is not None:
-            raise entry.end_error
-
-    # -- the backend ---------------------------------------------------------------------------
-
-    async def _open(self, ctx: Context) -> None:  # noqa: B027 - optional hook
-        """Start the backend (its background tasks go on ``ctx``'s fiber)."""
-
     def _track(self, session: Session, stored: Stored | None) -> None:
-        entry = session._store_entry = _Entry(self)
-        entry.backend = self._begin(session, stored)
-
-    @staticmethod
-    def _state(session: Session) -> Any:
-        """The backend's state for ``session`` (what ``_begin`` made), in a backend's hooks.
-
-        The session holds it: a backend keeps nothing of a session in a map of its own that
-        the session could not outlive (an error kept there, with its traceback, would hold
-        the session forever)."""
-        return session._store_entry.backend
-
-    @abc.abstractmethod
-    def _begin(self, session: Session, stored: Stored | None) -> object:
-        """A session was prepared (``stored`` is ``None``) or loaded (``stored`` is what
-        ``_read`` returned): return the backend's state for it (``_state`` gives it back)."""
-
-    @abc.abstractmethod
-    def _on_record(self, session: Session, record: Record) -> None:
-        """A record is being appended to ``session`` (private, entering or live); raise to
-        refuse it."""
-
-    @abc.abstractmethod
-    async def _enter(self, session: Session) -> None:
-        """``session`` is being published (shielded); once this returns, it is live with no
-        checkpoint between, and its records are written from then on.
-
-        Raises:
-            SessionIdInUseError: another worker of a shared store holds the session.
-        """
-
-    @abc.abstractmethod
-    async def _sync(self, session: Session) -> int:
-        """Make every record of ``session`` durable; the last durable ``seq``."""
-
-    @abc.abstractmethod
-    async def _discard(self, session: Session) -> None:
-        """Drop unwritten records; for a new session, remove what was persisted for it."""
-
-    @abc.abstractmethod
-    async def _release(self, session: Session) -> None:
-        """``session`` ended (detached or abandoned; runs shielded): release what the backend
-        holds for it. Never raises."""
-
-    @abc.abstractmethod
-    async def is_stored(self, session_id: str) -> bool:
-        """Whether a session with this id is stored (live or not)."""
-
-    @abc.abstractmethod
-    async def _read(self, session_id: str) -> Stored:
-        """The stored records of ``session_id`` (raises ``SessionNotFoundError``). Reading
-        never writes."""
-
-    @abc.abstractmethod
-    async def _remove(self, session_id: str) -> None:
-        """Delete the stored session (raises ``SessionNotFoundError``)."""
-
-    @abc.abstractmethod
-    async def _list_stored(self) -> builtins.list[SessionInfo]:
-        """Every stored session (the live flag is filled in by the caller)."""
+        session._store_entry = Entry(self, self._begin(session, stored))
 
 
 def _drop(event: object) -> None:
