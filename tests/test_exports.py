@@ -94,7 +94,8 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._factory": frozenset({"AGENT_FACTORY", "FactoryPlugin"}),
-    "trio_agents.agent._compaction": frozenset({"compact_history", "fit_window"}),
+    "trio_agents.agent._compaction": frozenset({"compact_after", "compact_history", "fit_window"}),
+    "trio_agents.agent._usage": frozenset({"usage_record"}),
     "trio_agents.agent._history": frozenset(
         {"SUMMARY_HEADING", "History", "Messages", "message_chars"}
     ),
@@ -238,6 +239,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "StreamSettings",
             "backoff",
             "gave_up",
+            "reported_limit",
             "retry_after",
             "retryable_transport",
             "transport_message",

@@ -43,6 +43,7 @@ from ..model import (
     Finished,
     Model,
     ModelError,
+    ModelErrorKind,
     ModelRequest,
     SystemText,
     TextDelta,
@@ -53,7 +54,7 @@ from ..model import (
 from ..session import Compacted
 from ._history import TurnMark, message_chars
 from ._keys import COMPACTION
-from ._meter import CHARS_PER_TOKEN, ContextUsage, estimate
+from ._meter import CHARS_PER_TOKEN, TOKENS_PER_MESSAGE, ContextUsage, estimate
 
 if TYPE_CHECKING:
     from ._parts import AgentParts
@@ -65,6 +66,7 @@ __all__ = [
     "CompactionRequest",
     "Compactor",
     "SummarizingCompactor",
+    "compact_after",
     "compact_history",
     "fit_window",
 ]
@@ -204,22 +206,54 @@ class SummarizingCompactor:
         if not older:
             return None
         model = self.model if self.model is not None else request.model
-        summary = await self._summarize(model, older)
+        limit: int | None = getattr(model, "context_window", None)
+        if self.model is None and window is not None:
+            # The agent's own model: the window it is held to now (a provider may have
+            # reported a smaller one than the model declares).
+            limit = window if limit is None else min(limit, window)
+        summary = await self._summarize(model, older, limit)
         return Compaction(summary=summary, kept_from_seq=turns[first].seq)
 
-    async def _summarize(self, model: Model, older: Sequence[ChatMessage]) -> str:
-        transcript = _clip(_transcript(older), getattr(model, "context_window", None))
-        ask = ModelRequest(
-            messages=(
-                SystemText(f"{_SUMMARIZER}\n\nThe conversation:\n\n{transcript}"),
-                UserText(
-                    f"Summarize the conversation above in at most {self.summary_words} words."
-                ),
+    async def _summarize(
+        self, model: Model, older: Sequence[ChatMessage], window: int | None
+    ) -> str:
+        """The summary of ``older``, in requests that each fit ``window`` (see the module
+        rules); chunk after chunk, each request carries the summary so far."""
+        ask = f"Summarize the conversation above in at most {self.summary_words} words."
+        lines = _transcript_lines(older)
+        if window is None:
+            return await self._ask(model, _conversation("\n".join(t for t, _ in lines)), ask)
+        room = (window // 2 - 2 * TOKENS_PER_MESSAGE) * CHARS_PER_TOKEN - _FIXED_CHARS
+        reserve = min(self.summary_words * _CHARS_PER_WORD, room // 2)
+        chunk_room = room - reserve
+        if chunk_room < _MIN_CHUNK:
+            needed = 2 * (-(-(_FIXED_CHARS + _MIN_CHUNK * 2) // CHARS_PER_TOKEN))
+            raise CompactionError(
+                f"compaction failed: the summarizer model {model.name!r} has a context window "
+                f"of {window} tokens, too small for a summary request (it needs at least "
+                f"{needed}); give the compactor a model with a larger window "
+                "(SummarizingCompactor(model=...)); the history is unchanged"
             )
-        )
+        if sum(len(t) + 1 for t, _ in lines) <= room:
+            return await self._ask(model, _conversation("\n".join(t for t, _ in lines)), ask)
+        summary = ""
+        for chunk in _chunks(_shortened(lines, chunk_room), chunk_room):
+            if not summary:
+                system = _conversation(chunk)
+            else:
+                system = (
+                    f"{_SUMMARIZER}\n\nThe summary of the conversation so far:\n\n"
+                    f"{_cut(summary, reserve)}\n\nHow it went on:\n\n{chunk}"
+                )
+            summary = await self._ask(model, system, ask)
+        return summary
+
+    async def _ask(self, model: Model, system: str, ask: str) -> str:
+        """The summarizer's answer to one request of ``system`` and ``ask``."""
+        request = ModelRequest(messages=(SystemText(system), UserText(ask)))
         text: list[str] = []
         try:
-            async with aclosing(model.stream(ask)) as stream:
+            async with aclosing(model.stream(request)) as stream:
                 async for event in stream:
                     if isinstance(event, TextDelta):
                         text.append(event.text)
@@ -239,37 +273,76 @@ class SummarizingCompactor:
         return summary
 
 
+#: Characters of a summary request besides the transcript and the summary so far: the
+#: instructions, the headings and the ask (a generous bound).
+_FIXED_CHARS = len(_SUMMARIZER) + 200
+#: Characters kept for the summary so far in a later chunk's request, per word asked for.
+_CHARS_PER_WORD = 8
+#: The fewest characters of transcript one summary request must hold to be worth sending.
+_MIN_CHUNK = 400
+
+
+def _conversation(transcript: str) -> str:
+    return f"{_SUMMARIZER}\n\nThe conversation:\n\n{transcript}"
+
+
 def _tokens(messages: Sequence[ChatMessage]) -> int:
     return estimate(sum(message_chars(m) for m in messages), len(messages))
 
 
-def _transcript(messages: Sequence[ChatMessage]) -> str:
-    lines: list[str] = []
+def _transcript_lines(messages: Sequence[ChatMessage]) -> list[tuple[str, bool]]:
+    """One line per message (and per tool call), each with whether it is a tool's output."""
+    lines: list[tuple[str, bool]] = []
     for message in messages:
         if isinstance(message, SystemText):
-            lines.append(f"[earlier summary] {message.content}")
+            lines.append((f"[earlier summary] {message.content}", False))
         elif isinstance(message, UserText):
-            lines.append(f"[user] {message.content}")
+            lines.append((f"[user] {message.content}", False))
         elif isinstance(message, AssistantText):
             if message.content:
-                lines.append(f"[agent] {message.content}")
+                lines.append((f"[agent] {message.content}", False))
             for call in message.tool_calls:
                 arguments = json.dumps(dict(call.arguments), default=str)
-                lines.append(f"[agent calls {call.name}] {arguments}")
+                lines.append((f"[agent calls {call.name}] {arguments}", False))
         elif isinstance(message, ToolOutput):
             failed = " (failed)" if message.is_error else ""
-            lines.append(f"[{message.name} result{failed}] {message.content}")
-    return "\n".join(lines)
+            lines.append((f"[{message.name} result{failed}] {message.content}", True))
+    return lines
 
 
-def _clip(transcript: str, window: int | None) -> str:
-    """``transcript``, its oldest part cut off to fit half of ``window``."""
-    if window is None:
-        return transcript
-    room = window // 2 * CHARS_PER_TOKEN
-    if len(transcript) <= room:
-        return transcript
-    return "[the oldest part is cut off]\n" + transcript[len(transcript) - room :]
+def _cut(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start and end with a note of
+    what was cut between them (at most ``limit`` characters in all)."""
+    if len(text) <= limit:
+        return text
+    keep = limit - len(f" [... {len(text)} characters cut ...] ")
+    if keep < 2:
+        return text[:limit]
+    note = f" [... {len(text) - keep} characters cut ...] "
+    return text[: keep - keep // 2] + note + text[len(text) - keep // 2 :]
+
+
+def _shortened(lines: list[tuple[str, bool]], room: int) -> list[str]:
+    """The lines of a transcript too long for one request: tool outputs cut first (to a
+    quarter of a request each), then any line still longer than a request."""
+    tool_room = max(room // 4, 1)
+    return [_cut(_cut(text, tool_room) if tool else text, room) for text, tool in lines]
+
+
+def _chunks(lines: list[str], room: int) -> list[str]:
+    """``lines`` packed in order into pieces of at most ``room`` characters each."""
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in lines:
+        if current and size + 1 + len(line) > room:
+            chunks.append("\n".join(current))
+            current, size = [], 0
+        size += len(line) + (1 if current else 0)
+        current.append(line)
+    if current:
+        chunks.append("\n".join(current))
+    return chunks
 
 
 @final
@@ -301,23 +374,51 @@ async def fit_window(parts: AgentParts, turn_id: str) -> None:
         await compact_history(parts, compactor, turn_id)
 
 
+async def compact_after(parts: AgentParts, turn_id: str, error: ModelError) -> bool:
+    """Compact the history because the model answered ``error``; whether it was compacted
+    (then the turn sends the request once more).
+
+    Only a ``CONTEXT_TOO_LONG`` error is acted on. The window the compaction sizes its work
+    to is the smaller of the model's and the one the provider reported (``error.limit``).
+
+    Raises:
+        CompactionError: the policy failed (the history is unchanged).
+    """
+    if error.kind is not ModelErrorKind.CONTEXT_TOO_LONG:
+        return False
+    window: int | None = getattr(parts.model, "context_window", None)
+    if error.limit is not None:
+        window = error.limit if window is None else min(window, error.limit)
+    record = await compact_history(parts, parts.compactor(), turn_id, window=window, over=True)
+    return record is not None
+
+
 async def compact_history(
     parts: AgentParts,
     compactor: Compactor,
     turn_id: str | None,
     *,
     recording: Callable[[], object] | None = None,
+    window: int | None = None,
+    over: bool = False,
 ) -> Compacted | None:
     """Ask ``compactor`` and record its answer; the history is unchanged unless it returns.
 
     ``recording()`` is called right before the ``Compacted`` record is appended (whose
     observers may run code, a cancel say): from then on there is nothing left to abort.
+    ``window`` replaces the model's window in what the policy is shown; ``over`` says the
+    provider refused the request as too long, so the policy is shown a request over the
+    window whatever the meter says.
 
     Raises:
         CompactionError: the policy failed or answered a cut that is not a turn start.
     """
     history = parts.history.update(parts.session)
-    before = parts.context()
+    metered = before = parts.context()
+    if window is not None:
+        before = attrs.evolve(before, window=window)
+    if over and before.window is not None and before.tokens <= before.window:
+        before = attrs.evolve(before, tokens=before.window + 1)
     request = CompactionRequest(
         agent_id=parts.id,
         model=parts.model,
@@ -352,7 +453,7 @@ async def compact_history(
     if recording is not None:
         recording()
     record = parts.session.append(
-        attrs.evolve(draft, turn_id=turn_id, tokens_before=before.tokens, tokens_after=after)
+        attrs.evolve(draft, turn_id=turn_id, tokens_before=metered.tokens, tokens_after=after)
     )
     parts.compacted()
     return record
