@@ -94,7 +94,8 @@ def test_registered_scheme_builds_through_its_factory() -> None:
         assert seen == ["big-model?temp=1"]
         with pytest.raises(
             ModelSpecError,
-            match=rf"known: echo, {_ECHO_FORM}, anthropic:MODEL, fake:MODEL, openai:MODEL, SPEC \| SPEC \(a chain\)$",
+            match=rf"known: echo, {_ECHO_FORM}, anthropic:MODEL, fake:MODEL, openai:MODEL, "
+            r"SPEC \| SPEC \(a chain\)$",
         ):
             model_from_spec("other:x")
         with pytest.raises(ModelSpecError, match=r"^model spec 'fake:' names no model"):

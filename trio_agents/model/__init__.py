@@ -9,11 +9,11 @@ from ._anthropic import AnthropicModel as AnthropicModel
 from ._catalog import MODELS as MODELS
 from ._catalog import ModelCatalog as ModelCatalog
 from ._catalog import ModelsPlugin as ModelsPlugin
-from ._fallback import FallbackModel as FallbackModel
 from ._errors import FALLBACK_KINDS as FALLBACK_KINDS
 from ._errors import ModelError as ModelError
 from ._errors import ModelErrorKind as ModelErrorKind
 from ._errors import ModelSpecError as ModelSpecError
+from ._fallback import FallbackModel as FallbackModel
 from ._messages import AssistantText as AssistantText
 from ._messages import ChatMessage as ChatMessage
 from ._messages import ModelRequest as ModelRequest

@@ -66,8 +66,7 @@ class FallbackModel:
 
         if isinstance(models, str) or len(models) < 2:
             raise ValueError(
-                "a FallbackModel needs two or more models, the preferred first; "
-                f"got {models!r}"
+                f"a FallbackModel needs two or more models, the preferred first; got {models!r}"
             )
         self.models: tuple[Model, ...] = tuple(
             model_from_spec(m) if isinstance(m, str) else m for m in models

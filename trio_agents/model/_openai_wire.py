@@ -332,4 +332,6 @@ def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Fa
         )
     if status >= 500 or status in _RETRY_STATUS:
         return Failure(f"{url} failed with HTTP {status}{said}", True, ModelErrorKind.SERVER)
-    return Failure(f"{url} refused the request (HTTP {status}){said}", False, ModelErrorKind.REFUSED)
+    return Failure(
+        f"{url} refused the request (HTTP {status}){said}", False, ModelErrorKind.REFUSED
+    )

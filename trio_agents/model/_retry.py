@@ -340,7 +340,9 @@ class Attempts:
                     message = failure.message
                     if cut:
                         message += f" (the error body was cut at {ERROR_BODY_LIMIT} bytes)"
-                    raise self._failure(attrs.evolve(failure, message=message), call, response.headers)
+                    raise self._failure(
+                        attrs.evolve(failure, message=message), call, response.headers
+                    )
                 async with aclosing(self._events(response, call)) as events:
                     async for event in events:
                         yield event
