@@ -46,7 +46,7 @@ def test_system_text_goes_to_the_system_field_and_max_tokens_is_sent() -> None:
         messages=(SystemText("Be brief."), SystemText("Use tools."), UserText("hi")),
         tools=(ToolSpec("now", "The time.", {"type": "object", "properties": {}}),),
     )
-    assert request_body("claude-x", request, max_tokens=1234) == {
+    assert request_body("claude-x", request, max_tokens=1234, cache=False) == {
         "model": "claude-x",
         "max_tokens": 1234,
         "stream": True,
@@ -274,14 +274,62 @@ def test_tool_use_input_is_assembled_across_deltas() -> None:
     ]
 
 
-def test_cached_input_tokens_count_as_input() -> None:
-    """input_tokens + cache_creation + cache_read is the request's input."""
+def test_cached_input_tokens_count_as_input_and_apart() -> None:
+    """input_tokens + cache_creation + cache_read is the request's input; the two cache
+    counts are kept apart too."""
     events = play(
         start(3, cache_creation_input_tokens=100, cache_read_input_tokens=40),
         message_delta("end_turn", 2),
         MESSAGE_STOP,
     )
-    assert events == [Finished(FinishReason.STOP, Usage(143, 2))]
+    usage = Usage(143, 2, cache_creation_tokens=100, cache_read_tokens=40)
+    assert events == [Finished(FinishReason.STOP, usage)]
+
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def test_cache_breakpoints_mark_tools_system_and_the_last_two_user_messages() -> None:
+    """With caching (the default) the last tool, the system text and the last block of the
+    last two user messages carry cache_control: four breakpoints, the API's most."""
+    messages = (
+        SystemText("Be brief."),
+        UserText("first"),
+        AssistantText("one"),
+        UserText("second"),
+        AssistantText("", (ToolCallPart("toolu_1", "now", {}),)),
+        ToolOutput("toolu_1", "now", "noon"),
+    )
+    specs = (
+        ToolSpec("now", "The time.", {"type": "object"}),
+        ToolSpec("later", "Later.", {"type": "object"}),
+    )
+    body = request_body("m", ModelRequest(messages=messages, tools=specs), max_tokens=5)
+    assert body["system"] == [{"type": "text", "text": "Be brief.", "cache_control": EPHEMERAL}]
+    assert [t.get("cache_control") for t in body["tools"]] == [None, EPHEMERAL]
+    marks = [
+        (m["role"], b["type"])
+        for m in body["messages"]
+        for b in m["content"]
+        if b.get("cache_control") == EPHEMERAL
+    ]
+    assert marks == [("user", "text"), ("user", "tool_result")]
+    assert body["messages"][2]["content"][-1] == {
+        "type": "text",
+        "text": "second",
+        "cache_control": EPHEMERAL,
+    }
+    assert json.dumps(body).count("cache_control") == 4
+
+
+def test_without_caching_nothing_is_marked() -> None:
+    """``cache=False`` sends the body without a single cache_control."""
+    request = ModelRequest(
+        messages=(SystemText("s"), UserText("hi")), tools=(ToolSpec("t", "T.", {}),)
+    )
+    body = request_body("m", request, max_tokens=5, cache=False)
+    assert "cache_control" not in json.dumps(body)
+    assert body["system"] == "s"
 
 
 @pytest.mark.parametrize(

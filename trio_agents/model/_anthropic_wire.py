@@ -2,7 +2,12 @@
 
 Rules:
 - ``request_body`` maps provider-neutral messages and tools to the JSON ``POST /v1/messages``
-  takes, always streaming, with ``max_tokens`` (the API requires it):
+  takes, always streaming, with ``max_tokens`` (the API requires it), and with prompt-cache
+  breakpoints (``cache_control: {"type": "ephemeral"}``, at most 4 as the API allows) unless
+  told not to: on the last tool, on the system text (then a list of one text block), and on
+  the last block of the last two user messages (the end of this request, which the next
+  step resends as its prefix, and the end of the previous one, where this request finds
+  its cached prefix). A prefix below the model's minimum is simply not cached;
   - system texts go to the ``system`` field (joined by blank lines), never into ``messages``;
   - a tool output is a ``tool_result`` block (``is_error`` when the tool failed) in a user
     message; an assistant's tool calls are ``tool_use`` blocks after its text;
@@ -130,18 +135,36 @@ def conversation(messages: Sequence[ChatMessage]) -> tuple[str, list[dict[str, A
     return "\n\n".join(system), merged
 
 
-def request_body(model: str, request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
-    """The JSON body of a streaming ``POST /v1/messages`` for ``request``."""
+def _cache_mark() -> dict[str, str]:
+    """A prompt-cache breakpoint: the prefix up to and including its block is cached."""
+    return {"type": "ephemeral"}
+
+
+def request_body(
+    model: str, request: ModelRequest, *, max_tokens: int, cache: bool = True
+) -> dict[str, Any]:
+    """The JSON body of a streaming ``POST /v1/messages`` for ``request``, with prompt-cache
+    breakpoints when ``cache`` (see the module rules)."""
     system, messages = conversation(request.messages)
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": True}
     if system:
         body["system"] = system
+        if cache:
+            body["system"] = [{"type": "text", "text": system, "cache_control": _cache_mark()}]
     body["messages"] = messages
     if request.tools:
         body["tools"] = [
             {"name": s.name, "description": s.description, "input_schema": dict(s.parameters)}
             for s in request.tools
         ]
+        if cache:
+            body["tools"][-1]["cache_control"] = _cache_mark()
+    if cache:
+        # The end of this request (its last user message) is the prefix of the next one, and
+        # the end of the previous request (the user message before) is where it is read from.
+        users = [m for m in messages if m["role"] == "user"][-2:]
+        for message in users:
+            message["content"][-1]["cache_control"] = _cache_mark()
     return body
 
 
