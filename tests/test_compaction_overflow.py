@@ -22,7 +22,7 @@ from support import FakeServer, Tools, serve
 
 import trio_agents.agent as ag
 from trio_agents.agent._meter import estimate
-from trio_agents.model import CallTool, OpenAIChatModel, ScriptedModel
+from trio_agents.model import CallTool, FallbackModel, OpenAIChatModel, ScriptedModel
 from trio_agents.session import Compacted, JsonlStore, StopReason, TurnEnded
 
 SUMMARY = "the summary so far"
@@ -189,15 +189,22 @@ async def test_a_second_context_too_long_answer_ends_the_turn(
     )
 
 
-async def test_a_too_long_prompt_with_nothing_to_compact_ends_the_turn(
-    server: FakeServer,
+async def test_a_chain_too_long_everywhere_with_nothing_to_compact_ends_the_turn(
+    server: FakeServer, nursery: trio.Nursery
 ) -> None:
-    """A first prompt too long on its own leaves nothing to summarize: the turn ends with the
-    provider's error, and no summary request is sent."""
+    """A first prompt too long for both models of a chain leaves nothing to summarize: the
+    turn ends with both refusals, and no summary request is sent."""
+    other = await serve(nursery, OPENAI_WIRE.prefix)
     server.script(window_reply(10, 500))
+    other.script(window_reply(20, 500))
+    chain = FallbackModel([model_at(server, None), model_at(other, None)])
     with trio.fail_after(30):
-        async with ag.open_runtime(model=model_at(server, None)) as root:
+        async with ag.open_runtime(model=chain) as root:
             agent = (await root.agents.create()).agent
-            with pytest.raises(ag.TurnFailedError, match=r"context_length_exceeded"):
+            with pytest.raises(
+                ag.TurnFailedError,
+                match=r"every model of the chain failed: small: the conversation is too long "
+                r".*; small: the conversation is too long",
+            ):
                 await agent.ask("x" * 2000)
-    assert len(server.seen) == 1
+    assert (len(server.seen), len(other.seen)) == (1, 1)
