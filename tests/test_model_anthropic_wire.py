@@ -15,6 +15,7 @@ from trio_agents.model import (
     Finished,
     FinishReason,
     ModelError,
+    ModelErrorKind,
     ModelEvent,
     ModelRequest,
     SystemText,
@@ -541,3 +542,57 @@ def test_x_should_retry_overrides_the_verdict() -> None:
     assert not describe_failure(
         500, body, {"x-should-retry": "false"}, url=URL, model="m"
     ).retryable
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "text", "kind", "limit"),
+    [
+        (401, "authentication_error", "invalid x-api-key", ModelErrorKind.AUTH, None),
+        (403, "permission_error", "no", ModelErrorKind.AUTH, None),
+        (404, "not_found_error", "model: x", ModelErrorKind.NOT_FOUND, None),
+        (
+            400,
+            "invalid_request_error",
+            "prompt is too long: 215000 tokens > 200000 maximum",
+            ModelErrorKind.CONTEXT_TOO_LONG,
+            200000,
+        ),
+        (
+            400,
+            "invalid_request_error",
+            "input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, "
+            "decrease input length or `max_tokens` and try again",
+            ModelErrorKind.CONTEXT_TOO_LONG,
+            200000,
+        ),
+        (429, "rate_limit_error", "slow down", ModelErrorKind.RATE_LIMITED, None),
+        (529, "overloaded_error", "Overloaded", ModelErrorKind.OVERLOADED, None),
+        (500, "api_error", "boom", ModelErrorKind.SERVER, None),
+        (400, "invalid_request_error", "messages: bad", ModelErrorKind.REFUSED, None),
+    ],
+    ids=["401", "403", "404", "too-long", "with-max-tokens", "429", "529", "500", "400"],
+)
+def test_error_responses_say_their_kind_and_the_reported_window(
+    status: int, error_type: str, text: str, kind: ModelErrorKind, limit: int | None
+) -> None:
+    """Each API error has the kind a fallback chain and a turn act on, and a "too long" one
+    the window it states (the prompt alone, or with max_tokens)."""
+    failure = describe_failure(status, error_body(error_type, text), {}, url=URL, model="m")
+    assert (failure.kind, failure.limit) == (kind, limit)
+
+
+@pytest.mark.parametrize(
+    ("error_type", "kind"),
+    [
+        ("overloaded_error", ModelErrorKind.OVERLOADED),
+        ("rate_limit_error", ModelErrorKind.RATE_LIMITED),
+        ("api_error", ModelErrorKind.SERVER),
+        ("invalid_request_error", ModelErrorKind.BROKEN),
+    ],
+)
+def test_an_error_event_says_its_kind(error_type: str, kind: ModelErrorKind) -> None:
+    """An ``error`` event mid-stream has the kind of its error type."""
+    event = json.dumps({"type": "error", "error": {"type": error_type, "message": "m"}})
+    with pytest.raises(StreamFailure) as caught:
+        EventAssembler(URL).feed(event)
+    assert caught.value.kind is kind
