@@ -92,7 +92,7 @@ async def test_a_history_three_times_the_window_is_compacted_in_chunks_and_answe
             records = agent.session.records
     *summaries, answered = [seen.body for seen in server.seen]
     assert len(summaries) > 3
-    assert all(tokens(body) <= window // 2 for body in summaries)
+    assert all(tokens(body) <= 3 * window // 4 for body in summaries)
     assert tokens(answered) <= 0.8 * window
     # Every chunk after the first carries the summary so far.
     assert all(SUMMARY in body["messages"][0]["content"] for body in summaries[1:])
@@ -122,7 +122,7 @@ async def test_tool_outputs_are_cut_first_so_one_summary_request_fits(
             assert agent.context.tokens > 3 * 2000
             assert await agent.ask("what now?") == "carrying on"
     summary, answered = (seen.body for seen in server.seen)
-    assert tokens(summary) <= 1000
+    assert tokens(summary) <= 1500
     transcript = summary["messages"][0]["content"]
     for i in range(3):
         assert re.search(rf"head{i}:y+ \[\.\.\. \d+ characters cut \.\.\.\] y+:tail{i}", transcript)
@@ -148,7 +148,7 @@ async def test_a_context_too_long_answer_compacts_and_retries_the_step_once(
             records = agent.session.records
     refused, summary, retried = (seen.body for seen in server.seen)
     assert tokens(refused) > 2000
-    assert tokens(summary) <= 1000
+    assert tokens(summary) <= 1500
     assert tokens(retried) <= 2000
     assert (
         retried["messages"][-1]

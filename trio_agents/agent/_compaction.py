@@ -19,10 +19,18 @@ Design:
 - The default policy keeps the last ``keep_turns`` turns (fewer when they alone would fill
   half of the threshold; the turn being run is always kept) and asks a model (the agent's
   own, or the one it was given) for a summary of the older messages, previous summary
-  included. The
-  older messages are sent as a transcript in the system text, so any provider accepts the
-  request whatever tool calls it holds; the transcript is clipped, oldest part first, to fit
-  the summarizer's own window.
+  included. The older messages are sent as a transcript in the system text, so any provider
+  accepts the request whatever tool calls it holds.
+- A summary request is never sent over the window: with a known window (the summarizer's,
+  and for the agent's own model also the one a provider reported), one request holds at most
+  three quarters of it by the estimate (the rest is for the answer and the estimate's error).
+  A transcript too long for that has its tool outputs cut first (head and tail kept, each to
+  a quarter of a request), then is summarized in chunks, in order, each request carrying the
+  summary so far (itself cut to the room kept for it). A window too small to hold the
+  instructions and some transcript is a :class:`CompactionError` before anything is sent.
+- A provider's "context too long" answer to a turn's request (``ModelErrorKind.
+  CONTEXT_TOO_LONG``) compacts with the window it reported, if any, and the turn sends the
+  step once more (:func:`compact_after`); a second refusal ends the turn.
 """
 
 from __future__ import annotations
@@ -223,11 +231,15 @@ class SummarizingCompactor:
         lines = _transcript_lines(older)
         if window is None:
             return await self._ask(model, _conversation("\n".join(t for t, _ in lines)), ask)
-        room = (window // 2 - 2 * TOKENS_PER_MESSAGE) * CHARS_PER_TOKEN - _FIXED_CHARS
+        # The request's own text besides the transcript and the summary so far.
+        fixed = len(_SUMMARIZER) + len(_SO_FAR) + len(_WENT_ON) + len(ask)
+        usable = window * _REQUEST_SHARE_NUM // _REQUEST_SHARE_DEN - 2 * TOKENS_PER_MESSAGE
+        room = usable * CHARS_PER_TOKEN - fixed
         reserve = min(self.summary_words * _CHARS_PER_WORD, room // 2)
         chunk_room = room - reserve
         if chunk_room < _MIN_CHUNK:
-            needed = 2 * (-(-(_FIXED_CHARS + _MIN_CHUNK * 2) // CHARS_PER_TOKEN))
+            least = -(-(2 * _MIN_CHUNK + fixed) // CHARS_PER_TOKEN) + 2 * TOKENS_PER_MESSAGE
+            needed = -(-least * _REQUEST_SHARE_DEN // _REQUEST_SHARE_NUM)
             raise CompactionError(
                 f"compaction failed: the summarizer model {model.name!r} has a context window "
                 f"of {window} tokens, too small for a summary request (it needs at least "
@@ -241,10 +253,7 @@ class SummarizingCompactor:
             if not summary:
                 system = _conversation(chunk)
             else:
-                system = (
-                    f"{_SUMMARIZER}\n\nThe summary of the conversation so far:\n\n"
-                    f"{_cut(summary, reserve)}\n\nHow it went on:\n\n{chunk}"
-                )
+                system = f"{_SUMMARIZER}{_SO_FAR}{_cut(summary, reserve)}{_WENT_ON}{chunk}"
             summary = await self._ask(model, system, ask)
         return summary
 
@@ -273,13 +282,16 @@ class SummarizingCompactor:
         return summary
 
 
-#: Characters of a summary request besides the transcript and the summary so far: the
-#: instructions, the headings and the ask (a generous bound).
-_FIXED_CHARS = len(_SUMMARIZER) + 200
+#: The headings of a later chunk's request: the summary so far, then the next chunk.
+_SO_FAR = "\n\nThe summary of the conversation so far:\n\n"
+_WENT_ON = "\n\nHow it went on:\n\n"
+#: The share of the summarizer's window one request may fill (3/4): the rest is for its
+#: answer and for the error of the estimate of 4 characters a token.
+_REQUEST_SHARE_NUM, _REQUEST_SHARE_DEN = 3, 4
 #: Characters kept for the summary so far in a later chunk's request, per word asked for.
 _CHARS_PER_WORD = 8
 #: The fewest characters of transcript one summary request must hold to be worth sending.
-_MIN_CHUNK = 400
+_MIN_CHUNK = 200
 
 
 def _conversation(transcript: str) -> str:

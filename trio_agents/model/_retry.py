@@ -11,6 +11,12 @@ Rules:
   then ``Retry-After`` as seconds or an HTTP date, at most 60 s), else ``backoff``: an
   exponential step (0.5 s, 1 s, 2 s, ... capped at 8 s), up to a quarter shorter (jitter).
 - ``gave_up`` adds the number of attempts to the last failure's message.
+- Every :class:`ModelError` the driver raises has a kind (``ModelErrorKind``): the one the
+  provider's ``describe`` gave the failure (``Failure.kind``, with the window a "too long"
+  answer reported, ``Failure.limit``); ``UNREACHABLE`` for a connection that failed or a
+  deadline that passed before any output; ``BROKEN`` for anything that failed after output
+  and for an answer the assembler could not use. So a caller (a fallback chain, a turn)
+  tells a rate limit waited out in vain from an outage or a conversation too long.
 - Bounds (:class:`StreamSettings`): ``timeout`` is the idle bound, seconds to connect and
   between two reads of the network (a keep-alive comment is a read: the connection is alive);
   ``deadline`` bounds the whole ``stream()`` call, attempts and waits included, so a server
