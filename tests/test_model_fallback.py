@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from answer_streams import ANTHROPIC_WIRE, OPENAI_WIRE, Wire
 from support import FakeServer, Reply, serve
 
 import trio_agents.agent as ag
+from trio_agents.cli._config import ConfigFileError, load_config
 from trio_agents.model import (
     AnthropicModel,
     FallbackModel,
@@ -269,3 +271,19 @@ def test_preflight_passes_when_one_model_can_answer(monkeypatch: pytest.MonkeyPa
     preflight(model_from_spec("openai:gpt-4o | echo"))
     with pytest.raises(ModelError, match=r"^OPENAI_API_KEY is not set; export it"):
         preflight(model_from_spec("openai:gpt-4o | anthropic:claude-haiku-4-5"))
+
+
+def test_a_config_file_takes_a_list_of_models_as_a_chain(tmp_path: Path) -> None:
+    """``model = [SPEC, SPEC]`` in a configuration file (the default, or an agent's) is the
+    chain ``SPEC | SPEC``; a bad member is reported with where it is."""
+    path = tmp_path / "agents.toml"
+    path.write_text(
+        'model = ["echo?context_window=900", "echo"]\n'
+        '[[agents]]\nid = "a"\nmodel = ["echo", "echo?delay=1"]\n'
+    )
+    config = load_config(path)
+    assert config.model == "echo?context_window=900 | echo"
+    assert [agent.model for agent in config.agents] == ["echo | echo?delay=1"]
+    path.write_text('model = ["echo", "nope"]\n')
+    with pytest.raises(ConfigFileError, match=r"model: unknown model spec 'nope'; known: "):
+        load_config(path)
