@@ -208,3 +208,65 @@ async def test_a_chain_too_long_everywhere_with_nothing_to_compact_ends_the_turn
             ):
                 await agent.ask("x" * 2000)
     assert (len(server.seen), len(other.seen)) == (1, 1)
+
+
+async def test_a_history_that_fits_one_summary_request_is_sent_whole(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    """A history a little over the threshold fits one summary request: nothing is cut, and
+    the request is under three quarters of the window."""
+    window = 4000
+    small = [(f"#{i:02d} " + "w" * 596, [f"#{i:02d} " + "a" * 596]) for i in range(7)]
+    large = [(f"#{i:02d} " + "W" * 1296, [f"#{i:02d} " + "A" * 1296]) for i in (7, 8)]
+    await write_history(tmp_path, small + large)
+    server.script(OPENAI_WIRE.answer(SUMMARY), OPENAI_WIRE.answer("done"))
+    with trio.fail_after(30):
+        async with ag.open_runtime(store=JsonlStore(tmp_path)) as root:
+            agent = (await root.agents.resume("long", model=model_at(server, window))).agent
+            assert agent.context.tokens > 0.8 * window
+            assert await agent.ask("what now?") == "done"
+    summary, _ = (seen.body for seen in server.seen)
+    assert tokens(summary) <= 3 * window // 4
+    transcript = summary["messages"][0]["content"]
+    assert "characters cut" not in transcript
+    assert "How it went on" not in transcript
+    assert f"[user] #00 {'w' * 596}" in transcript
+
+
+@attrs.define
+class Recording:
+    """A policy that is never due by itself, keeps only the turn being run, and records what
+    it was shown."""
+
+    shown: list[ag.CompactionRequest] = attrs.Factory(list)
+
+    def due(self, context: ag.ContextUsage) -> bool:
+        return False
+
+    async def compact(self, request: ag.CompactionRequest) -> ag.Compaction | None:
+        self.shown.append(request)
+        return ag.Compaction(summary="", kept_from_seq=request.turns[-1].seq)
+
+
+async def test_a_policy_is_shown_the_window_the_provider_reported(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    """The model declares 100000 tokens and the meter counts about 6100, so the request fits;
+    the provider counts more and says 8000: the policy is shown a request over a window of
+    8000, the record keeps the metered size, and the step is sent again."""
+    turns = [(f"task {i}", [[CallTool("dump", {"n": i})], f"done {i}"]) for i in range(3)]
+    await write_history(tmp_path, turns)
+    server.script(window_reply(8000, 9000), OPENAI_WIRE.answer("fits now"))
+    policy = Recording()
+    with trio.fail_after(30):
+        async with ag.open_runtime(store=JsonlStore(tmp_path), compactor=policy) as root:
+            agent = (await root.agents.resume("long", model=model_at(server, 100_000))).agent
+            metered = agent.context.tokens
+            assert await agent.ask("what now?") == "fits now"
+            records = agent.session.records
+    [shown] = policy.shown
+    assert (shown.context.window, shown.context.tokens) == (8000, 8001)
+    assert shown.turn_id == "t-4"
+    [compacted] = [r for r in records if isinstance(r, Compacted)]
+    assert metered < compacted.tokens_before < 8000
+    assert len(server.seen) == 2

@@ -253,6 +253,9 @@ def test_a_chain_spec_is_checked_member_by_member() -> None:
     assert isinstance(chained, FallbackModel)
     assert chained.name == "echo | echo | echo"
     assert chained.context_window == 500  # a request sized to it fits every member
+    assert repr(chained) == "<FallbackModel 'echo | echo | echo'>"
+    assert FallbackModel(["echo", "echo"]).context_window is None
+    assert FallbackModel(["echo", "echo"], context_window=300).context_window == 300
 
 
 def test_a_chain_needs_two_models() -> None:
