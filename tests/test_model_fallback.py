@@ -8,6 +8,7 @@ models, as the provider tests do; the others run on real time under ``trio.fail_
 
 from __future__ import annotations
 
+import os
 import re
 from contextlib import aclosing
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 import trio
 import trio.testing
 from answer_streams import ANTHROPIC_WIRE, OPENAI_WIRE, Wire
-from support import FakeServer, Reply, serve
+from support import TRIO_AGENTS, FakeServer, Reply, serve
 
 import trio_agents.agent as ag
 from trio_agents.cli._config import ConfigFileError, load_config
@@ -290,3 +291,22 @@ def test_a_config_file_takes_a_list_of_models_as_a_chain(tmp_path: Path) -> None
     path.write_text('model = ["echo", "nope"]\n')
     with pytest.raises(ConfigFileError, match=r"model: unknown model spec 'nope'; known: "):
         load_config(path)
+
+
+async def test_the_command_answers_through_a_chain(
+    primary: FakeServer, backup: FakeServer, tmp_path: Path
+) -> None:
+    """``trio-agents run --model "SPEC | SPEC"``: a refused key on the first model, and the
+    installed command prints the second model's answer and exits 0."""
+    primary.script(OPENAI_WIRE.failure(401, "bad key"))
+    backup.script(ANTHROPIC_WIRE.answer("pong"))
+    spec = f"{OPENAI_WIRE.spec(primary, 'first')} | {ANTHROPIC_WIRE.spec(backup, 'second')}"
+    env = {**os.environ, "NO_COLOR": "1", "OPENAI_API_KEY": "sk-x", "ANTHROPIC_API_KEY": "sk-y"}
+    env.pop("TRIO_AGENTS_DEBUG", None)
+    command = [str(TRIO_AGENTS), "run", "ping", "--model", spec, "--store", str(tmp_path)]
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            command, capture_stdout=True, capture_stderr=True, env=env, check=False
+        )
+    assert (done.returncode, done.stdout) == (0, b"pong\n"), done.stderr.decode()
+    assert (len(primary.seen), len(backup.seen)) == (1, 1)
