@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import attrs
+from support import FakeServer, Reply
 
 
 def sse(data: dict[str, Any]) -> bytes:
@@ -79,6 +80,25 @@ class Wire:
         stop = "tool_use" if reason == "tool_calls" else "end_turn"
         delta = {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {}}
         return [sse(delta), sse({"type": "message_stop"})]
+
+    def answer(self, text: str) -> Reply:
+        """A whole answer saying ``text``."""
+        return Reply(chunks=[*self.opening(), self.text(text), *self.closing()])
+
+    def failure(self, status: int, message: str, code: str = "", **headers: str) -> Reply:
+        """An error response in the provider's shape (``code``: OpenAI's ``code``,
+        Anthropic's error ``type``); ``retry_after="2"`` is the header ``retry-after: 2``."""
+        if self.scheme == "openai":
+            body: dict[str, Any] = {"error": {"message": message, "code": code or None}}
+        else:
+            body = {"type": "error", "error": {"type": code or "api_error", "message": message}}
+        pairs = tuple((k.replace("_", "-"), v) for k, v in headers.items())
+        return Reply(status, pairs, [json.dumps(body).encode()])
+
+    def spec(self, server: FakeServer, name: str, query: str = "") -> str:
+        """The spec of model ``name`` served by ``server`` (``query``: more parameters)."""
+        more = f"&{query}" if query else ""
+        return f"{self.scheme}:{name}?base_url={server.url}{more}"
 
 
 OPENAI_WIRE = Wire("openai", "/v1", "/chat/completions")

@@ -516,22 +516,42 @@ def test_a_compacted_history_is_the_summary_and_the_fold_of_the_kept_records(
     assert history.size() == (sum(message_chars(m) for m in expected), len(expected))
 
 
-async def test_the_transcript_is_clipped_to_the_summarizers_window() -> None:
-    """The summary request fits the summarizer's own window: the transcript keeps its newest
-    part (half the window, in characters at 4 per token) and says that it was cut."""
+async def test_the_summary_requests_fit_the_summarizers_own_window() -> None:
+    """A transcript too long for the summarizer's window is summarized in chunks: every
+    request is under three quarters of that window, later ones carry the summary so far, and
+    every older message reaches one of them."""
+    small = Witness(name="small", context_window=800)
+    policy = ag.SummarizingCompactor(model=small, keep_turns=1)
+    async with ag.open_runtime(model=Witness(context_window=None), compactor=policy) as root:
+        agent = (await root.agents.create()).agent
+        await _turns(agent, range(16))
+        assert await agent.compact() is not None
+    assert len(small.seen) > 1
+    assert all(_tokens(request) <= 600 for request in small.seen)
+    ask = UserText("Summarize the conversation above in at most 200 words.")
+    assert all(request[1] == ask for request in small.seen)
+    assert all("The summary of the conversation so far:" in r[0].content for r in small.seen[1:])
+    sent = "".join(request[0].content for request in small.seen)
+    assert all(f"[user] {_prompt(i)}" in sent for i in range(15))
+
+
+async def test_a_summarizer_window_too_small_for_any_request_is_a_clear_error() -> None:
+    """A summarizer whose window cannot hold the instructions and some transcript is refused
+    with one line naming the window, and nothing is sent to it."""
     small = Witness(name="small", context_window=40)
     policy = ag.SummarizingCompactor(model=small, keep_turns=1)
     async with ag.open_runtime(model=Witness(context_window=None), compactor=policy) as root:
         agent = (await root.agents.create()).agent
         await _turns(agent, range(3))
-        assert await agent.compact() is not None
-    [(system, ask)] = small.seen
-    assert isinstance(system, SystemText)
-    transcript = system.content.split("The conversation:\n\n", 1)[1]
-    assert transcript.startswith("[the oldest part is cut off]\n")
-    assert len(transcript) == len("[the oldest part is cut off]\n") + 40 // 2 * 4
-    assert transcript.endswith(_prompt(1))  # the last 80 characters: the newest answer
-    assert ask == UserText("Summarize the conversation above in at most 200 words.")
+        with pytest.raises(
+            ag.CompactionError,
+            match=r"^compaction failed: the summarizer model 'small' has a context window of 40 "
+            r"tokens, too small for a summary request \(it needs at least \d+\); give the "
+            r"compactor a model with a larger window \(SummarizingCompactor\(model=\.\.\.\)\); "
+            r"the history is unchanged$",
+        ):
+            await agent.compact()
+    assert small.seen == []
 
 
 class _OldModel:

@@ -97,8 +97,9 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._factory": frozenset({"AGENT_FACTORY", "FactoryPlugin"}),
     "trio_agents.agent._compaction": frozenset(
-        {"CompactionParts", "compact_history", "fit_window"}
+        {"CompactionParts", "compact_after", "compact_history", "fit_window"}
     ),
+    "trio_agents.agent._usage": frozenset({"usage_record"}),
     "trio_agents.agent._history": frozenset(
         {"SUMMARY_HEADING", "History", "Messages", "message_chars"}
     ),
@@ -244,6 +245,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "StreamSettings",
             "backoff",
             "gave_up",
+            "reported_limit",
             "retry_after",
             "retryable_transport",
             "transport_message",

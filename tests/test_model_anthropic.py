@@ -138,7 +138,7 @@ async def test_text_streams_as_deltas_with_usage(server: FakeServer) -> None:
     is a streaming POST /v1/messages with the key, the version, system and max_tokens."""
     server.script(text_reply("Hel", "lo", "!"))
     with trio.fail_after(10):
-        events = await collect(local(server, max_tokens=321))
+        events = await collect(local(server, max_tokens=321, cache=False))
     assert events == [
         TextDelta("Hel"),
         TextDelta("lo"),
@@ -461,7 +461,8 @@ async def test_an_agent_round_trips_a_tool_call_through_the_spec(
         ),
         text_reply("x ", "is ", "42"),
     )
-    model = model_from_spec(f"anthropic:claude-test?base_url={server.url}&max_tokens=99")
+    spec = f"anthropic:claude-test?base_url={server.url}&max_tokens=99&cache=0"
+    model = model_from_spec(spec)
     with trio.fail_after(10):
         async with ag.open_runtime(store=JsonlStore(tmp_path), model=model) as root:
             await root.plugin(Tools(LOOKUP))
@@ -514,7 +515,7 @@ async def test_the_command_runs_a_prompt_on_an_anthropic_spec(
     """`trio-agents run --model anthropic:...` prints the streamed answer; a refused key is
     one line on stderr and a failing exit."""
     server.script(text_reply("pong"), error_reply(401, "authentication_error", "invalid x-api-key"))
-    spec = f"anthropic:claude-test?base_url={server.url}&max_retries=0"
+    spec = f"anthropic:claude-test?base_url={server.url}&max_retries=0&cache=0"
     store = str(tmp_path / "sessions")
     done = await run_command("run", "ping", "--model", spec, "--store", store)
     assert (done.returncode, done.stdout) == (0, b"pong\n"), done.stderr.decode()
@@ -551,8 +552,9 @@ def test_the_anthropic_scheme_builds_the_model_with_its_parameters() -> None:
         (
             "anthropic:m?temperature=1",
             r"anthropic takes base_url, max_tokens, timeout, deadline, max_line, max_retries, "
-            r"max_answer and context_window \(got 'temperature'\)$",
+            r"max_answer, context_window and cache \(got 'temperature'\)$",
         ),
+        ("anthropic:m?cache=yes", r"cache must be 0 or 1, got 'yes'$"),
         ("anthropic:m?max_tokens=0", r"max_tokens must be a whole number >= 1, got '0'$"),
         ("anthropic:m?max_tokens=lots", r"max_tokens must be a whole number >= 1, got 'lots'$"),
         ("anthropic:m?timeout=0", r"timeout must be a number of seconds > 0, got '0'$"),

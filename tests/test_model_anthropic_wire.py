@@ -15,6 +15,7 @@ from trio_agents.model import (
     Finished,
     FinishReason,
     ModelError,
+    ModelErrorKind,
     ModelEvent,
     ModelRequest,
     SystemText,
@@ -46,7 +47,7 @@ def test_system_text_goes_to_the_system_field_and_max_tokens_is_sent() -> None:
         messages=(SystemText("Be brief."), SystemText("Use tools."), UserText("hi")),
         tools=(ToolSpec("now", "The time.", {"type": "object", "properties": {}}),),
     )
-    assert request_body("claude-x", request, max_tokens=1234) == {
+    assert request_body("claude-x", request, max_tokens=1234, cache=False) == {
         "model": "claude-x",
         "max_tokens": 1234,
         "stream": True,
@@ -274,14 +275,62 @@ def test_tool_use_input_is_assembled_across_deltas() -> None:
     ]
 
 
-def test_cached_input_tokens_count_as_input() -> None:
-    """input_tokens + cache_creation + cache_read is the request's input."""
+def test_cached_input_tokens_count_as_input_and_apart() -> None:
+    """input_tokens + cache_creation + cache_read is the request's input; the two cache
+    counts are kept apart too."""
     events = play(
         start(3, cache_creation_input_tokens=100, cache_read_input_tokens=40),
         message_delta("end_turn", 2),
         MESSAGE_STOP,
     )
-    assert events == [Finished(FinishReason.STOP, Usage(143, 2))]
+    usage = Usage(143, 2, cache_creation_tokens=100, cache_read_tokens=40)
+    assert events == [Finished(FinishReason.STOP, usage)]
+
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def test_cache_breakpoints_mark_tools_system_and_the_last_two_user_messages() -> None:
+    """With caching (the default) the last tool, the system text and the last block of the
+    last two user messages carry cache_control: four breakpoints, the API's most."""
+    messages = (
+        SystemText("Be brief."),
+        UserText("first"),
+        AssistantText("one"),
+        UserText("second"),
+        AssistantText("", (ToolCallPart("toolu_1", "now", {}),)),
+        ToolOutput("toolu_1", "now", "noon"),
+    )
+    specs = (
+        ToolSpec("now", "The time.", {"type": "object"}),
+        ToolSpec("later", "Later.", {"type": "object"}),
+    )
+    body = request_body("m", ModelRequest(messages=messages, tools=specs), max_tokens=5)
+    assert body["system"] == [{"type": "text", "text": "Be brief.", "cache_control": EPHEMERAL}]
+    assert [t.get("cache_control") for t in body["tools"]] == [None, EPHEMERAL]
+    marks = [
+        (m["role"], b["type"])
+        for m in body["messages"]
+        for b in m["content"]
+        if b.get("cache_control") == EPHEMERAL
+    ]
+    assert marks == [("user", "text"), ("user", "tool_result")]
+    assert body["messages"][2]["content"][-1] == {
+        "type": "text",
+        "text": "second",
+        "cache_control": EPHEMERAL,
+    }
+    assert json.dumps(body).count("cache_control") == 4
+
+
+def test_without_caching_nothing_is_marked() -> None:
+    """``cache=False`` sends the body without a single cache_control."""
+    request = ModelRequest(
+        messages=(SystemText("s"), UserText("hi")), tools=(ToolSpec("t", "T.", {}),)
+    )
+    body = request_body("m", request, max_tokens=5, cache=False)
+    assert "cache_control" not in json.dumps(body)
+    assert body["system"] == "s"
 
 
 @pytest.mark.parametrize(
@@ -493,3 +542,57 @@ def test_x_should_retry_overrides_the_verdict() -> None:
     assert not describe_failure(
         500, body, {"x-should-retry": "false"}, url=URL, model="m"
     ).retryable
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "text", "kind", "limit"),
+    [
+        (401, "authentication_error", "invalid x-api-key", ModelErrorKind.AUTH, None),
+        (403, "permission_error", "no", ModelErrorKind.AUTH, None),
+        (404, "not_found_error", "model: x", ModelErrorKind.NOT_FOUND, None),
+        (
+            400,
+            "invalid_request_error",
+            "prompt is too long: 215000 tokens > 200000 maximum",
+            ModelErrorKind.CONTEXT_TOO_LONG,
+            200000,
+        ),
+        (
+            400,
+            "invalid_request_error",
+            "input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, "
+            "decrease input length or `max_tokens` and try again",
+            ModelErrorKind.CONTEXT_TOO_LONG,
+            200000,
+        ),
+        (429, "rate_limit_error", "slow down", ModelErrorKind.RATE_LIMITED, None),
+        (529, "overloaded_error", "Overloaded", ModelErrorKind.OVERLOADED, None),
+        (500, "api_error", "boom", ModelErrorKind.SERVER, None),
+        (400, "invalid_request_error", "messages: bad", ModelErrorKind.REFUSED, None),
+    ],
+    ids=["401", "403", "404", "too-long", "with-max-tokens", "429", "529", "500", "400"],
+)
+def test_error_responses_say_their_kind_and_the_reported_window(
+    status: int, error_type: str, text: str, kind: ModelErrorKind, limit: int | None
+) -> None:
+    """Each API error has the kind a fallback chain and a turn act on, and a "too long" one
+    the window it states (the prompt alone, or with max_tokens)."""
+    failure = describe_failure(status, error_body(error_type, text), {}, url=URL, model="m")
+    assert (failure.kind, failure.limit) == (kind, limit)
+
+
+@pytest.mark.parametrize(
+    ("error_type", "kind"),
+    [
+        ("overloaded_error", ModelErrorKind.OVERLOADED),
+        ("rate_limit_error", ModelErrorKind.RATE_LIMITED),
+        ("api_error", ModelErrorKind.SERVER),
+        ("invalid_request_error", ModelErrorKind.BROKEN),
+    ],
+)
+def test_an_error_event_says_its_kind(error_type: str, kind: ModelErrorKind) -> None:
+    """An ``error`` event mid-stream has the kind of its error type."""
+    event = json.dumps({"type": "error", "error": {"type": error_type, "message": "m"}})
+    with pytest.raises(StreamFailure) as caught:
+        EventAssembler(URL).feed(event)
+    assert caught.value.kind is kind

@@ -13,6 +13,7 @@ from trio_agents.model import (
     Finished,
     FinishReason,
     ModelError,
+    ModelErrorKind,
     ModelRequest,
     ModelSpecError,
     OpenAIChatModel,
@@ -429,3 +430,50 @@ def test_other_error_shapes_are_read_or_left_out(status: int, body: bytes, messa
     failure = describe_failure(status, body, url=URL, model="gpt-9")
     assert not failure.retryable
     assert re.search(message, failure.message), failure.message
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind", "limit"),
+    [
+        (401, _error("Incorrect API key"), ModelErrorKind.AUTH, None),
+        (403, _error("Forbidden"), ModelErrorKind.AUTH, None),
+        (429, _error("quota", "insufficient_quota"), ModelErrorKind.AUTH, None),
+        (404, _error("no model", "model_not_found"), ModelErrorKind.NOT_FOUND, None),
+        (
+            400,
+            _error(
+                "This model's maximum context length is 128000 tokens. However, your messages "
+                "resulted in 204308 tokens.",
+                "context_length_exceeded",
+            ),
+            ModelErrorKind.CONTEXT_TOO_LONG,
+            128000,
+        ),
+        (429, _error("Rate limit reached"), ModelErrorKind.RATE_LIMITED, None),
+        (503, b"busy", ModelErrorKind.SERVER, None),
+        (400, _error("bad field"), ModelErrorKind.REFUSED, None),
+    ],
+    ids=["401", "403", "quota", "404", "too-long", "429", "503", "400"],
+)
+def test_error_responses_say_their_kind_and_the_reported_window(
+    status: int, body: bytes, kind: ModelErrorKind, limit: int | None
+) -> None:
+    """Each error response has the kind a fallback chain and a turn act on, and a "too long"
+    one the window it states."""
+    failure = describe_failure(status, body, url=URL, model="gpt-9")
+    assert (failure.kind, failure.limit) == (kind, limit)
+
+
+def test_cached_prompt_tokens_are_counted_apart() -> None:
+    """``prompt_tokens_details.cached_tokens`` (OpenAI's automatic prompt cache) is the
+    request's cache read; the prompt tokens include it."""
+    assembler = ChunkAssembler(URL)
+    assembler.feed(chunk({"content": "hi"}, "stop"))
+    usage = {
+        "prompt_tokens": 2006,
+        "completion_tokens": 3,
+        "prompt_tokens_details": {"cached_tokens": 1920},
+    }
+    assembler.feed(json.dumps({"choices": [], "usage": usage}))
+    assembler.feed("[DONE]")
+    assert assembler.end() == [Finished(FinishReason.STOP, Usage(2006, 3, cache_read_tokens=1920))]

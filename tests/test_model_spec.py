@@ -75,7 +75,7 @@ def test_unknown_spec_lists_the_known_forms(spec: str) -> None:
     with pytest.raises(
         ModelSpecError,
         match=rf"^unknown model spec {spec!r}; known: echo, {_ECHO_FORM}, "
-        r"anthropic:MODEL, openai:MODEL$",
+        r"anthropic:MODEL, openai:MODEL, SPEC \| SPEC \(a chain\)$",
     ):
         model_from_spec(spec)
 
@@ -94,7 +94,8 @@ def test_registered_scheme_builds_through_its_factory() -> None:
         assert seen == ["big-model?temp=1"]
         with pytest.raises(
             ModelSpecError,
-            match=rf"known: echo, {_ECHO_FORM}, anthropic:MODEL, fake:MODEL, openai:MODEL$",
+            match=rf"known: echo, {_ECHO_FORM}, anthropic:MODEL, fake:MODEL, openai:MODEL, "
+            r"SPEC \| SPEC \(a chain\)$",
         ):
             model_from_spec("other:x")
         with pytest.raises(ModelSpecError, match=r"^model spec 'fake:' names no model"):

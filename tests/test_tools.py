@@ -16,7 +16,7 @@ import trio.testing
 
 import trio_agents.agent as ag
 from trio_agents.agent._tool_signature import tool
-from trio_agents.agent._tools import (
+from trio_agents.agent import (
     Tool,
     ToolContext,
     ToolNameInUseError,

@@ -19,10 +19,18 @@ Design:
 - The default policy keeps the last ``keep_turns`` turns (fewer when they alone would fill
   half of the threshold; the turn being run is always kept) and asks a model (the agent's
   own, or the one it was given) for a summary of the older messages, previous summary
-  included. The
-  older messages are sent as a transcript in the system text, so any provider accepts the
-  request whatever tool calls it holds; the transcript is clipped, oldest part first, to fit
-  the summarizer's own window.
+  included. The older messages are sent as a transcript in the system text, so any provider
+  accepts the request whatever tool calls it holds.
+- A summary request is never sent over the window: with a known window (the summarizer's,
+  and for the agent's own model also the one a provider reported), one request holds at most
+  three quarters of it by the estimate (the rest is for the answer and the estimate's error).
+  A transcript too long for that has its tool outputs cut first (head and tail kept, each to
+  a quarter of a request), then is summarized in chunks, in order, each request carrying the
+  summary so far (itself cut to the room kept for it). A window too small to hold the
+  instructions and some transcript is a :class:`CompactionError` before anything is sent.
+- A provider's "context too long" answer to a turn's request (``ModelErrorKind.
+  CONTEXT_TOO_LONG``) compacts with the window it reported, if any, and the turn sends the
+  step once more (:func:`compact_after`); a second refusal ends the turn.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from ..model import (
     Finished,
     Model,
     ModelError,
+    ModelErrorKind,
     ModelRequest,
     SystemText,
     TextDelta,
@@ -52,7 +61,7 @@ from ..model import (
 )
 from ..session import Compacted
 from ._history import TurnMark, message_chars
-from ._meter import CHARS_PER_TOKEN, ContextUsage, estimate
+from ._meter import CHARS_PER_TOKEN, TOKENS_PER_MESSAGE, ContextUsage, estimate
 
 if TYPE_CHECKING:
     from ..model import ToolSpec
@@ -69,6 +78,7 @@ __all__ = [
     "CompactionRequest",
     "Compactor",
     "SummarizingCompactor",
+    "compact_after",
     "compact_history",
     "fit_window",
 ]
@@ -208,22 +218,55 @@ class SummarizingCompactor:
         if not older:
             return None
         model = self.model if self.model is not None else request.model
-        summary = await self._summarize(model, older)
+        limit: int | None = getattr(model, "context_window", None)
+        if self.model is None and window is not None:
+            # The agent's own model: the window it is held to now (a provider may have
+            # reported a smaller one than the model declares).
+            limit = window if limit is None else min(limit, window)
+        summary = await self._summarize(model, older, limit)
         return Compaction(summary=summary, kept_from_seq=turns[first].seq)
 
-    async def _summarize(self, model: Model, older: Sequence[ChatMessage]) -> str:
-        transcript = _clip(_transcript(older), getattr(model, "context_window", None))
-        ask = ModelRequest(
-            messages=(
-                SystemText(f"{_SUMMARIZER}\n\nThe conversation:\n\n{transcript}"),
-                UserText(
-                    f"Summarize the conversation above in at most {self.summary_words} words."
-                ),
+    async def _summarize(
+        self, model: Model, older: Sequence[ChatMessage], window: int | None
+    ) -> str:
+        """The summary of ``older``, in requests that each fit ``window`` (see the module
+        rules); chunk after chunk, each request carries the summary so far."""
+        ask = f"Summarize the conversation above in at most {self.summary_words} words."
+        lines = _transcript_lines(older)
+        if window is None:
+            return await self._ask(model, _conversation("\n".join(t for t, _ in lines)), ask)
+        # The request's own text besides the transcript and the summary so far.
+        fixed = len(_SUMMARIZER) + len(_SO_FAR) + len(_WENT_ON) + len(ask)
+        usable = window * _REQUEST_SHARE_NUM // _REQUEST_SHARE_DEN - 2 * TOKENS_PER_MESSAGE
+        room = usable * CHARS_PER_TOKEN - fixed
+        reserve = min(self.summary_words * _CHARS_PER_WORD, room // 2)
+        chunk_room = room - reserve
+        if chunk_room < _MIN_CHUNK:
+            least = -(-(2 * _MIN_CHUNK + fixed) // CHARS_PER_TOKEN) + 2 * TOKENS_PER_MESSAGE
+            needed = -(-least * _REQUEST_SHARE_DEN // _REQUEST_SHARE_NUM)
+            raise CompactionError(
+                f"compaction failed: the summarizer model {model.name!r} has a context window "
+                f"of {window} tokens, too small for a summary request (it needs at least "
+                f"{needed}); give the compactor a model with a larger window "
+                "(SummarizingCompactor(model=...)); the history is unchanged"
             )
-        )
+        if sum(len(t) + 1 for t, _ in lines) <= room:
+            return await self._ask(model, _conversation("\n".join(t for t, _ in lines)), ask)
+        summary = ""
+        for chunk in _chunks(_shortened(lines, chunk_room), chunk_room):
+            if not summary:
+                system = _conversation(chunk)
+            else:
+                system = f"{_SUMMARIZER}{_SO_FAR}{_cut(summary, reserve)}{_WENT_ON}{chunk}"
+            summary = await self._ask(model, system, ask)
+        return summary
+
+    async def _ask(self, model: Model, system: str, ask: str) -> str:
+        """The summarizer's answer to one request of ``system`` and ``ask``."""
+        request = ModelRequest(messages=(SystemText(system), UserText(ask)))
         text: list[str] = []
         try:
-            async with aclosing(model.stream(ask)) as stream:
+            async with aclosing(model.stream(request)) as stream:
                 async for event in stream:
                     if isinstance(event, TextDelta):
                         text.append(event.text)
@@ -243,37 +286,79 @@ class SummarizingCompactor:
         return summary
 
 
+#: The headings of a later chunk's request: the summary so far, then the next chunk.
+_SO_FAR = "\n\nThe summary of the conversation so far:\n\n"
+_WENT_ON = "\n\nHow it went on:\n\n"
+#: The share of the summarizer's window one request may fill (3/4): the rest is for its
+#: answer and for the error of the estimate of 4 characters a token.
+_REQUEST_SHARE_NUM, _REQUEST_SHARE_DEN = 3, 4
+#: Characters kept for the summary so far in a later chunk's request, per word asked for.
+_CHARS_PER_WORD = 8
+#: The fewest characters of transcript one summary request must hold to be worth sending.
+_MIN_CHUNK = 200
+
+
+def _conversation(transcript: str) -> str:
+    return f"{_SUMMARIZER}\n\nThe conversation:\n\n{transcript}"
+
+
 def _tokens(messages: Sequence[ChatMessage]) -> int:
     return estimate(sum(message_chars(m) for m in messages), len(messages))
 
 
-def _transcript(messages: Sequence[ChatMessage]) -> str:
-    lines: list[str] = []
+def _transcript_lines(messages: Sequence[ChatMessage]) -> list[tuple[str, bool]]:
+    """One line per message (and per tool call), each with whether it is a tool's output."""
+    lines: list[tuple[str, bool]] = []
     for message in messages:
         if isinstance(message, SystemText):
-            lines.append(f"[earlier summary] {message.content}")
+            lines.append((f"[earlier summary] {message.content}", False))
         elif isinstance(message, UserText):
-            lines.append(f"[user] {message.content}")
+            lines.append((f"[user] {message.content}", False))
         elif isinstance(message, AssistantText):
             if message.content:
-                lines.append(f"[agent] {message.content}")
+                lines.append((f"[agent] {message.content}", False))
             for call in message.tool_calls:
                 arguments = json.dumps(dict(call.arguments), default=str)
-                lines.append(f"[agent calls {call.name}] {arguments}")
+                lines.append((f"[agent calls {call.name}] {arguments}", False))
         elif isinstance(message, ToolOutput):
             failed = " (failed)" if message.is_error else ""
-            lines.append(f"[{message.name} result{failed}] {message.content}")
-    return "\n".join(lines)
+            lines.append((f"[{message.name} result{failed}] {message.content}", True))
+    return lines
 
 
-def _clip(transcript: str, window: int | None) -> str:
-    """``transcript``, its oldest part cut off to fit half of ``window``."""
-    if window is None:
-        return transcript
-    room = window // 2 * CHARS_PER_TOKEN
-    if len(transcript) <= room:
-        return transcript
-    return "[the oldest part is cut off]\n" + transcript[len(transcript) - room :]
+def _cut(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start and end with a note of
+    what was cut between them (at most ``limit`` characters in all)."""
+    if len(text) <= limit:
+        return text
+    keep = limit - len(f" [... {len(text)} characters cut ...] ")
+    if keep < 2:
+        return text[:limit]
+    note = f" [... {len(text) - keep} characters cut ...] "
+    return text[: keep - keep // 2] + note + text[len(text) - keep // 2 :]
+
+
+def _shortened(lines: list[tuple[str, bool]], room: int) -> list[str]:
+    """The lines of a transcript too long for one request: tool outputs cut first (to a
+    quarter of a request each), then any line still longer than a request."""
+    tool_room = max(room // 4, 1)
+    return [_cut(_cut(text, tool_room) if tool else text, room) for text, tool in lines]
+
+
+def _chunks(lines: list[str], room: int) -> list[str]:
+    """``lines`` packed in order into pieces of at most ``room`` characters each."""
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in lines:
+        if current and size + 1 + len(line) > room:
+            chunks.append("\n".join(current))
+            current, size = [], 0
+        size += len(line) + (1 if current else 0)
+        current.append(line)
+    if current:
+        chunks.append("\n".join(current))
+    return chunks
 
 
 #: The key of the ``compaction`` policy (provided by :class:`CompactionPlugin`).
@@ -331,23 +416,51 @@ async def fit_window(parts: CompactionParts, turn_id: str) -> None:
         await compact_history(parts, compactor, turn_id)
 
 
+async def compact_after(parts: CompactionParts, turn_id: str, error: ModelError) -> bool:
+    """Compact the history because the model answered ``error``; whether it was compacted
+    (then the turn sends the request once more).
+
+    Only a ``CONTEXT_TOO_LONG`` error is acted on. The window the compaction sizes its work
+    to is the smaller of the model's and the one the provider reported (``error.limit``).
+
+    Raises:
+        CompactionError: the policy failed (the history is unchanged).
+    """
+    if error.kind is not ModelErrorKind.CONTEXT_TOO_LONG:
+        return False
+    window: int | None = getattr(parts.model, "context_window", None)
+    if error.limit is not None:
+        window = error.limit if window is None else min(window, error.limit)
+    record = await compact_history(parts, parts.compactor(), turn_id, window=window, over=True)
+    return record is not None
+
+
 async def compact_history(
     parts: CompactionParts,
     compactor: Compactor,
     turn_id: str | None,
     *,
     recording: Callable[[], object] | None = None,
+    window: int | None = None,
+    over: bool = False,
 ) -> Compacted | None:
     """Ask ``compactor`` and record its answer; the history is unchanged unless it returns.
 
     ``recording()`` is called right before the ``Compacted`` record is appended (whose
     observers may run code, a cancel say): from then on there is nothing left to abort.
+    ``window`` replaces the model's window in what the policy is shown; ``over`` says the
+    provider refused the request as too long, so the policy is shown a request over the
+    window whatever the meter says.
 
     Raises:
         CompactionError: the policy failed or answered a cut that is not a turn start.
     """
     history = parts.history.update(parts.session)
-    before = parts.context()
+    metered = before = parts.context()
+    if window is not None:
+        before = attrs.evolve(before, window=window)
+    if over and before.window is not None and before.tokens <= before.window:
+        before = attrs.evolve(before, tokens=before.window + 1)
     request = CompactionRequest(
         agent_id=parts.id,
         model=parts.model,
@@ -382,7 +495,7 @@ async def compact_history(
     if recording is not None:
         recording()
     record = parts.session.append(
-        attrs.evolve(draft, turn_id=turn_id, tokens_before=before.tokens, tokens_after=after)
+        attrs.evolve(draft, turn_id=turn_id, tokens_before=metered.tokens, tokens_after=after)
     )
     parts.compacted()
     return record

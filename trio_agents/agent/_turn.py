@@ -7,7 +7,8 @@ Rules:
   compacts the history first when the request would not fit the policy's share of the
   window (``_compaction.fit_window``), asks the model with the history rebuilt from the
   session's records, records what the model said, and runs the tool calls it asked for
-  concurrently inside the turn's cancel scope.
+  concurrently inside the turn's cancel scope. A model that answers "context too long"
+  has the history compacted and the request sent once more (``_compaction.compact_after``).
 - A tool call cancelled before it began is recorded ``started=False`` (no side effects); one
   cancelled while running is ``started=True`` (side effects possible).
 - Stop reason of a cancelled turn: ``blocked`` for a :class:`HookCancel`, else ``cancelled``;
@@ -26,7 +27,6 @@ from ..cancel import CancelCause, CauseScope, DisposedCancel, HookCancel, curren
 from ..model import Finished, ModelError, ModelRequest, TextDelta, ToolCallRequested
 from ..session import (
     AssistantMessage,
-    ModelUsage,
     StopReason,
     ToolCall,
     ToolCallEnded,
@@ -35,11 +35,12 @@ from ..session import (
     UserMessage,
 )
 from ._caller import Caller
-from ._compaction import CompactionError, fit_window
+from ._compaction import CompactionError, compact_after, fit_window
 from ._events import AgentOutput
 from ._inbox import QueuedMessage
 from ._parts import AgentParts
 from ._results import ToolResult
+from ._usage import usage_record
 
 __all__ = ["Turn"]
 
@@ -177,7 +178,12 @@ class Turn:
             if step > 0:
                 self._record_claimed(parts.inbox.claim_step())
             await fit_window(parts, self.id)
-            calls = await self._ask_model()
+            try:
+                calls = await self._ask_model()
+            except ModelError as exc:
+                if not await compact_after(parts, self.id, exc):
+                    raise
+                calls = await self._ask_model()  # once: a second "too long" ends the turn
             if calls:
                 await self._call_tools(calls)
                 continue
@@ -226,13 +232,7 @@ class Turn:
                     )
                 )
         if finished is not None:
-            parts.record_usage(
-                ModelUsage(
-                    turn_id=self.id,
-                    input_tokens=finished.usage.input_tokens,
-                    output_tokens=finished.usage.output_tokens,
-                )
-            )
+            parts.record_usage(usage_record(self.id, finished, parts.model))
         for call in calls:
             session.append(
                 ToolCall(

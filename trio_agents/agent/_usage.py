@@ -2,7 +2,9 @@
 
 Rules:
 - Every model request that finishes records one ``ModelUsage`` with the counts the model
-  reported; a request cut by a cancel or an error reported none and records none.
+  reported (the cached input tokens among them) and the name of the model that answered (the
+  member of a fallback chain that did); a request cut by a cancel or an error reported none
+  and records none (:func:`usage_record`).
 - The totals are folded from those records, so a resumed agent's totals include every turn
   it ever ran.
 """
@@ -11,9 +13,10 @@ from __future__ import annotations
 
 import attrs
 
+from ..model import Finished, Model
 from ..session import ModelUsage
 
-__all__ = ["AgentUsage"]
+__all__ = ["AgentUsage", "usage_record"]
 
 
 @attrs.frozen
@@ -21,14 +24,18 @@ class AgentUsage:
     """Token usage summed over an agent's session.
 
     Attributes:
-        input_tokens: tokens the model read, over every request.
+        input_tokens: tokens the model read, over every request (the cached ones included).
         output_tokens: tokens the model wrote, over every request.
         requests: how many model requests finished (and so reported usage).
+        cache_creation_tokens: of the input tokens, those written to the prompt cache.
+        cache_read_tokens: of the input tokens, those read from the prompt cache.
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
+    cache_creation_tokens: int = 0
+    cache_read_tokens: int = 0
 
     def plus(self, record: ModelUsage) -> AgentUsage:
         """These totals with one more request's usage added."""
@@ -36,4 +43,20 @@ class AgentUsage:
             self.input_tokens + record.input_tokens,
             self.output_tokens + record.output_tokens,
             self.requests + 1,
+            self.cache_creation_tokens + record.cache_creation_tokens,
+            self.cache_read_tokens + record.cache_read_tokens,
         )
+
+
+def usage_record(turn_id: str, finished: Finished, model: Model) -> ModelUsage:
+    """The ``ModelUsage`` of a request of ``turn_id`` to ``model`` that ended with
+    ``finished``."""
+    usage = finished.usage
+    return ModelUsage(
+        turn_id=turn_id,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_creation_tokens=usage.cache_creation_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        model=finished.model if finished.model is not None else model.name,
+    )

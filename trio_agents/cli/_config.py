@@ -2,7 +2,8 @@
 
 The format::
 
-    model = "echo?delay=0.5"          # the default model (``--model`` wins over it)
+    model = "echo?delay=0.5"          # the default model (``--model`` wins over it); a list
+                                      # of specs is a fallback chain
     store = "sqlite:~/agents.db"      # the session store (``--store`` wins over it): DIR,
                                       # memory, sqlite:PATH or postgresql://...
 
@@ -254,7 +255,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
     """
     problems: list[str] = []
     raw: _File | None = None
-    data = dict(data)
+    data = _chained(data)
     if isinstance(data.get("sandbox"), str):
         data["sandbox"] = {"policy": data["sandbox"]}
     elif not isinstance(data.get("sandbox"), Mapping | None):
@@ -408,6 +409,23 @@ def _check_allow(data: Mapping[str, Any]) -> list[str]:
         elif isinstance(ask, list) and name in ask:
             problems.append(f"approval.allow: {name!r} is in approval.ask too; keep one")
     return problems
+
+
+def _chained(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data``, with a ``model`` given as a list of specs (here and in each agent's table)
+    written as the fallback chain ``SPEC | SPEC``, the one form the rest reads."""
+
+    def chain(table: Mapping[str, Any]) -> dict[str, Any]:
+        table = dict(table)
+        specs = table.get("model")
+        if isinstance(specs, list) and specs and all(isinstance(s, str) for s in specs):
+            table["model"] = " | ".join(specs)
+        return table
+
+    data = chain(data)
+    if isinstance(data.get("agents"), list):
+        data["agents"] = [chain(a) if isinstance(a, Mapping) else a for a in data["agents"]]
+    return data
 
 
 def _text(table: Mapping[str, Any], key: str) -> str | None:

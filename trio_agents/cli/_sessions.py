@@ -217,10 +217,17 @@ async def _show(store: SessionStore, session_id: str, say: _Shower, *, as_json: 
 
 
 def _tokens(usage: AgentUsage) -> str:
-    """``11 in, 4 out tokens (1 request)``."""
+    """``11 in, 4 out tokens (1 request)``; with a prompt cache
+    ``143 in (40 read from the cache, 100 written to it), 2 out tokens (1 request)``."""
     plural = "" if usage.requests == 1 else "s"
+    cached = ""
+    if usage.cache_read_tokens or usage.cache_creation_tokens:
+        cached = (
+            f" ({usage.cache_read_tokens:,} read from the cache, "
+            f"{usage.cache_creation_tokens:,} written to it)"
+        )
     return (
-        f"{usage.input_tokens:,} in, {usage.output_tokens:,} out tokens "
+        f"{usage.input_tokens:,} in{cached}, {usage.output_tokens:,} out tokens "
         f"({usage.requests:,} request{plural})"
     )
 

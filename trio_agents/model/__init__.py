@@ -1,6 +1,6 @@
 """Models: the ``Model`` protocol, the conversation it sees, ``ScriptedModel``,
-``OpenAIChatModel`` (any OpenAI-compatible endpoint) and ``AnthropicModel`` (the Anthropic
-Messages API).
+``OpenAIChatModel`` (any OpenAI-compatible endpoint), ``AnthropicModel`` (the Anthropic
+Messages API) and ``FallbackModel`` (a chain of them).
 
 The layer depends only on the kernel, the cancel layer and the package's error base.
 """
@@ -9,8 +9,11 @@ from ._anthropic import AnthropicModel as AnthropicModel
 from ._catalog import MODELS as MODELS
 from ._catalog import ModelCatalog as ModelCatalog
 from ._catalog import ModelsPlugin as ModelsPlugin
+from ._errors import FALLBACK_KINDS as FALLBACK_KINDS
 from ._errors import ModelError as ModelError
+from ._errors import ModelErrorKind as ModelErrorKind
 from ._errors import ModelSpecError as ModelSpecError
+from ._fallback import FallbackModel as FallbackModel
 from ._messages import AssistantText as AssistantText
 from ._messages import ChatMessage as ChatMessage
 from ._messages import ModelRequest as ModelRequest
@@ -41,17 +44,20 @@ from ._stream import ToolCallRequested as ToolCallRequested
 from ._stream import Usage as Usage
 
 __all__ = [
+    "FALLBACK_KINDS",
     "MODELS",
     "AnthropicModel",
     "AssistantText",
     "CallTool",
     "ChatMessage",
     "Fail",
+    "FallbackModel",
     "FinishReason",
     "Finished",
     "Model",
     "ModelCatalog",
     "ModelError",
+    "ModelErrorKind",
     "ModelEvent",
     "ModelFactory",
     "ModelRequest",

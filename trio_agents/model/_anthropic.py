@@ -15,6 +15,8 @@ Rules:
 - Everything the stream opens (the client it made, the response) is closed when the stream
   ends, raises, is cancelled, or is closed by the consumer's ``aclosing``: no request outlives
   the turn that made it.
+- Prompt caching is on unless ``cache=False`` (``?cache=0``): the request marks its stable
+  prefix for the API's cache, and the usage counts what was written to and read from it.
 - Every failure is a :class:`ModelError` with one short line saying what to do.
 """
 
@@ -29,6 +31,7 @@ import trio
 
 from ._anthropic_wire import EventAssembler, describe_failure, request_body
 from ._endpoint import Endpoint, EndpointModel
+from ._errors import ModelSpecError
 from ._messages import ModelRequest
 from ._protocol import check_context_window
 from ._retry import DEFAULT_DEADLINE, Failure, StreamSettings
@@ -65,6 +68,9 @@ class AnthropicModel(EndpointModel):
             arguments together); past it the answer is cut and the stream raises.
         context_window: the model's context window in tokens, or ``None`` when unknown (an
             agent compacts its history only when it knows the window).
+        cache: mark prompt-cache breakpoints (``cache_control``) on the system text, the
+            tools and the conversation so far, so that each step reads the prefix the last
+            one wrote instead of paying for it again (see ``_anthropic_wire``).
         http_client: an ``httpx.AsyncClient`` to send through (its connection pool is then
             shared, and it stays open: its owner closes it). By default each stream uses a
             client of its own, closed with the stream.
@@ -75,7 +81,7 @@ class AnthropicModel(EndpointModel):
             ``context_window`` below 1.
     """
 
-    __slots__ = ("_max_tokens", "context_window", "name")
+    __slots__ = ("_cache", "_max_tokens", "context_window", "name")
 
     def __init__(
         self,
@@ -91,6 +97,7 @@ class AnthropicModel(EndpointModel):
         max_answer: int = DEFAULT_MAX_ANSWER,
         http_client: httpx.AsyncClient | None = None,
         context_window: int | None = None,
+        cache: bool = True,
     ) -> None:
         if not model:
             raise ValueError("AnthropicModel needs a model name, such as 'claude-sonnet-4-5'")
@@ -100,6 +107,7 @@ class AnthropicModel(EndpointModel):
         self.name = model
         self.context_window = check_context_window(context_window)
         self._max_tokens = max_tokens
+        self._cache = cache
         self._endpoint = Endpoint(
             prefix="ANTHROPIC",
             default_base_url=DEFAULT_BASE_URL,
@@ -133,7 +141,7 @@ class AnthropicModel(EndpointModel):
         await trio.lowlevel.checkpoint()
         endpoint = self._endpoint
         endpoint.check_key()
-        body = request_body(self.name, request, max_tokens=self._max_tokens)
+        body = request_body(self.name, request, max_tokens=self._max_tokens, cache=self._cache)
         headers = {"accept": "text/event-stream", "anthropic-version": API_VERSION}
         if endpoint.api_key:
             headers["x-api-key"] = endpoint.api_key
@@ -142,12 +150,12 @@ class AnthropicModel(EndpointModel):
                 yield event
 
 
-_SPEC_KEYS = ("base_url", "max_tokens", *HTTP_SPEC_KEYS[1:])
+_SPEC_KEYS = ("base_url", "max_tokens", *HTTP_SPEC_KEYS[1:], "cache")
 
 
 def anthropic_from_spec(rest: str) -> AnthropicModel:
     """Build the model of ``anthropic:MODEL[?base_url=URL&max_tokens=N&timeout=SECONDS&
-    deadline=SECONDS&max_line=N&max_retries=N&max_answer=N&context_window=TOKENS]``.
+    deadline=SECONDS&max_line=N&max_retries=N&max_answer=N&context_window=TOKENS&cache=0|1]``.
 
     ``rest`` is what follows ``anthropic:``.
 
@@ -157,7 +165,14 @@ def anthropic_from_spec(rest: str) -> AnthropicModel:
     model, params = spec_params("anthropic", rest, _SPEC_KEYS)
     spec = f"anthropic:{rest}"
     max_tokens = params.pop("max_tokens", None)
+    cache = params.pop("cache", None)
     kwargs = http_spec_kwargs(spec, params)
+    if cache is not None:
+        if cache not in ("0", "1"):
+            raise ModelSpecError(
+                f"invalid model spec {spec!r}: cache must be 0 or 1, got {cache!r}"
+            )
+        kwargs["cache"] = cache == "1"
     if max_tokens is not None:
         kwargs["max_tokens"] = spec_number(spec, "max_tokens", max_tokens, int, minimum=1)
     # Invariant: every value was checked, so the constructor accepts them all.

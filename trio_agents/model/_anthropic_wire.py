@@ -2,7 +2,12 @@
 
 Rules:
 - ``request_body`` maps provider-neutral messages and tools to the JSON ``POST /v1/messages``
-  takes, always streaming, with ``max_tokens`` (the API requires it):
+  takes, always streaming, with ``max_tokens`` (the API requires it), and with prompt-cache
+  breakpoints (``cache_control: {"type": "ephemeral"}``, at most 4 as the API allows) unless
+  told not to: on the last tool, on the system text (then a list of one text block), and on
+  the last block of the last two user messages (the end of this request, which the next
+  step resends as its prefix, and the end of the previous one, where this request finds
+  its cached prefix). A prefix below the model's minimum is simply not cached;
   - system texts go to the ``system`` field (joined by blank lines), never into ``messages``;
   - a tool output is a ``tool_result`` block (``is_error`` when the tool failed) in a user
     message; an assistant's tool calls are ``tool_use`` blocks after its text;
@@ -39,9 +44,9 @@ from typing import Any, final
 
 import attrs
 
-from ._errors import ModelError
+from ._errors import ModelError, ModelErrorKind
 from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
-from ._retry import Failure, StreamFailure
+from ._retry import Failure, StreamFailure, reported_limit
 from ._stream import FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
 from ._wire import (
     DEFAULT_MAX_ANSWER,
@@ -71,7 +76,15 @@ _STOP = {
     "refusal": FinishReason.ERROR,
 }
 _RETRY_STATUS = frozenset({408, 409, 429, 529})
-_RETRY_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+#: The kind of failure of each retryable ``error`` event of a stream.
+_RETRY_ERRORS = {
+    "overloaded_error": ModelErrorKind.OVERLOADED,
+    "api_error": ModelErrorKind.SERVER,
+    "rate_limit_error": ModelErrorKind.RATE_LIMITED,
+}
+#: What the API says when a request does not fit the window (the prompt alone, or with
+#: ``max_tokens``: ``input length and `max_tokens` exceed context limit``).
+_TOO_LONG = ("prompt is too long", "context window", "exceed context limit")
 #: The string field of each delta type that is not shown but counts against the bound.
 _UNSHOWN = {"thinking_delta": "thinking", "signature_delta": "signature"}
 _INPUT_COUNTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -122,18 +135,36 @@ def conversation(messages: Sequence[ChatMessage]) -> tuple[str, list[dict[str, A
     return "\n\n".join(system), merged
 
 
-def request_body(model: str, request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
-    """The JSON body of a streaming ``POST /v1/messages`` for ``request``."""
+def _cache_mark() -> dict[str, str]:
+    """A prompt-cache breakpoint: the prefix up to and including its block is cached."""
+    return {"type": "ephemeral"}
+
+
+def request_body(
+    model: str, request: ModelRequest, *, max_tokens: int, cache: bool = True
+) -> dict[str, Any]:
+    """The JSON body of a streaming ``POST /v1/messages`` for ``request``, with prompt-cache
+    breakpoints when ``cache`` (see the module rules)."""
     system, messages = conversation(request.messages)
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": True}
     if system:
         body["system"] = system
+        if cache:
+            body["system"] = [{"type": "text", "text": system, "cache_control": _cache_mark()}]
     body["messages"] = messages
     if request.tools:
         body["tools"] = [
             {"name": s.name, "description": s.description, "input_schema": dict(s.parameters)}
             for s in request.tools
         ]
+        if cache:
+            body["tools"][-1]["cache_control"] = _cache_mark()
+    if cache:
+        # The end of this request (its last user message) is the prefix of the next one, and
+        # the end of the previous request (the user message before) is where it is read from.
+        users = [m for m in messages if m["role"] == "user"][-2:]
+        for message in users:
+            message["content"][-1]["cache_control"] = _cache_mark()
     return body
 
 
@@ -207,6 +238,7 @@ class EventAssembler:
                 f"{self._where} reported an error mid-stream "
                 f"({error_type or 'error'}): {message or 'no message'}",
                 retryable=error_type in _RETRY_ERRORS,
+                kind=_RETRY_ERRORS.get(error_type, ModelErrorKind.BROKEN),
             )
         return []  # ping, content_block_stop and unknown events carry nothing to show
 
@@ -263,9 +295,12 @@ class EventAssembler:
 
     def usage(self) -> Usage:
         """The token counts so far."""
+        counts = self._counts
         return Usage(
-            input_tokens=sum(self._counts.get(k, 0) for k in _INPUT_COUNTS),
-            output_tokens=self._counts.get("output_tokens", 0),
+            input_tokens=sum(counts.get(k, 0) for k in _INPUT_COUNTS),
+            output_tokens=counts.get("output_tokens", 0),
+            cache_creation_tokens=counts.get("cache_creation_input_tokens", 0),
+            cache_read_tokens=counts.get("cache_read_input_tokens", 0),
         )
 
     def end(self) -> list[ModelEvent]:
@@ -336,35 +371,57 @@ def _classify(status: int, error_type: str, message: str, url: str, model: str) 
     said = f": {message}" if message else ""
     lowered = message.lower()
     if status == 401:
-        return Failure(f"{url} refused the API key ({code}){said}; check ANTHROPIC_API_KEY", False)
+        return Failure(
+            f"{url} refused the API key ({code}){said}; check ANTHROPIC_API_KEY",
+            False,
+            ModelErrorKind.AUTH,
+        )
     if status == 403:
-        return Failure(f"{url} denied access ({code}){said}", False)
+        return Failure(f"{url} denied access ({code}){said}", False, ModelErrorKind.AUTH)
     if status == 404:
         if "model" in lowered:
-            return Failure(f"model {model!r} was not found at {url} ({code}){said}", False)
+            return Failure(
+                f"model {model!r} was not found at {url} ({code}){said}",
+                False,
+                ModelErrorKind.NOT_FOUND,
+            )
         return Failure(
             f"{url} was not found ({code}){said}; check the base URL (ANTHROPIC_BASE_URL, "
             f"without /v1) and the model name {model!r}",
             False,
+            ModelErrorKind.NOT_FOUND,
         )
-    if "prompt is too long" in lowered or "context window" in lowered:
+    if any(words in lowered for words in _TOO_LONG):
         return Failure(
             f"the conversation is too long for model {model!r} ({code}){said}; "
             "start a new session or shorten the input",
             False,
+            ModelErrorKind.CONTEXT_TOO_LONG,
+            reported_limit(message),
         )
     if status == 413:
-        return Failure(f"{url} refused a request this large ({code}){said}", False)
+        return Failure(
+            f"{url} refused a request this large ({code}){said}",
+            False,
+            ModelErrorKind.CONTEXT_TOO_LONG,
+        )
     if status == 429:
-        return Failure(f"{url} kept rate-limiting the request ({code}){said}", True)
+        return Failure(
+            f"{url} kept rate-limiting the request ({code}){said}",
+            True,
+            ModelErrorKind.RATE_LIMITED,
+        )
     if status == 529 or error_type == "overloaded_error":
-        return Failure(f"{url} is overloaded ({code}){said}; try again later", True)
+        return Failure(
+            f"{url} is overloaded ({code}){said}; try again later", True, ModelErrorKind.OVERLOADED
+        )
     if status >= 500 or status in _RETRY_STATUS:
-        return Failure(f"{url} failed with {code}{said}", True)
+        return Failure(f"{url} failed with {code}{said}", True, ModelErrorKind.SERVER)
     if "max_tokens" in lowered:
         return Failure(
             f"{url} refused the request ({code}){said}; set a smaller max_tokens "
             "(anthropic:MODEL?max_tokens=N)",
             False,
+            ModelErrorKind.REFUSED,
         )
-    return Failure(f"{url} refused the request ({code}){said}", False)
+    return Failure(f"{url} refused the request ({code}){said}", False, ModelErrorKind.REFUSED)

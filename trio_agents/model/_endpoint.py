@@ -18,7 +18,7 @@ from typing import Any, final
 
 import httpx
 
-from ._errors import ModelError
+from ._errors import ModelError, ModelErrorKind
 from ._retry import Assembler, Attempts, Describe, StreamSettings
 from ._stream import ModelEvent
 
@@ -86,7 +86,10 @@ class Endpoint:
             ModelError: the key is missing and the endpoint is the provider's own.
         """
         if not self.api_key and self.base_url == self._default:
-            raise ModelError(f"{self._prefix}_API_KEY is not set; export it or pass api_key=")
+            raise ModelError(
+                f"{self._prefix}_API_KEY is not set; export it or pass api_key=",
+                kind=ModelErrorKind.AUTH,
+            )
 
     def stream(
         self, body: Mapping[str, Any], headers: Mapping[str, str]

@@ -29,9 +29,9 @@ from typing import Any, final
 
 import attrs
 
-from ._errors import ModelError
+from ._errors import ModelError, ModelErrorKind
 from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
-from ._retry import Failure, retry_after
+from ._retry import Failure, reported_limit, retry_after
 from ._stream import FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
 from ._wire import (
     DEFAULT_MAX_ANSWER,
@@ -169,9 +169,12 @@ class ChunkAssembler:
             raise ModelError(f"{self._where} reported an error mid-stream: {_error_text(chunk)}")
         usage = chunk.get("usage")
         if isinstance(usage, dict):
+            details = usage.get("prompt_tokens_details")
+            cached = details.get("cached_tokens") if isinstance(details, dict) else None
             self._usage = Usage(
                 input_tokens=_count(usage.get("prompt_tokens")),
                 output_tokens=_count(usage.get("completion_tokens")),
+                cache_read_tokens=_count(cached),
             )
         events: list[ModelEvent] = []
         where = self._where
@@ -287,17 +290,24 @@ def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Fa
     said = f": {clip(message)}" if message else ""
     if status == 401:
         return Failure(
-            f"{url} refused the API key (401 Unauthorized){said}; check OPENAI_API_KEY", False
+            f"{url} refused the API key (401 Unauthorized){said}; check OPENAI_API_KEY",
+            False,
+            ModelErrorKind.AUTH,
         )
     if status == 403:
-        return Failure(f"{url} denied access (403 Forbidden){said}", False)
+        return Failure(f"{url} denied access (403 Forbidden){said}", False, ModelErrorKind.AUTH)
     if status == 404:
         if code == "model_not_found" or "model" in message.lower():
-            return Failure(f"model {model!r} was not found at {url} (404){said}", False)
+            return Failure(
+                f"model {model!r} was not found at {url} (404){said}",
+                False,
+                ModelErrorKind.NOT_FOUND,
+            )
         return Failure(
             f"{url} was not found (404){said}; check the base URL (OPENAI_BASE_URL, "
             f"usually ending in /v1) and the model name {model!r}",
             False,
+            ModelErrorKind.NOT_FOUND,
         )
     lowered = message.lower()
     if (
@@ -309,11 +319,19 @@ def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Fa
             f"the conversation is too long for model {model!r} "
             f"(context_length_exceeded){said}; start a new session or shorten the input",
             False,
+            ModelErrorKind.CONTEXT_TOO_LONG,
+            reported_limit(message),
         )
     if status == 429 and code == "insufficient_quota":
-        return Failure(f"{url} says the account is out of quota (429){said}", False)
+        return Failure(
+            f"{url} says the account is out of quota (429){said}", False, ModelErrorKind.AUTH
+        )
     if status == 429:
-        return Failure(f"{url} kept rate-limiting the request (429){said}", True)
+        return Failure(
+            f"{url} kept rate-limiting the request (429){said}", True, ModelErrorKind.RATE_LIMITED
+        )
     if status >= 500 or status in _RETRY_STATUS:
-        return Failure(f"{url} failed with HTTP {status}{said}", True)
-    return Failure(f"{url} refused the request (HTTP {status}){said}", False)
+        return Failure(f"{url} failed with HTTP {status}{said}", True, ModelErrorKind.SERVER)
+    return Failure(
+        f"{url} refused the request (HTTP {status}){said}", False, ModelErrorKind.REFUSED
+    )

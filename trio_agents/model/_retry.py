@@ -11,6 +11,12 @@ Rules:
   then ``Retry-After`` as seconds or an HTTP date, at most 60 s), else ``backoff``: an
   exponential step (0.5 s, 1 s, 2 s, ... capped at 8 s), up to a quarter shorter (jitter).
 - ``gave_up`` adds the number of attempts to the last failure's message.
+- Every :class:`ModelError` the driver raises has a kind (``ModelErrorKind``): the one the
+  provider's ``describe`` gave the failure (``Failure.kind``, with the window a "too long"
+  answer reported, ``Failure.limit``); ``UNREACHABLE`` for a connection that failed or a
+  deadline that passed before any output; ``BROKEN`` for anything that failed after output
+  and for an answer the assembler could not use. So a caller (a fallback chain, a turn)
+  tells a rate limit waited out in vain from an outage or a conversation too long.
 - Bounds (:class:`StreamSettings`): ``timeout`` is the idle bound, seconds to connect and
   between two reads of the network (a keep-alive comment is a read: the connection is alive);
   ``deadline`` bounds the whole ``stream()`` call, attempts and waits included, so a server
@@ -28,6 +34,7 @@ import contextlib
 import email.utils
 import math
 import random
+import re
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from contextlib import aclosing
@@ -37,7 +44,7 @@ import attrs
 import httpx
 import trio
 
-from ._errors import ModelError
+from ._errors import ModelError, ModelErrorKind
 from ._http import ERROR_BODY_LIMIT, ClientSource, finish_body, read_limited
 from ._sse import DEFAULT_MAX_LINE, SSEDecoder, SSELimitError
 from ._stream import ModelEvent
@@ -53,6 +60,7 @@ __all__ = [
     "StreamSettings",
     "backoff",
     "gave_up",
+    "reported_limit",
     "retry_after",
     "retryable_transport",
     "transport_message",
@@ -72,13 +80,18 @@ class Failure:
 
     message: str
     retryable: bool
+    kind: ModelErrorKind | None = None
+    #: The context window the provider reported, when it refused a request as too long.
+    limit: int | None = None
 
 
 class StreamFailure(ModelError):
     """The API reported an error inside a stream; ``retryable`` if another attempt may help."""
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, retryable: bool, kind: ModelErrorKind | None = None
+    ) -> None:
+        super().__init__(message, kind=kind)
         self.retryable = retryable
 
 
@@ -161,6 +174,20 @@ def _number(text: str, per_second: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+# "This model's maximum context length is 8192 tokens" (OpenAI and most compatible servers);
+# "prompt is too long: 208000 tokens > 200000 maximum" and "178959 + 64000 > 200000" (Anthropic).
+_LIMIT = re.compile(r"maximum context length is (\d[\d,]*)|>\s*(\d[\d,]*)")
+
+
+def reported_limit(message: str) -> int | None:
+    """The context window a "too long" error message states, in tokens, or ``None``."""
+    found = _LIMIT.search(message)
+    if found is None:
+        return None
+    limit = int((found.group(1) or found.group(2)).replace(",", ""))
+    return limit if limit > 0 else None
+
+
 def retryable_transport(exc: httpx.RequestError) -> bool:
     """Whether a request that failed with ``exc`` (before any output) may be sent again."""
     return isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.UnsupportedProtocol)
@@ -222,10 +249,11 @@ Describe = Callable[[int, bytes, Mapping[str, str]], Failure]
 class _TryAgain(Exception):
     """An attempt failed in a way another attempt may mend (nothing was yielded)."""
 
-    def __init__(self, message: str, wait: float | None) -> None:
+    def __init__(self, message: str, wait: float | None, kind: ModelErrorKind | None) -> None:
         super().__init__(message)
         self.message = message
         self.wait = wait
+        self.kind = kind
 
 
 @attrs.define
@@ -318,7 +346,9 @@ class Attempts:
                     message = failure.message
                     if cut:
                         message += f" (the error body was cut at {ERROR_BODY_LIMIT} bytes)"
-                    raise self._failure(message, failure.retryable, call, response.headers)
+                    raise self._failure(
+                        attrs.evolve(failure, message=message), call, response.headers
+                    )
                 async with aclosing(self._events(response, call)) as events:
                     async for event in events:
                         yield event
@@ -330,9 +360,12 @@ class Attempts:
                 yielded=call.yielded,
                 endpoint_variable=self._variable,
             )
-            if call.yielded or not retryable_transport(exc):
-                raise ModelError(message) from exc
-            raise self._failure(message, True, call, None) from exc
+            if call.yielded:
+                raise ModelError(message, kind=ModelErrorKind.BROKEN) from exc
+            if not retryable_transport(exc):
+                raise ModelError(message, kind=ModelErrorKind.UNREACHABLE) from exc
+            failure = Failure(message, True, ModelErrorKind.UNREACHABLE)
+            raise self._failure(failure, call, None) from exc
 
     async def _events(
         self, response: httpx.Response, call: _Call
@@ -351,30 +384,40 @@ class Attempts:
                     for event in assembler.feed(sse.data):
                         yield event
         except SSELimitError as exc:
-            raise ModelError(self._too_long(exc)) from None
+            raise ModelError(self._too_long(exc), kind=ModelErrorKind.BROKEN) from None
         except StreamFailure as exc:
             retryable = exc.retryable and not call.yielded
-            raise self._failure(str(exc), retryable, call, response.headers) from None
+            # After output the failure is the answer breaking off, whatever the API said.
+            kind = exc.kind if not call.yielded else ModelErrorKind.BROKEN
+            failure = Failure(str(exc), retryable, kind)
+            raise self._failure(failure, call, response.headers) from None
+        except ModelError as exc:
+            # The assembler's own failures (malformed events, an answer over its bound).
+            if exc.kind is None:
+                exc.kind = ModelErrorKind.BROKEN
+            raise
         finally:
             await finish_body(chunks)
         for event in assembler.end():
             yield event
 
     def _failure(
-        self, message: str, retryable: bool, call: _Call, headers: Mapping[str, str] | None
+        self, failure: Failure, call: _Call, headers: Mapping[str, str] | None
     ) -> Exception:
         """:class:`_TryAgain` if the failure allows another attempt, else the error to raise."""
-        if not retryable or call.attempt >= self._settings.max_retries:
-            return ModelError(gave_up(message, call.attempt))
+        if not failure.retryable or call.attempt >= self._settings.max_retries:
+            message = gave_up(failure.message, call.attempt)
+            return ModelError(message, kind=failure.kind, limit=failure.limit)
         wait = None if headers is None else retry_after(headers, time.time())
-        return _TryAgain(message, wait)
+        return _TryAgain(failure.message, wait, failure.kind)
 
     async def _wait(self, failed: _TryAgain, call: _Call) -> None:
         """Sleep before the next attempt, unless that would pass the deadline."""
         wait = failed.wait if failed.wait is not None else backoff(call.attempt, self._random)
         if trio.current_time() + wait >= call.at:
             message = f"{failed.message}; the deadline of {self._settings.deadline:g} s leaves "
-            raise ModelError(gave_up(message + "no time for another attempt", call.attempt))
+            message = gave_up(message + "no time for another attempt", call.attempt)
+            raise ModelError(message, kind=failed.kind)
         call.attempt += 1
         await trio.sleep(wait)
 
@@ -385,14 +428,15 @@ class Attempts:
             with trio.fail_at(call.at):
                 yield
         except trio.TooSlowError:
-            raise ModelError(
-                gave_up(
-                    f"{self._url} did not finish its answer within the deadline of "
-                    f"{self._settings.deadline:g} s; try again, or allow more time "
-                    "(deadline= or ?deadline=SECONDS in the model spec)",
-                    call.attempt,
-                )
-            ) from None
+            # Past the deadline with output is a broken answer; without, no answer at all.
+            kind = ModelErrorKind.BROKEN if call.yielded else ModelErrorKind.UNREACHABLE
+            message = gave_up(
+                f"{self._url} did not finish its answer within the deadline of "
+                f"{self._settings.deadline:g} s; try again, or allow more time "
+                "(deadline= or ?deadline=SECONDS in the model spec)",
+                call.attempt,
+            )
+            raise ModelError(message, kind=kind) from None
 
     def _too_long(self, exc: SSELimitError) -> str:
         return (

@@ -8,7 +8,9 @@ Rules:
 - ``openai`` is registered here: ``openai:MODEL?base_url=URL&timeout=SECONDS&deadline=SECONDS&
   max_line=N&max_retries=N&max_answer=N&context_window=TOKENS``.
 - ``anthropic`` too: ``anthropic:MODEL?base_url=URL&max_tokens=N&timeout=SECONDS&
-  deadline=SECONDS&max_line=N&max_retries=N&max_answer=N&context_window=TOKENS``.
+  deadline=SECONDS&max_line=N&max_retries=N&max_answer=N&context_window=TOKENS&cache=0|1``.
+- ``SPEC | SPEC | ...`` is a fallback chain (:class:`FallbackModel`) of the models the specs
+  name, the preferred first; a member that is not a valid spec is refused with its own error.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TypeAlias
 
 from ._anthropic import anthropic_from_spec
 from ._errors import ModelSpecError
+from ._fallback import FallbackModel
 from ._openai import openai_from_spec
 from ._protocol import Model
 from ._scripted import ScriptedModel
@@ -34,7 +37,8 @@ _schemes: dict[str, ModelFactory] = {}
 
 
 def _known() -> str:
-    return ", ".join((*_ECHO_FORMS, *(f"{s}:MODEL" for s in sorted(_schemes))))
+    forms = (*_ECHO_FORMS, *(f"{s}:MODEL" for s in sorted(_schemes)), "SPEC | SPEC (a chain)")
+    return ", ".join(forms)
 
 
 def register_model_scheme(scheme: str, factory: ModelFactory) -> Callable[[], None]:
@@ -61,12 +65,21 @@ def register_model_scheme(scheme: str, factory: ModelFactory) -> Callable[[], No
 
 
 def model_from_spec(spec: str) -> Model:
-    """Build the model that ``spec`` names: ``echo``, ``echo?delay=2.5``, ``openai:MODEL``.
+    """Build the model that ``spec`` names: ``echo``, ``echo?delay=2.5``, ``openai:MODEL``,
+    or a fallback chain ``anthropic:MODEL | openai:MODEL``.
 
     Raises:
         ModelSpecError: the spec is unknown or malformed; the message lists the valid forms.
     """
     text = spec.strip()
+    if "|" in text:
+        members = [member.strip() for member in text.split("|")]
+        if not all(members):
+            raise ModelSpecError(
+                f"model spec {spec!r} has an empty member; a fallback chain is "
+                "SPEC | SPEC | ... (anthropic:MODEL | openai:MODEL)"
+            )
+        return FallbackModel([model_from_spec(member) for member in members])
     base, sep, query = text.partition("?")
     if base == "echo":
         return _echo(spec, query) if sep else ScriptedModel.echo()

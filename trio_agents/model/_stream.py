@@ -26,10 +26,20 @@ class FinishReason(enum.StrEnum):
 
 @attrs.frozen
 class Usage:
-    """Token counts of one request."""
+    """Token counts of one request.
+
+    Attributes:
+        input_tokens: every token the model read, the cached ones included.
+        output_tokens: the tokens the model wrote.
+        cache_creation_tokens: of ``input_tokens``, those written to the provider's prompt
+            cache by this request.
+        cache_read_tokens: of ``input_tokens``, those read from the provider's prompt cache.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cache_read_tokens: int = 0
 
 
 @attrs.frozen
@@ -50,10 +60,18 @@ class ToolCallRequested:
 
 @attrs.frozen
 class Finished:
-    """The last event of a stream."""
+    """The last event of a stream.
+
+    Attributes:
+        reason: why the model stopped.
+        usage: the token counts of the request.
+        model: the name of the model that answered, when the stream's model is not the one
+            that answered (a fallback chain sets it); ``None``: the stream's own model.
+    """
 
     reason: FinishReason
     usage: Usage = Usage()
+    model: str | None = None
 
 
 ModelEvent: TypeAlias = TextDelta | ToolCallRequested | Finished

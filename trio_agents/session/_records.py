@@ -155,11 +155,22 @@ class ToolApproval(Record):
 
 @attrs.frozen(kw_only=True)
 class ModelUsage(Record):
-    """The token usage the model reported for one request of a turn."""
+    """The token usage the model reported for one request of a turn.
+
+    Attributes:
+        input_tokens: every token the model read, the cached ones included.
+        cache_creation_tokens: of those, the ones written to the provider's prompt cache.
+        cache_read_tokens: of those, the ones read from the provider's prompt cache.
+        model: the name of the model that answered (of a fallback chain, the member), or
+            ``None`` in records written before it was recorded.
+    """
 
     turn_id: str
     input_tokens: int
     output_tokens: int
+    cache_creation_tokens: int = 0
+    cache_read_tokens: int = 0
+    model: str | None = None
 
 
 @attrs.frozen(kw_only=True)
