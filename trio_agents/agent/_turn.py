@@ -22,6 +22,7 @@ from typing import final
 
 import trio
 
+from .. import tracing
 from ..cancel import CancelCause, CauseScope, DisposedCancel, HookCancel, current_cause
 from ..model import Finished, ModelError, ModelRequest, TextDelta, ToolCallRequested
 from ..session import (
@@ -185,7 +186,7 @@ class Turn:
         calls: list[ToolCallRequested] = []
         finished: Finished | None = None
         streamed = False
-        stream = parts.model.stream(request)
+        stream = tracing.chat(parts.model, request)
         try:
             try:
                 async for event in stream:

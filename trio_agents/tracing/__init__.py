@@ -1,0 +1,31 @@
+"""OpenTelemetry traces that follow the ownership tree (``docs/observability.rst``).
+
+The instrumentation points (:func:`invoke_agent`, :func:`chat`, :func:`execute_tool`,
+:func:`compaction`, :func:`shell_job`) are what the runtime's layers call; each is one flag
+check while tracing is off, and OpenTelemetry (the ``otel`` extra) is imported only when
+:func:`open_tracing` turns tracing on.
+"""
+
+from ._points import ShellJob as ShellJob
+from ._points import StreamingModel as StreamingModel
+from ._points import ToolAnswer as ToolAnswer
+from ._points import chat as chat
+from ._points import compaction as compaction
+from ._points import execute_tool as execute_tool
+from ._points import invoke_agent as invoke_agent
+from ._points import shell_job as shell_job
+from ._runtime import CAPTURE_CONTENT_ENV as CAPTURE_CONTENT_ENV
+from ._runtime import open_tracing as open_tracing
+
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "ShellJob",
+    "StreamingModel",
+    "ToolAnswer",
+    "chat",
+    "compaction",
+    "execute_tool",
+    "invoke_agent",
+    "open_tracing",
+    "shell_job",
+]

@@ -1,0 +1,399 @@
+"""What each span holds: the OpenTelemetry side of tracing, imported only when it is on.
+
+Rules:
+- Names and attributes follow the OpenTelemetry GenAI semantic conventions where they apply
+  (``invoke_agent AGENT``, ``chat MODEL``, ``execute_tool NAME``, ``gen_ai.*`` attributes);
+  what they do not cover is under ``trio_agents.*`` (turn, compaction, shell job, cancel).
+- Message contents (prompts, replies, tool arguments and results, shell commands) are
+  attributes only with ``capture_content``, as the conventions advise.
+- A span that ends because its region was cancelled carries the typed cause: the attributes
+  ``trio_agents.cancel.cause`` (the cause's class) and ``trio_agents.cancel.<field>`` (its
+  fields), an event ``trio_agents.cancel`` with the same attributes, ``error.type =
+  "cancelled"`` and an error status that names the cause. A turn takes its cause from its
+  ``TurnEnded`` record (which says ``DisposedCancel`` when the agent is being disposed); a
+  region cancelled from outside from :func:`trio_agents.cancel.current_cause`.
+- What the session records say inside a span (the prompts a turn claimed, the end of the
+  turn, the approval decision of a tool call) reaches the span through the bus:
+  :meth:`Tracer.on_appended` listens to ``SessionAppended``, which is emitted synchronously in
+  the task that appended the record, so the span current there is the one it concerns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Final, final
+
+import attrs
+import trio
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from ..cancel import CancelCause, current_cause
+from ..session import SessionAppended, ToolApproval, TurnEnded, UserMessage
+from ._points import RequestT, ShellJob, StreamingModel
+
+__all__ = ["Tracer", "cause_attributes"]
+
+#: The instrumentation scope of every span.
+SCOPE: Final = "trio_agents"
+
+#: Providers by the class of the model, for ``gen_ai.provider.name``; a model may say its own
+#: with a ``provider`` attribute.
+_PROVIDERS: Final = {
+    "OpenAIChatModel": "openai",
+    "AnthropicModel": "anthropic",
+    "ScriptedModel": "trio_agents.scripted",
+}
+
+#: Roles of the chat messages, for ``gen_ai.input.messages``.
+_ROLES: Final = {
+    "SystemText": "system",
+    "UserText": "user",
+    "AssistantText": "assistant",
+    "ToolOutput": "tool",
+}
+
+
+@final
+class _Turn:
+    """What the session said during one turn span (see the module rules)."""
+
+    __slots__ = ("agent_id", "ended", "prompts", "span")
+
+    def __init__(self, agent_id: str, span: Span) -> None:
+        self.agent_id = agent_id
+        self.span = span
+        self.prompts: tuple[str, ...] = ()
+        self.ended: TurnEnded | None = None
+
+
+#: The turn span of the current task, so that its records find it under a tool call's span.
+_TURN: ContextVar[_Turn | None] = ContextVar("trio_agents_turn_span", default=None)
+
+
+@final
+class _ToolAnswer:
+    __slots__ = ("_capture", "_span")
+
+    def __init__(self, span: Span, capture: bool) -> None:
+        self._span = span
+        self._capture = capture
+
+    def answered(self, is_error: bool, content: str) -> None:
+        self._span.set_attribute("trio_agents.tool.is_error", is_error)
+        if self._capture:
+            self._span.set_attribute("gen_ai.tool.call.result", content)
+        if is_error:
+            self._span.set_status(Status(StatusCode.ERROR, "the tool answered an error"))
+            self._span.set_attribute("error.type", "tool_error")
+
+
+def cause_attributes(cause: CancelCause | None) -> dict[str, AttributeValue]:
+    """The span attributes of a cancel ``cause``: its class, then each of its fields."""
+    if cause is None:
+        return {}
+    attributes: dict[str, AttributeValue] = {"trio_agents.cancel.cause": type(cause).__name__}
+    for field in attrs.fields(type(cause)):
+        value = getattr(cause, field.name)
+        primitive = isinstance(value, str | bool | int | float)
+        attributes[f"trio_agents.cancel.{field.name}"] = value if primitive else repr(value)
+    return attributes
+
+
+def _mark_cancelled(span: Span, cause: CancelCause | None) -> None:
+    attributes = cause_attributes(cause)
+    span.set_attributes(attributes)
+    span.set_attribute("error.type", "cancelled")
+    span.add_event("trio_agents.cancel", attributes)
+    span.set_status(
+        Status(StatusCode.ERROR, f"cancelled by {cause.describe()}" if cause else "cancelled")
+    )
+
+
+def _only_cancelled(exc: BaseException) -> bool:
+    if isinstance(exc, trio.Cancelled):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1] is None
+    return False
+
+
+def _failed(span: Span, exc: BaseException) -> None:
+    """Mark ``span`` with how its region ended when ``exc`` left it."""
+    if isinstance(exc, GeneratorExit):
+        return  # the consumer closed the stream: not a failure
+    if _only_cancelled(exc):
+        _mark_cancelled(span, current_cause())
+        return
+    span.record_exception(exc)
+    span.set_attribute("error.type", type(exc).__qualname__)
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+
+@contextmanager
+def _current(span: Span) -> Iterator[Span]:
+    """Make ``span`` current in the block and end it after; an exception marks it."""
+    with trace.use_span(
+        span, end_on_exit=True, record_exception=False, set_status_on_exception=False
+    ):
+        try:
+            yield span
+        except BaseException as exc:
+            _failed(span, exc)
+            raise
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+def _message(message: object) -> dict[str, Any]:
+    """One chat message in the conventions' shape (``role`` and ``parts``)."""
+    kind = type(message).__name__
+    parts: list[dict[str, Any]] = []
+    content = getattr(message, "content", None)
+    if kind == "ToolOutput":
+        parts.append(
+            {
+                "type": "tool_call_response",
+                "id": getattr(message, "call_id", None),
+                "response": content,
+            }
+        )
+    elif content:
+        parts.append({"type": "text", "content": content})
+    for call in getattr(message, "tool_calls", ()):
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.call_id,
+                "name": call.name,
+                "arguments": dict(call.arguments),
+            }
+        )
+    return {"role": _ROLES.get(kind, kind), "parts": parts}
+
+
+@final
+class Tracer:
+    """The spans of one runtime (see the module rules).
+
+    Args:
+        provider: the tracer provider; OpenTelemetry's global one when ``None``.
+        capture_content: put message contents on the spans.
+    """
+
+    __slots__ = ("_tracer", "capture_content")
+
+    def __init__(self, provider: trace.TracerProvider | None, capture_content: bool) -> None:
+        self._tracer = trace.get_tracer(SCOPE, tracer_provider=provider)
+        self.capture_content = capture_content
+
+    # -- turns -------------------------------------------------------------------------------
+
+    @contextmanager
+    def invoke_agent(self, agent_id: str, turn_id: str, parent_id: str | None) -> Iterator[object]:
+        """See :func:`trio_agents.tracing.invoke_agent`."""
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.id": agent_id,
+            "gen_ai.agent.name": agent_id,
+            "gen_ai.conversation.id": agent_id,
+            "trio_agents.turn.id": turn_id,
+        }
+        if parent_id is not None:
+            attributes["trio_agents.agent.parent_id"] = parent_id
+        span = self._tracer.start_span(
+            f"invoke_agent {agent_id}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        turn = _Turn(agent_id, span)
+        token = _TURN.set(turn)
+        try:
+            with trace.use_span(
+                span, end_on_exit=True, record_exception=False, set_status_on_exception=False
+            ):
+                try:
+                    yield turn
+                except BaseException as exc:
+                    if turn.ended is None:
+                        _failed(span, exc)
+                    raise
+        finally:
+            _TURN.reset(token)
+
+    def on_appended(self, event: SessionAppended) -> None:
+        """Put what a record says on the span it concerns (see the module rules)."""
+        record = event.record
+        if isinstance(record, ToolApproval):
+            span = trace.get_current_span()
+            span.set_attribute("trio_agents.tool.approval", record.decision)
+            span.set_attribute("trio_agents.tool.approval_by", record.by)
+            return
+        turn = _TURN.get()
+        if turn is None or turn.agent_id != event.session_id:
+            return
+        if isinstance(record, UserMessage):
+            turn.prompts = (*turn.prompts, record.message_id)
+            turn.span.set_attribute("trio_agents.turn.prompt_ids", turn.prompts)
+            if self.capture_content:
+                turn.span.add_event("gen_ai.user.message", {"content": record.content})
+        elif isinstance(record, TurnEnded):
+            turn.ended = record
+            span = turn.span
+            span.set_attribute("trio_agents.turn.stop_reason", str(record.stop_reason))
+            if record.cause is not None:
+                _mark_cancelled(span, record.cause)
+            elif record.error is not None:
+                span.set_attribute("error.type", "turn_error")
+                span.set_status(Status(StatusCode.ERROR, record.error))
+
+    # -- model requests ----------------------------------------------------------------------
+
+    def chat(
+        self, model: StreamingModel[RequestT, Any], request: RequestT
+    ) -> AsyncGenerator[Any, None]:
+        """See :func:`trio_agents.tracing.chat`."""
+        name = model.name
+        provider = getattr(model, "provider", None) or _PROVIDERS.get(
+            type(model).__name__, type(model).__name__
+        )
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": name,
+        }
+        if self.capture_content:
+            messages = getattr(request, "messages", ())
+            attributes["gen_ai.input.messages"] = _json([_message(m) for m in messages])
+        span = self._tracer.start_span(f"chat {name}", kind=SpanKind.CLIENT, attributes=attributes)
+        return self._stream(span, model, request)
+
+    async def _stream(
+        self, span: Span, model: StreamingModel[RequestT, Any], request: RequestT
+    ) -> AsyncGenerator[Any, None]:
+        # The span is current only while the model's own stream runs (each __anext__), never
+        # across a yield: the consumer's code between events is not the model's.
+        context = trace.set_span_in_context(span)
+        inner = model.stream(request)
+        text: list[str] = []
+        calls: list[dict[str, Any]] = []
+        try:
+            while True:
+                token = otel_context.attach(context)
+                try:
+                    event = await inner.__anext__()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    otel_context.detach(token)
+                self._observe(span, model, event, text, calls)
+                yield event
+        except BaseException as exc:
+            _failed(span, exc)
+            raise
+        finally:
+            try:
+                token = otel_context.attach(context)
+                try:
+                    await inner.aclose()
+                finally:
+                    otel_context.detach(token)
+            finally:
+                if self.capture_content and (text or calls):
+                    parts: list[dict[str, Any]] = [{"type": "text", "content": "".join(text)}]
+                    output = [{"role": "assistant", "parts": (parts if text else []) + calls}]
+                    span.set_attribute("gen_ai.output.messages", _json(output))
+                span.end()
+
+    def _observe(
+        self,
+        span: Span,
+        model: StreamingModel[Any, Any],
+        event: object,
+        text: list[str],
+        calls: list[dict[str, Any]],
+    ) -> None:
+        usage = getattr(event, "usage", None)
+        if usage is not None:  # the last event, Finished
+            span.set_attributes(
+                {
+                    "gen_ai.response.model": model.name,
+                    "gen_ai.response.finish_reasons": (str(getattr(event, "reason", "")),),
+                    "gen_ai.usage.input_tokens": int(getattr(usage, "input_tokens", 0)),
+                    "gen_ai.usage.output_tokens": int(getattr(usage, "output_tokens", 0)),
+                }
+            )
+        elif self.capture_content:
+            delta = getattr(event, "text", None)
+            if delta is not None:
+                text.append(delta)
+            elif hasattr(event, "call_id"):
+                calls.append(
+                    {
+                        "type": "tool_call",
+                        "id": getattr(event, "call_id", None),
+                        "name": getattr(event, "name", None),
+                        "arguments": dict(getattr(event, "arguments", {})),
+                    }
+                )
+
+    # -- tool calls, compactions, shell jobs -------------------------------------------------
+
+    @contextmanager
+    def execute_tool(
+        self, name: str, call_id: str | None, arguments: Mapping[str, Any]
+    ) -> Iterator[_ToolAnswer]:
+        """See :func:`trio_agents.tracing.execute_tool`."""
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.type": "function",
+        }
+        if call_id is not None:
+            attributes["gen_ai.tool.call.id"] = call_id
+        if self.capture_content:
+            attributes["gen_ai.tool.call.arguments"] = _json(dict(arguments))
+        span = self._tracer.start_span(
+            f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        with _current(span):
+            yield _ToolAnswer(span, self.capture_content)
+
+    @contextmanager
+    def compaction(self, agent_id: str, turn_id: str | None) -> Iterator[object]:
+        """See :func:`trio_agents.tracing.compaction`."""
+        attributes: dict[str, AttributeValue] = {"gen_ai.agent.id": agent_id}
+        if turn_id is not None:
+            attributes["trio_agents.turn.id"] = turn_id
+        span = self._tracer.start_span(
+            f"compaction {agent_id}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        with _current(span):
+            yield span
+
+    @contextmanager
+    def shell_job(self, job: ShellJob) -> Iterator[object]:
+        """See :func:`trio_agents.tracing.shell_job`."""
+        job_id = job.job_id
+        attributes: dict[str, AttributeValue] = {"process.pid": job.process.pid}
+        if job_id is not None:
+            attributes["trio_agents.job.id"] = job_id
+        owner = job.spec.owner
+        if owner is not None:
+            attributes["trio_agents.job.owner"] = owner
+        if self.capture_content:
+            attributes["process.command_line"] = job.spec.command
+        span = self._tracer.start_span(
+            f"shell {job_id or 'command'}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        with _current(span):
+            yield span
+            code = job.process.returncode
+            if code is not None:
+                span.set_attribute("process.exit.code", code)
+            span.set_attribute("trio_agents.job.status", str(job.status))

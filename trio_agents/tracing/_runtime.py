@@ -1,0 +1,78 @@
+"""Turning tracing on for a runtime: :func:`open_tracing`.
+
+Rules:
+- Without a tracer provider nothing happens: no import, no listener, every point stays off.
+- With one, the tracer is active in the calling task from the start of the block to its end,
+  and so in every task started from it meanwhile (the runtime's fibers, agents, turns, jobs);
+  a listener on the root fiber (the plugin ``tracing``) puts what the session records say on
+  the spans they concern. Applied before the core plugins, it is torn down after them, so the
+  turns that end during teardown are still traced.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Final, final
+
+from ..kernel import Context
+from ..session import SessionAppended
+from ._points import ACTIVE
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+    from ._otel import Tracer
+
+__all__ = ["CAPTURE_CONTENT_ENV", "open_tracing"]
+
+#: The variable the OpenTelemetry GenAI instrumentations read to record message contents.
+CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+@final
+class _TracingPlugin:
+    """Listens to the session records for the spans (see the module rules)."""
+
+    name = "tracing"
+
+    def __init__(self, tracer: Tracer) -> None:
+        self._tracer = tracer
+
+    async def apply(self, ctx: Context, config: None) -> None:
+        ctx.on(SessionAppended, self._tracer.on_appended)
+
+
+@asynccontextmanager
+async def open_tracing(
+    root: Context,
+    tracer_provider: TracerProvider | None,
+    *,
+    capture_content: bool | None = None,
+) -> AsyncIterator[None]:
+    """Trace the runtime of ``root`` with ``tracer_provider`` while the block runs.
+
+    Args:
+        root: the runtime's root context.
+        tracer_provider: an OpenTelemetry ``TracerProvider``; ``None`` leaves tracing off.
+        capture_content: record message contents on the spans; ``None`` reads
+            ``$OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (``true`` turns it on).
+
+    Raises:
+        ModuleNotFoundError: the ``otel`` extra is not installed.
+    """
+    if tracer_provider is None:
+        yield
+        return
+    from ._otel import Tracer  # the one import of OpenTelemetry: only when tracing is on
+
+    if capture_content is None:
+        capture_content = os.environ.get(CAPTURE_CONTENT_ENV, "").lower() == "true"
+    tracer = Tracer(tracer_provider, capture_content)
+    token = ACTIVE.set(tracer)
+    try:
+        await root.plugin(_TracingPlugin(tracer))
+        yield
+    finally:
+        ACTIVE.reset(token)
