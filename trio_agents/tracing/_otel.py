@@ -396,4 +396,5 @@ class Tracer:
             code = job.process.returncode
             if code is not None:
                 span.set_attribute("process.exit.code", code)
-            span.set_attribute("trio_agents.job.status", str(job.status))
+            status = job.status
+            span.set_attribute("trio_agents.job.status", str(getattr(status, "value", status)))
