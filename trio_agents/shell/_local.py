@@ -342,16 +342,17 @@ class LocalShellExecutor(ShellExecutor):
     async def _spawn(self, spec: ShellExecSpec, job_id: str | None) -> _Process:
         process: Child
         prefix = list(self._wrap(spec)) if self._wrap is not None and spec.sandboxed else []
+        environ = tracing.environment(spec.env)
         try:
             if self._config.supervise and supervisor_available():
                 process = await SupervisedChild.spawn(
                     [*prefix, "/bin/sh", "-c", spec.command],
                     spec.cwd,
-                    spec.env,
+                    environ,
                     self._config.kill_grace,
                 )
             else:
-                process = await GroupChild.spawn(spec.command, spec.cwd, spec.env, prefix=prefix)
+                process = await GroupChild.spawn(spec.command, spec.cwd, environ, prefix=prefix)
         except OSError as exc:
             if exc.errno != errno.E2BIG:
                 raise

@@ -11,8 +11,11 @@ from ._points import StreamingModel as StreamingModel
 from ._points import ToolAnswer as ToolAnswer
 from ._points import chat as chat
 from ._points import compaction as compaction
+from ._points import environment as environment
 from ._points import execute_tool as execute_tool
+from ._points import headers as headers
 from ._points import invoke_agent as invoke_agent
+from ._points import remote_parent as remote_parent
 from ._points import shell_job as shell_job
 from ._runtime import CAPTURE_CONTENT_ENV as CAPTURE_CONTENT_ENV
 from ._runtime import open_tracing as open_tracing
@@ -24,8 +27,11 @@ __all__ = [
     "ToolAnswer",
     "chat",
     "compaction",
+    "environment",
     "execute_tool",
+    "headers",
     "invoke_agent",
     "open_tracing",
+    "remote_parent",
     "shell_job",
 ]

@@ -29,7 +29,7 @@ from typing import Any, Final, final
 import attrs
 import trio
 from opentelemetry import context as otel_context
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
@@ -188,11 +188,34 @@ class Tracer:
         capture_content: put message contents on the spans.
     """
 
-    __slots__ = ("_tracer", "capture_content")
+    __slots__ = ("_parents", "_tracer", "capture_content")
 
     def __init__(self, provider: trace.TracerProvider | None, capture_content: bool) -> None:
         self._tracer = trace.get_tracer(SCOPE, tracer_provider=provider)
         self.capture_content = capture_content
+        # The remote parents of the agents' next turns (an ACP prompt's _meta), by agent id.
+        self._parents: dict[str, otel_context.Context] = {}
+
+    # -- context across processes ------------------------------------------------------------
+
+    def environment(self, env: Mapping[str, str]) -> Mapping[str, str]:
+        """See :func:`trio_agents.tracing.environment`."""
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        return {**env, **{key.upper(): value for key, value in carrier.items()}}
+
+    def headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
+        """See :func:`trio_agents.tracing.headers`."""
+        carrier = dict(headers)
+        propagate.inject(carrier)
+        return carrier
+
+    def remote_parent(self, agent_id: str, meta: Mapping[str, Any]) -> None:
+        """See :func:`trio_agents.tracing.remote_parent`."""
+        carrier = {k: v for k, v in meta.items() if isinstance(v, str)}
+        context = propagate.extract(carrier)
+        if trace.get_current_span(context).get_span_context().is_valid:
+            self._parents[agent_id] = context
 
     # -- turns -------------------------------------------------------------------------------
 
@@ -209,7 +232,10 @@ class Tracer:
         if parent_id is not None:
             attributes["trio_agents.agent.parent_id"] = parent_id
         span = self._tracer.start_span(
-            f"invoke_agent {agent_id}", kind=SpanKind.INTERNAL, attributes=attributes
+            f"invoke_agent {agent_id}",
+            context=self._parents.pop(agent_id, None),
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
         )
         turn = _Turn(agent_id, span)
         token = _TURN.set(turn)

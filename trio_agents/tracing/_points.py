@@ -29,8 +29,11 @@ __all__ = [
     "ToolAnswer",
     "chat",
     "compaction",
+    "environment",
     "execute_tool",
+    "headers",
     "invoke_agent",
+    "remote_parent",
     "shell_job",
 ]
 
@@ -158,3 +161,32 @@ def shell_job(job: ShellJob) -> AbstractContextManager[object]:
     if tracer is None:
         return _OFF
     return tracer.shell_job(job)
+
+
+# -- context across processes ---------------------------------------------------------------
+
+
+def environment(env: Mapping[str, str]) -> Mapping[str, str]:
+    """A process's environment ``env`` with the current span's context in ``TRACEPARENT`` and
+    ``TRACESTATE`` (the environment-variable carrier of OpenTelemetry) while tracing is on."""
+    tracer = ACTIVE.get()
+    if tracer is None:
+        return env
+    return tracer.environment(env)
+
+
+def headers(headers: Mapping[str, str]) -> Mapping[str, str]:
+    """An HTTP request's ``headers`` with the current span's ``traceparent`` (W3C trace
+    context) while tracing is on."""
+    tracer = ACTIVE.get()
+    if tracer is None:
+        return headers
+    return tracer.headers(headers)
+
+
+def remote_parent(agent_id: str, meta: object) -> None:
+    """Make the trace context in ``meta`` (a request's ``_meta`` object: ``traceparent``,
+    ``tracestate``) the parent of the next turn of the agent ``agent_id``."""
+    tracer = ACTIVE.get()
+    if tracer is not None and isinstance(meta, Mapping):
+        tracer.remote_parent(agent_id, meta)
