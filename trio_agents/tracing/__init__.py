@@ -6,6 +6,9 @@ check while tracing is off, and OpenTelemetry (the ``otel`` extra) is imported o
 :func:`open_tracing` turns tracing on.
 """
 
+from ._environ import TracingConfigError as TracingConfigError
+from ._environ import open_environ_tracing as open_environ_tracing
+from ._environ import tracer_provider_from_environ as tracer_provider_from_environ
 from ._points import ShellJob as ShellJob
 from ._points import StreamingModel as StreamingModel
 from ._points import ToolAnswer as ToolAnswer
@@ -25,13 +28,16 @@ __all__ = [
     "ShellJob",
     "StreamingModel",
     "ToolAnswer",
+    "TracingConfigError",
     "chat",
     "compaction",
     "environment",
     "execute_tool",
     "headers",
     "invoke_agent",
+    "open_environ_tracing",
     "open_tracing",
     "remote_parent",
     "shell_job",
+    "tracer_provider_from_environ",
 ]
