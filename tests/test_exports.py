@@ -345,6 +345,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.session._store": frozenset({"open_turns", "title_of"}),
     "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
+    "trio_agents.tracing._metrics": frozenset({"Metrics"}),
     "trio_agents.tracing._otel": frozenset({"Tracer", "cause_attributes"}),
 }
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -39,3 +42,30 @@ def tree(spans: Sequence[ReadableSpan]) -> list[str]:
 def named(spans: Sequence[ReadableSpan], name: str) -> list[ReadableSpan]:
     """The spans called ``name``, in start order."""
     return sorted((s for s in spans if s.name == name), key=lambda s: s.start_time or 0)
+
+
+def metrics_reader() -> tuple[MeterProvider, InMemoryMetricReader]:
+    """A meter provider whose metrics the returned reader collects on demand."""
+    reader = InMemoryMetricReader()
+    return MeterProvider(metric_readers=[reader]), reader
+
+
+def points(reader: InMemoryMetricReader, name: str) -> list[Any]:
+    """The data points of the metric ``name`` now (empty if it has none)."""
+    data = reader.get_metrics_data()
+    if data is None:
+        return []
+    return [
+        point
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == name
+        for point in metric.data.data_points
+    ]
+
+
+def counts(reader: InMemoryMetricReader) -> dict[str, int]:
+    """The up-down counters of live agents, running turns and running jobs, now."""
+    names = ("trio_agents.agents", "trio_agents.turns.running", "trio_agents.jobs.running")
+    return {name: sum(int(p.value) for p in points(reader, name)) for name in names}

@@ -30,11 +30,13 @@ import attrs
 import trio
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from ..cancel import CancelCause, current_cause
 from ..session import SessionAppended, ToolApproval, TurnEnded, UserMessage
+from ._metrics import Metrics
 from ._points import RequestT, ShellJob, StreamingModel
 
 __all__ = ["Tracer", "cause_attributes"]
@@ -78,11 +80,12 @@ _TURN: ContextVar[_Turn | None] = ContextVar("trio_agents_turn_span", default=No
 
 @final
 class _ToolAnswer:
-    __slots__ = ("_capture", "_span")
+    __slots__ = ("_capture", "_span", "error")
 
     def __init__(self, span: Span, capture: bool) -> None:
         self._span = span
         self._capture = capture
+        self.error: str | None = None
 
     def answered(self, is_error: bool, content: str) -> None:
         self._span.set_attribute("trio_agents.tool.is_error", is_error)
@@ -91,6 +94,7 @@ class _ToolAnswer:
         if is_error:
             self._span.set_status(Status(StatusCode.ERROR, "the tool answered an error"))
             self._span.set_attribute("error.type", "tool_error")
+            self.error = "tool_error"
 
 
 def cause_attributes(cause: CancelCause | None) -> dict[str, AttributeValue]:
@@ -105,7 +109,7 @@ def cause_attributes(cause: CancelCause | None) -> dict[str, AttributeValue]:
     return attributes
 
 
-def _mark_cancelled(span: Span, cause: CancelCause | None) -> None:
+def _mark_cancelled(span: Span, cause: CancelCause | None) -> str:
     attributes = cause_attributes(cause)
     span.set_attributes(attributes)
     span.set_attribute("error.type", "cancelled")
@@ -113,6 +117,7 @@ def _mark_cancelled(span: Span, cause: CancelCause | None) -> None:
     span.set_status(
         Status(StatusCode.ERROR, f"cancelled by {cause.describe()}" if cause else "cancelled")
     )
+    return "cancelled"
 
 
 def _only_cancelled(exc: BaseException) -> bool:
@@ -123,28 +128,40 @@ def _only_cancelled(exc: BaseException) -> bool:
     return False
 
 
-def _failed(span: Span, exc: BaseException) -> None:
-    """Mark ``span`` with how its region ended when ``exc`` left it."""
+def _failed(span: Span, exc: BaseException) -> str | None:
+    """Mark ``span`` with how its region ended when ``exc`` left it; the ``error.type``."""
     if isinstance(exc, GeneratorExit):
-        return  # the consumer closed the stream: not a failure
+        return None  # the consumer closed the stream: not a failure
     if _only_cancelled(exc):
-        _mark_cancelled(span, current_cause())
-        return
+        return _mark_cancelled(span, current_cause())
+    error = type(exc).__qualname__
     span.record_exception(exc)
-    span.set_attribute("error.type", type(exc).__qualname__)
+    span.set_attribute("error.type", error)
     span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+    return error
+
+
+@final
+class _Ending:
+    """How a span's region ended, for its duration metric: ``error`` is its ``error.type``."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: str | None = None
 
 
 @contextmanager
-def _current(span: Span) -> Iterator[Span]:
+def _current(span: Span) -> Iterator[_Ending]:
     """Make ``span`` current in the block and end it after; an exception marks it."""
+    ending = _Ending()
     with trace.use_span(
         span, end_on_exit=True, record_exception=False, set_status_on_exception=False
     ):
         try:
-            yield span
+            yield ending
         except BaseException as exc:
-            _failed(span, exc)
+            ending.error = _failed(span, exc)
             raise
 
 
@@ -186,12 +203,19 @@ class Tracer:
     Args:
         provider: the tracer provider; OpenTelemetry's global one when ``None``.
         capture_content: put message contents on the spans.
+        meter_provider: the meter provider; OpenTelemetry's global one when ``None``.
     """
 
-    __slots__ = ("_parents", "_tracer", "capture_content")
+    __slots__ = ("_parents", "_tracer", "capture_content", "metrics")
 
-    def __init__(self, provider: trace.TracerProvider | None, capture_content: bool) -> None:
+    def __init__(
+        self,
+        provider: trace.TracerProvider | None,
+        capture_content: bool,
+        meter_provider: MeterProvider | None = None,
+    ) -> None:
         self._tracer = trace.get_tracer(SCOPE, tracer_provider=provider)
+        self.metrics = Metrics(meter_provider)
         self.capture_content = capture_content
         # The remote parents of the agents' next turns (an ACP prompt's _meta), by agent id.
         self._parents: dict[str, otel_context.Context] = {}
@@ -239,6 +263,10 @@ class Tracer:
         )
         turn = _Turn(agent_id, span)
         token = _TURN.set(turn)
+        metrics = self.metrics
+        metrics.turns.add(1)
+        start = trio.current_time()
+        error: str | None = None
         try:
             with trace.use_span(
                 span, end_on_exit=True, record_exception=False, set_status_on_exception=False
@@ -247,10 +275,20 @@ class Tracer:
                     yield turn
                 except BaseException as exc:
                     if turn.ended is None:
-                        _failed(span, exc)
+                        error = _failed(span, exc)
                     raise
         finally:
             _TURN.reset(token)
+            metrics.turns.add(-1)
+            ended = turn.ended
+            if ended is not None and ended.cause is not None:
+                error = "cancelled"
+            elif ended is not None and ended.error is not None:
+                error = "turn_error"
+            measured: dict[str, AttributeValue] = {"gen_ai.operation.name": "invoke_agent"}
+            if error is not None:
+                measured["error.type"] = error
+            metrics.duration.record(trio.current_time() - start, measured)
 
     def on_appended(self, event: SessionAppended) -> None:
         """Put what a record says on the span it concerns (see the module rules)."""
@@ -297,10 +335,19 @@ class Tracer:
             messages = getattr(request, "messages", ())
             attributes["gen_ai.input.messages"] = _json([_message(m) for m in messages])
         span = self._tracer.start_span(f"chat {name}", kind=SpanKind.CLIENT, attributes=attributes)
-        return self._stream(span, model, request)
+        measured: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": name,
+        }
+        return self._stream(span, model, request, measured)
 
     async def _stream(
-        self, span: Span, model: StreamingModel[RequestT, Any], request: RequestT
+        self,
+        span: Span,
+        model: StreamingModel[RequestT, Any],
+        request: RequestT,
+        measured: dict[str, AttributeValue],
     ) -> AsyncGenerator[Any, None]:
         # The span is current only while the model's own stream runs (each __anext__), never
         # across a yield: the consumer's code between events is not the model's.
@@ -308,6 +355,8 @@ class Tracer:
         inner = model.stream(request)
         text: list[str] = []
         calls: list[dict[str, Any]] = []
+        start = trio.current_time()
+        error: str | None = None
         try:
             while True:
                 token = otel_context.attach(context)
@@ -317,10 +366,10 @@ class Tracer:
                     break
                 finally:
                     otel_context.detach(token)
-                self._observe(span, model, event, text, calls)
+                self._observe(span, model, event, text, calls, measured)
                 yield event
         except BaseException as exc:
-            _failed(span, exc)
+            error = _failed(span, exc)
             raise
         finally:
             try:
@@ -335,6 +384,9 @@ class Tracer:
                     output = [{"role": "assistant", "parts": (parts if text else []) + calls}]
                     span.set_attribute("gen_ai.output.messages", _json(output))
                 span.end()
+                if error is not None:
+                    measured = {**measured, "error.type": error}
+                self.metrics.duration.record(trio.current_time() - start, measured)
 
     def _observe(
         self,
@@ -343,17 +395,22 @@ class Tracer:
         event: object,
         text: list[str],
         calls: list[dict[str, Any]],
+        measured: dict[str, AttributeValue],
     ) -> None:
         usage = getattr(event, "usage", None)
         if usage is not None:  # the last event, Finished
+            input_tokens = int(getattr(usage, "input_tokens", 0))
+            output_tokens = int(getattr(usage, "output_tokens", 0))
             span.set_attributes(
                 {
                     "gen_ai.response.model": model.name,
                     "gen_ai.response.finish_reasons": (str(getattr(event, "reason", "")),),
-                    "gen_ai.usage.input_tokens": int(getattr(usage, "input_tokens", 0)),
-                    "gen_ai.usage.output_tokens": int(getattr(usage, "output_tokens", 0)),
+                    "gen_ai.usage.input_tokens": input_tokens,
+                    "gen_ai.usage.output_tokens": output_tokens,
                 }
             )
+            measured["gen_ai.response.model"] = model.name
+            self.metrics.record_tokens(input_tokens, output_tokens, measured)
         elif self.capture_content:
             delta = getattr(event, "text", None)
             if delta is not None:
@@ -387,8 +444,20 @@ class Tracer:
         span = self._tracer.start_span(
             f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes
         )
-        with _current(span):
-            yield _ToolAnswer(span, self.capture_content)
+        answer = _ToolAnswer(span, self.capture_content)
+        measured: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+        }
+        start = trio.current_time()
+        try:
+            with _current(span) as ending:
+                yield answer
+        finally:
+            error = ending.error or answer.error
+            if error is not None:
+                measured["error.type"] = error
+            self.metrics.duration.record(trio.current_time() - start, measured)
 
     @contextmanager
     def compaction(self, agent_id: str, turn_id: str | None) -> Iterator[object]:
@@ -417,10 +486,18 @@ class Tracer:
         span = self._tracer.start_span(
             f"shell {job_id or 'command'}", kind=SpanKind.INTERNAL, attributes=attributes
         )
-        with _current(span):
-            yield span
-            code = job.process.returncode
-            if code is not None:
-                span.set_attribute("process.exit.code", code)
-            status = job.status
-            span.set_attribute("trio_agents.job.status", str(getattr(status, "value", status)))
+        jobs = self.metrics.jobs
+        jobs.add(1)
+        try:
+            with _current(span):
+                yield span
+                self._exited(span, job)
+        finally:
+            jobs.add(-1)
+
+    def _exited(self, span: Span, job: ShellJob) -> None:
+        code = job.process.returncode
+        if code is not None:
+            span.set_attribute("process.exit.code", code)
+        status = job.status
+        span.set_attribute("trio_agents.job.status", str(getattr(status, "value", status)))

@@ -21,6 +21,7 @@ from ..session import SessionAppended
 from ._points import ACTIVE
 
 if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
     from ._otel import Tracer
@@ -37,11 +38,17 @@ class _TracingPlugin:
 
     name = "tracing"
 
-    def __init__(self, tracer: Tracer) -> None:
+    def __init__(self, tracer: Tracer, live: tuple[type, type] | None) -> None:
         self._tracer = tracer
+        self._live = live
 
     async def apply(self, ctx: Context, config: None) -> None:
         ctx.on(SessionAppended, self._tracer.on_appended)
+        if self._live is not None:
+            created, disposed = self._live
+            agents = self._tracer.metrics.agents
+            ctx.on(created, lambda event: agents.add(1))
+            ctx.on(disposed, lambda event: agents.add(-1))
 
 
 @asynccontextmanager
@@ -49,30 +56,37 @@ async def open_tracing(
     root: Context,
     tracer_provider: TracerProvider | None,
     *,
+    meter_provider: MeterProvider | None = None,
     capture_content: bool | None = None,
+    live: tuple[type, type] | None = None,
 ) -> AsyncIterator[None]:
     """Trace the runtime of ``root`` with ``tracer_provider`` while the block runs.
 
     Args:
         root: the runtime's root context.
-        tracer_provider: an OpenTelemetry ``TracerProvider``; ``None`` leaves tracing off.
+        tracer_provider: an OpenTelemetry ``TracerProvider``; with ``meter_provider`` also
+            ``None``, tracing stays off. When only ``meter_provider`` is given, spans go to
+            OpenTelemetry's global tracer provider (and the other way round).
+        meter_provider: an OpenTelemetry ``MeterProvider`` for the metrics.
         capture_content: record message contents on the spans; ``None`` reads
             ``$OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (``true`` turns it on).
+        live: the events that announce an agent created and disposed (the agent layer's),
+            counted by the ``trio_agents.agents`` up-down counter.
 
     Raises:
         ModuleNotFoundError: the ``otel`` extra is not installed.
     """
-    if tracer_provider is None:
+    if tracer_provider is None and meter_provider is None:
         yield
         return
     from ._otel import Tracer  # the one import of OpenTelemetry: only when tracing is on
 
     if capture_content is None:
         capture_content = os.environ.get(CAPTURE_CONTENT_ENV, "").lower() == "true"
-    tracer = Tracer(tracer_provider, capture_content)
+    tracer = Tracer(tracer_provider, capture_content, meter_provider)
     token = ACTIVE.set(tracer)
     try:
-        await root.plugin(_TracingPlugin(tracer))
+        await root.plugin(_TracingPlugin(tracer, live))
         yield
     finally:
         ACTIVE.reset(token)
