@@ -555,7 +555,7 @@ class Agent:
         self._turns += 1
         self._work = turn
         try:
-            with tracing.invoke_agent(self.id, turn.id, parent_id=self._config.parent_id):
+            with tracing.invoke_agent(self.session, turn.id, parent_id=self._config.parent_id):
                 await turn.run()
         finally:
             self._work = None

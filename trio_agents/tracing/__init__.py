@@ -12,6 +12,7 @@ from ._environ import tracer_provider_from_environ as tracer_provider_from_envir
 from ._points import ShellJob as ShellJob
 from ._points import StreamingModel as StreamingModel
 from ._points import ToolAnswer as ToolAnswer
+from ._points import approved as approved
 from ._points import chat as chat
 from ._points import compaction as compaction
 from ._points import environment as environment
@@ -29,6 +30,7 @@ __all__ = [
     "StreamingModel",
     "ToolAnswer",
     "TracingConfigError",
+    "approved",
     "chat",
     "compaction",
     "environment",

@@ -12,18 +12,17 @@ Rules:
   "cancelled"`` and an error status that names the cause. A turn takes its cause from its
   ``TurnEnded`` record (which says ``DisposedCancel`` when the agent is being disposed); a
   region cancelled from outside from :func:`trio_agents.cancel.current_cause`.
-- What the session records say inside a span (the prompts a turn claimed, the end of the
-  turn, the approval decision of a tool call) reaches the span through the bus:
-  :meth:`Tracer.on_appended` listens to ``SessionAppended``, which is emitted synchronously in
-  the task that appended the record, so the span current there is the one it concerns.
+- What the session records say of a turn (the prompts it claimed, how it ended) is read from
+  the records it appended, once, when its span ends: a listener of every record would cost
+  each record an event (``bench_tracing``). The approval of a tool call is put on the span
+  current where it is recorded, the call's own.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any, Final, final
 
 import attrs
@@ -35,7 +34,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from ..cancel import CancelCause, current_cause
-from ..session import SessionAppended, ToolApproval, TurnEnded, UserMessage
+from ..session import Record, Session, TurnEnded, UserMessage
 from ._metrics import Metrics
 from ._points import RequestT, ShellJob, StreamingModel
 
@@ -59,23 +58,6 @@ _ROLES: Final = {
     "AssistantText": "assistant",
     "ToolOutput": "tool",
 }
-
-
-@final
-class _Turn:
-    """What the session said during one turn span (see the module rules)."""
-
-    __slots__ = ("agent_id", "ended", "prompts", "span")
-
-    def __init__(self, agent_id: str, span: Span) -> None:
-        self.agent_id = agent_id
-        self.span = span
-        self.prompts: tuple[str, ...] = ()
-        self.ended: TurnEnded | None = None
-
-
-#: The turn span of the current task, so that its records find it under a tool call's span.
-_TURN: ContextVar[_Turn | None] = ContextVar("trio_agents_turn_span", default=None)
 
 
 @final
@@ -244,8 +226,11 @@ class Tracer:
     # -- turns -------------------------------------------------------------------------------
 
     @contextmanager
-    def invoke_agent(self, agent_id: str, turn_id: str, parent_id: str | None) -> Iterator[object]:
+    def invoke_agent(
+        self, session: Session, turn_id: str, parent_id: str | None
+    ) -> Iterator[object]:
         """See :func:`trio_agents.tracing.invoke_agent`."""
+        agent_id = session.id
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.id": agent_id,
@@ -261,8 +246,7 @@ class Tracer:
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         )
-        turn = _Turn(agent_id, span)
-        token = _TURN.set(turn)
+        first = session.statistics().records
         metrics = self.metrics
         metrics.turns.add(1)
         start = trio.current_time()
@@ -272,49 +256,50 @@ class Tracer:
                 span, end_on_exit=True, record_exception=False, set_status_on_exception=False
             ):
                 try:
-                    yield turn
+                    yield None
                 except BaseException as exc:
-                    if turn.ended is None:
+                    error = self._turn_ended(span, session.records_since(first), turn_id)
+                    if error is None:
                         error = _failed(span, exc)
                     raise
+                error = self._turn_ended(span, session.records_since(first), turn_id)
         finally:
-            _TURN.reset(token)
             metrics.turns.add(-1)
-            ended = turn.ended
-            if ended is not None and ended.cause is not None:
-                error = "cancelled"
-            elif ended is not None and ended.error is not None:
-                error = "turn_error"
             measured: dict[str, AttributeValue] = {"gen_ai.operation.name": "invoke_agent"}
             if error is not None:
                 measured["error.type"] = error
             metrics.duration.record(trio.current_time() - start, measured)
 
-    def on_appended(self, event: SessionAppended) -> None:
-        """Put what a record says on the span it concerns (see the module rules)."""
-        record = event.record
-        if isinstance(record, ToolApproval):
-            span = trace.get_current_span()
-            span.set_attribute("trio_agents.tool.approval", record.decision)
-            span.set_attribute("trio_agents.tool.approval_by", record.by)
-            return
-        turn = _TURN.get()
-        if turn is None or turn.agent_id != event.session_id:
-            return
-        if isinstance(record, UserMessage):
-            turn.prompts = (*turn.prompts, record.message_id)
-            turn.span.set_attribute("trio_agents.turn.prompt_ids", turn.prompts)
-            if self.capture_content:
-                turn.span.add_event("gen_ai.user.message", {"content": record.content})
-        elif isinstance(record, TurnEnded):
-            turn.ended = record
-            span = turn.span
-            span.set_attribute("trio_agents.turn.stop_reason", str(record.stop_reason))
-            if record.cause is not None:
-                _mark_cancelled(span, record.cause)
-            elif record.error is not None:
-                span.set_attribute("error.type", "turn_error")
-                span.set_status(Status(StatusCode.ERROR, record.error))
+    def _turn_ended(self, span: Span, records: Sequence[Record], turn_id: str) -> str | None:
+        """Put what the turn's records say on its span: the prompts it claimed, how it ended;
+        the ``error.type`` of that end (``None``: completed, or no end recorded)."""
+        prompts: list[str] = []
+        ended: TurnEnded | None = None
+        for record in records:
+            if isinstance(record, UserMessage) and record.turn_id == turn_id:
+                prompts.append(record.message_id)
+                if self.capture_content:
+                    span.add_event("gen_ai.user.message", {"content": record.content})
+            elif isinstance(record, TurnEnded) and record.turn_id == turn_id:
+                ended = record
+        if prompts:
+            span.set_attribute("trio_agents.turn.prompt_ids", prompts)
+        if ended is None:
+            return None
+        span.set_attribute("trio_agents.turn.stop_reason", str(ended.stop_reason))
+        if ended.cause is not None:
+            return _mark_cancelled(span, ended.cause)
+        if ended.error is not None:
+            span.set_attribute("error.type", "turn_error")
+            span.set_status(Status(StatusCode.ERROR, ended.error))
+            return "turn_error"
+        return None
+
+    def approved(self, decision: str, by: str) -> None:
+        """See :func:`trio_agents.tracing.approved`."""
+        span = trace.get_current_span()
+        span.set_attribute("trio_agents.tool.approval", decision)
+        span.set_attribute("trio_agents.tool.approval_by", by)
 
     # -- model requests ----------------------------------------------------------------------
 

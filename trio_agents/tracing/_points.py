@@ -21,12 +21,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, final
 
 if TYPE_CHECKING:
+    from ..session import Session
     from ._otel import Tracer
 
 __all__ = [
     "ShellJob",
     "StreamingModel",
     "ToolAnswer",
+    "approved",
     "chat",
     "compaction",
     "environment",
@@ -118,13 +120,21 @@ _OFF = _Off()
 
 
 def invoke_agent(
-    agent_id: str, turn_id: str, *, parent_id: str | None = None
+    session: Session, turn_id: str, *, parent_id: str | None = None
 ) -> AbstractContextManager[object]:
-    """The span of one turn of the agent ``agent_id`` (``invoke_agent AGENT``)."""
+    """The span of one turn of the agent whose session is ``session`` (``invoke_agent
+    AGENT``); what the turn recorded there is read when it ends."""
     tracer = ACTIVE.get()
     if tracer is None:
         return _OFF
-    return tracer.invoke_agent(agent_id, turn_id, parent_id)
+    return tracer.invoke_agent(session, turn_id, parent_id)
+
+
+def approved(decision: str, by: str) -> None:
+    """Put the approval ``decision`` of the current tool call (and who gave it) on its span."""
+    tracer = ACTIVE.get()
+    if tracer is not None:
+        tracer.approved(decision, by)
 
 
 def chat(

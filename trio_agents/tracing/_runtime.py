@@ -1,12 +1,13 @@
 """Turning tracing on for a runtime: :func:`open_tracing`.
 
 Rules:
-- Without a tracer provider nothing happens: no import, no listener, every point stays off.
+- Without a tracer (or meter) provider nothing is imported and no listener is added; every
+  point stays off in what the runtime starts, even inside another, traced runtime.
 - With one, the tracer is active in the calling task from the start of the block to its end,
   and so in every task started from it meanwhile (the runtime's fibers, agents, turns, jobs);
-  a listener on the root fiber (the plugin ``tracing``) puts what the session records say on
-  the spans they concern. Applied before the core plugins, it is torn down after them, so the
-  turns that end during teardown are still traced.
+  a plugin on the root fiber (``tracing``) counts the live agents from the agent layer's
+  events. Applied before the core plugins, it is torn down after them, so the agents disposed
+  during teardown are still counted down.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final, final
 
 from ..kernel import Context
-from ..session import SessionAppended
 from ._points import ACTIVE
 
 if TYPE_CHECKING:
@@ -43,7 +43,6 @@ class _TracingPlugin:
         self._live = live
 
     async def apply(self, ctx: Context, config: None) -> None:
-        ctx.on(SessionAppended, self._tracer.on_appended)
         if self._live is not None:
             created, disposed = self._live
             agents = self._tracer.metrics.agents
@@ -77,7 +76,13 @@ async def open_tracing(
         ModuleNotFoundError: the ``otel`` extra is not installed.
     """
     if tracer_provider is None and meter_provider is None:
-        yield
+        # Off for this runtime also when an enclosing one is traced: what this one starts in
+        # the block (agents, fibers) inherits the variable from the task that opened it.
+        token = ACTIVE.set(None)
+        try:
+            yield
+        finally:
+            ACTIVE.reset(token)
         return
     from ._otel import Tracer  # the one import of OpenTelemetry: only when tracing is on
 
