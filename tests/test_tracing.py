@@ -347,3 +347,25 @@ async def test_shell_commands_and_jobs_have_spans_under_their_tool_call() -> Non
         "process.exit.code": 3,
     }
     assert isinstance(attributes(job)["process.pid"], int)
+
+
+class AlwaysDue(ag.SummarizingCompactor):
+    """The default policy, due before every request."""
+
+    def due(self, context: ag.ContextUsage) -> bool:
+        return True
+
+
+async def test_a_compaction_a_turn_needed_is_a_child_of_that_turn() -> None:
+    """A compaction due before a request runs inside the turn, in a span under it."""
+    provider, exporter = in_memory()
+    policy = AlwaysDue(keep_turns=1)
+    async with ag.open_runtime(tracer_provider=provider, compactor=policy) as root:
+        agent = (await root.agents.create(session_id="a")).agent
+        for text in ("one", "two"):
+            agent.prompt(text)
+            await agent.when_idle()
+    spans = list(exporter.get_finished_spans())
+    assert tree(spans) == ["invoke_agent a", "  compaction a", "  chat echo"] * 2
+    second = named(spans, "compaction a")[1]
+    assert attributes(second) == {"gen_ai.agent.id": "a", "trio_agents.turn.id": "t-2"}
