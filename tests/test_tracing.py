@@ -373,3 +373,60 @@ async def test_a_compaction_a_turn_needed_is_a_child_of_that_turn() -> None:
     assert tree(spans) == ["invoke_agent a", "  compaction a", "  chat echo"] * 2
     second = named(spans, "compaction a")[1]
     assert attributes(second) == {"gen_ai.agent.id": "a", "trio_agents.turn.id": "t-2"}
+
+
+def linked(span: ReadableSpan) -> list[tuple[int, dict[str, object]]]:
+    """The span ids ``span`` links to, with the links' attributes."""
+    return [(link.context.span_id, dict(link.attributes or {})) for link in span.links]
+
+
+async def test_a_child_turn_cancelled_through_its_parent_links_the_parents_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """ParentCancel: the child's cancelled turn links to the parent's running turn."""
+    provider, exporter = in_memory()
+    sleeping = [[CallTool("sleep", {"seconds": 100})]]
+    async with ag.open_runtime(tracer_provider=provider) as root:
+        await root.plugin(Tools(SLEEP))
+        parent = (await root.agents.create(model=ScriptedModel(sleeping), session_id="p")).agent
+        child_model = ScriptedModel(sleeping)
+        child = (await root.agents.create(model=child_model, parent=parent, session_id="c")).agent
+        parent.prompt("go")
+        child.prompt("go")
+        await trio.testing.wait_all_tasks_blocked()
+        parent.cancel()
+        await child.when_idle()
+        await parent.when_idle()
+    spans = list(exporter.get_finished_spans())
+    parent_turn, child_turn = one(spans, "invoke_agent p"), one(spans, "invoke_agent c")
+    assert parent_turn.context is not None
+    assert linked(child_turn) == [
+        (parent_turn.context.span_id, {"trio_agents.link": "cancelled_by"})
+    ]
+    assert linked(parent_turn) == []
+
+
+@ta.tool
+async def stop(ctx: ag.ToolContext) -> str:
+    """Stop the agent that called this."""
+    assert ctx.agent is not None
+    ctx.agent.cancel()
+    await trio.lowlevel.checkpoint()  # where the cancel lands
+    return "not reached"
+
+
+async def test_a_turn_cancelled_from_a_tool_call_links_that_call() -> None:
+    """A tool that cancels its own agent: the cancelled turn links to the call's span."""
+    provider, exporter = in_memory()
+    model = ScriptedModel([[CallTool("stop", {})]])
+    async with ag.open_runtime(model=model, tracer_provider=provider) as root:
+        await root.plugin(Tools(stop))
+        agent = (await root.agents.create(session_id="a")).agent
+        agent.prompt("go")
+        await agent.when_idle()
+    spans = list(exporter.get_finished_spans())
+    call = one(spans, "execute_tool stop")
+    assert call.context is not None
+    turn = one(spans, "invoke_agent a")
+    assert linked(turn) == [(call.context.span_id, {"trio_agents.link": "cancelled_by"})]
+    assert cancelled_by(turn) == {"trio_agents.cancel.cause": "UserCancel"}

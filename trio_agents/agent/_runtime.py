@@ -11,7 +11,7 @@ from ..model import Model, ModelsPlugin
 from ..session import MemoryStore, SessionStore, store_from_spec
 from ..tracing import open_tracing
 from ._compaction import CompactionPlugin, Compactor
-from ._events import AgentCreated, AgentDisposed
+from ._events import AgentCancelRequested, AgentCreated, AgentDisposed
 from ._factory import AgentFactory, DefaultAgentFactory, FactoryPlugin
 from ._loop import AgentLoop, DeclaredAgent, agent_loop
 from ._tools import tools_plugin
@@ -67,7 +67,10 @@ async def open_runtime(
     async with (
         open_root() as root,
         open_tracing(
-            root, tracer_provider, meter_provider=meter_provider, live=(AgentCreated, AgentDisposed)
+            root,
+            tracer_provider,
+            meter_provider=meter_provider,
+            live=(AgentCreated, AgentDisposed, AgentCancelRequested),
         ),
     ):
         if core:

@@ -30,10 +30,10 @@ import trio
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from ..cancel import CancelCause, current_cause
+from ..cancel import CancelCause, ParentCancel, current_cause
 from ..session import Record, Session, TurnEnded, UserMessage
 from ._metrics import Metrics
 from ._points import RequestT, ShellJob, StreamingModel
@@ -188,7 +188,7 @@ class Tracer:
         meter_provider: the meter provider; OpenTelemetry's global one when ``None``.
     """
 
-    __slots__ = ("_parents", "_tracer", "capture_content", "metrics")
+    __slots__ = ("_causes", "_parents", "_running", "_tracer", "capture_content", "metrics")
 
     def __init__(
         self,
@@ -201,6 +201,19 @@ class Tracer:
         self.capture_content = capture_content
         # The remote parents of the agents' next turns (an ACP prompt's _meta), by agent id.
         self._parents: dict[str, otel_context.Context] = {}
+        # The span of each agent's running turn, and the span that asked for each agent's
+        # cancel (linked from the turn the cancel ends), by agent id.
+        self._running: dict[str, SpanContext] = {}
+        self._causes: dict[str, SpanContext] = {}
+
+    def cancel_requested(self, agent_id: str, cause: object) -> None:
+        """Remember what caused a cancel of the agent ``agent_id``: the parent's running turn
+        for a :class:`~trio_agents.cancel.ParentCancel`, else the span current where the
+        cancel was asked for (a tool call, an approval); the cancelled turn links to it."""
+        parent = self._running.get(cause.parent_id) if isinstance(cause, ParentCancel) else None
+        context = parent or trace.get_current_span().get_span_context()
+        if context.is_valid:
+            self._causes[agent_id] = context
 
     # -- context across processes ------------------------------------------------------------
 
@@ -247,6 +260,8 @@ class Tracer:
             attributes=attributes,
         )
         first = session.statistics().records
+        self._causes.pop(agent_id, None)  # a cancel before this turn is not its cause
+        self._running[agent_id] = span.get_span_context()
         metrics = self.metrics
         metrics.turns.add(1)
         start = trio.current_time()
@@ -258,19 +273,23 @@ class Tracer:
                 try:
                     yield None
                 except BaseException as exc:
-                    error = self._turn_ended(span, session.records_since(first), turn_id)
+                    error = self._turn_ended(span, session.records_since(first), agent_id, turn_id)
                     if error is None:
                         error = _failed(span, exc)
                     raise
-                error = self._turn_ended(span, session.records_since(first), turn_id)
+                error = self._turn_ended(span, session.records_since(first), agent_id, turn_id)
         finally:
+            self._running.pop(agent_id, None)
+            self._causes.pop(agent_id, None)
             metrics.turns.add(-1)
             measured: dict[str, AttributeValue] = {"gen_ai.operation.name": "invoke_agent"}
             if error is not None:
                 measured["error.type"] = error
             metrics.duration.record(trio.current_time() - start, measured)
 
-    def _turn_ended(self, span: Span, records: Sequence[Record], turn_id: str) -> str | None:
+    def _turn_ended(
+        self, span: Span, records: Sequence[Record], session_id: str, turn_id: str
+    ) -> str | None:
         """Put what the turn's records say on its span: the prompts it claimed, how it ended;
         the ``error.type`` of that end (``None``: completed, or no end recorded)."""
         prompts: list[str] = []
@@ -288,6 +307,9 @@ class Tracer:
             return None
         span.set_attribute("trio_agents.turn.stop_reason", str(ended.stop_reason))
         if ended.cause is not None:
+            caused_by = self._causes.pop(session_id, None)
+            if caused_by is not None:
+                span.add_link(caused_by, {"trio_agents.link": "cancelled_by"})
             return _mark_cancelled(span, ended.cause)
         if ended.error is not None:
             span.set_attribute("error.type", "turn_error")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from ..kernel import Context
 from ._points import ACTIVE
@@ -38,16 +38,20 @@ class _TracingPlugin:
 
     name = "tracing"
 
-    def __init__(self, tracer: Tracer, live: tuple[type, type] | None) -> None:
+    def __init__(self, tracer: Tracer, live: tuple[type, type, type] | None) -> None:
         self._tracer = tracer
         self._live = live
 
     async def apply(self, ctx: Context, config: None) -> None:
         if self._live is not None:
-            created, disposed = self._live
+            created, disposed, cancel_requested = self._live
             agents = self._tracer.metrics.agents
             ctx.on(created, lambda event: agents.add(1))
             ctx.on(disposed, lambda event: agents.add(-1))
+            ctx.on(cancel_requested, self._cancel_requested)
+
+    def _cancel_requested(self, event: Any) -> None:
+        self._tracer.cancel_requested(event.agent_id, event.cause)
 
 
 @asynccontextmanager
@@ -57,7 +61,7 @@ async def open_tracing(
     *,
     meter_provider: MeterProvider | None = None,
     capture_content: bool | None = None,
-    live: tuple[type, type] | None = None,
+    live: tuple[type, type, type] | None = None,
 ) -> AsyncIterator[None]:
     """Trace the runtime of ``root`` with ``tracer_provider`` while the block runs.
 
@@ -69,8 +73,10 @@ async def open_tracing(
         meter_provider: an OpenTelemetry ``MeterProvider`` for the metrics.
         capture_content: record message contents on the spans; ``None`` reads
             ``$OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (``true`` turns it on).
-        live: the events that announce an agent created and disposed (the agent layer's),
-            counted by the ``trio_agents.agents`` up-down counter.
+        live: the agent layer's events that announce an agent created, disposed, and asked to
+            cancel (``AgentCreated``, ``AgentDisposed``, ``AgentCancelRequested``): the first
+            two count the ``trio_agents.agents`` up-down counter, the third links a cancelled
+            turn to the span that caused the cancel.
 
     Raises:
         ModuleNotFoundError: the ``otel`` extra is not installed.
