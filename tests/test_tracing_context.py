@@ -82,7 +82,8 @@ async def test_an_mcp_request_carries_the_trace_context_in_meta() -> None:
 
 @pytest.mark.parametrize("meta", [True, False])
 async def test_an_acp_prompts_meta_traceparent_is_its_turns_parent(meta: bool) -> None:
-    """session/prompt with _meta.traceparent: the turn's span is a child of the editor's."""
+    """session/prompt with _meta.traceparent: the turn's span is a child of the editor's;
+    without (or with one that is not valid), the turn starts a trace of its own."""
     provider, exporter = in_memory()
     remote = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     async with serve_bridge(tracer_provider=provider) as served:
@@ -93,8 +94,7 @@ async def test_an_acp_prompts_meta_traceparent_is_its_turns_parent(meta: bool) -
             "sessionId": session_id,
             "prompt": [{"type": "text", "text": "hello"}],
         }
-        if meta:
-            params["_meta"] = {"traceparent": remote}
+        params["_meta"] = {"traceparent": remote if meta else "00-not-a-trace-01"}
         result = await client.call("session/prompt", params)
         assert result["stopReason"] == "end_turn"
     [turn] = named(list(exporter.get_finished_spans()), f"invoke_agent {session_id}")

@@ -7,6 +7,7 @@ import functools
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,14 @@ def test_an_unknown_exporter_is_refused() -> None:
     """The error names the variable and the exporters there are."""
     with pytest.raises(TracingConfigError, match=r"^OTEL_TRACES_EXPORTER='otlp,zipkin' names"):
         tracer_provider_from_environ({"OTEL_TRACES_EXPORTER": "otlp,zipkin"})
+
+
+def test_tracing_asked_for_without_the_extra_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the SDK importable, the error says which extra to install."""
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.resources", None)
+    with pytest.raises(
+        TracingConfigError, match=r"^OTEL_TRACES_EXPORTER=console needs OpenTelemetry; install "
+    ):
+        tracer_provider_from_environ({"OTEL_TRACES_EXPORTER": "console"})
