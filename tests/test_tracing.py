@@ -430,3 +430,22 @@ async def test_a_turn_cancelled_from_a_tool_call_links_that_call() -> None:
     turn = one(spans, "invoke_agent a")
     assert linked(turn) == [(call.context.span_id, {"trio_agents.link": "cancelled_by"})]
     assert cancelled_by(turn) == {"trio_agents.cancel.cause": "UserCancel"}
+
+
+async def test_a_turn_cut_by_a_cancel_around_the_runtime_ends_with_disposed_cancel(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The application's own scope cancelled mid-call: the turn's span says DisposedCancel,
+    as its TurnEnded does; the call, cut by a plain trio cancel, has no typed cause."""
+    provider, exporter = in_memory()
+    model = ScriptedModel([[CallTool("sleep", {"seconds": 100})]])
+    with trio.move_on_after(5):
+        async with ag.open_runtime(model=model, tracer_provider=provider) as root:
+            await root.plugin(Tools(SLEEP))
+            agent = (await root.agents.create(session_id="a")).agent
+            agent.prompt("go")
+            await trio.sleep_forever()
+    spans = list(exporter.get_finished_spans())
+    turn = one(spans, "invoke_agent a")
+    assert cancelled_by(turn) == {"trio_agents.cancel.cause": "DisposedCancel"}
+    assert cancelled_by(one(spans, "execute_tool sleep")) == {}
