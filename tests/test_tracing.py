@@ -436,7 +436,7 @@ async def test_a_turn_cut_by_a_cancel_around_the_runtime_ends_with_disposed_canc
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """The application's own scope cancelled mid-call: the turn's span says DisposedCancel,
-    as its TurnEnded does; the call, cut by a plain trio cancel, has no typed cause."""
+    as its TurnEnded does."""
     provider, exporter = in_memory()
     model = ScriptedModel([[CallTool("sleep", {"seconds": 100})]])
     with trio.move_on_after(5):
@@ -448,4 +448,6 @@ async def test_a_turn_cut_by_a_cancel_around_the_runtime_ends_with_disposed_canc
     spans = list(exporter.get_finished_spans())
     turn = one(spans, "invoke_agent a")
     assert cancelled_by(turn) == {"trio_agents.cancel.cause": "DisposedCancel"}
-    assert cancelled_by(one(spans, "execute_tool sleep")) == {}
+    # The call's own cause depends on which reaches it first: the plain cancel of the
+    # application's scope or the agent's disposal; either way the span says it was cancelled.
+    assert attributes(one(spans, "execute_tool sleep"))["error.type"] == "cancelled"
