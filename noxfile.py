@@ -34,7 +34,7 @@ def _groups(*names: str) -> list[str]:
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """Run the test suite under coverage (branch) and report it; below the floor fails."""
-    session.install("-e", ".", *_groups("test"))
+    session.install("-e", ".[otel]", *_groups("test"))
     session.env["COVERAGE_PROCESS_START"] = "pyproject.toml"
     session.run("coverage", "erase")
     session.run("coverage", "run", "-m", "pytest", *session.posargs)
@@ -85,7 +85,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """Type-check the package, tests and benchmarks with mypy in strict mode, and the typed
     user plugin of tests/typing with no Any allowed."""
-    session.install("-e", ".", *_groups("typing"))
+    session.install("-e", ".[otel]", *_groups("typing"))
     session.run("mypy")
     # A user's plugin, checked the way its author would: strict, and no Any may reach it.
     session.run("mypy", "--strict", "--disallow-any-expr", "tests/typing")
@@ -101,7 +101,7 @@ def docs(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
     """Run the benchmarks; each prints its ratio to a raw-trio floor measured in the same run."""
-    session.install("-e", ".", *_groups("bench"))
+    session.install("-e", ".[otel]", *_groups("bench"))
     session.run("python", "-m", "benchmarks", *session.posargs)
 
 

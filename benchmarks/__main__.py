@@ -33,6 +33,7 @@ from . import (
     bench_shell,
     bench_stores,
     bench_tools,
+    bench_tracing,
 )
 
 FLOOR_ROWS = (
@@ -46,7 +47,7 @@ FLOOR_ROWS = (
     "instructions",
     "peers",
 )
-OTHERS = ("fibers", "compaction", "sessions", "postgres", "resume", "shell")
+OTHERS = ("fibers", "compaction", "sessions", "postgres", "resume", "shell", "tracing")
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -313,6 +314,7 @@ def main() -> None:
         "postgres": bench_postgres.main,
         "resume": bench_resume.main,
         "shell": bench_shell.main,
+        "tracing": bench_tracing.main,
     }
     if args.child is not None:
         figures = runs[args.child]()

@@ -137,12 +137,16 @@ class Served:
 
 @asynccontextmanager
 async def serve_bridge(
-    model: Model | str = "echo", *, allow_bash: bool = False, store: SessionStore | None = None
+    model: Model | str = "echo",
+    *,
+    allow_bash: bool = False,
+    store: SessionStore | None = None,
+    tracer_provider: Any = None,
 ) -> AsyncIterator[Served]:
     """A runtime (the real local shell and ``bash`` tools; ``store`` or a new memory store)
-    serving one bridge."""
+    serving one bridge, traced with ``tracer_provider`` if given."""
     store = store if store is not None else MemoryStore()
-    async with ag.open_runtime(store=store, model=model) as root:
+    async with ag.open_runtime(store=store, model=model, tracer_provider=tracer_provider) as root:
         await root.plugin(LocalShell())
         await root.plugin(tool_bash)
         ours, theirs = trio.testing.memory_stream_pair()

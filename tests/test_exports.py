@@ -355,6 +355,8 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.session._summary": frozenset({"Summary", "title_of"}),
     "trio_agents.session._writelog": frozenset({"WriteLog"}),
     "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
+    "trio_agents.tracing._metrics": frozenset({"Metrics"}),
+    "trio_agents.tracing._otel": frozenset({"Tracer", "cause_attributes"}),
 }
 
 

@@ -17,6 +17,8 @@ LAYERS = {
     "cancel": 0,
     "session": 1,
     "model": 1,
+    # Tracing's instrumentation points are called from model (1) up to acp and mcp (3).
+    "tracing": 1,
     "agent": 2,
     "shell": 3,
     "acp": 3,

@@ -15,7 +15,6 @@ import trio
 import trio.testing
 
 import trio_agents.agent as ag
-from trio_agents.agent._tool_signature import tool
 from trio_agents.agent import (
     Tool,
     ToolContext,
@@ -24,6 +23,7 @@ from trio_agents.agent import (
     ToolResult,
     tools_plugin,
 )
+from trio_agents.agent._tool_signature import tool
 from trio_agents.cancel import CauseScope, UserCancel, current_cause
 from trio_agents.kernel import Context, FiberState, open_root
 from trio_agents.model import (

@@ -35,6 +35,13 @@ def dotted() -> str:
 
 
 @server.tool()
+def traceparent(ctx: Context) -> str:
+    """The ``traceparent`` the call's request carried in its ``_meta`` (or ``None``)."""
+    meta = ctx.request_context.meta or {}
+    return str(meta.get("traceparent"))
+
+
+@server.tool()
 def fail(reason: str) -> str:
     """Fail with the given reason."""
     raise ToolError(f"failed on purpose: {reason}")

@@ -20,6 +20,7 @@ from typing import Any, final
 
 import attrs
 
+from .. import tracing
 from ..agent import Agent, AgentClosedError, AgentDisposed, AgentOutput
 from ..session import (
     InboxSpliced,
@@ -156,6 +157,7 @@ class Sessions:
         except AgentClosedError as exc:
             raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
         session.prompt = Prompt(request.id, str(message_id))
+        tracing.remote_parent(session.agent.id, params.get("_meta"))
 
     def _finish(self, session: AcpSession, ended: TurnEnded | None) -> None:
         prompt = session.prompt

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, final
 import attrs
 import trio
 
+from .. import tracing
 from .._base import Signal, Wake
 from ..cancel import CancelCause, ParentCancel, UserCancel, current_cause
 from ..model import Model
@@ -543,7 +544,8 @@ class Agent:
         self._turns += 1
         self._work = turn
         try:
-            await turn.run()
+            with tracing.invoke_agent(self.session, turn.id, parent_id=self._config.parent_id):
+                await turn.run()
         finally:
             self._work = None
             self._notify()

@@ -43,6 +43,7 @@ from typing import Any, Final, Protocol, final, runtime_checkable
 import attrs
 import trio
 
+from .. import tracing
 from ..session import Record, ToolApproval
 
 __all__ = [
@@ -272,6 +273,7 @@ class Approvals:
                 by=by,
             )
         )
+        tracing.approved(decision.value, by)
 
 
 def _decision(tool: str, answer: object) -> tuple[Decision, str]:

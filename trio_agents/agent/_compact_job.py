@@ -16,6 +16,7 @@ from typing import final
 
 import trio
 
+from .. import tracing
 from ..cancel import CancelCause, CauseScope, DisposedCancel
 from ..session import Compacted
 from ._compaction import CompactionError, compact_history
@@ -56,7 +57,7 @@ class CompactJob:
         raised (``settle`` then ends the job)."""
         self.id = job_id
         try:
-            with self.scope:
+            with self.scope, tracing.compaction(parts.id, None):
                 self.record = await compact_history(
                     parts, parts.compactor(), None, recording=self._recording
                 )

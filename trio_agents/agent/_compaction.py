@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Final, Protocol, final, runtime_checkable
 
 import attrs
 
+from .. import tracing
 from .._errors import TrioAgentsError
 from ..cancel import CancelCause
 from ..kernel import Context, ServiceKey
@@ -413,7 +414,8 @@ async def fit_window(parts: CompactionParts, turn_id: str) -> None:
     """Compact the agent's history first if its next request is due for it (in the turn)."""
     compactor = parts.compactor()
     if compactor.due(parts.context()):
-        await compact_history(parts, compactor, turn_id)
+        with tracing.compaction(parts.id, turn_id):
+            await compact_history(parts, compactor, turn_id)
 
 
 async def compact_after(parts: CompactionParts, turn_id: str, error: ModelError) -> bool:

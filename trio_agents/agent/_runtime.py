@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..kernel import Context, open_root
 from ..model import Model, ModelsPlugin
 from ..session import MemoryStore, SessionStore, store_from_spec
+from ..tracing import open_tracing
 from ._compaction import CompactionPlugin, Compactor
+from ._events import AgentCancelRequested, AgentCreated, AgentDisposed
 from ._factory import AgentFactory, DefaultAgentFactory, FactoryPlugin
 from ._loop import AgentLoop, DeclaredAgent, agent_loop
 from ._tools import tools_plugin
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["open_runtime"]
 
@@ -26,6 +32,8 @@ async def open_runtime(
     compactor: Compactor | None = None,
     factory: AgentFactory[Any] | None = None,
     core: bool = True,
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
 ) -> AsyncIterator[Context]:
     """Open a runtime and yield its root :class:`Context`.
 
@@ -42,6 +50,10 @@ async def open_runtime(
             a :class:`DefaultAgentFactory` (today's :class:`Agent`) when ``None``.
         core: apply the core plugins (sessions, models, tools, agent loop); ``False`` gives a
             bare kernel root.
+        tracer_provider: an OpenTelemetry ``TracerProvider`` to trace the runtime with
+            (:doc:`/observability`; the ``otel`` extra); tracing is off when ``None``.
+        meter_provider: an OpenTelemetry ``MeterProvider`` for the runtime's metrics
+            (token usage, durations, live agents, turns and jobs).
 
     Leaving the block tears everything down in reverse order of set-up: the agent loop (and so
     every agent, each flushing its session) before the factory, the compaction policy, the
@@ -52,7 +64,15 @@ async def open_runtime(
     """
     if isinstance(store, str):
         store = store_from_spec(store)
-    async with open_root() as root:
+    async with (
+        open_root() as root,
+        open_tracing(
+            root,
+            tracer_provider,
+            meter_provider=meter_provider,
+            live=(AgentCreated, AgentDisposed, AgentCancelRequested),
+        ),
+    ):
         if core:
             await root.plugin(store if store is not None else MemoryStore())
             await root.plugin(ModelsPlugin(model))

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 import attrs
 import trio
 
+from .. import tracing
 from .._base import count_problems, list_problems
 from .._errors import TrioAgentsError
 from ..cancel import CauseScope, UserCancel
@@ -501,8 +502,10 @@ class ToolRegistry:
             trio.Cancelled: the call was cancelled; it propagates untouched.
         """
         who = Caller.of(caller)
-        result = await self._invoke(name, arguments, who, call_id, scope or who.scope, on_start)
-        content = cap_result(result.content, self._result_cap)
+        with tracing.execute_tool(name, call_id, arguments) as span:
+            result = await self._invoke(name, arguments, who, call_id, scope or who.scope, on_start)
+            content = cap_result(result.content, self._result_cap)
+            span.answered(result.is_error, content)
         return result if content is result.content else attrs.evolve(result, content=content)
 
     async def _invoke(

@@ -23,6 +23,7 @@ from typing import final
 
 import trio
 
+from .. import tracing
 from ..cancel import CancelCause, CauseScope, DisposedCancel, HookCancel, current_cause
 from ..model import Finished, ModelError, ModelRequest, TextDelta, ToolCallRequested
 from ..session import (
@@ -204,7 +205,7 @@ class Turn:
         calls: list[ToolCallRequested] = []
         finished: Finished | None = None
         streamed = False
-        stream = parts.model.stream(request)
+        stream = tracing.chat(parts.model, request)
         try:
             try:
                 async for event in stream:

@@ -42,6 +42,7 @@ from ..session import (
     parse_store_spec,
 )
 from ..shell import SANDBOX_POLICIES, LocalShell, SandboxShell, tool_bash
+from ..tracing import open_environ_tracing
 from ._config import ASKED_BY_DEFAULT, Config, check_asks, load_config
 from ._signals import terminable
 from ._usage import Parser
@@ -301,9 +302,15 @@ async def open_cli_runtime(
     here = os.getcwd()
     declared = [a if a.cwd is not None else attrs.evolve(a, cwd=here) for a in config.agents]
     announce_store(settings.store)
-    async with open_runtime(
-        store=make_store(settings.store), model=settings.model, agents=declared
-    ) as root:
+    async with (
+        open_environ_tracing() as tracer_provider,
+        open_runtime(
+            store=make_store(settings.store),
+            model=settings.model,
+            agents=declared,
+            tracer_provider=tracer_provider,
+        ) as root,
+    ):
         with terminable(root):
             # A sandboxed command cannot leave the sandbox: nothing to ask about (as Codex).
             sandboxed = shell and settings.sandbox is not None

@@ -18,6 +18,7 @@ from typing import Any, final
 
 import httpx
 
+from .. import tracing
 from ._errors import ModelError, ModelErrorKind
 from ._retry import Assembler, Attempts, Describe, StreamSettings
 from ._stream import ModelEvent
@@ -100,7 +101,7 @@ class Endpoint:
         Raises:
             ModelError: every failure, in one line saying what to do.
         """
-        return self._attempts.stream(body, {**headers, "user-agent": USER_AGENT})
+        return self._attempts.stream(body, tracing.headers({**headers, "user-agent": USER_AGENT}))
 
 
 class EndpointModel:

@@ -34,6 +34,7 @@ from typing import Any, final
 import attrs
 import trio
 
+from .. import tracing
 from ..kernel import Context, Entry, current_context
 from ._child import Child, GroupChild, SupervisedChild, supervisor_available
 from ._errors import JobNotFoundError, ShellRequestError
@@ -212,7 +213,8 @@ class LocalShellExecutor(ShellExecutor):
         """See :meth:`ShellExecutor.run`."""
         self._check_open()
         proc = await self._spawn(spec, None)
-        await self._drive(proc)
+        with tracing.shell_job(proc):
+            await self._drive(proc)
         output, dropped = proc.buffer.take(final=True)
         return ShellResult(
             output=output,
@@ -239,7 +241,8 @@ class LocalShellExecutor(ShellExecutor):
         # this task (the executor's) owns it.
         self._jobs[job_id] = proc
         task_status.started(BashTask(job_id, spec.command, proc.process.pid))
-        await self._drive(proc)
+        with tracing.shell_job(proc):
+            await self._drive(proc)
         if not self._closing:
             self._report(
                 JobDone(
@@ -339,16 +342,17 @@ class LocalShellExecutor(ShellExecutor):
     async def _spawn(self, spec: ShellExecSpec, job_id: str | None) -> _Process:
         process: Child
         prefix = list(self._wrap(spec)) if self._wrap is not None and spec.sandboxed else []
+        environ = tracing.environment(spec.env)
         try:
             if self._config.supervise and supervisor_available():
                 process = await SupervisedChild.spawn(
                     [*prefix, "/bin/sh", "-c", spec.command],
                     spec.cwd,
-                    spec.env,
+                    environ,
                     self._config.kill_grace,
                 )
             else:
-                process = await GroupChild.spawn(spec.command, spec.cwd, spec.env, prefix=prefix)
+                process = await GroupChild.spawn(spec.command, spec.cwd, environ, prefix=prefix)
         except OSError as exc:
             if exc.errno != errno.E2BIG:
                 raise

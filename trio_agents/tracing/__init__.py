@@ -1,0 +1,45 @@
+"""OpenTelemetry traces that follow the ownership tree (``docs/observability.rst``).
+
+The instrumentation points (:func:`invoke_agent`, :func:`chat`, :func:`execute_tool`,
+:func:`compaction`, :func:`shell_job`) are what the runtime's layers call; each is one flag
+check while tracing is off, and OpenTelemetry (the ``otel`` extra) is imported only when
+:func:`open_tracing` turns tracing on.
+"""
+
+from ._environ import TracingConfigError as TracingConfigError
+from ._environ import open_environ_tracing as open_environ_tracing
+from ._environ import tracer_provider_from_environ as tracer_provider_from_environ
+from ._points import ShellJob as ShellJob
+from ._points import StreamingModel as StreamingModel
+from ._points import ToolAnswer as ToolAnswer
+from ._points import approved as approved
+from ._points import chat as chat
+from ._points import compaction as compaction
+from ._points import environment as environment
+from ._points import execute_tool as execute_tool
+from ._points import headers as headers
+from ._points import invoke_agent as invoke_agent
+from ._points import remote_parent as remote_parent
+from ._points import shell_job as shell_job
+from ._runtime import CAPTURE_CONTENT_ENV as CAPTURE_CONTENT_ENV
+from ._runtime import open_tracing as open_tracing
+
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "ShellJob",
+    "StreamingModel",
+    "ToolAnswer",
+    "TracingConfigError",
+    "approved",
+    "chat",
+    "compaction",
+    "environment",
+    "execute_tool",
+    "headers",
+    "invoke_agent",
+    "open_environ_tracing",
+    "open_tracing",
+    "remote_parent",
+    "shell_job",
+    "tracer_provider_from_environ",
+]

@@ -1,0 +1,510 @@
+"""What each span holds: the OpenTelemetry side of tracing, imported only when it is on.
+
+Rules:
+- Names and attributes follow the OpenTelemetry GenAI semantic conventions where they apply
+  (``invoke_agent AGENT``, ``chat MODEL``, ``execute_tool NAME``, ``gen_ai.*`` attributes);
+  what they do not cover is under ``trio_agents.*`` (turn, compaction, shell job, cancel).
+- Message contents (prompts, replies, tool arguments and results, shell commands) are
+  attributes only with ``capture_content``, as the conventions advise.
+- A span that ends because its region was cancelled carries the typed cause: the attributes
+  ``trio_agents.cancel.cause`` (the cause's class) and ``trio_agents.cancel.<field>`` (its
+  fields), an event ``trio_agents.cancel`` with the same attributes, ``error.type =
+  "cancelled"`` and an error status that names the cause. A turn takes its cause from its
+  ``TurnEnded`` record (which says ``DisposedCancel`` when the agent is being disposed); a
+  region cancelled from outside from :func:`trio_agents.cancel.current_cause`.
+- What the session records say of a turn (the prompts it claimed, how it ended) is read from
+  the records it appended, once, when its span ends: a listener of every record would cost
+  each record an event (``bench_tracing``). The approval of a tool call is put on the span
+  current where it is recorded, the call's own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Final, final
+
+import attrs
+import trio
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from ..cancel import CancelCause, ParentCancel, current_cause
+from ..session import Record, Session, TurnEnded, UserMessage
+from ._metrics import Metrics
+from ._points import RequestT, ShellJob, StreamingModel
+
+__all__ = ["Tracer", "cause_attributes"]
+
+#: The instrumentation scope of every span.
+SCOPE: Final = "trio_agents"
+
+#: Providers by the class of the model, for ``gen_ai.provider.name``; a model may say its own
+#: with a ``provider`` attribute.
+_PROVIDERS: Final = {
+    "OpenAIChatModel": "openai",
+    "AnthropicModel": "anthropic",
+    "ScriptedModel": "trio_agents.scripted",
+}
+
+#: Roles of the chat messages, for ``gen_ai.input.messages``.
+_ROLES: Final = {
+    "SystemText": "system",
+    "UserText": "user",
+    "AssistantText": "assistant",
+    "ToolOutput": "tool",
+}
+
+
+@final
+class _ToolAnswer:
+    __slots__ = ("_capture", "_span", "error")
+
+    def __init__(self, span: Span, capture: bool) -> None:
+        self._span = span
+        self._capture = capture
+        self.error: str | None = None
+
+    def answered(self, is_error: bool, content: str) -> None:
+        self._span.set_attribute("trio_agents.tool.is_error", is_error)
+        if self._capture:
+            self._span.set_attribute("gen_ai.tool.call.result", content)
+        if is_error:
+            self._span.set_status(Status(StatusCode.ERROR, "the tool answered an error"))
+            self._span.set_attribute("error.type", "tool_error")
+            self.error = "tool_error"
+
+
+def cause_attributes(cause: CancelCause | None) -> dict[str, AttributeValue]:
+    """The span attributes of a cancel ``cause``: its class, then each of its fields."""
+    if cause is None:
+        return {}
+    attributes: dict[str, AttributeValue] = {"trio_agents.cancel.cause": type(cause).__name__}
+    for field in attrs.fields(type(cause)):
+        value = getattr(cause, field.name)
+        primitive = isinstance(value, str | bool | int | float)
+        attributes[f"trio_agents.cancel.{field.name}"] = value if primitive else repr(value)
+    return attributes
+
+
+def _mark_cancelled(span: Span, cause: CancelCause | None) -> str:
+    attributes = cause_attributes(cause)
+    span.set_attributes(attributes)
+    span.set_attribute("error.type", "cancelled")
+    span.add_event("trio_agents.cancel", attributes)
+    span.set_status(
+        Status(StatusCode.ERROR, f"cancelled by {cause.describe()}" if cause else "cancelled")
+    )
+    return "cancelled"
+
+
+def _only_cancelled(exc: BaseException) -> bool:
+    if isinstance(exc, trio.Cancelled):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1] is None
+    return False
+
+
+def _failed(span: Span, exc: BaseException) -> str | None:
+    """Mark ``span`` with how its region ended when ``exc`` left it; the ``error.type``."""
+    if isinstance(exc, GeneratorExit):
+        return None  # the consumer closed the stream: not a failure
+    if _only_cancelled(exc):
+        return _mark_cancelled(span, current_cause())
+    error = type(exc).__qualname__
+    span.record_exception(exc)
+    span.set_attribute("error.type", error)
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+    return error
+
+
+@final
+class _Ending:
+    """How a span's region ended, for its duration metric: ``error`` is its ``error.type``."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+
+
+@contextmanager
+def _current(span: Span) -> Iterator[_Ending]:
+    """Make ``span`` current in the block and end it after; an exception marks it."""
+    ending = _Ending()
+    with trace.use_span(
+        span, end_on_exit=True, record_exception=False, set_status_on_exception=False
+    ):
+        try:
+            yield ending
+        except BaseException as exc:
+            ending.error = _failed(span, exc)
+            raise
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+def _message(message: object) -> dict[str, Any]:
+    """One chat message in the conventions' shape (``role`` and ``parts``)."""
+    kind = type(message).__name__
+    parts: list[dict[str, Any]] = []
+    content = getattr(message, "content", None)
+    if kind == "ToolOutput":
+        parts.append(
+            {
+                "type": "tool_call_response",
+                "id": getattr(message, "call_id", None),
+                "response": content,
+            }
+        )
+    elif content:
+        parts.append({"type": "text", "content": content})
+    for call in getattr(message, "tool_calls", ()):
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.call_id,
+                "name": call.name,
+                "arguments": dict(call.arguments),
+            }
+        )
+    return {"role": _ROLES.get(kind, kind), "parts": parts}
+
+
+@final
+class Tracer:
+    """The spans of one runtime (see the module rules).
+
+    Args:
+        provider: the tracer provider; OpenTelemetry's global one when ``None``.
+        capture_content: put message contents on the spans.
+        meter_provider: the meter provider; OpenTelemetry's global one when ``None``.
+    """
+
+    __slots__ = ("_causes", "_parents", "_running", "_tracer", "capture_content", "metrics")
+
+    def __init__(
+        self,
+        provider: trace.TracerProvider | None,
+        capture_content: bool,
+        meter_provider: MeterProvider | None = None,
+    ) -> None:
+        self._tracer = trace.get_tracer(SCOPE, tracer_provider=provider)
+        self.metrics = Metrics(meter_provider)
+        self.capture_content = capture_content
+        # The remote parents of the agents' next turns (an ACP prompt's _meta), by agent id.
+        self._parents: dict[str, otel_context.Context] = {}
+        # The span of each agent's running turn, and the span that asked for each agent's
+        # cancel (linked from the turn the cancel ends), by agent id.
+        self._running: dict[str, SpanContext] = {}
+        self._causes: dict[str, SpanContext] = {}
+
+    def cancel_requested(self, agent_id: str, cause: object) -> None:
+        """Remember what caused a cancel of the agent ``agent_id``: the parent's running turn
+        for a :class:`~trio_agents.cancel.ParentCancel`, else the span current where the
+        cancel was asked for (a tool call, an approval); the cancelled turn links to it."""
+        parent = self._running.get(cause.parent_id) if isinstance(cause, ParentCancel) else None
+        context = parent or trace.get_current_span().get_span_context()
+        if context.is_valid:
+            self._causes[agent_id] = context
+
+    # -- context across processes ------------------------------------------------------------
+
+    def environment(self, env: Mapping[str, str]) -> Mapping[str, str]:
+        """See :func:`trio_agents.tracing.environment`."""
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        return {**env, **{key.upper(): value for key, value in carrier.items()}}
+
+    def headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
+        """See :func:`trio_agents.tracing.headers`."""
+        carrier = dict(headers)
+        propagate.inject(carrier)
+        return carrier
+
+    def remote_parent(self, agent_id: str, meta: Mapping[str, Any]) -> None:
+        """See :func:`trio_agents.tracing.remote_parent`."""
+        carrier = {k: v for k, v in meta.items() if isinstance(v, str)}
+        context = propagate.extract(carrier)
+        if trace.get_current_span(context).get_span_context().is_valid:
+            self._parents[agent_id] = context
+
+    # -- turns -------------------------------------------------------------------------------
+
+    @contextmanager
+    def invoke_agent(
+        self, session: Session, turn_id: str, parent_id: str | None
+    ) -> Iterator[object]:
+        """See :func:`trio_agents.tracing.invoke_agent`."""
+        agent_id = session.id
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.id": agent_id,
+            "gen_ai.agent.name": agent_id,
+            "gen_ai.conversation.id": agent_id,
+            "trio_agents.turn.id": turn_id,
+        }
+        if parent_id is not None:
+            attributes["trio_agents.agent.parent_id"] = parent_id
+        span = self._tracer.start_span(
+            f"invoke_agent {agent_id}",
+            context=self._parents.pop(agent_id, None),
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+        first = session.statistics().records
+        self._causes.pop(agent_id, None)  # a cancel before this turn is not its cause
+        self._running[agent_id] = span.get_span_context()
+        metrics = self.metrics
+        metrics.turns.add(1)
+        start = trio.current_time()
+        error: str | None = None
+        try:
+            with trace.use_span(
+                span, end_on_exit=True, record_exception=False, set_status_on_exception=False
+            ):
+                try:
+                    yield None
+                except BaseException as exc:
+                    error = self._turn_ended(span, session.records_since(first), agent_id, turn_id)
+                    if error is None:
+                        error = _failed(span, exc)
+                    raise
+                error = self._turn_ended(span, session.records_since(first), agent_id, turn_id)
+        finally:
+            self._running.pop(agent_id, None)
+            self._causes.pop(agent_id, None)
+            metrics.turns.add(-1)
+            measured: dict[str, AttributeValue] = {"gen_ai.operation.name": "invoke_agent"}
+            if error is not None:
+                measured["error.type"] = error
+            metrics.duration.record(trio.current_time() - start, measured)
+
+    def _turn_ended(
+        self, span: Span, records: Sequence[Record], session_id: str, turn_id: str
+    ) -> str | None:
+        """Put what the turn's records say on its span: the prompts it claimed, how it ended;
+        the ``error.type`` of that end (``None``: completed, or no end recorded)."""
+        prompts: list[str] = []
+        ended: TurnEnded | None = None
+        for record in records:
+            if isinstance(record, UserMessage) and record.turn_id == turn_id:
+                prompts.append(record.message_id)
+                if self.capture_content:
+                    span.add_event("gen_ai.user.message", {"content": record.content})
+            elif isinstance(record, TurnEnded) and record.turn_id == turn_id:
+                ended = record
+        if prompts:
+            span.set_attribute("trio_agents.turn.prompt_ids", prompts)
+        if ended is None:
+            return None
+        span.set_attribute("trio_agents.turn.stop_reason", str(ended.stop_reason))
+        if ended.cause is not None:
+            caused_by = self._causes.pop(session_id, None)
+            if caused_by is not None:
+                span.add_link(caused_by, {"trio_agents.link": "cancelled_by"})
+            return _mark_cancelled(span, ended.cause)
+        if ended.error is not None:
+            span.set_attribute("error.type", "turn_error")
+            span.set_status(Status(StatusCode.ERROR, ended.error))
+            return "turn_error"
+        return None
+
+    def approved(self, decision: str, by: str) -> None:
+        """See :func:`trio_agents.tracing.approved`."""
+        span = trace.get_current_span()
+        span.set_attribute("trio_agents.tool.approval", decision)
+        span.set_attribute("trio_agents.tool.approval_by", by)
+
+    # -- model requests ----------------------------------------------------------------------
+
+    def chat(
+        self, model: StreamingModel[RequestT, Any], request: RequestT
+    ) -> AsyncGenerator[Any, None]:
+        """See :func:`trio_agents.tracing.chat`."""
+        name = model.name
+        provider = getattr(model, "provider", None) or _PROVIDERS.get(
+            type(model).__name__, type(model).__name__
+        )
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": name,
+        }
+        if self.capture_content:
+            messages = getattr(request, "messages", ())
+            attributes["gen_ai.input.messages"] = _json([_message(m) for m in messages])
+        span = self._tracer.start_span(f"chat {name}", kind=SpanKind.CLIENT, attributes=attributes)
+        measured: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": name,
+        }
+        return self._stream(span, model, request, measured)
+
+    async def _stream(
+        self,
+        span: Span,
+        model: StreamingModel[RequestT, Any],
+        request: RequestT,
+        measured: dict[str, AttributeValue],
+    ) -> AsyncGenerator[Any, None]:
+        # The span is current only while the model's own stream runs (each __anext__), never
+        # across a yield: the consumer's code between events is not the model's.
+        context = trace.set_span_in_context(span)
+        inner = model.stream(request)
+        text: list[str] = []
+        calls: list[dict[str, Any]] = []
+        start = trio.current_time()
+        error: str | None = None
+        try:
+            while True:
+                token = otel_context.attach(context)
+                try:
+                    event = await inner.__anext__()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    otel_context.detach(token)
+                self._observe(span, model, event, text, calls, measured)
+                yield event
+        except BaseException as exc:
+            error = _failed(span, exc)
+            raise
+        finally:
+            try:
+                token = otel_context.attach(context)
+                try:
+                    await inner.aclose()
+                finally:
+                    otel_context.detach(token)
+            finally:
+                if self.capture_content and (text or calls):
+                    parts: list[dict[str, Any]] = [{"type": "text", "content": "".join(text)}]
+                    output = [{"role": "assistant", "parts": (parts if text else []) + calls}]
+                    span.set_attribute("gen_ai.output.messages", _json(output))
+                span.end()
+                if error is not None:
+                    measured = {**measured, "error.type": error}
+                self.metrics.duration.record(trio.current_time() - start, measured)
+
+    def _observe(
+        self,
+        span: Span,
+        model: StreamingModel[Any, Any],
+        event: object,
+        text: list[str],
+        calls: list[dict[str, Any]],
+        measured: dict[str, AttributeValue],
+    ) -> None:
+        usage = getattr(event, "usage", None)
+        if usage is not None:  # the last event, Finished
+            input_tokens = int(getattr(usage, "input_tokens", 0))
+            output_tokens = int(getattr(usage, "output_tokens", 0))
+            span.set_attributes(
+                {
+                    "gen_ai.response.model": model.name,
+                    "gen_ai.response.finish_reasons": (str(getattr(event, "reason", "")),),
+                    "gen_ai.usage.input_tokens": input_tokens,
+                    "gen_ai.usage.output_tokens": output_tokens,
+                }
+            )
+            measured["gen_ai.response.model"] = model.name
+            self.metrics.record_tokens(input_tokens, output_tokens, measured)
+        elif self.capture_content:
+            delta = getattr(event, "text", None)
+            if delta is not None:
+                text.append(delta)
+            elif hasattr(event, "call_id"):
+                calls.append(
+                    {
+                        "type": "tool_call",
+                        "id": getattr(event, "call_id", None),
+                        "name": getattr(event, "name", None),
+                        "arguments": dict(getattr(event, "arguments", {})),
+                    }
+                )
+
+    # -- tool calls, compactions, shell jobs -------------------------------------------------
+
+    @contextmanager
+    def execute_tool(
+        self, name: str, call_id: str | None, arguments: Mapping[str, Any]
+    ) -> Iterator[_ToolAnswer]:
+        """See :func:`trio_agents.tracing.execute_tool`."""
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.type": "function",
+        }
+        if call_id is not None:
+            attributes["gen_ai.tool.call.id"] = call_id
+        if self.capture_content:
+            attributes["gen_ai.tool.call.arguments"] = _json(dict(arguments))
+        span = self._tracer.start_span(
+            f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        answer = _ToolAnswer(span, self.capture_content)
+        measured: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+        }
+        start = trio.current_time()
+        try:
+            with _current(span) as ending:
+                yield answer
+        finally:
+            error = ending.error or answer.error
+            if error is not None:
+                measured["error.type"] = error
+            self.metrics.duration.record(trio.current_time() - start, measured)
+
+    @contextmanager
+    def compaction(self, agent_id: str, turn_id: str | None) -> Iterator[object]:
+        """See :func:`trio_agents.tracing.compaction`."""
+        attributes: dict[str, AttributeValue] = {"gen_ai.agent.id": agent_id}
+        if turn_id is not None:
+            attributes["trio_agents.turn.id"] = turn_id
+        span = self._tracer.start_span(
+            f"compaction {agent_id}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        with _current(span):
+            yield span
+
+    @contextmanager
+    def shell_job(self, job: ShellJob) -> Iterator[object]:
+        """See :func:`trio_agents.tracing.shell_job`."""
+        job_id = job.job_id
+        attributes: dict[str, AttributeValue] = {"process.pid": job.process.pid}
+        if job_id is not None:
+            attributes["trio_agents.job.id"] = job_id
+        owner = job.spec.owner
+        if owner is not None:
+            attributes["trio_agents.job.owner"] = owner
+        if self.capture_content:
+            attributes["process.command_line"] = job.spec.command
+        span = self._tracer.start_span(
+            f"shell {job_id or 'command'}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        jobs = self.metrics.jobs
+        jobs.add(1)
+        try:
+            with _current(span):
+                yield span
+                self._exited(span, job)
+        finally:
+            jobs.add(-1)
+
+    def _exited(self, span: Span, job: ShellJob) -> None:
+        code = job.process.returncode
+        if code is not None:
+            span.set_attribute("process.exit.code", code)
+        status = job.status
+        span.set_attribute("trio_agents.job.status", str(getattr(status, "value", status)))
