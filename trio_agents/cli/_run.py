@@ -57,7 +57,7 @@ async def run(args: argparse.Namespace) -> int:
     failed: SessionWriteError | None = None
     prompt = await _prompt(args.prompt)
     async with open_cli_runtime(settings) as root:
-        agent, handle = await attach(root, args.session)
+        agent, handle = await attach(root, args.session, project_files=settings.project_files)
         forget = settings.forget_approvals
         agent.approver = RunApprover(getattr(args, "yes", False), forget_stored=forget)
         restored = restored_note(agent.session.records, forgotten=forget)
