@@ -1,13 +1,16 @@
 """The ACP front end of approval: ``session/request_permission``.
 
 Rules (permission): the bridge is the :class:`~trio_agents.agent.Approver` of the agents of its
-sessions. A call that needs approval (a tool marked ``ask``, and ``bash`` and ``bash_kill``
-unless ``allow_bash``) is asked with ``session/request_permission``, offering allow once /
+sessions. A call that needs approval (a tool marked ``ask``, ``write_file`` and ``edit_file``,
+and ``bash`` and ``bash_kill`` unless ``allow_bash``) is asked with
+``session/request_permission`` (the tool call as announced: its kind, the file it touches and
+the diff an edit asks for, :func:`~._protocol.tool_call_start`), offering allow once /
 always and reject once / always. ``allow_*`` runs it, ``reject_*`` answers the model with an
 error and the turn goes on (the ``*_always`` answers stand for the rest of the session, kept by the
 agent's approval state), ``cancelled`` (or a closed connection) does not run it and ends the
 turn cancelled. A ``session/cancel`` withdraws the questions of its session; an answer that is
-not one of the offered options is a ``reject_once``. A child agent of a session's agent
+not one of the offered options is a ``reject_once``. An allowed call is announced
+``in_progress`` (``on_allowed``). A child agent of a session's agent
 inherits the bridge as its approver (and its ``ask``): its calls are asked in that session.
 
 Rules (restored answers): ``session/load`` of a session whose records hold standing
@@ -104,12 +107,12 @@ class Permissions:
 
     async def _ask(self, session: AcpSession, request: ApprovalRequest) -> str:
         call_id = request.call_id or f"guard-{next(self._tool_call_ids)}"
+        call = tool_call_start(request.tool, call_id, request.arguments, session.cwd)
+        if call["title"] == request.tool:  # no title of its own: the request's, arguments shown
+            call["title"] = request.title
         params = {
             "sessionId": session.agent.id,
-            "toolCall": {
-                **tool_call_start(request.tool, call_id, request.arguments, session.cwd),
-                "title": request.title,
-            },
+            "toolCall": call,
             "options": [dict(o) for o in PERMISSION_OPTIONS],
         }
         response = await self._calls.call(session.agent.id, "session/request_permission", params)
