@@ -21,6 +21,7 @@ from trio_agents.kernel import Context
 from trio_agents.model import Model
 from trio_agents.session import MemoryStore, SessionStore
 from trio_agents.shell import LocalShell, tool_bash
+from trio_agents.workspace import LocalFiles, tool_files, tool_plan
 
 CWD = "/tmp"
 Message = dict[str, Any]
@@ -108,8 +109,8 @@ class Client:
     async def initialize(self) -> Any:
         return await self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
 
-    async def new_session(self) -> str:
-        result = await self.call("session/new", {"cwd": CWD, "mcpServers": []})
+    async def new_session(self, cwd: str = CWD) -> str:
+        result = await self.call("session/new", {"cwd": cwd, "mcpServers": []})
         session_id: str = result["sessionId"]
         return session_id
 
@@ -137,16 +138,25 @@ class Served:
 
 @asynccontextmanager
 async def serve_bridge(
-    model: Model | str = "echo", *, allow_bash: bool = False, store: SessionStore | None = None
+    model: Model | str = "echo",
+    *,
+    allow_bash: bool = False,
+    store: SessionStore | None = None,
+    workspace: bool = False,
+    project_files: bool = True,
 ) -> AsyncIterator[Served]:
-    """A runtime (the real local shell and ``bash`` tools; ``store`` or a new memory store)
-    serving one bridge."""
+    """A runtime (the real local shell and ``bash`` tools, with ``workspace`` the file tools
+    and the plan too; ``store`` or a new memory store) serving one bridge."""
     store = store if store is not None else MemoryStore()
     async with ag.open_runtime(store=store, model=model) as root:
         await root.plugin(LocalShell())
         await root.plugin(tool_bash)
+        if workspace:
+            await root.plugin(LocalFiles())
+            await root.plugin(tool_files)
+            await root.plugin(tool_plan)
         ours, theirs = trio.testing.memory_stream_pair()
-        bridge = AcpBridge(ours, allow_bash=allow_bash)
+        bridge = AcpBridge(ours, allow_bash=allow_bash, project_files=project_files)
         fiber = await root.plugin(bridge)
         yield Served(root, bridge, Client(theirs), store)
         await fiber.dispose()
