@@ -128,3 +128,20 @@ def test_a_long_instruction_file_is_cut_and_says_so(tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     (bare / ".git").mkdir(parents=True)
     assert project_instructions(str(bare), "Be brief.") == "Be brief."
+
+
+def test_run_prints_the_plan_compactly_on_stderr(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A plan call shows as one line per entry (done, in progress, to do) on stderr."""
+    plan = {
+        "entries": [
+            {"content": "read", "status": "completed"},
+            {"content": "fix", "status": "in_progress", "priority": "high"},
+            {"content": "test"},
+        ]
+    }
+    status, out, err = run_cli(capsys, "run", f"!tool plan {json.dumps(plan)}", "--store", "memory")
+    assert status == 0
+    assert "plan:\n  ✓ read\n  ▸ fix !\n  ○ test\n" in err
+    assert "tool plan returned: plan: 1 done, 1 in progress, 1 to do" in out

@@ -15,6 +15,7 @@ from ._paths import resolve_path as resolve_path
 from ._plan import PlanArgs as PlanArgs
 from ._plan import PlanEntry as PlanEntry
 from ._plan import ToolPlan as ToolPlan
+from ._plan import format_plan as format_plan
 from ._plan import plan_entries as plan_entries
 from ._plan import plan_of as plan_of
 from ._plan import plan_summary as plan_summary
@@ -55,6 +56,7 @@ __all__ = [
     "ToolFiles",
     "ToolPlan",
     "WriteArgs",
+    "format_plan",
     "instruction_files",
     "plan_entries",
     "plan_of",

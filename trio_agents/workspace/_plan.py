@@ -12,7 +12,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, final
+from typing import Any, Final, Literal, final
 
 import attrs
 import trio
@@ -25,6 +25,7 @@ __all__ = [
     "PlanArgs",
     "PlanEntry",
     "ToolPlan",
+    "format_plan",
     "plan_entries",
     "plan_of",
     "plan_summary",
@@ -52,6 +53,18 @@ class PlanArgs:
     entries: list[PlanEntry] = attrs.field(
         metadata={"description": "the whole plan, in order; it replaces the previous one"}
     )
+
+
+_MARKS: Final = {"completed": "✓", "in_progress": "▸", "pending": "○"}
+
+
+def format_plan(entries: Iterable[PlanEntry]) -> str:
+    """The plan as lines for a terminal: ``✓`` done, ``▸`` in progress, ``○`` to do (a high
+    priority entry ends with ``!``)."""
+    lines = [
+        f"{_MARKS[e.status]} {e.content}{' !' if e.priority == 'high' else ''}" for e in entries
+    ]
+    return "\n".join(lines) if lines else "(plan cleared)"
 
 
 def plan_summary(entries: Iterable[PlanEntry]) -> str:
