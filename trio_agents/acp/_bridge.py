@@ -3,7 +3,15 @@
 The bridge owns the lifecycle and the sessions' handles; :mod:`._serving` moves the frames,
 :mod:`._prompts` keeps each session's prompt and streams its updates, :mod:`._permission`
 is the approver of its sessions' agents (it asks the client before a call that needs approval,
-``bash`` and ``bash_kill`` among them unless ``allow_bash``).
+``write_file`` and ``edit_file``, and ``bash`` and ``bash_kill`` unless ``allow_bash``),
+:mod:`._client_calls` holds every request the bridge sends the client, and
+:mod:`._client_fs` is the file system of a session whose client offers ``fs/*``.
+
+Rules (the workspace): when the runtime has the service ``files``, the bridge adds a chooser
+(an effect of its fiber) that gives the agents of its sessions, and their children, their
+session's :class:`~._client_fs.ClientFileSystem` when the client announced ``fs/*``; a
+session ``session/new`` creates gets the project instructions of its ``cwd`` as its system
+prompt unless ``project_files=False`` (a loaded or resumed one keeps its own).
 
 Rules (ownership):
 - The bridge is a plugin. Its agents are created from the tasks of a child fiber (the *host*),

@@ -9,7 +9,15 @@ Rules (ordering):
   arrived while it was pending (whatever the turn's end), when the cancel removed it before a
   turn claimed it, or when its turn ended cancelled.
 - The client shows its own prompt already: the ``UserMessage`` of the pending prompt is not
-  streamed back; every other user message, tool call and tool result is.
+  streamed back; every other user message, tool call and tool result is (through the
+  session's :class:`~._protocol.UpdateMapper`, which gives a write's or an edit's end the
+  diff its :class:`~trio_agents.workspace.FileChanged` told, and a plan call's end its plan).
+- A call is ``in_progress`` when it is about to run (:meth:`Sessions.started`: the bridge's
+  guard for a call that needs no approval, the permission's allow for one that does). A call
+  allowed by a standing answer is not announced ``in_progress`` (the seam does not say when).
+- After every turn of a session: ``session_info_update`` the first time the session has a
+  title (its first user message's first line), then ``usage_update`` when the model's window
+  is known; both before the prompt's answer.
 """
 
 from __future__ import annotations
