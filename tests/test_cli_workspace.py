@@ -4,6 +4,7 @@ instructions unless ``--no-project-files``."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -12,10 +13,13 @@ from pathlib import Path
 import pytest
 from cli_support import run_cli
 from command_support import env_for
+from rich.console import Console
 from support import TRIO_AGENTS
 
+from trio_agents.cli._chat_view import ChatView
 from trio_agents.cli._config import parse
 from trio_agents.cli._options import Settings, open_cli_runtime, resolve_model
+from trio_agents.model import CallTool, ScriptedModel
 from trio_agents.workspace import INSTRUCTION_FILES, instruction_files, project_instructions
 from trio_agents.workspace._instructions import MAX_BYTES
 
@@ -145,3 +149,19 @@ def test_run_prints_the_plan_compactly_on_stderr(
     assert status == 0
     assert "plan:\n  ✓ read\n  ▸ fix !\n  ○ test\n" in err
     assert "tool plan returned: plan: 1 done, 1 in progress, 1 to do" in out
+
+
+async def test_chat_shows_a_plan_call_one_line_per_entry() -> None:
+    """The chat view prints a plan call as its entries, not as JSON."""
+    settings = Settings(model=resolve_model(None), store="memory")
+    async with open_cli_runtime(settings) as root:
+        plan = {"entries": [{"content": "a", "status": "completed"}, {"content": "b"}]}
+        model = ScriptedModel([[CallTool("plan", plan)], "ok"])
+        agent = (await root.agents.create(model=model)).agent
+        out = io.StringIO()
+        view = ChatView(Console(file=out, width=200, highlight=False), agent)
+        view.listen(root)
+        agent.prompt("go")
+        await agent.when_idle()
+        view.close()
+    assert "→ plan\n  ✓ a\n  ○ b\n← plan: 1 done, 0 in progress, 1 to do\n" in out.getvalue()
