@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from trio_agents.session import ToolCall, ToolCallEnded
+from trio_agents.session import Record, ToolCall, ToolCallEnded
 from trio_agents.workspace import (
     FileAccessError,
     PlanEntry,
@@ -73,9 +73,9 @@ def _ended(call_id: str, *, error: bool = False) -> ToolCallEnded:
 
 def test_plan_of_is_the_latest_plan_call_that_succeeded() -> None:
     """A failed call or malformed entries leave the plan as it was; an empty list clears it."""
-    first = {"entries": [{"content": "a"}]}
+    first: dict[str, object] = {"entries": [{"content": "a"}]}
     assert plan_of([]) is None
-    records = [_call("1", first), _ended("1")]
+    records: list[Record] = [_call("1", first), _ended("1")]
     assert plan_of(records) == (PlanEntry("a"),)
     records += [_call("2", {"entries": [{"content": "b"}]}), _ended("2", error=True)]
     records += [_call("3", {"entries": [{"content": "c", "status": "done"}]}), _ended("3")]
