@@ -43,6 +43,8 @@ class Client:
         self._ids = itertools.count(100)
         self.permission: PermissionPolicy = allow("allow-once")
         self.permission_requests: list[Message] = []
+        #: How ``fs/*`` requests are answered (the response's result or error member).
+        self.fs: PermissionPolicy | None = None
 
     async def send(self, *messages: object) -> None:
         await self.stream.send_all(b"".join(encode_frame(m) for m in messages))
@@ -78,7 +80,8 @@ class Client:
     async def until(self, request_id: int) -> tuple[list[Message], Message]:
         """Every notification before the response to ``request_id``, and that response.
 
-        Permission requests on the way are answered with :attr:`permission`.
+        Permission requests on the way are answered with :attr:`permission`, ``fs/*``
+        requests with :attr:`fs` (when set).
         """
         seen: list[Message] = []
         while True:
@@ -88,6 +91,9 @@ class Client:
                 seen.append(message)
                 answer = self.permission(message)
                 await self.send({"jsonrpc": "2.0", "id": message["id"], **answer})
+            elif str(message.get("method")).startswith("fs/") and self.fs is not None:
+                seen.append(message)
+                await self.send({"jsonrpc": "2.0", "id": message["id"], **self.fs(message)})
             elif "method" in message:
                 seen.append(message)
             else:

@@ -118,3 +118,30 @@ async def test_a_new_session_gets_the_project_instructions_of_its_cwd(tmp_path: 
         agent = s.agents.get(await s.client.new_session(str(work)))
         assert agent is not None
         assert agent.instructions is None
+
+
+async def test_a_client_error_on_fs_is_the_calls_error_and_writes_follow_the_capability(
+    tmp_path: Path,
+) -> None:
+    """A client that offers only readTextFile: its error answer is the failed call's text,
+    and write_file goes to the disk, never fs/write_text_file."""
+    async with serve_bridge(workspace=True, allow_bash=True) as s:
+        s.client.fs = lambda m: {"error": {"code": -32002, "message": "no such buffer"}}
+        capabilities = {"fs": {"readTextFile": True, "writeTextFile": False}}
+        await s.client.call(
+            "initialize", {"protocolVersion": 1, "clientCapabilities": capabilities}
+        )
+        session_id = await s.client.new_session(str(tmp_path))
+        seen, _ = await s.client.until(
+            await s.client.prompt(session_id, '!tool read_file {"path": "gone.txt"}')
+        )
+        [asked] = [m for m in seen if m.get("method") == "fs/read_text_file"]
+        assert asked["params"] == {"sessionId": session_id, "path": str(tmp_path / "gone.txt")}
+        [failed] = [u for u in updates(seen, "tool_call_update") if u["status"] == "failed"]
+        assert failed["content"][-1]["content"]["text"] == (
+            f"{tmp_path / 'gone.txt'}: the editor could not read it: no such buffer"
+        )
+        write = '!tool write_file {"path": "new.txt", "content": "x"}'
+        seen, _ = await s.client.until(await s.client.prompt(session_id, write))
+        assert not [m for m in seen if m.get("method") == "fs/write_text_file"]
+        assert (tmp_path / "new.txt").read_text() == "x"
