@@ -21,6 +21,7 @@ from trio_agents.kernel import Context
 from trio_agents.model import Model
 from trio_agents.session import MemoryStore, SessionStore
 from trio_agents.shell import LocalShell, tool_bash
+from trio_agents.workspace import LocalFiles, tool_files, tool_plan
 
 CWD = "/tmp"
 Message = dict[str, Any]
@@ -42,6 +43,8 @@ class Client:
         self._ids = itertools.count(100)
         self.permission: PermissionPolicy = allow("allow-once")
         self.permission_requests: list[Message] = []
+        #: How ``fs/*`` requests are answered (the response's result or error member).
+        self.fs: PermissionPolicy | None = None
 
     async def send(self, *messages: object) -> None:
         await self.stream.send_all(b"".join(encode_frame(m) for m in messages))
@@ -77,7 +80,8 @@ class Client:
     async def until(self, request_id: int) -> tuple[list[Message], Message]:
         """Every notification before the response to ``request_id``, and that response.
 
-        Permission requests on the way are answered with :attr:`permission`.
+        Permission requests on the way are answered with :attr:`permission`, ``fs/*``
+        requests with :attr:`fs` (when set).
         """
         seen: list[Message] = []
         while True:
@@ -87,6 +91,9 @@ class Client:
                 seen.append(message)
                 answer = self.permission(message)
                 await self.send({"jsonrpc": "2.0", "id": message["id"], **answer})
+            elif str(message.get("method")).startswith("fs/") and self.fs is not None:
+                seen.append(message)
+                await self.send({"jsonrpc": "2.0", "id": message["id"], **self.fs(message)})
             elif "method" in message:
                 seen.append(message)
             else:
@@ -108,8 +115,8 @@ class Client:
     async def initialize(self) -> Any:
         return await self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
 
-    async def new_session(self) -> str:
-        result = await self.call("session/new", {"cwd": CWD, "mcpServers": []})
+    async def new_session(self, cwd: str = CWD) -> str:
+        result = await self.call("session/new", {"cwd": cwd, "mcpServers": []})
         session_id: str = result["sessionId"]
         return session_id
 
@@ -142,15 +149,22 @@ async def serve_bridge(
     allow_bash: bool = False,
     store: SessionStore | None = None,
     tracer_provider: Any = None,
+    workspace: bool = False,
+    project_files: bool = True,
 ) -> AsyncIterator[Served]:
-    """A runtime (the real local shell and ``bash`` tools; ``store`` or a new memory store)
-    serving one bridge, traced with ``tracer_provider`` if given."""
+    """A runtime (the real local shell and ``bash`` tools, with ``workspace`` the file tools
+    and the plan too; ``store`` or a new memory store) serving one bridge, traced with
+    ``tracer_provider`` if given."""
     store = store if store is not None else MemoryStore()
     async with ag.open_runtime(store=store, model=model, tracer_provider=tracer_provider) as root:
         await root.plugin(LocalShell())
         await root.plugin(tool_bash)
+        if workspace:
+            await root.plugin(LocalFiles())
+            await root.plugin(tool_files)
+            await root.plugin(tool_plan)
         ours, theirs = trio.testing.memory_stream_pair()
-        bridge = AcpBridge(ours, allow_bash=allow_bash)
+        bridge = AcpBridge(ours, allow_bash=allow_bash, project_files=project_files)
         fiber = await root.plugin(bridge)
         yield Served(root, bridge, Client(theirs), store)
         await fiber.dispose()

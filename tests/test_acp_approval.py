@@ -87,8 +87,12 @@ def test_a_tool_marked_ask_is_asked_through_the_client(
             assert asked.kind == "other"
             assert asked.title == f'note {{"path": "{note}"}}'
             assert asked.raw_input == {"path": str(note)}
-            [update] = [u for _, u in recorder.updates if u.session_update == "tool_call_update"]
-            assert update.status == ("completed" if runs else "failed")
+            updates = [u for _, u in recorder.updates if u.session_update == "tool_call_update"]
+            # An allowed call is in_progress once allowed, then completed.
+            assert [u.status for u in updates] == (
+                ["in_progress", "completed"] if runs else ["failed"]
+            )
+            update = updates[-1]
             if answer == "reject_once":
                 assert "the user rejected this call of tool 'note'" in str(update.content)
 

@@ -157,7 +157,8 @@ async def test_prompt_streams_chunks_then_answers_end_turn() -> None:
         seen, response = await s.client.until(await s.client.prompt(session_id, "hello big world"))
         assert response["result"] == {"stopReason": "end_turn"}
         assert chunks(seen) == "hello big world"
-        assert len(seen) == 3
+        assert kinds(seen) == [*["agent_message_chunk"] * 3, "session_info_update"]
+        assert seen[-1]["params"]["update"]["title"] == "hello big world"
         assert all(m["params"]["sessionId"] == session_id for m in seen)
 
 
@@ -208,7 +209,7 @@ async def test_cancel_before_the_first_chunk(autojump_clock: trio.abc.Clock) -> 
         await s.client.notify("session/cancel", {"sessionId": session_id})
         seen, response = await s.client.until(request_id)
         assert response["result"] == {"stopReason": "cancelled"}
-        assert seen == []
+        assert kinds(seen) == ["session_info_update"]  # the prompt it claimed names it
 
 
 async def test_cancel_before_the_prompt_is_claimed_never_runs_it() -> None:
@@ -261,7 +262,9 @@ async def test_cancelling_one_session_leaves_the_other_alone(
                 responses[message["id"]] = message
         assert responses[prompt_a]["result"] == {"stopReason": "cancelled"}
         assert responses[prompt_b]["result"] == {"stopReason": "end_turn"}
-        assert {m["params"]["sessionId"] for m in updates} == {b}
+        assert kinds([m for m in updates if m["params"]["sessionId"] == a]) == [
+            "session_info_update"
+        ]
         assert chunks(updates) == "beta gamma"
 
 
@@ -671,9 +674,10 @@ async def test_a_prompt_while_the_agent_is_being_disposed_is_an_internal_error()
             seen, response = await s.client.until(await s.client.prompt(session_id, "late"))
             assert response["error"]["code"] == -32603
             assert re.match(r"^agent .* takes no more messages", response["error"]["message"])
-            assert kinds(seen) == ["user_message_chunk", "tool_call"]
+            assert kinds(seen) == ["user_message_chunk", "tool_call", "tool_call_update"]
             assert chunks(seen, "user_message_chunk") == "from elsewhere"
             assert seen[1]["params"]["update"]["title"] == "hold"
+            assert seen[2]["params"]["update"]["status"] == "in_progress"
             gate.opened.set()
         assert s.bridge.statistics().sessions == ()
 

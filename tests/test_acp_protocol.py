@@ -9,15 +9,22 @@ import pytest
 
 from trio_agents.acp._jsonrpc import ErrorCode, RpcError
 from trio_agents.acp._protocol import (
+    UpdateMapper,
     absolute_cwd,
+    in_progress,
     optional_str,
     params_object,
     prompt_text,
     replay,
     required_str,
     session_info,
+    session_info_update,
+    session_title,
     stop_reason,
     tool_call,
+    tool_call_start,
+    tool_kind,
+    usage_update,
 )
 from trio_agents.session import (
     AssistantMessage,
@@ -163,4 +170,72 @@ def test_session_info_leaves_out_what_is_not_known() -> None:
         "cwd": "/w",
         "title": "a title",
         "updatedAt": "2024-05-06T07:08:09+00:00",
+    }
+
+
+def test_tool_calls_carry_their_kind_title_and_file() -> None:
+    """Each built-in tool has its ACP kind and title; a file tool its absolute location (a
+    read its line) and an edit or a write the diff its arguments ask for."""
+    read = tool_call_start("read_file", "c", {"path": "a.py", "offset": 7}, "/w")
+    assert (read["kind"], read["title"], read["locations"]) == (
+        "read",
+        "read_file: a.py",
+        [{"path": "/w/a.py", "line": 7}],
+    )
+    assert "content" not in read
+    edit = tool_call_start("edit_file", "c", {"path": "/x/../b.py", "old_text": "1",
+                                              "new_text": "2"}, "/w")  # fmt: skip
+    assert edit["kind"] == "edit"
+    assert edit["content"] == [{"type": "diff", "path": "/b.py", "oldText": "1", "newText": "2"}]
+    write = tool_call_start("write_file", "c", {"path": "n.txt", "content": "hi"}, "/w")
+    assert write["content"] == [
+        {"type": "diff", "path": "/w/n.txt", "oldText": None, "newText": "hi"}
+    ]
+    assert [tool_kind(n) for n in ("grep", "glob", "list_files", "plan", "bash_output", "x")] == [
+        "search", "search", "search", "think", "execute", "other",
+    ]  # fmt: skip
+    grep = tool_call_start("grep", "c", {"pattern": "TODO", "path": "src"}, "/w")
+    assert (grep["title"], "locations" in grep) == ("grep: TODO", False)
+    assert tool_call_start("read_file", "c", {"path": "rel"}, None)["title"] == "read_file: rel"
+    assert "locations" not in tool_call_start("read_file", "c", {"path": "rel"}, None)
+    assert "locations" not in tool_call_start("read_file", "c", {"path": 3}, "/w")
+
+
+def test_the_mapper_gives_a_calls_end_its_diffs_and_a_plans_end_its_plan() -> None:
+    """A change told while a call is open rides on its end, before the text; a change for
+    no open call is dropped; a plan call that failed sends no plan."""
+    mapper = UpdateMapper("/w")
+    write = ToolCall(turn_id="t", call_id="w", name="write_file",
+                     arguments={"path": "a", "content": "new"})  # fmt: skip
+    [announced] = mapper.updates(write)
+    assert announced["locations"] == [{"path": "/w/a"}]
+    mapper.file_changed("w", "/w/a", "old", "new")
+    mapper.file_changed("nobody", "/w/b", None, "x")
+    [ended] = mapper.updates(ToolCallEnded(turn_id="t", call_id="w", name="write_file",
+                                           content="overwrote a"))  # fmt: skip
+    assert [c["type"] for c in ended["content"]] == ["diff", "content"]
+    assert ended["content"][0] == {"type": "diff", "path": "/w/a", "oldText": "old",
+                                   "newText": "new"}  # fmt: skip
+    plan = ToolCall(turn_id="t", call_id="p", name="plan", arguments={"entries": []})
+    mapper.updates(plan)
+    failed = mapper.updates(
+        ToolCallEnded(turn_id="t", call_id="p", name="plan", content="bad", is_error=True)
+    )
+    assert [u["sessionUpdate"] for u in failed] == ["tool_call_update"]
+    assert mapper.updates(TurnEnded(turn_id="t", stop_reason=StopReason.COMPLETED)) == []
+
+
+def test_titles_usage_and_info_updates() -> None:
+    """A title is the first non-empty line, cut at 60 characters; the updates' shapes."""
+    assert session_title("\n\n  fix it\nmore") == "fix it"
+    assert session_title("   ") is None
+    long = session_title("x" * 70)
+    assert long is not None
+    assert (len(long), long[-1]) == (60, "…")
+    assert usage_update(10, 100) == {"sessionUpdate": "usage_update", "used": 10, "size": 100}
+    assert session_info_update("t") == {"sessionUpdate": "session_info_update", "title": "t"}
+    assert in_progress("c") == {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "c",
+        "status": "in_progress",
     }

@@ -65,6 +65,8 @@ INTERNAL: dict[str, frozenset[str]] = {
             "find_problem",
         }
     ),
+    "trio_agents.acp._client_calls": frozenset({"ClientCalls"}),
+    "trio_agents.acp._client_fs": frozenset({"ClientFileSystem", "offers_fs"}),
     "trio_agents.acp._jsonrpc": frozenset({"Event"}),
     "trio_agents.acp._mcp": frozenset({"parse_mcp_servers", "start_mcp_servers"}),
     "trio_agents.acp._permission": frozenset({"Permissions", "restored_notice"}),
@@ -73,19 +75,28 @@ INTERNAL: dict[str, frozenset[str]] = {
         {
             "PERMISSION_OPTIONS",
             "PROTOCOL_VERSION",
+            "UpdateMapper",
             "absolute_cwd",
             "agent_capabilities",
+            "diff_content",
+            "in_progress",
             "optional_str",
             "params_object",
+            "plan_update",
             "prompt_text",
             "replay",
             "required_str",
             "session_info",
+            "session_info_update",
+            "session_title",
             "stop_reason",
             "text_chunk",
             "tool_call",
+            "tool_call_start",
             "tool_call_update",
+            "tool_kind",
             "update_of",
+            "usage_update",
         }
     ),
     "trio_agents.acp._serving": frozenset({"LATER", "Serving"}),
@@ -357,6 +368,10 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
     "trio_agents.tracing._metrics": frozenset({"Metrics"}),
     "trio_agents.tracing._otel": frozenset({"Tracer", "cause_attributes"}),
+    "trio_agents.workspace._instructions": frozenset({"MAX_BYTES"}),
+    "trio_agents.workspace._text": frozenset(
+        {"count_occurrences", "glob_regex", "replace_once", "select_lines"}
+    ),
 }
 
 

@@ -24,6 +24,8 @@ LAYERS = {
     "acp": 3,
 }
 LAYERS["mcp"] = 3
+# The workspace tools (files, plan, project instructions) sit beside the shell.
+LAYERS["workspace"] = 3
 LAYERS["cli"] = 4
 # The testing kit (fixtures, collectors) uses every layer below, beside the command.
 LAYERS["testing"] = 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from contextlib import aclosing
 
 import pytest
@@ -198,7 +199,7 @@ def test_split_words_concatenates_to_the_input(text: str) -> None:
     assert all(chunk for chunk in chunks)
 
 
-@given(st.text().filter(lambda t: not t.lstrip().startswith(("!bash", "!bg"))))
+@given(st.text().filter(lambda t: not t.lstrip().startswith(("!bash", "!bg", "!tool"))))
 def test_echo_deltas_concatenate_to_the_input(text: str) -> None:
     """For any text, echo's deltas joined are exactly the user's text."""
 
@@ -256,6 +257,22 @@ async def test_echo_delay_can_be_cancelled(autojump_clock: trio.testing.MockCloc
         async with aclosing(model.stream(_request(UserText("hi")))) as events:
             seen.extend([e async for e in events])
     assert seen == []
+
+
+async def test_echo_bang_tool_calls_any_tool_with_its_json_arguments() -> None:
+    """'!tool NAME {JSON}' calls NAME with that object ('!tool NAME' alone: {}); arguments
+    that are not a JSON object are one line of text, and no call."""
+    model = ScriptedModel.echo()
+    events = await _collect(model, _request(UserText('!tool read_file {"path": "a b.txt"}')))
+    assert events[0] == ToolCallRequested("call-1", "read_file", {"path": "a b.txt"})
+    assert isinstance(events[-1], Finished)
+    assert events[-1].reason is FinishReason.TOOL_CALLS
+    bare = await _collect(model, _request(UserText("!tool list_files")))
+    assert bare[0] == ToolCallRequested("call-2", "list_files", {})
+    broken = await _collect(model, _request(UserText("!tool grep {oops")))
+    assert re.match(r"^!tool grep: the arguments are not JSON \(", _text(broken))
+    listed = await _collect(model, _request(UserText("!tool grep [1]")))
+    assert _text(listed) == "!tool grep: the arguments must be a JSON object; got [1]"
 
 
 async def test_echo_bang_bash_requests_the_bash_tool() -> None:

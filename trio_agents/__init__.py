@@ -14,6 +14,7 @@ from . import mcp as mcp
 from . import model as model
 from . import session as session
 from . import shell as shell
+from . import workspace as workspace
 from ._errors import TrioAgentsError as TrioAgentsError
 from .agent import AGENTS as AGENTS
 from .agent import TOOLS as TOOLS

@@ -3,7 +3,15 @@
 The bridge owns the lifecycle and the sessions' handles; :mod:`._serving` moves the frames,
 :mod:`._prompts` keeps each session's prompt and streams its updates, :mod:`._permission`
 is the approver of its sessions' agents (it asks the client before a call that needs approval,
-``bash`` and ``bash_kill`` among them unless ``allow_bash``).
+``write_file`` and ``edit_file``, and ``bash`` and ``bash_kill`` unless ``allow_bash``),
+:mod:`._client_calls` holds every request the bridge sends the client, and
+:mod:`._client_fs` is the file system of a session whose client offers ``fs/*``.
+
+Rules (the workspace): when the runtime has the service ``files``, the bridge adds a chooser
+(an effect of its fiber) that gives the agents of its sessions, and their children, their
+session's :class:`~._client_fs.ClientFileSystem` when the client announced ``fs/*``; a
+session ``session/new`` creates gets the project instructions of its ``cwd`` as its system
+prompt unless ``project_files=False`` (a loaded or resumed one keeps its own).
 
 Rules (ownership):
 - The bridge is a plugin. Its agents are created from the tasks of a child fiber (the *host*),
@@ -38,7 +46,17 @@ from typing import Any, Final, final
 import attrs
 import trio
 
-from ..agent import AGENTS, TOOLS, AgentDisposed, AgentHandle, AgentIdInUseError, AgentOutput
+from ..agent import (
+    AGENTS,
+    TOOLS,
+    AgentDisposed,
+    AgentHandle,
+    AgentIdInUseError,
+    AgentOutput,
+    ToolContext,
+    ToolRegistry,
+    ToolResult,
+)
 from ..cancel import UserCancel
 from ..kernel import Context
 from ..mcp import McpServer
@@ -50,6 +68,9 @@ from ..session import (
     SessionInUseError,
     SessionNotFoundError,
 )
+from ..workspace import FILES, FileAccess, FileChanged, FileSystem, project_instructions
+from ._client_calls import ClientCalls
+from ._client_fs import ClientFileSystem, offers_fs
 from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
@@ -114,6 +135,8 @@ class AcpBridge:
         receive_stream: where frames are read (the client's output); ``None`` means
             ``send_stream`` is a bidirectional :class:`trio.abc.Stream`.
         allow_bash: run ``bash`` and ``bash_kill`` without asking the client for permission.
+        project_files: give a new session's agent the project instructions of its ``cwd``
+            (``AGENTS.md``, ``CLAUDE.md``: :func:`~trio_agents.workspace.project_instructions`).
         forget_approvals: ignore the standing ``allow_always`` answers stored in a loaded
             session (they are asked again); a session file is trusted input otherwise.
         max_frame: the largest incoming frame, in bytes.
@@ -135,6 +158,7 @@ class AcpBridge:
         *,
         allow_bash: bool = False,
         forget_approvals: bool = False,
+        project_files: bool = True,
         max_frame: int = MAX_FRAME,
         max_unsent: int = MAX_UNSENT,
     ) -> None:
@@ -146,6 +170,7 @@ class AcpBridge:
                 )
             receive_stream = send_stream
         self.allow_bash = allow_bash
+        self.project_files = project_files
         self._serving = Serving(
             send_stream,
             receive_stream,
@@ -174,13 +199,18 @@ class AcpBridge:
             initialized=lambda: self._client_capabilities is not None,
         )
         self._sessions = Sessions(self._serving)
+        self._calls = ClientCalls(self._serving, lambda: self._closed)
         self._permissions = Permissions(
-            self._serving,
+            self._calls,
             self._sessions,
-            lambda: self._closed,
             allow_bash=allow_bash,
             forget_stored=forget_approvals,
+            on_allowed=lambda session, request: self._sessions.started(
+                session.agent.id, request.call_id
+            ),
         )
+        self._files: FileAccess | None = None
+        self._tools: ToolRegistry | None = None
         self._ctx: Context | None = None
         self._host: Context | None = None
         self._client_capabilities: Mapping[str, Any] | None = None
@@ -203,6 +233,13 @@ class AcpBridge:
         ctx.on(AgentOutput, self._sessions.on_output)
         ctx.on(SessionAppended, self._sessions.on_appended)
         ctx.on(AgentDisposed, self._sessions.on_disposed)
+        ctx.on(FileChanged, self._sessions.on_file_changed)
+        # The guard runs in the agents' tasks: it keeps the registry (no strict lookup there).
+        tools = self._tools = ctx.service(TOOLS)
+        tools.add_guard(self._starting)
+        self._files = ctx.get(FILES)
+        if self._files is not None:
+            self._files.add_chooser(self._file_system)
         # Invariant: pushed last, so a teardown shuts the connection down first.
         ctx.defer(self.aclose)
         host.start_soon(self._serve, name="acp serve")
@@ -239,6 +276,27 @@ class AcpBridge:
             unsent_bytes=self._serving.unsent,
         )
 
+    async def _starting(
+        self, name: str, arguments: Mapping[str, Any], call: ToolContext
+    ) -> ToolResult | None:
+        """A guard that sees each call about to run: one that needs no approval is
+        ``in_progress`` now (one that does, once allowed: see ``Permissions``)."""
+        await trio.lowlevel.checkpoint()
+        agent, tools = call.agent, self._tools
+        if agent is not None and tools is not None and not tools.needs_approval(name, agent=agent):
+            self._sessions.started(agent.id, call.call_id)
+        return None
+
+    def _file_system(self, agent: Any) -> FileSystem | None:
+        """The file system of an agent of this bridge's sessions (a child agent: its
+        ancestor's session's), when the client offers ``fs/*``."""
+        while agent is not None:
+            session = self._sessions.get(getattr(agent, "id", None))
+            if session is not None:
+                return session.files
+            agent = getattr(agent, "parent", None)
+        return None
+
     # -- the lifecycle ------------------------------------------------------------------------
 
     def _close(self) -> None:
@@ -269,7 +327,7 @@ class AcpBridge:
             self._done.set()
 
     async def _dispose_sessions(self) -> None:
-        self._permissions.release_all()
+        self._calls.release_all()
         async with trio.open_nursery() as nursery:
             for session in self._sessions:
                 nursery.start_soon(self._dispose, session)
@@ -290,6 +348,11 @@ class AcpBridge:
                 await handle.dispose()
                 raise RpcError(ErrorCode.INTERNAL_ERROR, "the connection is closing")
         session = AcpSession(handle.agent, handle.dispose, cwd)
+        read, write = offers_fs(self._client_capabilities)
+        if (read or write) and self._files is not None:
+            session.files = ClientFileSystem(
+                self._calls, handle.agent.id, self._files.default, read=read, write=write
+            )
         self._sessions.add(session)
         return session
 
@@ -315,7 +378,12 @@ class AcpBridge:
         ctx = self._ctx
         assert ctx is not None
         agents, approver = ctx.service(AGENTS), self._permissions
-        session = await self._publish(lambda: agents.create(cwd=cwd, approver=approver), cwd)
+        instructions = (
+            await trio.to_thread.run_sync(project_instructions, cwd) if self.project_files else None
+        )
+        session = await self._publish(
+            lambda: agents.create(cwd=cwd, approver=approver, instructions=instructions), cwd
+        )
         await self._start_servers(session, servers)
         return {"sessionId": session.agent.id}
 
@@ -372,7 +440,7 @@ class AcpBridge:
         session = self._sessions.lookup(params_object(request.params))
         if session.prompt is not None:
             session.prompt.cancel_requested = True
-        self._permissions.withdraw(session.agent.id)
+        self._calls.withdraw(session.agent.id)
         with trio.CancelScope(shield=True):
             await self._dispose(session)
         return {}
@@ -476,7 +544,7 @@ class AcpBridge:
             return
         if session.prompt is not None:
             session.prompt.cancel_requested = True
-        self._permissions.withdraw(session.agent.id)
+        self._calls.withdraw(session.agent.id)
         session.agent.cancel(UserCancel())
 
     def _cancel_request(self, params: Any) -> None:
@@ -493,8 +561,8 @@ class AcpBridge:
             log.debug("$/cancel_request for no pending request %r ignored", request_id)
 
     def _on_response(self, response: Response) -> None:
-        # The only requests a bridge sends are its permission questions.
-        self._permissions.on_response(response)
+        # Every request a bridge sends (permission questions, fs/*) waits in _calls.
+        self._calls.on_response(response)
 
 
 def _reason(exc: Exception) -> str:

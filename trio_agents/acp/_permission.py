@@ -1,13 +1,16 @@
 """The ACP front end of approval: ``session/request_permission``.
 
 Rules (permission): the bridge is the :class:`~trio_agents.agent.Approver` of the agents of its
-sessions. A call that needs approval (a tool marked ``ask``, and ``bash`` and ``bash_kill``
-unless ``allow_bash``) is asked with ``session/request_permission``, offering allow once /
+sessions. A call that needs approval (a tool marked ``ask``, ``write_file`` and ``edit_file``,
+and ``bash`` and ``bash_kill`` unless ``allow_bash``) is asked with
+``session/request_permission`` (the tool call as announced: its kind, the file it touches and
+the diff an edit asks for, :func:`~._protocol.tool_call_start`), offering allow once /
 always and reject once / always. ``allow_*`` runs it, ``reject_*`` answers the model with an
 error and the turn goes on (the ``*_always`` answers stand for the rest of the session, kept by the
 agent's approval state), ``cancelled`` (or a closed connection) does not run it and ends the
 turn cancelled. A ``session/cancel`` withdraws the questions of its session; an answer that is
-not one of the offered options is a ``reject_once``. A child agent of a session's agent
+not one of the offered options is a ``reject_once``. An allowed call is announced
+``in_progress`` (``on_allowed``). A child agent of a session's agent
 inherits the bridge as its approver (and its ``ask``): its calls are asked in that session.
 
 Rules (restored answers): ``session/load`` of a session whose records hold standing
@@ -22,15 +25,12 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final, final
 
-import attrs
-import trio
-
 from ..agent import ApprovalRequest, Decision, Refusal, standing_answers
 from ..session import Record
+from ._client_calls import ClientCalls
 from ._jsonrpc import Response
 from ._prompts import AcpSession, Sessions
-from ._protocol import PERMISSION_OPTIONS
-from ._serving import Serving
+from ._protocol import PERMISSION_OPTIONS, tool_call_start
 
 __all__ = ["Permissions", "restored_notice"]
 
@@ -38,15 +38,9 @@ log = logging.getLogger("trio_agents.acp")
 
 #: The shell's tools that change the world (``bash_output`` only reads).
 _SHELL: Final = frozenset({"bash", "bash_kill"})
+#: The file tools that change files (asked about unless the agent's mode says otherwise).
+_WRITES: Final = frozenset({"write_file", "edit_file"})
 _DECISIONS: Final = {"allow_once": Decision.ALLOW_ONCE, "allow_always": Decision.ALLOW_ALWAYS}
-
-
-@final
-@attrs.define(eq=False)
-class _Waiter:
-    session_id: str
-    done: trio.Event = attrs.Factory(trio.Event)
-    response: Response | None = None
 
 
 @final
@@ -58,53 +52,33 @@ class Permissions:
 
     def __init__(
         self,
-        serving: Serving,
+        calls: ClientCalls,
         sessions: Sessions,
-        closed: Callable[[], bool],
         *,
         allow_bash: bool = False,
         forget_stored: bool = False,
+        on_allowed: Callable[[AcpSession, ApprovalRequest], None] | None = None,
     ) -> None:
         #: What the bridge asks about besides the tools marked ``ask`` (see the seam's rules).
-        self.ask: frozenset[str] = frozenset() if allow_bash else _SHELL
+        self.ask: frozenset[str] = _WRITES if allow_bash else _SHELL | _WRITES
         #: Ignore the standing answers restored from a loaded session (see the seam's rules).
         self.forget_stored = forget_stored
-        self._serving = serving
+        self._calls = calls
         self._sessions = sessions
-        self._closed = closed
-        self._waiters: dict[int, _Waiter] = {}
+        self._on_allowed = on_allowed
         self._tool_call_ids = itertools.count(1)
 
     def __len__(self) -> int:
         """How many questions await the client."""
-        return len(self._waiters)
-
-    def on_response(self, response: Response) -> None:
-        """The client answered one of our requests."""
-        # Invariant: a response comes only to an open request (Connection drops the others),
-        # and each open request has its waiter: both are dropped together (withdraw, _ask).
-        waiter = self._waiters.pop(response.id)
-        waiter.response = response
-        waiter.done.set()
-
-    def withdraw(self, session_id: str) -> None:
-        """Stop waiting for the answers about ``session_id`` (they count as ``cancelled``)."""
-        for request_id, waiter in list(self._waiters.items()):
-            if waiter.session_id == session_id:
-                del self._waiters[request_id]
-                self._serving.rpc.abandon(request_id)
-                waiter.done.set()
-
-    def release_all(self) -> None:
-        """The connection is closing: every question is answered ``cancelled``."""
-        for waiter in self._waiters.values():
-            waiter.done.set()
+        return self._calls.pending("session/request_permission")
 
     async def approve(self, request: ApprovalRequest) -> Decision | Refusal:
         """Ask the client about one call (see the module rules)."""
         session = self._session_of(request.agent_id)
         kind = "cancelled" if session is None else await self._ask(session, request)
         if kind in _DECISIONS:
+            if session is not None and self._on_allowed is not None:
+                self._on_allowed(session, request)
             return _DECISIONS[kind]
         if kind in ("reject_once", "reject_always"):
             return Refusal(
@@ -132,30 +106,17 @@ class Permissions:
         return None
 
     async def _ask(self, session: AcpSession, request: ApprovalRequest) -> str:
+        call_id = request.call_id or f"guard-{next(self._tool_call_ids)}"
+        call = tool_call_start(request.tool, call_id, request.arguments, session.cwd)
+        if call["title"] == request.tool:  # no title of its own: the request's, arguments shown
+            call["title"] = request.title
         params = {
             "sessionId": session.agent.id,
-            "toolCall": {
-                "toolCallId": request.call_id or f"guard-{next(self._tool_call_ids)}",
-                "title": request.title,
-                "kind": "execute" if request.tool == "bash" else "other",
-                "status": "pending",
-                "rawInput": dict(request.arguments),
-            },
+            "toolCall": call,
             "options": [dict(o) for o in PERMISSION_OPTIONS],
         }
-        if self._closed():
-            await trio.lowlevel.checkpoint()
-            return "cancelled"
-        rpc = self._serving.rpc
-        request_id, frame = rpc.request("session/request_permission", params)
-        waiter = self._waiters[request_id] = _Waiter(session.agent.id)
-        self._serving.send(frame)
-        try:
-            await waiter.done.wait()
-        finally:
-            if self._waiters.pop(request_id, None) is not None:
-                rpc.abandon(request_id)
-        return _outcome(waiter.response)
+        response = await self._calls.call(session.agent.id, "session/request_permission", params)
+        return _outcome(response)
 
 
 def restored_notice(records: Iterable[Record], *, forgotten: bool) -> str | None:

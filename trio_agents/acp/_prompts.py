@@ -9,13 +9,21 @@ Rules (ordering):
   arrived while it was pending (whatever the turn's end), when the cancel removed it before a
   turn claimed it, or when its turn ended cancelled.
 - The client shows its own prompt already: the ``UserMessage`` of the pending prompt is not
-  streamed back; every other user message, tool call and tool result is.
+  streamed back; every other user message, tool call and tool result is (through the
+  session's :class:`~._protocol.UpdateMapper`, which gives a write's or an edit's end the
+  diff its :class:`~trio_agents.workspace.FileChanged` told, and a plan call's end its plan).
+- A call is ``in_progress`` when it is about to run (:meth:`Sessions.started`: the bridge's
+  guard for a call that needs no approval, the permission's allow for one that does). A call
+  allowed by a standing answer is not announced ``in_progress`` (the seam does not say when).
+- After every turn of a session: ``session_info_update`` the first time the session has a
+  title (its first user message's first line), then ``usage_update`` when the model's window
+  is known; both before the prompt's answer.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, final
 
 import attrs
@@ -24,6 +32,7 @@ from .. import tracing
 from ..agent import Agent, AgentClosedError, AgentDisposed, AgentOutput
 from ..session import (
     InboxSpliced,
+    Record,
     SessionAppended,
     StopReason,
     ToolCall,
@@ -31,17 +40,21 @@ from ..session import (
     TurnEnded,
     UserMessage,
 )
+from ..workspace import FileChanged, FileSystem
 from ._framing import TEXT_SLOT, TextTemplate
 from ._jsonrpc import ErrorCode, Request, RequestId, RpcError
 from ._protocol import (
+    UpdateMapper,
+    in_progress,
     params_object,
     prompt_text,
     replay,
     required_str,
+    session_info_update,
+    session_title,
     stop_reason,
     text_chunk,
-    tool_call,
-    tool_call_update,
+    usage_update,
 )
 from ._serving import Serving
 
@@ -70,8 +83,28 @@ class AcpSession:
     dispose: Callable[[], Awaitable[None]] = attrs.field(repr=False)
     cwd: str
     prompt: Prompt | None = None
+    #: The file system of its file tools when the client offers ``fs/*`` (else ``None``).
+    files: FileSystem | None = attrs.field(default=None, repr=False)
+    #: The title announced (or found in its records), once it has one.
+    title: str | None = None
+    #: What its records stream as (open calls, their diffs).
+    mapper: UpdateMapper = attrs.field(init=False, repr=False)
     #: The text updates' templates, by kind (encoded once: one frame per delta follows).
     text_templates: dict[str, TextTemplate] = attrs.field(factory=dict, init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.mapper = UpdateMapper(self.cwd)
+        self.title = _title(self.agent.session.records)
+
+
+def _title(records: Iterable[Record]) -> str | None:
+    """The title of a session: of its first user message that has one."""
+    for record in records:
+        if isinstance(record, UserMessage):
+            title = session_title(record.content)
+            if title is not None:
+                return title
+    return None
 
 
 @final
@@ -132,7 +165,7 @@ class Sessions:
 
     def replay(self, session: AcpSession) -> None:
         """Stream the conversation so far as ``session/update`` notifications."""
-        for update in replay(session.agent.session.records):
+        for update in replay(session.agent.session.records, session.cwd):
             self._serving.update(session.agent.id, update)
 
     # -- prompts ------------------------------------------------------------------------------
@@ -209,10 +242,9 @@ class Sessions:
                 prompt.turn_id = record.turn_id  # the client shows its own prompt already
                 return
             self._text(session, "user_message_chunk", record.content)
-        elif isinstance(record, ToolCall):
-            self._serving.update(session.agent.id, tool_call(record))
-        elif isinstance(record, ToolCallEnded):
-            self._serving.update(session.agent.id, tool_call_update(record))
+        elif isinstance(record, ToolCall | ToolCallEnded):
+            for update in session.mapper.updates(record):
+                self._serving.update(session.agent.id, update)
         elif isinstance(record, InboxSpliced):
             if (
                 prompt is not None
@@ -221,12 +253,35 @@ class Sessions:
                 and record.message_id == prompt.message_id
             ):
                 self._finish(session, None)
-        elif (
-            isinstance(record, TurnEnded)
-            and prompt is not None
-            and record.turn_id == prompt.turn_id
-        ):
-            self._finish(session, record)
+        elif isinstance(record, TurnEnded):
+            self._after_turn(session)
+            if prompt is not None and record.turn_id == prompt.turn_id:
+                self._finish(session, record)
+
+    def _after_turn(self, session: AcpSession) -> None:
+        """After a turn: the session's title the first time it has one
+        (``session_info_update``), and a ``usage_update`` when the model's window is known
+        (``size`` is required, and a guess would mislead)."""
+        agent = session.agent
+        if session.title is None:
+            session.title = _title(agent.session.records)
+            if session.title is not None:
+                self._serving.update(agent.id, session_info_update(session.title))
+        context = agent.context
+        if context.window is not None:
+            self._serving.update(agent.id, usage_update(context.tokens, context.window))
+
+    def on_file_changed(self, event: FileChanged) -> None:
+        """Keep the diff of a file a session's call changed, for the call's end."""
+        session = self._live.get(event.agent_id) if event.agent_id is not None else None
+        if session is not None and event.call_id is not None:
+            session.mapper.file_changed(event.call_id, event.path, event.old_text, event.new_text)
+
+    def started(self, agent_id: str, call_id: str | None) -> None:
+        """The call ``call_id`` of a session's agent starts running: ``in_progress``."""
+        session = self._live.get(agent_id)
+        if session is not None and call_id is not None:
+            self._serving.update(agent_id, in_progress(call_id))
 
     def on_disposed(self, event: AgentDisposed) -> None:
         """Forget a disposed agent's session (answering its prompt, which will never run)."""

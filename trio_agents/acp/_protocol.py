@@ -3,10 +3,16 @@
 Rules:
 - Params are read strictly: a missing or mistyped field is :class:`RpcError` ``-32602``
   naming the field; unknown fields are ignored (ACP is extensible through ``_meta``).
-- A record maps to at most one ``session/update``: ``UserMessage`` → ``user_message_chunk``,
-  ``AssistantMessage`` → ``agent_message_chunk``, ``ToolCall`` → ``tool_call`` (pending),
-  ``ToolCallEnded`` → ``tool_call_update`` (completed or failed). Turn and inbox records map to
-  nothing. Live streaming and ``session/load`` replay share these functions.
+- Records map to ``session/update`` payloads (:class:`UpdateMapper`): ``UserMessage`` →
+  ``user_message_chunk``, ``AssistantMessage`` → ``agent_message_chunk``, ``ToolCall`` →
+  ``tool_call`` (pending, with its ``kind``, the file it touches as ``locations`` and, for a
+  write or an edit, the change asked for as ``diff`` content), ``ToolCallEnded`` →
+  ``tool_call_update`` (completed or failed; a write's or an edit's ``diff`` of the whole file
+  when the live bridge saw it, then the text), followed by a ``plan`` update for a ``plan``
+  call that succeeded. Turn and inbox records map to nothing. Live streaming and
+  ``session/load`` replay share the mapper, so a loaded session shows its plan.
+- Paths in ``locations`` and ``diff`` are absolute: relative ones are taken from the session's
+  ``cwd``.
 - Stop reasons: ``completed`` → ``end_turn``, ``cancelled`` and ``interrupted`` →
   ``cancelled``, ``max_steps`` → ``max_turn_requests``, ``blocked`` → ``refusal``; an
   ``error`` turn has no ACP stop reason and is answered with a JSON-RPC error.
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, final
 
 from ..session import (
     AssistantMessage,
@@ -27,24 +33,34 @@ from ..session import (
     ToolCallEnded,
     UserMessage,
 )
+from ..workspace import PlanEntry, plan_entries
 from ._jsonrpc import ErrorCode, RpcError
 
 __all__ = [
     "PERMISSION_OPTIONS",
     "PROTOCOL_VERSION",
+    "UpdateMapper",
     "absolute_cwd",
     "agent_capabilities",
+    "diff_content",
+    "in_progress",
     "optional_str",
     "params_object",
+    "plan_update",
     "prompt_text",
     "replay",
     "required_str",
     "session_info",
+    "session_info_update",
+    "session_title",
     "stop_reason",
     "text_chunk",
     "tool_call",
+    "tool_call_start",
     "tool_call_update",
+    "tool_kind",
     "update_of",
+    "usage_update",
 ]
 
 PROTOCOL_VERSION: Final = 1
@@ -166,52 +182,193 @@ def text_chunk(kind: str, text: str) -> dict[str, Any]:
     return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
 
 
-def _title(record: ToolCall) -> str:
-    command = record.arguments.get("command")
-    if record.name == "bash" and isinstance(command, str):
-        return f"bash: {command}"
-    return record.name
+#: The ACP ``kind`` of each built-in tool (every other tool is ``other``).
+_KINDS: Final = {
+    "bash": "execute",
+    "bash_output": "execute",
+    "bash_kill": "execute",
+    "bash_unsandboxed": "execute",
+    "read_file": "read",
+    "write_file": "edit",
+    "edit_file": "edit",
+    "list_files": "search",
+    "glob": "search",
+    "grep": "search",
+    "plan": "think",
+}
+#: The tools whose ``path`` argument names the one file they touch.
+_FILE_TOOLS: Final = frozenset({"read_file", "write_file", "edit_file"})
+#: The longest session title (the stores' rule: the first line of the first message).
+_TITLE_LENGTH: Final = 60
 
 
-def tool_call(record: ToolCall) -> dict[str, Any]:
+def tool_kind(name: str) -> str:
+    """The ACP tool kind of the tool ``name``."""
+    return _KINDS.get(name, "other")
+
+
+def _file_path(arguments: Mapping[str, Any], cwd: str | None) -> str | None:
+    path = arguments.get("path")
+    if not isinstance(path, str) or not path or "\0" in path:
+        return None
+    if cwd is None and not os.path.isabs(path):
+        return None
+    return os.path.normpath(os.path.join(cwd or "/", path))
+
+
+def _title(name: str, arguments: Mapping[str, Any]) -> str:
+    """``bash: ls``, ``edit_file: src/a.py``, ``grep: TODO``; another tool: its name."""
+    if name.startswith("bash"):
+        key = "command"
+    elif name in _FILE_TOOLS or name == "list_files":
+        key = "path"
+    else:
+        key = "pattern" if name in ("glob", "grep") else ""
+    value = arguments.get(key)
+    return f"{name}: {value}" if isinstance(value, str) else name
+
+
+def diff_content(path: str, old_text: str | None, new_text: str) -> dict[str, Any]:
+    """A ``diff`` tool call content (``oldText`` null: a new file)."""
+    return {"type": "diff", "path": path, "oldText": old_text, "newText": new_text}
+
+
+def tool_call_start(
+    name: str, call_id: str, arguments: Mapping[str, Any], cwd: str | None
+) -> dict[str, Any]:
+    """A tool call as it is announced (status ``pending``): kind, title, the file it touches
+    (``locations``, absolute from ``cwd``) and, for ``write_file``/``edit_file``, the change
+    its arguments ask for as ``diff`` content."""
+    call: dict[str, Any] = {
+        "toolCallId": call_id,
+        "title": _title(name, arguments),
+        "kind": tool_kind(name),
+        "status": "pending",
+        "rawInput": dict(arguments),
+    }
+    path = _file_path(arguments, cwd) if name in _FILE_TOOLS else None
+    if path is not None:
+        location: dict[str, Any] = {"path": path}
+        offset = arguments.get("offset")
+        if name == "read_file" and isinstance(offset, int) and not isinstance(offset, bool):
+            location["line"] = max(offset, 1)
+        call["locations"] = [location]
+        old, new = arguments.get("old_text"), arguments.get("new_text")
+        content = arguments.get("content")
+        if name == "edit_file" and isinstance(old, str) and isinstance(new, str):
+            call["content"] = [diff_content(path, old, new)]
+        elif name == "write_file" and isinstance(content, str):
+            call["content"] = [diff_content(path, None, content)]
+    return call
+
+
+def tool_call(record: ToolCall, cwd: str | None = None) -> dict[str, Any]:
     """The ``tool_call`` update announcing a call (status ``pending``)."""
     return {
         "sessionUpdate": "tool_call",
-        "toolCallId": record.call_id,
-        "title": _title(record),
-        "kind": "execute" if record.name == "bash" else "other",
-        "status": "pending",
-        "rawInput": record.arguments,
+        **tool_call_start(record.name, record.call_id, record.arguments, cwd),
     }
 
 
-def tool_call_update(record: ToolCallEnded) -> dict[str, Any]:
-    """The ``tool_call_update`` that closes a call with its result."""
+def in_progress(call_id: str) -> dict[str, Any]:
+    """The ``tool_call_update`` saying a call started running."""
+    return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+
+
+def tool_call_update(
+    record: ToolCallEnded, diffs: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """The ``tool_call_update`` that closes a call with its result (after the ``diff``
+    contents of the files it changed)."""
+    text = {"type": "content", "content": {"type": "text", "text": record.content}}
     return {
         "sessionUpdate": "tool_call_update",
         "toolCallId": record.call_id,
         "status": "failed" if record.is_error else "completed",
-        "content": [{"type": "content", "content": {"type": "text", "text": record.content}}],
+        "content": [*(dict(d) for d in diffs), text],
         "rawOutput": {"content": record.content, "isError": record.is_error},
     }
 
 
+def plan_update(entries: Iterable[PlanEntry]) -> dict[str, Any]:
+    """A ``plan`` update: the whole plan, each entry's content, priority and status."""
+    return {
+        "sessionUpdate": "plan",
+        "entries": [
+            {"content": e.content, "priority": e.priority, "status": e.status} for e in entries
+        ],
+    }
+
+
+def usage_update(used: int, size: int) -> dict[str, Any]:
+    """A ``usage_update``: the tokens in the context and the window's size."""
+    return {"sessionUpdate": "usage_update", "used": used, "size": size}
+
+
+def session_title(content: str) -> str | None:
+    """A session's title from its first message: its first non-empty line, at most 60
+    characters (what the stores list)."""
+    line = content.strip().splitlines()[0] if content.strip() else ""
+    if not line:
+        return None
+    return line if len(line) <= _TITLE_LENGTH else line[: _TITLE_LENGTH - 1] + "…"
+
+
+def session_info_update(title: str) -> dict[str, Any]:
+    """A ``session_info_update`` giving the session's title."""
+    return {"sessionUpdate": "session_info_update", "title": title}
+
+
+@final
+class UpdateMapper:
+    """The updates of one session's records, in order (live and in a replay).
+
+    It remembers the calls still open, so that a call's end carries the ``diff`` of the files
+    it changed (told with :meth:`file_changed`) and a ``plan`` call's end sends the plan.
+    """
+
+    __slots__ = ("_calls", "_cwd", "_diffs")
+
+    def __init__(self, cwd: str | None) -> None:
+        self._cwd = cwd
+        self._calls: dict[str, ToolCall] = {}
+        self._diffs: dict[str, list[dict[str, Any]]] = {}
+
+    def file_changed(self, call_id: str, path: str, old_text: str | None, new_text: str) -> None:
+        """The open call ``call_id`` changed the file ``path``."""
+        if call_id in self._calls:
+            self._diffs.setdefault(call_id, []).append(diff_content(path, old_text, new_text))
+
+    def updates(self, record: Record) -> list[dict[str, Any]]:
+        """The ``session/update`` payloads of ``record`` (see the module rules)."""
+        if isinstance(record, UserMessage):
+            return [text_chunk("user_message_chunk", record.content)]
+        if isinstance(record, AssistantMessage):
+            return [text_chunk("agent_message_chunk", record.content)]
+        if isinstance(record, ToolCall):
+            self._calls[record.call_id] = record
+            return [tool_call(record, self._cwd)]
+        if isinstance(record, ToolCallEnded):
+            call = self._calls.pop(record.call_id, None)
+            out = [tool_call_update(record, self._diffs.pop(record.call_id, ()))]
+            if call is not None and record.name == "plan" and not record.is_error:
+                entries = plan_entries(call.arguments)
+                if entries is not None:
+                    out.append(plan_update(entries))
+            return out
+        return []
+
+
 def update_of(record: Record) -> dict[str, Any] | None:
-    """The ``session/update`` payload of one record, or ``None`` (see the module rules)."""
-    if isinstance(record, UserMessage):
-        return text_chunk("user_message_chunk", record.content)
-    if isinstance(record, AssistantMessage):
-        return text_chunk("agent_message_chunk", record.content)
-    if isinstance(record, ToolCall):
-        return tool_call(record)
-    if isinstance(record, ToolCallEnded):
-        return tool_call_update(record)
-    return None
+    """The first ``session/update`` payload of one record alone, or ``None``."""
+    updates = UpdateMapper(None).updates(record)
+    return updates[0] if updates else None
 
 
-def replay(records: Iterable[Record]) -> list[dict[str, Any]]:
+def replay(records: Iterable[Record], cwd: str | None = None) -> list[dict[str, Any]]:
     """The updates that replay a conversation, in order."""
-    return [u for u in map(update_of, records) if u is not None]
+    mapper = UpdateMapper(cwd)
+    return [u for record in records for u in mapper.updates(record)]
 
 
 def session_info(info: SessionInfo, cwd: str) -> dict[str, Any]:

@@ -64,6 +64,7 @@ async def acp(args: argparse.Namespace) -> int:
                 receive,
                 allow_bash=bool(args.allow_bash),
                 forget_approvals=args.settings.forget_approvals,
+                project_files=args.settings.project_files,
             )
             fiber = await root.plugin(bridge)
             await bridge.wait_closed()

@@ -73,7 +73,7 @@ async def chat(args: argparse.Namespace) -> int:
     log: CliLog | None = getattr(args, "log", None)
     terminal = os.isatty(0) and os.isatty(1)
     async with open_cli_runtime(settings) as root:
-        agent, handle = await attach(root, args.session)
+        agent, handle = await attach(root, args.session, project_files=settings.project_files)
         editor = _editor(settings) if terminal else None
         with editor.screen() if editor is not None else nullcontext():
             view = ChatView(console, agent, editor)

@@ -23,6 +23,7 @@ Rules:
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import TYPE_CHECKING, final
 
 from rich.console import Console
@@ -44,6 +45,7 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
+from ..workspace import format_plan, plan_entries
 from ._controls import visible_controls
 
 if TYPE_CHECKING:
@@ -206,6 +208,10 @@ class ChatView:
             self._usage_at_start = self._agent.usage
             self._working = True
             self._start_spinner()
+        elif isinstance(record, ToolCall) and record.name == "plan":
+            entries = plan_entries(record.arguments)
+            shown = format_plan(entries) if entries is not None else "(not a plan)"
+            self.note("→ plan\n" + textwrap.indent(shown, "  "), "yellow")
         elif isinstance(record, ToolCall):
             args = json.dumps(dict(record.arguments), ensure_ascii=False, default=str)
             self.note(

@@ -35,6 +35,12 @@ The format::
     forget_approvals = true           # optional: ignore the "always" answers stored in a
                                       # resumed session (as --forget-approvals)
 
+    [files]                           # optional: where read_file, write_file, edit_file,
+                                      # list_files, glob and grep may reach
+    add_dirs = ["../shared"]          # optional: directories besides the working directory
+                                      # (relative ones: to the file's directory)
+    confined = false                  # optional: reach every path (default: true)
+
     [sandbox]                         # optional: run shell commands under bubblewrap; or a
                                       # top-level sandbox = "read-only" (the policy alone)
     policy = "workspace-write"        # optional: read-only, workspace-write (the default),
@@ -83,6 +89,7 @@ from ..mcp import McpServer
 from ..model import ModelSpecError, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
 from ..shell import SANDBOX_POLICIES
+from ..workspace import ToolFiles
 
 __all__ = [
     "ASKED_BY_DEFAULT",
@@ -112,8 +119,9 @@ class PluginEntry:
 
 
 #: The tools that change the world and that the command asks about unless ``[approval] allow``
-#: names them (``bash_output`` only reads, and runs unasked).
-ASKED_BY_DEFAULT: Final = ("bash", "bash_kill")
+#: names them (``bash_output``, ``read_file``, ``list_files``, ``glob``, ``grep`` and ``plan``
+#: only read, and run unasked).
+ASKED_BY_DEFAULT: Final = ("bash", "bash_kill", "write_file", "edit_file")
 
 
 @attrs.frozen
@@ -149,6 +157,7 @@ class _File:
     approval: Approval = attrs.Factory(Approval)
     # A policy name is made a table before structuring.
     sandbox: Sandbox | None = None
+    files: ToolFiles.Config = attrs.Factory(ToolFiles.Config)
     plugins: list[PluginEntry] = attrs.Factory(list)
     mcp_servers: list[McpServer] = attrs.Factory(list)
     agents: list[DeclaredAgent] = attrs.Factory(list)
@@ -196,6 +205,8 @@ class Config:
     forget_approvals: bool = False
     #: The ``sandbox`` key (writable paths made absolute), or ``None``.
     sandbox: Sandbox | None = None
+    #: The ``[files]`` table (``add_dirs`` made absolute): where the file tools may reach.
+    files: ToolFiles.Config = attrs.Factory(ToolFiles.Config)
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -329,7 +340,13 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         allow=tuple(raw.approval.allow),
         forget_approvals=raw.approval.forget_approvals,
         sandbox=_sandbox(raw.sandbox, path),
+        files=_files(raw.files, path),
     )
+
+
+def _files(files: ToolFiles.Config, path: Path | None) -> ToolFiles.Config:
+    base = path.resolve().parent if path is not None else Path.cwd()
+    return attrs.evolve(files, add_dirs=[str(base / d) for d in files.add_dirs])
 
 
 def _sandbox(sandbox: Sandbox | None, path: Path | None) -> Sandbox | None:

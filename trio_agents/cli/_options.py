@@ -27,6 +27,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import attrs
+import trio
 
 from .._errors import TrioAgentsError
 from ..agent import Agent, AgentHandle, open_runtime
@@ -43,6 +44,7 @@ from ..session import (
 )
 from ..shell import SANDBOX_POLICIES, LocalShell, SandboxShell, tool_bash
 from ..tracing import open_environ_tracing
+from ..workspace import LocalFiles, project_instructions, tool_files, tool_plan
 from ._config import ASKED_BY_DEFAULT, Config, check_asks, load_config
 from ._signals import terminable
 from ._usage import Parser
@@ -122,6 +124,13 @@ def _watch() -> Parser:
         "about (default: the config file's sandbox, else none)",
     )
     watch.add_argument(
+        "--no-project-files",
+        dest="project_files",
+        action="store_false",
+        help="leave AGENTS.md and CLAUDE.md (of the working directory and its parents, up to "
+        "the repository root) out of a new session's system prompt",
+    )
+    watch.add_argument(
         "--forget-approvals",
         action="store_true",
         help="ignore the 'always' answers stored in a resumed session: ask again "
@@ -156,6 +165,9 @@ class Settings:
     #: The sandbox of shell commands (``--sandbox``, else the config file's ``sandbox``), or
     #: ``None``: no sandbox (``LocalShell``).
     sandbox: SandboxShell.Config | None = None
+    #: Whether a new session's system prompt holds the project instructions (``AGENTS.md``,
+    #: ``CLAUDE.md``); ``--no-project-files`` turns it off.
+    project_files: bool = True
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -193,6 +205,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         watch=watch,
         forget_approvals=forget,
         sandbox=_sandbox(getattr(args, "sandbox", None), config),
+        project_files=bool(getattr(args, "project_files", True)),
     )
 
 
@@ -281,9 +294,11 @@ async def open_cli_runtime(
 
     Applies, in order: the core plugins (with the declared agents, owned by the AgentLoop),
     what needs approval (``tools.require_approval``: the ``[approval]`` table's ``ask``, and
-    ``bash`` and ``bash_kill`` unless its ``allow`` or ``allow`` here names them, or a
-    sandbox holds their commands), ``LocalShell`` (``SandboxShell`` with a sandbox) and
-    ``tool_bash`` (when ``shell``), the config file's plugins with their
+    ``bash``, ``bash_kill``, ``write_file`` and ``edit_file`` unless its ``allow`` or
+    ``allow`` here names them, or a sandbox holds the shell's commands), ``LocalShell``
+    (``SandboxShell`` with a sandbox), ``tool_bash``, ``LocalFiles``, ``tool_files`` (with the
+    config file's ``[files]``) and ``tool_plan`` (when ``shell``), the config file's plugins
+    with their
     configs, its MCP servers (each a plugin; one that cannot start is an error), the check
     that every ``ask`` of the config file names a tool (:func:`check_asks`), and with
     ``--watch`` a background task that reloads their modules on change.
@@ -313,8 +328,10 @@ async def open_cli_runtime(
     ):
         with terminable(root):
             # A sandboxed command cannot leave the sandbox: nothing to ask about (as Codex).
+            # The file tools run in this process, outside it: their writes are still asked.
             sandboxed = shell and settings.sandbox is not None
-            allowed = {*config.allow, *allow, *(ASKED_BY_DEFAULT if sandboxed else ())}
+            held = ("bash", "bash_kill") if sandboxed else ()
+            allowed = {*config.allow, *allow, *held}
             asked = {*config.ask, *(n for n in ASKED_BY_DEFAULT if n not in allowed)}
             if asked:
                 root.get("tools").require_approval(sorted(asked))
@@ -324,6 +341,11 @@ async def open_cli_runtime(
             elif shell:
                 await root.plugin(LocalShell())
                 await root.plugin(tool_bash)
+            if shell:
+                # The file tools and the plan, beside bash (writes asked about by default).
+                await root.plugin(LocalFiles())
+                await root.plugin(tool_files, config.files)
+                await root.plugin(tool_plan)
             for loaded in config.plugins:
                 try:
                     await root.plugin(loaded.plugin, loaded.config)
@@ -344,16 +366,25 @@ async def open_cli_runtime(
             yield root
 
 
-async def attach(root: Context, session_id: str | None) -> tuple[Agent, AgentHandle | None]:
+async def attach(
+    root: Context, session_id: str | None, *, project_files: bool = True
+) -> tuple[Agent, AgentHandle | None]:
     """The agent a ``chat`` or ``run`` talks to, and its handle when this command owns it.
 
     - ``session_id`` of a live agent (one declared in the config file): that agent, which
       the AgentLoop owns (no handle).
-    - ``session_id`` of a stored session: resumed; otherwise a new agent with that id.
+    - ``session_id`` of a stored session: resumed (with the instructions it was made with);
+      otherwise a new agent with that id.
     - no ``session_id``: the first declared agent if there is one, else a new agent.
+
+    A new agent's system prompt is the project instructions of the working directory
+    (:func:`~trio_agents.workspace.project_instructions`), unless ``project_files`` is false.
     """
     agents = root.agents
     here = os.getcwd()  # the agent's shell commands run where the command was started
+    instructions = (
+        await trio.to_thread.run_sync(project_instructions, here) if project_files else None
+    )
     if session_id is not None:
         live = agents.get(session_id)
         if live is not None:
@@ -361,10 +392,10 @@ async def attach(root: Context, session_id: str | None) -> tuple[Agent, AgentHan
         try:
             handle = await agents.resume(session_id, cwd=here)
         except SessionNotFoundError:
-            handle = await agents.create(session_id=session_id, cwd=here)
+            handle = await agents.create(session_id=session_id, cwd=here, instructions=instructions)
         return handle.agent, handle
     declared = agents.list()
     if declared:
         return declared[0], None
-    handle = await agents.create(cwd=here)
+    handle = await agents.create(cwd=here, instructions=instructions)
     return handle.agent, handle

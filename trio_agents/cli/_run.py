@@ -28,6 +28,7 @@ import os
 import signal
 import stat
 import sys
+import textwrap
 
 import trio
 from rich.console import Console
@@ -36,12 +37,15 @@ from ..agent import AgentOutput
 from ..cancel import UserCancel
 from ..session import (
     Record,
+    SessionAppended,
     SessionWriteError,
     SessionWriteFailed,
     StopReason,
+    ToolCall,
     TurnEnded,
     UserMessage,
 )
+from ..workspace import format_plan, plan_entries
 from ._ask import RunApprover, restored_note
 from ._controls import visible_controls
 from ._options import CliError, Settings, attach, open_cli_runtime, session_path
@@ -57,7 +61,7 @@ async def run(args: argparse.Namespace) -> int:
     failed: SessionWriteError | None = None
     prompt = await _prompt(args.prompt)
     async with open_cli_runtime(settings) as root:
-        agent, handle = await attach(root, args.session)
+        agent, handle = await attach(root, args.session, project_files=settings.project_files)
         forget = settings.forget_approvals
         agent.approver = RunApprover(getattr(args, "yes", False), forget_stored=forget)
         restored = restored_note(agent.session.records, forgotten=forget)
@@ -86,7 +90,17 @@ async def run(args: argparse.Namespace) -> int:
                 status.stop()
                 agent.cancel()  # an answer that cannot be kept is not worth waiting for
 
+        def show_plan(event: SessionAppended) -> None:
+            # The plan, compactly, on stderr (stdout is the answer).
+            record = event.record
+            if event.session_id == agent.id and isinstance(record, ToolCall):
+                entries = plan_entries(record.arguments) if record.name == "plan" else None
+                if entries is not None:
+                    status.stop()
+                    print(f"plan:\n{textwrap.indent(format_plan(entries), '  ')}", file=sys.stderr)
+
         root.on(AgentOutput, show)
+        root.on(SessionAppended, show_plan)
         root.on(SessionWriteFailed, on_write_failed)
         message_id = agent.prompt(prompt)
         status.start()

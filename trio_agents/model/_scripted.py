@@ -20,6 +20,7 @@ Rules:
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections import OrderedDict, deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -86,6 +87,8 @@ Reply: TypeAlias = str | Sequence[Step]
 _STEP_TYPES = (Say, CallTool, Wait, Fail)
 _WORDS = re.compile(r"\S+\s*|\s+")
 _BASH = re.compile(r"\s*!(?P<how>bash|bg)\s+(?P<command>\S.*?)\s*", re.DOTALL)
+# ``!tool NAME`` with optional JSON arguments after it (the rest of the message).
+_TOOL = re.compile(r"\s*!tool\s+(?P<name>[^\s{]+)\s*(?P<arguments>.*?)\s*", re.DOTALL)
 
 
 def split_words(text: str) -> list[str]:
@@ -223,6 +226,9 @@ class ScriptedModel:
           ``{"command": COMMAND}``, and for ``!bg COMMAND`` with
           ``{"command": COMMAND, "run_in_background": True}``; it finishes with
           ``tool_calls``;
+        - if it is ``!tool NAME {JSON}``, it calls the tool ``NAME`` with that JSON object
+          (``!tool NAME`` alone: ``{}``); arguments that are not a JSON object are answered
+          with one line saying so, and no call;
         - otherwise it streams the latest user message back, word by word.
 
         ``delay`` seconds of trio time pass before each word it says, and before a tool call,
@@ -319,7 +325,21 @@ def _echo_steps(messages: Sequence[ChatMessage], delay: float) -> tuple[Step, ..
         if match["how"] == "bg":
             arguments["run_in_background"] = True
         return (Wait(delay), CallTool("bash", arguments))
+    match = _TOOL.fullmatch(latest.content)
+    if match is not None:
+        return _tool_steps(match["name"], match["arguments"], delay)
     return (Say(latest.content, delay),)
+
+
+def _tool_steps(name: str, text: str, delay: float) -> tuple[Step, ...]:
+    """``!tool NAME {JSON}``: the call, or one line saying why the arguments are unusable."""
+    try:
+        arguments = json.loads(text) if text else {}
+    except ValueError as exc:
+        return (Say(f"!tool {name}: the arguments are not JSON ({exc})", delay),)
+    if not isinstance(arguments, dict):
+        return (Say(f"!tool {name}: the arguments must be a JSON object; got {text}", delay),)
+    return (Wait(delay), CallTool(name, arguments))
 
 
 def _report(output: ToolOutput, messages: Sequence[ChatMessage]) -> str:
