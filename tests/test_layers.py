@@ -22,6 +22,8 @@ LAYERS = {
     "acp": 3,
 }
 LAYERS["mcp"] = 3
+# Workers and their clients (the work queue) run agents on the PostgreSQL store.
+LAYERS["workers"] = 3
 LAYERS["cli"] = 4
 # The testing kit (fixtures, collectors) uses every layer below, beside the command.
 LAYERS["testing"] = 4
