@@ -56,6 +56,10 @@ async def run(args: argparse.Namespace) -> int:
     wrote = False
     failed: SessionWriteError | None = None
     prompt = await _prompt(args.prompt)
+    if getattr(args, "remote", None) is not None:
+        from ._remote import run_remote
+
+        return await run_remote(args, prompt)
     async with open_cli_runtime(settings) as root:
         agent, handle = await attach(root, args.session)
         forget = settings.forget_approvals

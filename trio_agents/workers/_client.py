@@ -28,6 +28,7 @@ from ..kernel import open_root
 from ..session import (
     PostgresStore,
     Record,
+    SessionNotFoundError,
     StopReason,
     TurnEnded,
     check_recordable_cause,
@@ -282,7 +283,10 @@ class Remote:
             event.set()
 
     async def _read(self, session_id: str) -> tuple[Record, ...]:
-        session = await self._store.load(session_id)
+        try:
+            session = await self._store.load(session_id)
+        except SessionNotFoundError:
+            return ()  # not created yet: its worker creates it with the first prompt
         try:
             return session.records
         finally:
