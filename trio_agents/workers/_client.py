@@ -170,7 +170,10 @@ class RemotePrompt:
 
     async def records(self) -> AsyncIterator[Record]:
         """The session's records from the prompt's first attempt on, as they are flushed,
-        until the prompt settles (then the rest, and the iteration ends)."""
+        until the prompt settles (then the rest, and the iteration ends).
+
+        An iteration left early is closed with ``contextlib.aclosing`` (as every async
+        generator under trio)."""
         remote = self._remote
         seen = 0
         started = False

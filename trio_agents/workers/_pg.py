@@ -94,8 +94,10 @@ class Pool:
     async def aclose(self) -> None:
         self.closed = True
         conns, self.idle = self.idle, []
-        for conn in conns:
-            await trio.to_thread.run_sync(sql.close_quietly, conn)
+        # Shielded: a teardown under a cancel (the worker's task was cancelled) still closes.
+        with trio.CancelScope(shield=True):
+            for conn in conns:
+                await trio.to_thread.run_sync(sql.close_quietly, conn)
 
 
 @attrs.define(eq=False)

@@ -538,7 +538,34 @@ async def serve_worker(
         max_sessions=max_sessions,
     )
     store = PostgresStore(dsn, lease_seconds=lease_seconds)
-    async with open_runtime(store=store, model=model) as root:
-        await root.plugin(worker)
-        task_status.started(worker)
-        await worker.wait_drained()
+    stop = trio.CancelScope()
+    ended = trio.Event()
+
+    async def run(task_status: trio.TaskStatus[Worker]) -> None:
+        # Invariant: the runtime's teardown runs shielded, also when the caller is cancelled
+        # (the connections' closing is async work a cancelled scope would refuse); the
+        # caller's cancel reaches only the serving (``stop``).
+        try:
+            with trio.CancelScope(shield=True):
+                async with open_runtime(store=store, model=model) as root:
+                    with stop:
+                        await root.plugin(worker)
+                        task_status.started(worker)
+                        await worker.wait_drained()
+        finally:
+            ended.set()
+
+    failed: Exception | None = None
+    async with trio.open_nursery() as nursery:
+        try:
+            serving: Worker = await nursery.start(run)
+        except Exception as exc:
+            failed = exc  # raised as it is, not in the nursery's group: a start failure
+        else:
+            task_status.started(serving)
+            try:
+                await ended.wait()
+            finally:
+                stop.cancel()
+    if failed is not None:
+        raise failed
