@@ -12,6 +12,7 @@ from workers_support import (
     serving,
     stored_records,
     turn_started,
+    until,
 )
 
 import trio_agents as ta
@@ -44,8 +45,10 @@ async def test_a_prompt_to_a_new_session_is_answered_by_a_worker(pg_dsn: str) ->
     at = kinds.index(PromptClaimed)
     assert kinds[at : at + 4] == [PromptClaimed, InboxSpliced, TurnStarted, UserMessage]
     claimed, queued, _, message = records[at : at + 4]
-    assert isinstance(claimed, PromptClaimed) and claimed.prompt_id == prompt.id
-    assert isinstance(queued, InboxSpliced) and isinstance(message, UserMessage)
+    assert isinstance(claimed, PromptClaimed)
+    assert claimed.prompt_id == prompt.id
+    assert isinstance(queued, InboxSpliced)
+    assert isinstance(message, UserMessage)
     assert queued.message_id == message.message_id
     [row] = prompt_rows(pg_dsn)
     assert (row["state"], row["answer"], row["claim"]) == ("completed", "hello", 1)
@@ -147,9 +150,11 @@ async def test_records_stream_the_prompt_s_turn_in_order(pg_dsn: str) -> None:
             await (await remote.submit("s", "before", agent=NEW)).answer()
             prompt = await remote.submit("s", "streamed")
             seen = [record async for record in prompt.records()]
-    assert isinstance(seen[0], PromptClaimed) and seen[0].prompt_id == prompt.id
+    assert isinstance(seen[0], PromptClaimed)
+    assert seen[0].prompt_id == prompt.id
     assert [r.seq for r in seen] == list(range(seen[0].seq, seen[0].seq + len(seen)))
-    assert isinstance(seen[-1], TurnEnded) and seen[-1].stop_reason.value == "completed"
+    assert isinstance(seen[-1], TurnEnded)
+    assert seen[-1].stop_reason.value == "completed"
 
 
 async def test_a_drained_worker_hands_its_running_prompt_back_to_another(pg_dsn: str) -> None:
@@ -185,8 +190,7 @@ async def test_an_idle_session_is_released_with_its_route_and_lease(pg_dsn: str)
             open_remote(pg_dsn) as remote,
         ):
             await (await remote.submit("s", "hello", agent=NEW)).answer()
-            while worker.statistics().released < 1:
-                await trio.sleep(0.05)  # a real database: nothing to wait on but its state
+            await until(lambda: worker.statistics().released == 1)
             assert worker.statistics().held == 0
             assert query(pg_dsn, "SELECT count(*) FROM trio_agents_routes") == [(0,)]
             assert query(pg_dsn, "SELECT owner FROM trio_agents_sessions") == [(None,)]
@@ -204,8 +208,8 @@ async def test_disposing_the_worker_ends_its_listen_thread(pg_dsn: str) -> None:
             assert thread.is_alive()
             assert query(pg_dsn, listening) == [(1,)]
         assert worker.listener.threads == set()
-        while query(pg_dsn, listening) != [(0,)]:
-            await trio.sleep(0.02)  # the server ends the closed connection's backend itself
+        # The server ends the closed connection's backend on its own time.
+        await until(lambda: query(pg_dsn, listening) == [(0,)])
 
 
 async def test_a_queue_of_a_newer_schema_version_is_refused_at_start(pg_dsn: str) -> None:

@@ -7,7 +7,7 @@ Imported as ``from workers_support import ...`` (see :mod:`support`).
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
@@ -38,6 +38,15 @@ async def serving(dsn: str, **options: Any) -> AsyncIterator[Worker]:
         worker: Worker = await nursery.start(functools.partial(serve_worker, dsn, **options))
         yield worker
         nursery.cancel_scope.cancel()
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Poll ``condition()``, the state of a real database or process (nothing announces it);
+    the caller's ``fail_after`` bounds the wait."""
+    while True:
+        if condition():
+            return
+        await trio.sleep(0.02)
 
 
 async def turn_started(prompt: RemotePrompt) -> None:
@@ -133,6 +142,7 @@ def check_exactly_once(
                 elif done[0].answer != row["content"] or row["answer"] != row["content"]:
                     problems.append(f"prompt {row['id']}: answer {row['answer']!r}")
                 else:
+                    assert done[0].turn_id is not None
                     order.append(ledger.turns.index(done[0].turn_id))
             elif state == "failed":
                 if done or row["id"] not in ledger.failed:

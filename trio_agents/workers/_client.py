@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, final
 
@@ -168,7 +168,7 @@ class RemotePrompt:
             raise PromptNotFoundError(f"no prompt has the id {self.id!r}; submit it first")
         return _status(row)
 
-    async def records(self) -> AsyncIterator[Record]:
+    async def records(self) -> AsyncGenerator[Record, None]:
         """The session's records from the prompt's first attempt on, as they are flushed,
         until the prompt settles (then the rest, and the iteration ends).
 
