@@ -56,7 +56,7 @@ async def start_worker(dsn: str, started: list[Worker]) -> Worker:
     return worker
 
 
-async def faults(dsn: str, started: list[Worker], plan: Budget, seed: int) -> None:
+async def faults(dsn: str, started: list[Worker], plan: Budget, seed: int, done: list[str]) -> None:
     """Every ``plan.every`` seconds, SIGKILL a random live worker (and start another), or
     SIGSTOP one for twice its lease, then SIGCONT it."""
     rng = random.Random(seed)
@@ -70,10 +70,12 @@ async def faults(dsn: str, started: list[Worker], plan: Budget, seed: int) -> No
         victim = rng.choice(live)
         if plan.stops and rng.random() < 0.4:
             victim.process.send_signal(signal.SIGSTOP)
+            done.append("SIGSTOP")
             await trio.sleep(2.0)
             victim.process.send_signal(signal.SIGCONT)
         else:
             victim.process.kill()
+            done.append("SIGKILL")
             await victim.process.wait()
             await start_worker(dsn, started)
 
@@ -100,6 +102,7 @@ async def test_chaos_every_prompt_has_one_completed_turn_or_a_recorded_failure(
     plan = budget()
     seed = random.randrange(1 << 32)
     print(f"chaos seed {seed}: {plan}")
+    done: list[str] = []
     with trio.fail_after(plan.deadline):
         async with workers() as started:
             for _ in range(plan.workers):
@@ -123,7 +126,7 @@ async def test_chaos_every_prompt_has_one_completed_turn_or_a_recorded_failure(
 
                 async def run_faults() -> None:
                     with chaos:
-                        await faults(pg_dsn, started, plan, seed)
+                        await faults(pg_dsn, started, plan, seed, done)
 
                 nursery.start_soon(run_faults)
                 for worker in started:
@@ -139,6 +142,12 @@ async def test_chaos_every_prompt_has_one_completed_turn_or_a_recorded_failure(
     assert len(rows) == plan.clients * plan.sessions * plan.prompts
     records = await stored_records(pg_dsn, sorted({row["session_id"] for row in rows}))
     verdict = check_exactly_once(rows, records)
+    print(
+        f"chaos: {len(rows)} prompts in {len(records)} sessions; {done.count('SIGKILL')} "
+        f"SIGKILL, {done.count('SIGSTOP')} SIGSTOP; {verdict.completed} completed, "
+        f"{verdict.failed} failed (recorded); "
+        f"{sum(row['claim'] > 1 for row in rows)} claimed again after a fault"
+    )
     assert verdict.problems == []
     assert verdict.completed + verdict.failed == len(rows)
     assert verdict.completed > 0
