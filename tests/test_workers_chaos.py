@@ -85,13 +85,15 @@ def finished(dsn: str) -> int:
     return int(count)
 
 
-async def drain_output(worker: Worker) -> None:
-    """Keep reading a worker's output so that its pipe never fills."""
+async def drain_output(worker: Worker, errors: list[str]) -> None:
+    """Keep reading a worker's output so that its pipe never fills; keep its error lines."""
     while True:
         try:
-            await worker.line()
+            line = await worker.line()
         except EOFError:
             return
+        if "Error" in line or "error" in line:
+            errors.append(line)
 
 
 async def test_chaos_every_prompt_has_one_completed_turn_or_a_recorded_failure(
@@ -103,6 +105,7 @@ async def test_chaos_every_prompt_has_one_completed_turn_or_a_recorded_failure(
     seed = random.randrange(1 << 32)
     print(f"chaos seed {seed}: {plan}")
     done: list[str] = []
+    errors: list[str] = []
     with trio.fail_after(plan.deadline):
         async with workers() as started:
             for _ in range(plan.workers):
@@ -130,7 +133,7 @@ async def test_chaos_every_prompt_has_one_completed_turn_or_a_recorded_failure(
 
                 nursery.start_soon(run_faults)
                 for worker in started:
-                    nursery.start_soon(drain_output, worker)
+                    nursery.start_soon(drain_output, worker, errors)
                 for client in clients:
                     assert await client.wait() == 0
                 chaos.cancel()
@@ -148,6 +151,7 @@ async def test_chaos_every_prompt_has_one_completed_turn_or_a_recorded_failure(
         f"{verdict.failed} failed (recorded); "
         f"{sum(row['claim'] > 1 for row in rows)} claimed again after a fault"
     )
+    print("\n".join(errors[:20]))
     assert verdict.problems == []
     assert verdict.completed + verdict.failed == len(rows)
     assert verdict.completed > 0

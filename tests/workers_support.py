@@ -146,7 +146,9 @@ def check_exactly_once(
                     order.append(ledger.turns.index(done[0].turn_id))
             elif state == "failed":
                 if done or row["id"] not in ledger.failed:
-                    problems.append(f"prompt {row['id']}: failed without a recorded failure")
+                    problems.append(
+                        f"prompt {row['id']}: failed without a recorded failure ({row['error']})"
+                    )
             elif state != "cancelled":
                 problems.append(f"prompt {row['id']}: left {state}")
         if order != sorted(order):

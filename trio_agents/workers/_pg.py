@@ -50,11 +50,11 @@ def where(dsn: str) -> str:
 
 
 def _call(
-    dsn: str, conn: sql.Conn | None, fn: Callable[..., T], args: tuple[Any, ...]
+    pool: Pool, conn: sql.Conn | None, fn: Callable[..., T], args: tuple[Any, ...]
 ) -> tuple[sql.Conn | None, outcome.Outcome[T]]:
     if conn is None or conn.closed:
         try:
-            conn = sql.connect(dsn)
+            conn = sql.connect(pool.dsn, pool.stalled_after)
         except BaseException as exc:
             return None, outcome.Error(exc)
     result = outcome.capture(fn, conn, *args)
@@ -69,6 +69,9 @@ class Pool:
     """A few connections, each used by one thread at a time."""
 
     dsn: str
+    #: Seconds idle in a transaction after which the server ends a connection (a stopped
+    #: process's): the worker's lease.
+    stalled_after: float = 30.0
     limit: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(4))
     idle: builtins.list[sql.Conn] = attrs.field(factory=builtins.list)
     closed: bool = False
@@ -77,7 +80,7 @@ class Pool:
         async with self.limit:
             conn = self.idle.pop() if self.idle else None
             with trio.CancelScope(shield=True):
-                kept, result = await trio.to_thread.run_sync(_call, self.dsn, conn, fn, args)
+                kept, result = await trio.to_thread.run_sync(_call, self, conn, fn, args)
             if kept is not None:
                 if self.closed:
                     sql.close_quietly(kept)

@@ -113,11 +113,22 @@ CREATE INDEX IF NOT EXISTS trio_agents_prompts_queued
 Conn = psycopg.Connection[Any]
 
 
-def connect(dsn: str) -> Conn:
-    """A new autocommit connection (giving up after 10 s unless the DSN says otherwise)."""
+def connect(dsn: str, stalled_after: float = 30.0) -> Conn:
+    """A new autocommit connection (giving up after 10 s unless the DSN says otherwise).
+
+    The server ends it if it idles ``stalled_after`` seconds inside a transaction: the
+    transactions here are short, so such a client was stopped mid-transaction (SIGSTOP), and
+    the row locks it holds (a route's) would keep the other workers waiting.
+    """
     if "connect_timeout" in dsn:
-        return psycopg.connect(dsn, autocommit=True)
-    return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        conn = psycopg.connect(dsn, autocommit=True)
+    else:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    conn.execute(
+        "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
+        (str(max(1, round(stalled_after * 1000))),),
+    )
+    return conn
 
 
 def close_quietly(conn: Conn) -> None:

@@ -39,13 +39,17 @@ from ..agent import (
     AgentHandle,
     AgentIdInUseError,
     AgentRegistry,
+    ModelRequiredError,
 )
 from ..kernel import Context
-from ..model import Model
+from ..model import Model, ModelError
 from ..session import (
+    InvalidSessionIdError,
     SessionAppended,
     SessionClosedError,
     SessionExistsError,
+    SessionFormatError,
+    SessionIdInUseError,
     SessionNotFoundError,
     SessionWriteError,
     StopReason,
@@ -104,6 +108,19 @@ def _duration(name: str, value: float) -> float:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} is a duration in seconds, > 0; got {value!r}")
     return float(value)
+
+
+#: What makes a prompt's agent impossible to make anywhere: the prompt fails with it. (Any
+#: other error hands the prompt back for another attempt.)
+_NO_AGENT = (
+    SessionNotFoundError,
+    SessionFormatError,
+    ModelError,
+    ModelRequiredError,
+    InvalidSessionIdError,
+    TypeError,
+    json.JSONDecodeError,
+)
 
 
 @attrs.define(eq=False)
@@ -196,7 +213,7 @@ class Worker:
         agents: AgentRegistry[Any] = ctx.get("agents")
         self._agents = agents
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._pool = _pg.Pool(self.dsn)
+        self._pool = _pg.Pool(self.dsn, self.lease_seconds)
         ctx.defer(self._pool.aclose)
         await self._pool.run(sql.prepare_queue)
         await self._pool.run(sql.register_worker, self.id, self.lease_seconds)
@@ -294,9 +311,11 @@ class Worker:
             await self._run_prompt(run)
         except (SessionWriteError, SessionClosedError, AgentClosedError):
             pass  # the session was taken over or disposed: its next owner settles the prompt
-        except Exception as exc:
-            log.exception("worker %s failed running prompt %s", self.id, row.id)
-            await self._settle(row, "failed", None, f"the worker failed: {exc}")
+        except Exception:
+            # Not the prompt's fault as far as anyone can tell: another attempt, elsewhere.
+            log.exception("worker %s failed running prompt %s; handing it back", self.id, row.id)
+            if await self._retrying(sql.hand_back, row.id, self.id, row.claim):
+                self._counts["handed_back"] += 1
         finally:
             del self._runs[session_id]
             self._changed.pop(session_id, None)
@@ -307,7 +326,7 @@ class Worker:
         row = run.row
         try:
             agent = await self._agent_for(row)
-        except Exception as exc:  # no agent can run it: a missing session, a bad definition
+        except _NO_AGENT as exc:  # no worker can run it: say why
             await self._settle(row, "failed", None, str(exc))
             return
         if agent is None:
@@ -351,7 +370,7 @@ class Worker:
                     agent.cancel(WorkerDrained(worker=self.id))
                     continue
                 await self._agents.store.flush(session)
-                if await self._pool.run(sql.hand_back, row.id, self.id, row.claim):
+                if await self._retrying(sql.hand_back, row.id, self.id, row.claim):
                     self._counts["handed_back"] += 1
                 return
             if decision.action == "start":
@@ -400,8 +419,19 @@ class Worker:
     async def _settle(
         self, row: sql.PromptRow, state: str, answer: str | None, error: str | None
     ) -> None:
-        if await self._pool.run(sql.settle, row.id, self.id, row.claim, state, answer, error):
+        settled = await self._retrying(sql.settle, row.id, self.id, row.claim, state, answer, error)
+        if settled:
             self._counts[state] += 1
+
+    async def _retrying(self, fn: Any, *args: Any) -> Any:
+        """``fn`` on the pool, again while the database cannot be reached: a claimed prompt
+        left unsettled would stay this live worker's for ever."""
+        while True:
+            try:
+                return await self._pool.run(fn, *args)
+            except ConnectionError as exc:
+                log.warning("worker %s: %s; retrying", self.id, exc)
+                await trio.sleep(min(1.0, self.lease_seconds / 3))
 
     async def _agent_for(self, row: sql.PromptRow) -> Agent | None:
         """The live agent of the prompt's session here: held, resumed or created. Waits while
@@ -414,7 +444,10 @@ class Worker:
         while not self._handing_back:
             try:
                 handle = await self._agents.resume(row.session_id)
-            except AgentIdInUseError:
+            except (AgentIdInUseError, SessionIdInUseError, ConnectionError) as exc:
+                # Its last owner still holds the lease (it died: the lease expires), wrote
+                # it since it was read, or the database is away: try again.
+                log.debug("worker %s waits for session %r (%s)", self.id, row.session_id, exc)
                 await trio.sleep(min(0.2, self.lease_seconds / 10))
                 continue
             except SessionNotFoundError:
@@ -477,7 +510,7 @@ class Worker:
                 handle = self._held.pop(session_id, None)
                 if handle is not None:
                     await handle.dispose()
-            await self._pool.run(sql.release_routes, self.id, sessions)
+            await self._retrying(sql.release_routes, self.id, sessions)
             self._counts["released"] += len(sessions)
         finally:
             self._releasing.difference_update(sessions)
