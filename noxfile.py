@@ -67,7 +67,7 @@ def stress(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def chaos(session: nox.Session) -> None:
     """The work queue's chaos test, long: 4 worker processes, 3 client processes, 510
-    sessions, 3060 prompts, a SIGKILL or SIGSTOP of a random worker every few seconds
+    sessions, 5100 prompts, a SIGKILL or SIGSTOP of a random worker every 1.5 s
     (tests/test_workers_chaos.py; the suite runs a short version). Needs PostgreSQL's
     server binaries (tests/pg_server.py)."""
     session.install("-e", ".", *_groups("test"))

@@ -5,7 +5,7 @@ overlapping turns, and each session's prompts ran in order.
 
 The suite runs a short version (3 workers, 2 clients, 30 sessions, 90 prompts, one
 SIGKILL). ``TRIO_AGENTS_CHAOS=long`` (``nox -s chaos``) runs 4 workers, 3 clients, 510
-sessions, 3060 prompts, and a SIGKILL or a SIGSTOP every few seconds.
+sessions, 5100 prompts, and a SIGKILL or a SIGSTOP every 1.5 s.
 """
 
 from __future__ import annotations
@@ -41,7 +41,14 @@ SHORT = Budget(
     workers=3, clients=2, sessions=15, prompts=3, every=1.0, faults=1, stops=False, deadline=120
 )
 LONG = Budget(
-    workers=4, clients=3, sessions=170, prompts=6, every=3.0, faults=1000, stops=True, deadline=1800
+    workers=4,
+    clients=3,
+    sessions=170,
+    prompts=10,
+    every=1.5,
+    faults=1000,
+    stops=True,
+    deadline=1800,
 )
 
 
