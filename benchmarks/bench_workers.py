@@ -126,6 +126,29 @@ async def direct(dsn: str) -> tuple[float, list[float]]:
         return time.perf_counter() - start, latencies
 
 
+async def direct_bounded(dsn: str) -> tuple[float, list[float]]:
+    """:func:`direct` with at most ``PER_WORKER`` sessions at work at once, as one worker."""
+    from trio_agents.session import PostgresStore
+
+    latencies: list[float] = []
+    limit = trio.CapacityLimiter(PER_WORKER)
+    async with ta.open_runtime(store=PostgresStore(dsn), model=MODEL) as root:
+        agents = [(await root.agents.create(session_id=f"s{n}")).agent for n in range(SESSIONS)]
+
+        async def session(agent: ta.Agent, n: int) -> None:
+            for k in range(PROMPTS):
+                sent = time.perf_counter()
+                async with limit:
+                    await agent.ask(f"{n}:{k}")
+                latencies.append(time.perf_counter() - sent)
+
+        start = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for n, agent in enumerate(agents):
+                nursery.start_soon(session, agent, n)
+        return time.perf_counter() - start, latencies
+
+
 async def handover(dsn: str) -> float:
     """Seconds from a running worker's SIGKILL to its prompt answered by another."""
     slow = await _start_worker(dsn, "--model", "echo?delay=3600")
@@ -147,7 +170,10 @@ async def handover(dsn: str) -> float:
 
 
 async def measure(dsn: str, fresh: Any) -> dict[str, Any]:
-    results: dict[str, Any] = {"direct": await direct(fresh(dsn))}
+    results: dict[str, Any] = {
+        "direct": await direct(fresh(dsn)),
+        "direct, bounded": await direct_bounded(fresh(dsn)),
+    }
     for n in WORKERS:
         results[f"{n} workers"] = await queued(fresh(dsn), n)
     results["handover"] = await handover(fresh(dsn))
@@ -172,13 +198,17 @@ def main() -> None:
         f"work queue: {SESSIONS} sessions x {PROMPTS} prompts in turn on {MODEL}, at most "
         f"{PER_WORKER} sessions per worker (a local server, fsync on, loopback TCP):"
     )
-    base = total / results["direct"][0]
-    for name in ("direct", *(f"{n} workers" for n in WORKERS)):
+    base = total / results["direct, bounded"][0]
+    labels = {
+        "direct": "one process, PostgresStore directly",
+        "direct, bounded": f"the same, {PER_WORKER} sessions at once",
+    }
+    for name in ("direct", "direct, bounded", *(f"{n} workers" for n in WORKERS)):
         seconds, latencies = results[name]
-        label = "one process, PostgresStore directly" if name == "direct" else name
+        label = labels.get(name, name)
         rate = total / seconds
         print(
-            f"  {label:<40}{rate:>8,.0f} prompts/s ({rate / base:.2f}x direct)   latency "
+            f"  {label:<40}{rate:>8,.0f} prompts/s ({rate / base:.2f}x bounded)   latency "
             f"p50 {statistics.median(latencies) * 1000:,.0f} ms, "
             f"p99 {_percentile(latencies, 0.99) * 1000:,.0f} ms"
         )

@@ -174,9 +174,12 @@ def register_worker(conn: Conn, worker: str, lease_seconds: float) -> None:
     )
 
 
-def heartbeat(conn: Conn, worker: str, lease_seconds: float, draining: bool) -> builtins.set[str]:
+def heartbeat(
+    conn: Conn, worker: str, lease_seconds: float, draining: bool
+) -> tuple[builtins.set[str], bool]:
     """Renew ``worker``'s row; return the sessions it still routes (the others were taken
-    over while it was stopped)."""
+    over while it was stopped), and whether a dead worker left running prompts (no
+    notification says that a worker died: the heartbeats find out)."""
     with conn.transaction():
         conn.execute(
             "INSERT INTO trio_agents_workers (id, expires, draining) "
@@ -188,7 +191,12 @@ def heartbeat(conn: Conn, worker: str, lease_seconds: float, draining: bool) -> 
         rows = conn.execute(
             "SELECT session_id FROM trio_agents_routes WHERE worker = %s", (worker,)
         ).fetchall()
-    return {row[0] for row in rows}
+        orphans = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM trio_agents_prompts WHERE state = 'running' "
+            "AND worker NOT IN (SELECT id FROM trio_agents_workers "
+            "WHERE expires > clock_timestamp()))"
+        ).fetchone()
+    return {row[0] for row in rows}, bool(orphans and orphans[0])
 
 
 def unregister_worker(conn: Conn, worker: str) -> None:

@@ -478,12 +478,15 @@ class Worker:
             await trio.sleep(self.lease_seconds / 3)
             started = trio.current_time()
             try:
-                routes = await self._pool.run(
+                routes, orphans = await self._pool.run(
                     sql.heartbeat, self.id, self.lease_seconds, self._draining
                 )
             except ConnectionError as exc:
                 log.warning("worker %s heartbeat failed (%s)", self.id, exc)
                 continue
+            if orphans and not self._draining:
+                # A dead worker's prompts: no notification says a worker died.
+                self._wake.set()
             for session_id, handle in list(self._held.items()):
                 if session_id not in routes and self._routed_at.get(session_id, 0.0) < started:
                     # Taken over while this worker was stopped: the new owner runs it.
