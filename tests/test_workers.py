@@ -225,3 +225,28 @@ async def test_a_queue_of_a_newer_schema_version_is_refused_at_start(pg_dsn: str
             r"reads versions up to 1; upgrade",
         ):
             await serve_worker(pg_dsn, model="echo")
+
+
+async def test_a_dead_worker_s_running_prompt_is_taken_over_without_a_notification(
+    pg_dsn: str,
+) -> None:
+    """A prompt left running by a worker whose lease ran out (no NOTIFY says so) is claimed
+    by an idle live worker within its heartbeat, not its hour-long fallback poll."""
+    definition = '{"model": null, "instructions": null, "tools": null, "max_steps": 50}'
+    with trio.fail_after(DEADLINE):
+        async with (
+            serving(pg_dsn, model="echo", poll_interval=3600, lease_seconds=1),
+            open_remote(pg_dsn, poll_interval=3600) as remote,
+        ):
+            # Written behind the queue's back, as a worker that died mid-turn leaves it.
+            query(pg_dsn, "INSERT INTO trio_agents_workers (id, expires) VALUES ('dead', now())")
+            query(
+                pg_dsn,
+                "INSERT INTO trio_agents_prompts (id, session_id, content, agent, policy, "
+                "retries, state, worker, claim) "
+                "VALUES ('p-1', 's', 'orphan', %s, 'retry', 1, 'running', 'dead', 1)",
+                definition,
+            )
+            assert await remote.prompt("p-1", "s").answer() == "orphan"
+    [row] = prompt_rows(pg_dsn)
+    assert row["claim"] == 2
