@@ -329,8 +329,10 @@ class Worker:
         except _NO_AGENT as exc:  # no worker can run it: say why
             await self._settle(row, "failed", None, str(exc))
             return
-        if agent is None:
-            return  # drained while waiting for the session
+        if agent is None:  # drained while waiting for the session
+            if await self._retrying(sql.hand_back, row.id, self.id, row.claim):
+                self._counts["handed_back"] += 1
+            return
         run.agent = agent
         session = agent.session
         ledger = Ledger()
