@@ -33,6 +33,7 @@ from . import (
     bench_shell,
     bench_stores,
     bench_tools,
+    bench_workers,
 )
 
 FLOOR_ROWS = (
@@ -46,7 +47,7 @@ FLOOR_ROWS = (
     "instructions",
     "peers",
 )
-OTHERS = ("fibers", "compaction", "sessions", "postgres", "resume", "shell")
+OTHERS = ("fibers", "compaction", "sessions", "postgres", "workers", "resume", "shell")
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -311,6 +312,7 @@ def main() -> None:
         "sessions": bench_sessions.main,
         "stores": bench_stores.main,
         "postgres": bench_postgres.main,
+        "workers": bench_workers.main,
         "resume": bench_resume.main,
         "shell": bench_shell.main,
     }
