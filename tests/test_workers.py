@@ -250,3 +250,18 @@ async def test_a_dead_worker_s_running_prompt_is_taken_over_without_a_notificati
             assert await remote.prompt("p-1", "s").answer() == "orphan"
     [row] = prompt_rows(pg_dsn)
     assert row["claim"] == 2
+
+
+async def test_concurrent_starts_create_the_queue_s_tables_once(pg_dsn: str) -> None:
+    """Clients and workers starting at once on an empty database create the tables once
+    (explicit, idempotent creation under an advisory lock): one version row, version 1."""
+    with trio.fail_after(DEADLINE):
+        async with trio.open_nursery() as nursery:
+            for _ in range(4):
+                nursery.start_soon(_open_and_close, pg_dsn)
+    assert query(pg_dsn, "SELECT version FROM trio_agents_queue_format") == [(1,)]
+
+
+async def _open_and_close(dsn: str) -> None:
+    async with open_remote(dsn):
+        pass

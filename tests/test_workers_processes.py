@@ -60,6 +60,32 @@ async def test_a_sigkilled_worker_s_prompt_is_run_again_by_the_next_owner(pg_dsn
     assert (row["state"], row["claim"]) == ("completed", 2)
 
 
+async def test_a_worker_stopped_past_its_lease_writes_nothing_more_of_its_prompt(
+    pg_dsn: str,
+) -> None:
+    """SIGSTOP the worker mid-turn past its lease: another worker takes the session and the
+    prompt over and answers it; SIGCONT: the stopped worker's writes are refused (its turn's
+    end is not stored, its claim is not its own), and it drains cleanly."""
+    with trio.fail_after(DEADLINE):
+        async with workers() as started, open_remote(pg_dsn) as remote:
+            slow, slow_id = await start(pg_dsn, started, "--model", "echo?delay=3600")
+            prompt = await remote.submit("s", "taken over", agent=NEW)
+            await turn_started(prompt)
+            slow.process.send_signal(signal.SIGSTOP)
+            _, fast_id = await start(pg_dsn, started, "--model", "echo")
+            assert await prompt.answer() == "taken over"
+            slow.process.send_signal(signal.SIGCONT)
+            slow.process.send_signal(signal.SIGTERM)
+            assert await slow.until(f"trio-agents: worker {slow_id} drained")
+            assert await slow.process.wait() == 0
+    records = (await stored_records(pg_dsn, ["s"]))["s"]
+    assert [c.worker for c in claimed_attempts(records, prompt.id)] == [slow_id, fast_id]
+    ended = [r for r in records if isinstance(r, TurnEnded)]
+    assert [e.stop_reason for e in ended] == [StopReason.INTERRUPTED, StopReason.COMPLETED]
+    [row] = prompt_rows(pg_dsn)
+    assert (row["state"], row["worker"], row["claim"]) == ("completed", fast_id, 2)
+
+
 @pytest.mark.parametrize(("policy", "retries"), [("fail", 1), ("retry", 0)])
 async def test_a_sigkilled_worker_s_prompt_is_reported_failed_per_its_policy(
     pg_dsn: str, policy: str, retries: int
