@@ -38,6 +38,7 @@ PER_WORKER = 16
 MODEL = "echo?delay=0.05"
 LEASE = 1.0
 WORKERS = (1, 2, 4)
+ALONE = 21
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 COMMAND = Path(sys.executable).parent / "trio-agents"
@@ -149,6 +150,23 @@ async def direct_bounded(dsn: str) -> tuple[float, list[float]]:
         return time.perf_counter() - start, latencies
 
 
+async def alone(dsn: str) -> list[float]:
+    """Latencies of ``ALONE`` prompts in turn to one session on one idle worker: the queue's
+    own cost per prompt, with nothing else running."""
+    processes = [await _start_worker(dsn, "--model", MODEL)]
+    latencies: list[float] = []
+    try:
+        async with ta.open_remote(dsn) as remote:
+            for k in range(ALONE):
+                sent = time.perf_counter()
+                prompt = await remote.submit("a", f"{k}", agent=ta.workers.AgentDefinition())
+                await prompt.answer()
+                latencies.append(time.perf_counter() - sent)
+        return latencies[1:]  # the first one creates the session
+    finally:
+        await _stop(processes)
+
+
 async def handover(dsn: str) -> float:
     """Seconds from a running worker's SIGKILL to its prompt answered by another."""
     slow = await _start_worker(dsn, "--model", "echo?delay=3600")
@@ -176,6 +194,7 @@ async def measure(dsn: str, fresh: Any) -> dict[str, Any]:
     }
     for n in WORKERS:
         results[f"{n} workers"] = await queued(fresh(dsn), n)
+    results["alone"] = await alone(fresh(dsn))
     results["handover"] = await handover(fresh(dsn))
     return results
 
@@ -212,6 +231,11 @@ def main() -> None:
             f"p50 {statistics.median(latencies) * 1000:,.0f} ms, "
             f"p99 {_percentile(latencies, 0.99) * 1000:,.0f} ms"
         )
+    print(
+        f"  one session alone, prompts in turn: p50 "
+        f"{statistics.median(results['alone']) * 1000:,.0f} ms from submit to answer (the "
+        f"model takes 50 ms)"
+    )
     bound = LEASE + LEASE / 3
     print(
         f"  SIGKILL of a running worker to its prompt answered elsewhere (lease {LEASE:g} s, "
