@@ -76,7 +76,12 @@ async def test_a_worker_stopped_past_its_lease_writes_nothing_more_of_its_prompt
             assert await prompt.answer() == "taken over"
             slow.process.send_signal(signal.SIGCONT)
             slow.process.send_signal(signal.SIGTERM)
-            assert await slow.until(f"trio-agents: worker {slow_id} drained")
+            seen: list[str] = []
+            try:
+                while not seen or seen[-1] != f"trio-agents: worker {slow_id} drained":
+                    seen.append(await slow.line())
+            except EOFError:
+                raise AssertionError("\n".join(seen)) from None
             assert await slow.process.wait() == 0
     records = (await stored_records(pg_dsn, ["s"]))["s"]
     assert [c.worker for c in claimed_attempts(records, prompt.id)] == [slow_id, fast_id]

@@ -297,7 +297,7 @@ class Worker:
                     run.agent.cancel(WorkerDrained(worker=self.id))
                 self._kick(run.row.session_id)
         for session_id, handle in list(self._held.items()):
-            await handle.dispose()
+            await self._dispose(session_id, handle)
             self._held.pop(session_id, None)
         await self._unregister()
         self._drained.set()
@@ -494,7 +494,16 @@ class Worker:
                     # Taken over while this worker was stopped: the new owner runs it.
                     log.warning("worker %s lost the route of session %r", self.id, session_id)
                     self._held.pop(session_id, None)
-                    await handle.dispose()
+                    await self._dispose(session_id, handle)
+
+    async def _dispose(self, session_id: str, handle: AgentHandle[Any]) -> None:
+        """Dispose an agent this worker runs. Its final flush fails when the session was
+        taken over meanwhile (this worker was stopped past its lease): expected, and the
+        session's new owner has it, so it is logged, not raised (it would end the worker)."""
+        try:
+            await handle.dispose()
+        except Exception as exc:
+            log.warning("worker %s: session %r ended elsewhere (%s)", self.id, session_id, exc)
 
     async def _idle_releaser(self) -> None:
         while True:
@@ -514,7 +523,7 @@ class Worker:
             for session_id in sessions:
                 handle = self._held.pop(session_id, None)
                 if handle is not None:
-                    await handle.dispose()
+                    await self._dispose(session_id, handle)
             await self._retrying(sql.release_routes, self.id, sessions)
             self._counts["released"] += len(sessions)
         finally:
@@ -565,7 +574,7 @@ async def serve_worker(
         ConnectionError: the database cannot be reached.
     """
     from ..agent import open_runtime
-    from ..session import PostgresStore
+    from ..session import PostgresStore, SessionLeaseLostError
 
     worker = Worker(
         dsn,
@@ -590,6 +599,11 @@ async def serve_worker(
                         await root.plugin(worker)
                         task_status.started(worker)
                         await worker.wait_drained()
+        except* SessionLeaseLostError as group:
+            # An agent whose session was taken over while this worker was stopped fails its
+            # last flush, and its co-owners' teardowns report that again: expected, the
+            # session lives on where it was taken over.
+            log.info("worker %s: sessions taken over ended elsewhere (%s)", worker.id, group)
         finally:
             ended.set()
 
