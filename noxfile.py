@@ -65,6 +65,19 @@ def stress(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11")
+def chaos(session: nox.Session) -> None:
+    """The work queue's chaos test, long: 4 worker processes, 3 client processes, 510
+    sessions, 5100 prompts, a SIGKILL or SIGSTOP of a random worker every 1.5 s
+    (tests/test_workers_chaos.py; the suite runs a short version). Needs PostgreSQL's
+    server binaries (tests/pg_server.py)."""
+    session.install("-e", ".", *_groups("test"))
+    session.env["TRIO_AGENTS_CHAOS"] = "long"
+    limits = ["-o", "faulthandler_timeout=1800", "-o", "timeout=2400"]
+    files = session.posargs or ["tests/test_workers_chaos.py"]
+    session.run("pytest", "-s", "-p", "no:randomly", *limits, *files)
+
+
+@nox.session(python="3.11")
 def mutants(session: nox.Session) -> None:
     """Mutation testing of the ownership core (mutants/): prints the kill score and the
     survivors; fails on a survivor not accepted in tests/mutants-accepted.txt. Bounded by

@@ -34,6 +34,7 @@ from . import (
     bench_stores,
     bench_tools,
     bench_tracing,
+    bench_workers,
 )
 
 FLOOR_ROWS = (
@@ -47,7 +48,7 @@ FLOOR_ROWS = (
     "instructions",
     "peers",
 )
-OTHERS = ("fibers", "compaction", "sessions", "postgres", "resume", "shell", "tracing")
+OTHERS = ("fibers", "compaction", "sessions", "postgres", "workers", "resume", "shell", "tracing")
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -312,6 +313,7 @@ def main() -> None:
         "sessions": bench_sessions.main,
         "stores": bench_stores.main,
         "postgres": bench_postgres.main,
+        "workers": bench_workers.main,
         "resume": bench_resume.main,
         "shell": bench_shell.main,
         "tracing": bench_tracing.main,

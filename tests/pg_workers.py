@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import trio
+from support import TRIO_AGENTS
 
 
 class Worker:
@@ -30,6 +31,17 @@ class Worker:
             [sys.executable, str(script), dsn, "s", mode, str(lease)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+        )
+        return cls(process)
+
+    @classmethod
+    async def command(cls, dsn: str, *options: str) -> Worker:
+        """Run the installed ``trio-agents worker --store DSN OPTIONS``; its lines are its
+        stdout and stderr together (the command says on stderr when it serves and drains)."""
+        process = await trio.lowlevel.open_process(
+            [str(TRIO_AGENTS), "worker", "--store", dsn, *options],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
         return cls(process)
 

@@ -180,9 +180,11 @@ INTERNAL: dict[str, frozenset[str]] = {
             "store_root",
         }
     ),
+    "trio_agents.cli._remote": frozenset({"run_remote"}),
     "trio_agents.cli._run": frozenset({"run"}),
     "trio_agents.cli._stdout": frozenset({"PipedStdout"}),
     "trio_agents.cli._usage": frozenset({"Parser", "UsageExit", "suggestion", "version"}),
+    "trio_agents.cli._worker": frozenset({"add_worker_parser", "dsn_of", "worker"}),
     "trio_agents.cli._sessions": frozenset({"SHOWN", "sessions"}),
     "trio_agents.cli._signals": frozenset(
         {
@@ -371,6 +373,34 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.workspace._instructions": frozenset({"MAX_BYTES"}),
     "trio_agents.workspace._text": frozenset(
         {"count_occurrences", "glob_regex", "replace_once", "select_lines"}
+    ),
+    # The work queue's internals: its SQL, its database access and its decisions.
+    "trio_agents.workers._ledger": frozenset({"Decision", "decide"}),
+    "trio_agents.workers._pg": frozenset({"Listener", "Pool", "where"}),
+    "trio_agents.workers._sql": frozenset(
+        {
+            "Claimed",
+            "Conn",
+            "FORMAT_VERSION",
+            "PROMPTS_CHANNEL",
+            "PromptRow",
+            "QUEUE_CHANNEL",
+            "RECORDS_CHANNEL",
+            "claim",
+            "close_quietly",
+            "connect",
+            "hand_back",
+            "heartbeat",
+            "notify_records",
+            "prepare_queue",
+            "read_prompt",
+            "register_worker",
+            "release_routes",
+            "request_cancel",
+            "settle",
+            "submit",
+            "unregister_worker",
+        }
     ),
 }
 

@@ -26,6 +26,8 @@ LAYERS = {
 LAYERS["mcp"] = 3
 # The workspace tools (files, plan, project instructions) sit beside the shell.
 LAYERS["workspace"] = 3
+# Workers and their clients (the work queue) run agents on the PostgreSQL store.
+LAYERS["workers"] = 3
 LAYERS["cli"] = 4
 # The testing kit (fixtures, collectors) uses every layer below, beside the command.
 LAYERS["testing"] = 4

@@ -14,6 +14,7 @@ from . import mcp as mcp
 from . import model as model
 from . import session as session
 from . import shell as shell
+from . import workers as workers
 from . import workspace as workspace
 from ._errors import TrioAgentsError as TrioAgentsError
 from .agent import AGENTS as AGENTS
@@ -73,6 +74,8 @@ from .session import MemoryStore as MemoryStore
 from .session import SessionStore as SessionStore
 from .session import SqliteStore as SqliteStore
 from .shell import SHELL as SHELL
+from .workers import open_remote as open_remote
+from .workers import serve_worker as serve_worker
 
 __all__ = [
     "AGENTS",
@@ -137,9 +140,12 @@ __all__ = [
     "mcp",
     "model",
     "model_from_spec",
+    "open_remote",
     "open_root",
     "open_runtime",
+    "serve_worker",
     "session",
     "shell",
     "tool",
+    "workers",
 ]

@@ -77,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--session", default=None, help="resume (or create) this session id")
     run.add_argument(
+        "--remote",
+        default=None,
+        metavar="DSN",
+        help="submit the prompt to the work queue in this PostgreSQL database (a worker runs it)",
+    )
+    run.add_argument(
         "--yes", action="store_true", help="allow the tool calls that need approval, unasked"
     )
 
@@ -105,6 +111,9 @@ def _parser() -> argparse.ArgumentParser:
         help="keep the valid start of a corrupt session file, move the rest to a side file",
     )
     repair.add_argument("id")
+    from ._worker import add_worker_parser
+
+    add_worker_parser(commands, common_parents(model=True))
     return parser
 
 
@@ -125,6 +134,10 @@ def _command(name: str) -> Callable[[argparse.Namespace], Awaitable[int]]:
         from ._run import run
 
         return run
+    if name == "worker":
+        from ._worker import worker
+
+        return worker
     from ._sessions import sessions
 
     return sessions

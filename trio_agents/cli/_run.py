@@ -60,6 +60,10 @@ async def run(args: argparse.Namespace) -> int:
     wrote = False
     failed: SessionWriteError | None = None
     prompt = await _prompt(args.prompt)
+    if getattr(args, "remote", None) is not None:
+        from ._remote import run_remote
+
+        return await run_remote(args, prompt)
     async with open_cli_runtime(settings) as root:
         agent, handle = await attach(root, args.session, project_files=settings.project_files)
         forget = settings.forget_approvals

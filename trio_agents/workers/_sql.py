@@ -1,0 +1,424 @@
+"""The work queue's SQL: plain synchronous functions on one psycopg connection, each one
+transaction, run in worker threads (psycopg 3 has no trio support).
+
+Rules (the queue's schema, version 1; its tables sit beside the session store's):
+- ``trio_agents_queue_format`` holds one row, the queue's schema version. A newer version is
+  refused at start, never written; an older one is never upgraded implicitly (an upgrade is a
+  step of its own, named in the error).
+- ``trio_agents_workers`` holds one row per live worker, ``expires`` renewed by its heartbeat
+  (the database's clock). A worker whose row is gone or expired is dead.
+- ``trio_agents_routes`` maps a session to the one worker that runs it now. A route whose
+  worker is dead is free, as is a missing route; taking one never waits on another worker.
+- ``trio_agents_prompts`` is the queue: one row per prompt, ``seq`` its submission order.
+  A session's prompts run one at a time in ``seq`` order: only the first of a session's
+  unfinished prompts (``queued`` or ``running``) can be claimed, by the session's route owner
+  or by anyone when the route is free. ``claim`` counts the claims of a prompt; every write a
+  worker makes to a claimed prompt names it (``worker = me AND claim = mine``), so a worker
+  whose claim was taken over writes nothing more to it.
+- Claims take ``FOR UPDATE SKIP LOCKED`` on the prompt rows, so concurrent claimers pass each
+  other; the route row is then taken with an upsert that only succeeds for a free route.
+- Every change a client or a worker must hear of is a ``NOTIFY`` in the same transaction
+  (delivered at commit): ``trio_agents_queue`` (payload ``submit:<session>``,
+  ``cancel:<prompt>``, ``free:<session>``) for workers, ``trio_agents_prompts`` (payload the
+  prompt id) when a prompt settles, ``trio_agents_records`` (payload the session id) when a
+  running prompt's records were flushed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import attrs
+import psycopg
+
+from ._errors import PromptIdInUseError, QueueFormatError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "PROMPTS_CHANNEL",
+    "QUEUE_CHANNEL",
+    "RECORDS_CHANNEL",
+    "Claimed",
+    "Conn",
+    "PromptRow",
+    "claim",
+    "close_quietly",
+    "connect",
+    "hand_back",
+    "heartbeat",
+    "notify_records",
+    "prepare_queue",
+    "read_prompt",
+    "register_worker",
+    "release_routes",
+    "request_cancel",
+    "settle",
+    "submit",
+    "unregister_worker",
+]
+
+#: The queue's schema version this code writes (and the newest it reads).
+FORMAT_VERSION = 1
+
+QUEUE_CHANNEL = "trio_agents_queue"
+PROMPTS_CHANNEL = "trio_agents_prompts"
+RECORDS_CHANNEL = "trio_agents_records"
+
+# The advisory lock that serializes schema creation across processes ("tqueue").
+_SCHEMA_LOCK = 0x747175657565
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS trio_agents_queue_format (
+    version integer NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trio_agents_workers (
+    id text PRIMARY KEY,
+    started timestamptz NOT NULL DEFAULT clock_timestamp(),
+    expires timestamptz NOT NULL,
+    draining boolean NOT NULL DEFAULT false
+);
+CREATE TABLE IF NOT EXISTS trio_agents_routes (
+    session_id text PRIMARY KEY,
+    worker text NOT NULL,
+    since timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX IF NOT EXISTS trio_agents_routes_worker ON trio_agents_routes (worker);
+CREATE TABLE IF NOT EXISTS trio_agents_prompts (
+    id text PRIMARY KEY,
+    seq bigserial UNIQUE,
+    session_id text NOT NULL,
+    content text NOT NULL,
+    agent text,
+    policy text NOT NULL,
+    retries integer NOT NULL,
+    state text NOT NULL DEFAULT 'queued',
+    worker text,
+    claim integer NOT NULL DEFAULT 0,
+    cancel text,
+    answer text,
+    error text,
+    submitted timestamptz NOT NULL DEFAULT clock_timestamp(),
+    finished timestamptz
+);
+CREATE INDEX IF NOT EXISTS trio_agents_prompts_open
+    ON trio_agents_prompts (session_id, seq) WHERE state IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS trio_agents_prompts_queued
+    ON trio_agents_prompts (seq) WHERE state IN ('queued', 'running');
+"""
+
+Conn = psycopg.Connection[Any]
+
+
+def connect(dsn: str, stalled_after: float = 30.0) -> Conn:
+    """A new autocommit connection (giving up after 10 s unless the DSN says otherwise).
+
+    The server ends it if it idles ``stalled_after`` seconds inside a transaction: the
+    transactions here are short, so such a client was stopped mid-transaction (SIGSTOP), and
+    the row locks it holds (a route's) would keep the other workers waiting.
+    """
+    if "connect_timeout" in dsn:
+        conn = psycopg.connect(dsn, autocommit=True)
+    else:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    conn.execute(
+        "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
+        (str(max(1, round(stalled_after * 1000))),),
+    )
+    return conn
+
+
+def close_quietly(conn: Conn) -> None:
+    """Close ``conn``, ignoring a connection that is already broken."""
+    with contextlib.suppress(psycopg.Error):
+        conn.close()
+
+
+def prepare_queue(conn: Conn) -> int:
+    """Create the queue's tables if missing (idempotent); return the schema version.
+
+    Raises:
+        QueueFormatError: the database's queue was made by a newer trio_agents.
+    """
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        conn.execute(_SCHEMA)
+        row = conn.execute("SELECT max(version) FROM trio_agents_queue_format").fetchone()
+        version = row[0] if row is not None else None
+        if version is None:
+            conn.execute(
+                "INSERT INTO trio_agents_queue_format (version) VALUES (%s)", (FORMAT_VERSION,)
+            )
+            version = FORMAT_VERSION
+    if version > FORMAT_VERSION:
+        raise QueueFormatError(
+            f"the work queue in this database is schema version {version}, and this "
+            f"trio_agents reads versions up to {FORMAT_VERSION}; upgrade trio_agents on this "
+            f"machine to serve or use it"
+        )
+    return int(version)
+
+
+# -- workers ---------------------------------------------------------------------------------
+
+
+def register_worker(conn: Conn, worker: str, lease_seconds: float) -> None:
+    """Add ``worker`` as live for ``lease_seconds`` (its heartbeat renews it)."""
+    conn.execute(
+        "INSERT INTO trio_agents_workers (id, expires) "
+        "VALUES (%s, clock_timestamp() + make_interval(secs => %s))",
+        (worker, lease_seconds),
+    )
+
+
+def heartbeat(
+    conn: Conn, worker: str, lease_seconds: float, draining: bool
+) -> tuple[builtins.set[str], bool]:
+    """Renew ``worker``'s row; return the sessions it still routes (the others were taken
+    over while it was stopped), and whether a dead worker left running prompts (no
+    notification says that a worker died: the heartbeats find out)."""
+    with conn.transaction():
+        conn.execute(
+            "INSERT INTO trio_agents_workers (id, expires, draining) "
+            "VALUES (%s, clock_timestamp() + make_interval(secs => %s), %s) "
+            "ON CONFLICT (id) DO UPDATE SET expires = excluded.expires, "
+            "draining = excluded.draining",
+            (worker, lease_seconds, draining),
+        )
+        rows = conn.execute(
+            "SELECT session_id FROM trio_agents_routes WHERE worker = %s", (worker,)
+        ).fetchall()
+        orphans = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM trio_agents_prompts WHERE state = 'running' "
+            "AND worker NOT IN (SELECT id FROM trio_agents_workers "
+            "WHERE expires > clock_timestamp()))"
+        ).fetchone()
+    return {row[0] for row in rows}, bool(orphans and orphans[0])
+
+
+def unregister_worker(conn: Conn, worker: str) -> None:
+    """Remove ``worker`` and every route it holds; wake the other workers."""
+    with conn.transaction():
+        conn.execute("DELETE FROM trio_agents_routes WHERE worker = %s", (worker,))
+        conn.execute("DELETE FROM trio_agents_workers WHERE id = %s", (worker,))
+        conn.execute("SELECT pg_notify(%s, 'free:')", (QUEUE_CHANNEL,))
+
+
+def release_routes(conn: Conn, worker: str, sessions: Sequence[str]) -> None:
+    """Give up ``worker``'s routes of ``sessions``; wake the other workers."""
+    with conn.transaction():
+        conn.execute(
+            "DELETE FROM trio_agents_routes WHERE worker = %s AND session_id = ANY(%s)",
+            (worker, list(sessions)),
+        )
+        conn.execute(
+            "SELECT pg_notify(%s, 'free:' || s) FROM unnest(%s::text[]) AS s",
+            (QUEUE_CHANNEL, list(sessions)),
+        )
+
+
+# -- prompts ---------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class PromptRow:
+    """What the queue knows of one prompt."""
+
+    id: str
+    seq: int
+    session_id: str
+    content: str
+    agent: str | None
+    policy: str
+    retries: int
+    state: str
+    worker: str | None
+    claim: int
+    cancel: str | None
+    answer: str | None
+    error: str | None
+    submitted: datetime
+    finished: datetime | None
+
+
+_COLUMNS = (
+    "id, seq, session_id, content, agent, policy, retries, state, worker, claim, cancel, "
+    "answer, error, submitted, finished"
+)
+
+
+def submit(
+    conn: Conn,
+    prompt_id: str,
+    session_id: str,
+    content: str,
+    agent: str | None,
+    policy: str,
+    retries: int,
+) -> PromptRow:
+    """Queue a prompt, or return the one already queued under ``prompt_id`` (the same
+    submission, retried).
+
+    Raises:
+        PromptIdInUseError: ``prompt_id`` names a different prompt.
+    """
+    with conn.transaction():
+        row = conn.execute(
+            f"INSERT INTO trio_agents_prompts "
+            f"(id, session_id, content, agent, policy, retries) VALUES (%s, %s, %s, %s, %s, %s) "
+            f"ON CONFLICT (id) DO NOTHING RETURNING {_COLUMNS}",
+            (prompt_id, session_id, content, agent, policy, retries),
+        ).fetchone()
+        if row is not None:
+            conn.execute("SELECT pg_notify(%s, 'submit:' || %s)", (QUEUE_CHANNEL, session_id))
+            return PromptRow(*row)
+        found = read_prompt(conn, prompt_id)
+    assert found is not None  # rows are never deleted
+    if (found.session_id, found.content) != (session_id, content):
+        raise PromptIdInUseError(
+            f"prompt id {prompt_id!r} was already submitted to session {found.session_id!r} "
+            f"with other content; give each prompt its own id (or none, for a fresh one)"
+        )
+    return found
+
+
+def read_prompt(conn: Conn, prompt_id: str) -> PromptRow | None:
+    """The prompt ``prompt_id``, or ``None``."""
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM trio_agents_prompts WHERE id = %s", (prompt_id,)
+    ).fetchone()
+    return PromptRow(*row) if row is not None else None
+
+
+def request_cancel(conn: Conn, prompt_id: str, cause: str) -> PromptRow | None:
+    """Ask for ``prompt_id`` to be cancelled with ``cause`` (a record line). A prompt no
+    worker has claimed is cancelled at once; a running one is cancelled by its worker, woken
+    by the notification. The first cause asked for wins."""
+    with conn.transaction():
+        row = conn.execute(
+            f"UPDATE trio_agents_prompts SET cancel = coalesce(cancel, %s), "
+            f"state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END, "
+            f"finished = CASE WHEN state = 'queued' THEN clock_timestamp() "
+            f"ELSE finished END "
+            f"WHERE id = %s RETURNING {_COLUMNS}",
+            (cause, prompt_id),
+        ).fetchone()
+        if row is None:
+            return None
+        found = PromptRow(*row)
+        if found.state == "cancelled":
+            conn.execute("SELECT pg_notify(%s, %s)", (PROMPTS_CHANNEL, prompt_id))
+        elif found.state in ("queued", "running"):
+            conn.execute("SELECT pg_notify(%s, 'cancel:' || %s)", (QUEUE_CHANNEL, prompt_id))
+    return found
+
+
+@attrs.frozen
+class Claimed:
+    """A prompt a worker claimed: ``claim`` is its fence for every later write."""
+
+    row: PromptRow
+
+
+def claim(conn: Conn, worker: str, limit: int, busy: Sequence[str]) -> builtins.list[Claimed]:
+    """Claim up to ``limit`` prompts for ``worker``: the first unfinished prompt of each
+    session whose route is ``worker``'s or free, skipping ``busy`` sessions (running here
+    already) and prompts another worker runs now; take their routes."""
+    claimed: builtins.list[Claimed] = []
+    with conn.transaction():
+        rows = conn.execute(
+            f"""
+            WITH live AS (
+                SELECT id FROM trio_agents_workers WHERE expires > clock_timestamp()
+            )
+            SELECT {_COLUMNS} FROM trio_agents_prompts AS p
+            WHERE p.state IN ('queued', 'running')
+              AND NOT (p.session_id = ANY(%(busy)s))
+              AND NOT (p.state = 'running' AND p.worker IN (SELECT id FROM live))
+              AND p.seq = (
+                  SELECT min(q.seq) FROM trio_agents_prompts AS q
+                  WHERE q.session_id = p.session_id AND q.state IN ('queued', 'running'))
+              AND NOT EXISTS (
+                  SELECT 1 FROM trio_agents_routes AS r
+                  WHERE r.session_id = p.session_id AND r.worker <> %(me)s
+                    AND r.worker IN (SELECT id FROM live))
+            ORDER BY p.seq
+            LIMIT %(limit)s
+            FOR UPDATE OF p SKIP LOCKED
+            """,
+            {"busy": list(busy), "me": worker, "limit": limit},
+        ).fetchall()
+        for raw in rows:
+            row = PromptRow(*raw)
+            routed = conn.execute(
+                """
+                INSERT INTO trio_agents_routes AS r (session_id, worker) VALUES (%(s)s, %(me)s)
+                ON CONFLICT (session_id) DO UPDATE SET worker = %(me)s, since = clock_timestamp()
+                WHERE r.worker = %(me)s OR r.worker NOT IN (
+                    SELECT id FROM trio_agents_workers WHERE expires > clock_timestamp())
+                RETURNING session_id
+                """,
+                {"s": row.session_id, "me": worker},
+            ).fetchone()
+            if routed is None:
+                continue  # another worker took the session's route meanwhile
+            taken = conn.execute(
+                f"UPDATE trio_agents_prompts SET state = 'running', worker = %s, "
+                f"claim = claim + 1 WHERE id = %s RETURNING {_COLUMNS}",
+                (worker, row.id),
+            ).fetchone()
+            assert taken is not None  # the row is locked
+            claimed.append(Claimed(PromptRow(*taken)))
+    return claimed
+
+
+def settle(
+    conn: Conn,
+    prompt_id: str,
+    worker: str,
+    claim: int,
+    state: str,
+    answer: str | None,
+    error: str | None,
+) -> bool:
+    """End a claimed prompt (``completed``, ``failed`` or ``cancelled``) if ``worker`` still
+    holds claim ``claim`` of it; whether it did. Wakes the prompt's clients."""
+    with conn.transaction():
+        row = conn.execute(
+            "UPDATE trio_agents_prompts SET state = %s, answer = %s, error = %s, "
+            "finished = clock_timestamp() "
+            "WHERE id = %s AND worker = %s AND claim = %s AND state = 'running' RETURNING id",
+            (state, answer, error, prompt_id, worker, claim),
+        ).fetchone()
+        if row is not None:
+            conn.execute("SELECT pg_notify(%s, %s)", (PROMPTS_CHANNEL, prompt_id))
+    return row is not None
+
+
+def hand_back(conn: Conn, prompt_id: str, worker: str, claim: int) -> bool:
+    """Put a claimed prompt back in the queue (its worker drains); whether it was still
+    ``worker``'s. Its route goes with it, so any worker may take it."""
+    with conn.transaction():
+        row = conn.execute(
+            "UPDATE trio_agents_prompts SET state = 'queued', worker = NULL "
+            "WHERE id = %s AND worker = %s AND claim = %s AND state = 'running' "
+            "RETURNING session_id",
+            (prompt_id, worker, claim),
+        ).fetchone()
+        if row is not None:
+            conn.execute(
+                "DELETE FROM trio_agents_routes WHERE session_id = %s AND worker = %s",
+                (row[0], worker),
+            )
+            conn.execute("SELECT pg_notify(%s, 'free:' || %s)", (QUEUE_CHANNEL, row[0]))
+    return row is not None
+
+
+def notify_records(conn: Conn, sessions: Sequence[str]) -> None:
+    """Tell the clients that records of ``sessions`` were flushed."""
+    conn.execute(
+        "SELECT pg_notify(%s, s) FROM unnest(%s::text[]) AS s", (RECORDS_CHANNEL, list(sessions))
+    )
