@@ -370,6 +370,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
     "trio_agents.tracing._metrics": frozenset({"Metrics"}),
     "trio_agents.tracing._otel": frozenset({"Tracer", "cause_attributes"}),
+    "trio_agents.tracing._protocols": frozenset({"EventT", "RequestT"}),
     "trio_agents.workspace._instructions": frozenset({"MAX_BYTES"}),
     "trio_agents.workspace._text": frozenset(
         {"count_occurrences", "glob_regex", "replace_once", "select_lines"}

@@ -25,14 +25,18 @@ KNOWN_CYCLES: list[frozenset[str]] = [
 ]
 
 #: (module, attribute) reaches into another module's underscore name that stay: the standard
-#: library's (``os._exit`` after fork; argparse has no public way to list its actions), and the
-#: kernel's friend classes (KNOWN_CYCLES).
+#: library's (``os._exit`` after fork; argparse has no public way to list its actions), the
+#: session store's slot on each ``Session`` (one slot instead of a dict keyed by session, read
+#: by the store's own modules), and the kernel's friend classes (KNOWN_CYCLES).
 KNOWN_REACHES: frozenset[tuple[str, str]] = frozenset(
     {
         ("trio_agents.cli._signals", "_exit"),
         ("trio_agents.shell._supervisor", "_exit"),
         ("trio_agents.cli._usage", "_actions"),
         ("trio_agents.cli._usage", "_SubParsersAction"),
+        ("trio_agents.cli._worker", "_SubParsersAction"),
+        ("trio_agents.session._backend", "_store_entry"),
+        ("trio_agents.session._entry", "_store_entry"),
     }
 )
 KERNEL_FRIENDS = frozenset(m for cycle in KNOWN_CYCLES for m in cycle)

@@ -9,9 +9,6 @@ check while tracing is off, and OpenTelemetry (the ``otel`` extra) is imported o
 from ._environ import TracingConfigError as TracingConfigError
 from ._environ import open_environ_tracing as open_environ_tracing
 from ._environ import tracer_provider_from_environ as tracer_provider_from_environ
-from ._points import ShellJob as ShellJob
-from ._points import StreamingModel as StreamingModel
-from ._points import ToolAnswer as ToolAnswer
 from ._points import approved as approved
 from ._points import chat as chat
 from ._points import compaction as compaction
@@ -21,6 +18,9 @@ from ._points import headers as headers
 from ._points import invoke_agent as invoke_agent
 from ._points import remote_parent as remote_parent
 from ._points import shell_job as shell_job
+from ._protocols import ShellJob as ShellJob
+from ._protocols import StreamingModel as StreamingModel
+from ._protocols import ToolAnswer as ToolAnswer
 from ._runtime import CAPTURE_CONTENT_ENV as CAPTURE_CONTENT_ENV
 from ._runtime import open_tracing as open_tracing
 

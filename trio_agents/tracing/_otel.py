@@ -36,7 +36,7 @@ from opentelemetry.util.types import AttributeValue
 from ..cancel import CancelCause, ParentCancel, current_cause
 from ..session import Record, Session, TurnEnded, UserMessage
 from ._metrics import Metrics
-from ._points import RequestT, ShellJob, StreamingModel
+from ._protocols import RequestT, ShellJob, StreamingModel
 
 __all__ = ["Tracer", "cause_attributes"]
 

@@ -18,16 +18,15 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, final
+from typing import TYPE_CHECKING, Any, final
+
+from ._protocols import EventT, RequestT, ShellJob, StreamingModel, ToolAnswer
 
 if TYPE_CHECKING:
     from ..session import Session
     from ._otel import Tracer
 
 __all__ = [
-    "ShellJob",
-    "StreamingModel",
-    "ToolAnswer",
     "approved",
     "chat",
     "compaction",
@@ -41,57 +40,6 @@ __all__ = [
 
 #: The tracer of the current task, or ``None``: tracing is off (see the module rules).
 ACTIVE: ContextVar[Tracer | None] = ContextVar("trio_agents_tracer", default=None)
-
-RequestT = TypeVar("RequestT", contravariant=True)
-EventT = TypeVar("EventT", covariant=True)
-
-
-class StreamingModel(Protocol[RequestT, EventT]):
-    """What :func:`chat` needs of a model: ``trio_agents.model.Model`` is one."""
-
-    @property
-    def name(self) -> str: ...
-
-    def stream(self, request: RequestT, /) -> AsyncGenerator[EventT, None]: ...
-
-
-class ToolAnswer(Protocol):
-    """The handle :func:`execute_tool` gives: tell it how the call was answered."""
-
-    def answered(self, is_error: bool, content: str) -> None:
-        """Record the tool's answer (its content only with ``capture_content``)."""
-
-
-class _Child(Protocol):
-    @property
-    def pid(self) -> int: ...
-
-    @property
-    def returncode(self) -> int | None: ...
-
-
-class _Spec(Protocol):
-    @property
-    def command(self) -> str: ...
-
-    @property
-    def owner(self) -> str | None: ...
-
-
-class ShellJob(Protocol):
-    """What :func:`shell_job` reads of a shell process (the local shell's driver record)."""
-
-    @property
-    def job_id(self) -> str | None: ...
-
-    @property
-    def process(self) -> _Child: ...
-
-    @property
-    def spec(self) -> _Spec: ...
-
-    @property
-    def status(self) -> object: ...
 
 
 @final
