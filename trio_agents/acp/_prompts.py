@@ -267,8 +267,9 @@ class Sessions:
             session.title = _title(agent.session.records)
             if session.title is not None:
                 self._serving.update(agent.id, session_info_update(session.title))
-        context = agent.context
-        if context.window is not None:
+        # Another factory's agent (an ``AgentLike``) has no meter: no usage to report.
+        context = agent.context if isinstance(agent, Agent) else None
+        if context is not None and context.window is not None:
             self._serving.update(agent.id, usage_update(context.tokens, context.window))
 
     def on_file_changed(self, event: FileChanged) -> None:
