@@ -227,7 +227,8 @@ class Agent:
         recorded against the running turn, if any."""
         turn, parts = self._turn, self._parts
         turn_id = turn.id if turn is not None else None
-        return Caller(self, self.id, turn_id, None, self._approvals, parts.deps, parts, parts.agents)
+        approvals = self._approvals
+        return Caller(self, self.id, turn_id, None, approvals, parts.deps, parts, parts.agents)
 
     @property
     def context_window(self) -> int | None:

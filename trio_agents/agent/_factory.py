@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from ..model import Model
     from ..session import Session, SessionStore
     from ._approval import Approver
-    from ._registry import AgentRegistry
     from ._config import AgentConfig
+    from ._registry import AgentRegistry
     from ._tools import ToolRegistry
 
 __all__ = [
