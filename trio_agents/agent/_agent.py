@@ -18,7 +18,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, final
 
 import attrs
 import trio
@@ -46,8 +46,7 @@ from ._turn import Turn
 from ._usage import AgentUsage
 
 if TYPE_CHECKING:
-    from ._caller import ToolCalls
-    from ._registry import AgentRegistry
+    from ._caller import ChildAgents, ToolCalls
 
 __all__ = ["Agent", "AgentStatistics", "new_agent"]
 
@@ -114,7 +113,7 @@ class Agent:
         compactor: Callable[[], Compactor | None] | None = None,
         approver: Approver | None = None,
         deps: object = None,
-        agents: AgentRegistry[Any] | None = None,
+        agents: ChildAgents | None = None,
     ) -> None:
         self.session = session
         self.parent = parent
@@ -571,7 +570,7 @@ def new_agent(
     compactor: Callable[[], Compactor | None] | None = None,
     approver: Approver | None = None,
     deps: object = None,
-    agents: AgentRegistry[Any] | None = None,
+    agents: ChildAgents | None = None,
 ) -> Built[Agent]:
     """A new :class:`Agent` and its driver: the only way to get a driver for an agent is to
     make the agent (what :class:`DefaultAgentFactory` does)."""

@@ -19,6 +19,7 @@ Rules:
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Protocol, final, runtime_checkable
 
 import attrs
@@ -27,14 +28,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from ..cancel import CauseScope
-    from ..model import ToolSpec
-    from ._approval import Approvals
+    from ..model import Model, ToolSpec
+    from ._approval import Approvals, Approver
+    from ._config import Maybe, ToolNames
     from ._like import AgentLike
-    from ._registry import AgentRegistry
     from ._results import ToolResult
     from ._usage import AgentUsage
 
-__all__ = ["Caller", "HasCaller", "HasUsage", "ToolCalls"]
+__all__ = ["Caller", "ChildAgents", "HasCaller", "HasUsage", "ToolCalls"]
 
 
 @final
@@ -63,7 +64,7 @@ class Caller:
     approvals: Approvals | None = attrs.field(default=None, repr=False)
     deps: object = attrs.field(default=None, repr=False)
     meter: HasUsage | None = attrs.field(default=None, repr=False)
-    agents: AgentRegistry[Any] | None = attrs.field(default=None, repr=False)
+    agents: ChildAgents | None = attrs.field(default=None, repr=False)
 
     @classmethod
     def of(cls, agent: AgentLike | Caller | None) -> Caller:
@@ -95,6 +96,28 @@ class HasUsage(Protocol):
     @property
     def usage(self) -> AgentUsage:
         """Token usage summed over every model request of the agent's session."""
+
+
+class ChildAgents(Protocol):
+    """What starts a child of an agent: the ``agents`` registry's ``create``, as
+    ``ToolContext.start_child`` calls it."""
+
+    async def create(
+        self,
+        model: Model | str | None = ...,
+        session_id: str | None = ...,
+        tools: ToolNames = ...,
+        instructions: str | None = ...,
+        # Any: the registry's agent type is its factory's (``AgentRegistry[A]``).
+        parent: Any = ...,
+        *,
+        max_steps: int = ...,
+        cwd: str | os.PathLike[str] | None = ...,
+        ask: ToolNames = ...,
+        approver: Approver | None = ...,
+        deps: Maybe[object] = ...,
+    ) -> object:
+        """Create an agent owned by ``parent``; returns its ``AgentHandle``."""
 
 
 class ToolCalls(Protocol):

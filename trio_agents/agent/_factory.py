@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from ..model import Model
     from ..session import Session, SessionStore
     from ._approval import Approver
+    from ._caller import ChildAgents
     from ._config import AgentConfig
-    from ._registry import AgentRegistry
     from ._tools import ToolRegistry
 
 __all__ = [
@@ -77,7 +77,7 @@ class AgentRequest(Generic[A]):
     store: SessionStore = attrs.field(repr=False)
     tools: ToolRegistry = attrs.field(repr=False)
     deps: object = attrs.field(default=None, repr=False)
-    agents: AgentRegistry[Any] | None = attrs.field(default=None, repr=False)
+    agents: ChildAgents | None = attrs.field(default=None, repr=False)
 
 
 class AgentFactory(abc.ABC, Generic[A]):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, final
 
 from ..model import Model, ToolSpec
 from ..session import ModelUsage, Session, SessionStore, SessionWriteError
@@ -27,9 +27,8 @@ from ._usage import AgentUsage
 
 if TYPE_CHECKING:
     from ..cancel import CauseScope
-    from ._caller import ToolCalls
+    from ._caller import ChildAgents, ToolCalls
     from ._like import AgentLike
-    from ._registry import AgentRegistry
 
 __all__ = ["AgentParts"]
 
@@ -90,7 +89,7 @@ class AgentParts:
         max_steps: int,
         find_compactor: Callable[[], Compactor | None] | None,
         deps: object = None,
-        agents: AgentRegistry[Any] | None = None,
+        agents: ChildAgents | None = None,
     ) -> None:
         self.id = session.id
         self.agent: AgentLike | None = agent

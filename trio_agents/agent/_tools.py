@@ -172,7 +172,7 @@ class ToolContext(Generic[Deps]):
                 f"start_child(): agent {agent.id!r} has no agents registry to start a child "
                 f"through (it was not made by ctx.agents); use ctx.agents.create(parent=...)"
             )
-        handle: AgentHandle[Agent] = await registry.create(
+        handle = await registry.create(
             model,
             session_id,
             tools,
@@ -184,7 +184,8 @@ class ToolContext(Generic[Deps]):
             approver=approver,
             deps=caller.deps if isinstance(deps, Unset) else deps,
         )
-        return handle
+        # The agent type is the factory's, as for ``ctx.agent`` (typed as the default's).
+        return cast("AgentHandle[Agent]", handle)
 
 
 #: A tool's function: ``async def fn(ctx: ToolContext, params)`` returning a ``str``, a
