@@ -59,6 +59,24 @@ async def test_a_tool_reads_the_runtime_deps() -> None:
         assert _results(agent) == ["runtime"]
 
 
+async def test_the_tool_decorator_takes_a_typed_context() -> None:
+    """``@tool`` knows ``ctx: ToolContext[Deps]`` is the context, not an argument."""
+
+    @ag.tool
+    async def greet(ctx: ag.ToolContext[Deps], who: str) -> str:
+        """Greet someone by the deps' name."""
+        return f"{ctx.deps.name} greets {who}"
+
+    assert list(greet.spec().parameters["properties"]) == ["who"]
+    model = ScriptedModel([[CallTool("greet", {"who": "you"})], [Say("done")]])
+    async with ag.open_runtime(model=model, deps=Deps("runtime")) as root:
+        await root.plugin(Tools(greet))
+        agent = (await root.agents.create()).agent
+        agent.prompt("go")
+        await agent.when_idle()
+        assert _results(agent) == ["runtime greets you"]
+
+
 async def test_an_agent_s_own_deps_replace_the_runtime_s_and_are_not_stored() -> None:
     """``create(deps=...)`` wins over the runtime's; a resume without deps gets the runtime's."""
     async with ag.open_runtime(deps=Deps("runtime")) as root:
