@@ -50,13 +50,15 @@ def _typed_tool_module() -> ModuleType:
 
 
 async def test_a_tool_reads_the_runtime_deps() -> None:
-    """``open_runtime(deps=...)`` reaches every agent's tools as ``ctx.deps``."""
+    """``open_runtime(deps=...)`` reaches an agent's tools as ``ctx.deps``, in a turn or not."""
     async with ag.open_runtime(model=_calls("name"), deps=Deps("runtime")) as root:
         await root.plugin(Tools(ag.Tool("name", "the deps' name", None, _name)))
         agent = (await root.agents.create()).agent
         agent.prompt("go")
         await agent.when_idle()
         assert _results(agent) == ["runtime"]
+        # A script's call on the agent's behalf, outside its turns, sees them too.
+        assert (await root.tools.invoke("name", {}, agent)).content == "runtime"
 
 
 async def test_the_tool_decorator_takes_a_typed_context() -> None:
