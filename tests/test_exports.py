@@ -103,7 +103,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._approval": frozenset({"Approvals"}),
     "trio_agents.agent._agent": frozenset({"new_agent"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
-    "trio_agents.agent._caller": frozenset({"HasCaller", "ToolCalls"}),
+    "trio_agents.agent._caller": frozenset({"ChildAgents", "HasCaller", "HasUsage", "ToolCalls"}),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._factory": frozenset({"AGENT_FACTORY", "FactoryPlugin"}),

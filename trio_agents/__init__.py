@@ -29,6 +29,7 @@ from .agent import Approver as Approver
 from .agent import Decision as Decision
 from .agent import MessageDroppedError as MessageDroppedError
 from .agent import ModelRequiredError as ModelRequiredError
+from .agent import NoCallingAgentError as NoCallingAgentError
 from .agent import Refusal as Refusal
 from .agent import Tool as Tool
 from .agent import ToolContext as ToolContext
@@ -112,6 +113,7 @@ __all__ = [
     "MessageDroppedError",
     "Model",
     "ModelRequiredError",
+    "NoCallingAgentError",
     "ParentCancel",
     "PluginReloaded",
     "Refusal",

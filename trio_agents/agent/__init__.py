@@ -49,6 +49,7 @@ from ._runtime import open_runtime as open_runtime
 from ._status import AgentStatus as AgentStatus
 from ._tool_signature import tool as tool
 from ._tools import TOOLS as TOOLS
+from ._tools import NoCallingAgentError as NoCallingAgentError
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolGuard as ToolGuard
@@ -98,6 +99,7 @@ __all__ = [
     "MessageDroppedError",
     "MessageId",
     "ModelRequiredError",
+    "NoCallingAgentError",
     "QueuedMessage",
     "Refusal",
     "SummarizingCompactor",

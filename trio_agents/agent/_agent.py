@@ -46,7 +46,7 @@ from ._turn import Turn
 from ._usage import AgentUsage
 
 if TYPE_CHECKING:
-    from ._caller import ToolCalls
+    from ._caller import ChildAgents, ToolCalls
 
 __all__ = ["Agent", "AgentStatistics", "new_agent"]
 
@@ -112,6 +112,8 @@ class Agent:
         parent: Agent | None = None,
         compactor: Callable[[], Compactor | None] | None = None,
         approver: Approver | None = None,
+        deps: object = None,
+        agents: ChildAgents | None = None,
     ) -> None:
         self.session = session
         self.parent = parent
@@ -155,6 +157,8 @@ class Agent:
             instructions=config.instructions,
             max_steps=config.max_steps,
             find_compactor=compactor,
+            deps=deps,
+            agents=agents,
         )
         self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []
@@ -220,8 +224,10 @@ class Agent:
         """The record of this agent calling a tool outside its turns' own calls (a script's
         ``tools.invoke(name, arguments, agent)``): approval asks its approver, and is
         recorded against the running turn, if any."""
-        turn = self._turn
-        return Caller(self, self.id, turn.id if turn is not None else None, None, self._approvals)
+        turn, parts = self._turn, self._parts
+        turn_id = turn.id if turn is not None else None
+        approvals = self._approvals
+        return Caller(self, self.id, turn_id, None, approvals, parts.deps, parts, parts.agents)
 
     @property
     def context_window(self) -> int | None:
@@ -563,6 +569,8 @@ def new_agent(
     parent: Agent | None = None,
     compactor: Callable[[], Compactor | None] | None = None,
     approver: Approver | None = None,
+    deps: object = None,
+    agents: ChildAgents | None = None,
 ) -> Built[Agent]:
     """A new :class:`Agent` and its driver: the only way to get a driver for an agent is to
     make the agent (what :class:`DefaultAgentFactory` does)."""
@@ -577,6 +585,8 @@ def new_agent(
         parent=parent,
         compactor=compactor,
         approver=approver,
+        deps=deps,
+        agents=agents,
     )
     return Built(agent, _Driver(agent))
 

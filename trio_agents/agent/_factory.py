@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..model import Model
     from ..session import Session, SessionStore
     from ._approval import Approver
+    from ._caller import ChildAgents
     from ._config import AgentConfig
     from ._tools import ToolRegistry
 
@@ -63,6 +64,8 @@ class AgentRequest(Generic[A]):
         context: the context of the agent loop (the registry's fiber): ``emit`` and services.
         store: the session store (its ``flush`` is the durability checkpoint).
         tools: the tools registry.
+        deps: the application's dependencies the agent's tools see as ``ctx.deps``.
+        agents: the registry asking (what the agent's tools start children through).
     """
 
     session: Session
@@ -73,6 +76,8 @@ class AgentRequest(Generic[A]):
     context: Context = attrs.field(repr=False)
     store: SessionStore = attrs.field(repr=False)
     tools: ToolRegistry = attrs.field(repr=False)
+    deps: object = attrs.field(default=None, repr=False)
+    agents: ChildAgents | None = attrs.field(default=None, repr=False)
 
 
 class AgentFactory(abc.ABC, Generic[A]):
@@ -119,6 +124,8 @@ class DefaultAgentFactory(AgentFactory[Agent]):
             parent=request.parent,
             compactor=compactor,
             approver=request.approver,
+            deps=request.deps,
+            agents=request.agents,
         )
 
     def __repr__(self) -> str:

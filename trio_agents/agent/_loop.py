@@ -45,6 +45,11 @@ class AgentLoop:
     name = "agent-loop"
     inject = (SESSIONS, TOOLS, MODELS)
 
+    def __init__(self, *, deps: object = None) -> None:
+        """The loop; ``deps`` are the application's dependencies of every agent it makes
+        (``open_runtime(deps=...)``), held by this plugin object, never stored."""
+        self.deps = deps
+
     @attrs.frozen
     class Config:
         """Agents to create when the loop starts."""
@@ -53,7 +58,9 @@ class AgentLoop:
 
     async def apply(self, ctx: Context, config: AgentLoop.Config) -> None:
         sessions = ctx.service(SESSIONS)
-        registry = AgentRegistry(ctx, sessions, ctx.service(TOOLS), ctx.service(MODELS))
+        registry = AgentRegistry(
+            ctx, sessions, ctx.service(TOOLS), ctx.service(MODELS), deps=self.deps
+        )
         ctx.provide(AGENTS, registry)
         for declared in config.agents:
             # Created from this fiber's task, so the loop is the only owner (the handle is

@@ -27,7 +27,7 @@ from ._usage import AgentUsage
 
 if TYPE_CHECKING:
     from ..cancel import CauseScope
-    from ._caller import ToolCalls
+    from ._caller import ChildAgents, ToolCalls
     from ._like import AgentLike
 
 __all__ = ["AgentParts"]
@@ -45,6 +45,8 @@ class AgentParts:
         approvals: the agent's approval state, which its tool calls go through.
         allowed: the tool names the agent's definition allows, or ``None`` (all of them).
         usage: token usage summed over every model request of the session.
+        deps: the application's dependencies the agent was given (its tools' ``ctx.deps``).
+        agents: the registry its tools start its children through, or ``None``.
     """
 
     __slots__ = (
@@ -52,8 +54,10 @@ class AgentParts:
         "_specs_seen",
         "_store",
         "agent",
+        "agents",
         "allowed",
         "approvals",
+        "deps",
         "emit",
         "history",
         "id",
@@ -84,6 +88,8 @@ class AgentParts:
         instructions: str | None,
         max_steps: int,
         find_compactor: Callable[[], Compactor | None] | None,
+        deps: object = None,
+        agents: ChildAgents | None = None,
     ) -> None:
         self.id = session.id
         self.agent: AgentLike | None = agent
@@ -101,6 +107,8 @@ class AgentParts:
         self.history = History(instructions).update(session)
         self.meter = ContextMeter()
         self.max_steps = max_steps
+        self.deps = deps
+        self.agents = agents
         # The runtime's compaction service, looked up at each use (shared by the agents of
         # one context: a callable per agent would be held by every idle one).
         self._find_compactor = find_compactor
@@ -109,7 +117,9 @@ class AgentParts:
 
     def caller(self, turn_id: str, scope: CauseScope) -> Caller:
         """The record of the agent calling tools in the turn ``turn_id`` (see ``Caller``)."""
-        return Caller(self.agent, self.id, turn_id, scope, self.approvals)
+        return Caller(
+            self.agent, self.id, turn_id, scope, self.approvals, self.deps, self, self.agents
+        )
 
     def compactor(self) -> Compactor:
         """The compaction policy in force now: the runtime's service, else the default."""

@@ -241,6 +241,9 @@ class AgentRegistry(Generic[A]):
     Args:
         factory: the builder of the agents; ``None`` means the service ``agent_factory``,
             else :class:`DefaultAgentFactory`.
+        deps: the application's dependencies every agent's tools see as ``ctx.deps``
+            unless the agent is given its own (``open_runtime(deps=...)``); held, never
+            stored.
     """
 
     def __init__(
@@ -250,8 +253,11 @@ class AgentRegistry(Generic[A]):
         tools: ToolRegistry,
         models: ModelCatalog,
         factory: AgentFactory[A] | None = None,
+        *,
+        deps: object = None,
     ) -> None:
         self._ctx = ctx
+        self.deps = deps
         self.store = store
         self.tools = tools
         self.models = models
@@ -285,6 +291,7 @@ class AgentRegistry(Generic[A]):
         cwd: str | os.PathLike[str] | None = None,
         ask: ToolNames = None,
         approver: Approver | None = None,
+        deps: Maybe[object] = UNSET,
     ) -> AgentHandle[A]:
         """Create an agent on a new session; its definition is recorded in the session.
 
@@ -302,6 +309,8 @@ class AgentRegistry(Generic[A]):
                 tools marked ``ask`` (recorded, like ``tools``).
             approver: who is asked before such a call runs (not recorded; see
                 :attr:`Agent.approver`).
+            deps: the application's dependencies the agent's tools see as ``ctx.deps``
+                (a live object, not recorded); by default the runtime's.
 
         Returns:
             A handle to the running agent. If the call fails or is cancelled, nothing of the
@@ -337,7 +346,7 @@ class AgentRegistry(Generic[A]):
             )
         config = attrs.evolve(config, model_name=resolved.name)
         session.append(config.record())
-        return await self._host(session, config, resolved, parent, approver)
+        return await self._host(session, config, resolved, parent, approver, deps)
 
     async def resume(
         self,
@@ -351,13 +360,15 @@ class AgentRegistry(Generic[A]):
         cwd: Maybe[str | os.PathLike[str] | None] = UNSET,
         ask: Maybe[ToolNames] = UNSET,
         approver: Approver | None = None,
+        deps: Maybe[object] = UNSET,
     ) -> AgentHandle[A]:
         """Bring back a stored session as the same agent: its definition, history and inbox.
 
         Every keyword takes the same values as in :meth:`create`; one that is given replaces
         the stored value, and the changed definition is recorded (the next resume keeps it).
-        A child agent is resumed under its parent when that parent is live. ``approver`` is
-        not stored: it is the resumed agent's approver, or none.
+        A child agent is resumed under its parent when that parent is live. ``approver`` and
+        ``deps`` are not stored: they are the resumed agent's approver (or none) and
+        dependencies (or the runtime's).
 
         Raises:
             AgentIdInUseError: the agent is live already.
@@ -395,7 +406,7 @@ class AgentRegistry(Generic[A]):
             with trio.CancelScope(shield=True):
                 await self.store.abandon(session)
             raise
-        return await self._host(session, config, resolved, parent, approver)
+        return await self._host(session, config, resolved, parent, approver, deps)
 
     async def _host(
         self,
@@ -404,6 +415,7 @@ class AgentRegistry(Generic[A]):
         model: Model,
         parent: A | None,
         approver: Approver | None,
+        deps: Maybe[object],
     ) -> AgentHandle[A]:
         caller = _caller()
         # A child agent is owned by its parent alone: its fiber is in the parent's scope.
@@ -421,6 +433,8 @@ class AgentRegistry(Generic[A]):
             context=self._ctx,
             store=self.store,
             tools=self.tools,
+            deps=self.deps if isinstance(deps, Unset) else deps,
+            agents=self,
         )
         hosted = _Hosted(self, session, lambda: self.factory.build(request))
         co_owner: Entry | None = None

@@ -34,6 +34,7 @@ async def open_runtime(
     core: bool = True,
     tracer_provider: TracerProvider | None = None,
     meter_provider: MeterProvider | None = None,
+    deps: object = None,
 ) -> AsyncIterator[Context]:
     """Open a runtime and yield its root :class:`Context`.
 
@@ -54,6 +55,9 @@ async def open_runtime(
             (:doc:`/observability`; the ``otel`` extra); tracing is off when ``None``.
         meter_provider: an OpenTelemetry ``MeterProvider`` for the runtime's metrics
             (token usage, durations, live agents, turns and jobs).
+        deps: the application's own dependencies (a database pool, a client, settings):
+            every agent's tools see them as ``ctx.deps`` unless the agent was given its own
+            (``create(..., deps=...)``). Held by the agent loop, never stored.
 
     Leaving the block tears everything down in reverse order of set-up: the agent loop (and so
     every agent, each flushing its session) before the factory, the compaction policy, the
@@ -79,5 +83,6 @@ async def open_runtime(
             await root.plugin(tools_plugin)
             await root.plugin(CompactionPlugin(compactor))
             await root.plugin(FactoryPlugin(factory or DefaultAgentFactory()))
-            await root.plugin(agent_loop, AgentLoop.Config(agents=list(agents or ())))
+            loop = agent_loop if deps is None else AgentLoop(deps=deps)
+            await root.plugin(loop, AgentLoop.Config(agents=list(agents or ())))
         yield root

@@ -73,7 +73,7 @@ def tool(
     description: str | None = None,
     params: type[P],
     ask: bool = False,
-) -> Callable[[Callable[[ToolContext, P], Awaitable[Any]]], Tool]: ...
+) -> Callable[[Callable[[ToolContext[Any], P], Awaitable[Any]]], Tool]: ...
 
 
 @overload
@@ -83,7 +83,7 @@ def tool(
     description: str | None = None,
     params: None,
     ask: bool = False,
-) -> Callable[[Callable[[ToolContext, None], Awaitable[Any]]], Tool]: ...
+) -> Callable[[Callable[[ToolContext[Any], None], Awaitable[Any]]], Tool]: ...
 
 
 @overload
@@ -180,7 +180,8 @@ def _arguments_class(
 
 def _is_context(parameter: inspect.Parameter, hints: dict[str, Any]) -> bool:
     annotation = hints.get(parameter.name, inspect.Parameter.empty)
-    if annotation is ToolContext:
+    # ``ToolContext[Deps]`` is an alias whose origin is the class.
+    if annotation is ToolContext or typing.get_origin(annotation) is ToolContext:
         return True
     return annotation is inspect.Parameter.empty and parameter.name == "ctx"
 

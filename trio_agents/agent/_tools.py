@@ -34,12 +34,14 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeAlias, cast, final
 
 import attrs
 import trio
+from typing_extensions import TypeVar
 
 from .. import tracing
 from .._base import count_problems, list_problems
@@ -49,16 +51,22 @@ from ..kernel import Context, Entry, ServiceKey, current_context
 from ..model import ToolSpec
 from ._approval import ApprovalRequest
 from ._caller import Caller
+from ._config import UNSET, Maybe, ToolNames, Unset
 from ._results import RESULT_CAP, ToolResult, cap_result
 from ._tool_schema import ArgumentsError, describe_params, params_schema, structure_arguments
 from ._tool_schema import tools_converter as tools_converter
 
 if TYPE_CHECKING:
+    from ..model import Model
     from ._agent import Agent
+    from ._approval import Approver
+    from ._handle import AgentHandle
     from ._like import AgentLike
+    from ._usage import AgentUsage
 
 __all__ = [
     "TOOLS",
+    "NoCallingAgentError",
     "Tool",
     "ToolContext",
     "ToolFn",
@@ -77,15 +85,30 @@ class ToolNameInUseError(TrioAgentsError, ValueError):
     """A tool with this name is already registered."""
 
 
+#: The type of the application's dependencies a tool reads as ``ctx.deps``.
+Deps = TypeVar("Deps", default=object, covariant=True)
+
+_NO_CALLER = Caller()
+
+
+class NoCallingAgentError(TrioAgentsError, RuntimeError):
+    """A tool asked for what only a call by an agent has (``ctx.start_child``)."""
+
+
 @attrs.frozen
-class ToolContext:
-    """What a running tool can see about its call.
+class ToolContext(Generic[Deps]):
+    """What a running tool can see about its call, and what it may do as the calling agent.
+
+    ``ToolContext[MyDeps]`` types ``ctx.deps`` for a tool of an application that gives its
+    agents a ``MyDeps`` (``open_runtime(deps=...)`` or ``create(..., deps=...)``); the type
+    is the tool's claim, as nothing checks it at run time.
 
     Attributes:
         agent: the calling agent, or ``None`` (a test, a script).
         call_id: the model's id of this call, if any.
         scope: the turn's cancel scope, if any (cancelling it stops the whole turn).
         turn_id: the id of the calling turn, or ``None`` outside a turn.
+        caller: the record of the calling agent the turn handed the registry.
     """
 
     # Typed as the default factory's agent, which is what tools meet unless the runtime was
@@ -94,16 +117,85 @@ class ToolContext:
     call_id: str | None = None
     scope: CauseScope | None = None
     turn_id: str | None = None
+    caller: Caller = attrs.field(default=_NO_CALLER, kw_only=True, repr=False)
+
+    @property
+    def deps(self) -> Deps:
+        """The application's dependencies the calling agent was given, or ``None``."""
+        return cast("Deps", self.caller.deps)
+
+    @property
+    def usage(self) -> AgentUsage | None:
+        """The calling agent's token usage so far (its requests of this turn included), or
+        ``None`` for a call without an agent."""
+        meter = self.caller.meter
+        return meter.usage if meter is not None else None
+
+    async def start_child(
+        self,
+        model: Model | str | None = None,
+        *,
+        session_id: str | None = None,
+        tools: ToolNames = None,
+        instructions: str | None = None,
+        max_steps: int = 50,
+        cwd: str | os.PathLike[str] | None = None,
+        ask: ToolNames = None,
+        approver: Approver | None = None,
+        deps: Maybe[object] = UNSET,
+    ) -> AgentHandle[Agent]:
+        """Start a child agent owned by the calling agent: ``ctx.agents.create(...,
+        parent=ctx.agent)``, with the same arguments and rules (disposing the caller
+        disposes the child first; its cancel reaches the child as ``ParentCancel``).
+
+        Args:
+            deps: the child's dependencies; by default the calling agent's own.
+
+        Returns:
+            The child's handle (disposing it early is the tool's choice).
+
+        Raises:
+            NoCallingAgentError: the tool was called without an agent (or by an agent its
+                runtime gave no ``agents`` registry).
+            ValueError: the calling agent is being disposed.
+        """
+        caller = self.caller
+        agent, registry = caller.agent, caller.agents
+        if agent is None:
+            raise NoCallingAgentError(
+                "start_child() starts a child of the calling agent, and this tool was called "
+                "without one; call it through an agent's turn, or pass the agent to "
+                "ToolRegistry.invoke()"
+            )
+        if registry is None:
+            raise NoCallingAgentError(
+                f"start_child(): agent {agent.id!r} has no agents registry to start a child "
+                f"through (it was not made by ctx.agents); use ctx.agents.create(parent=...)"
+            )
+        handle = await registry.create(
+            model,
+            session_id,
+            tools,
+            instructions,
+            agent,
+            max_steps=max_steps,
+            cwd=cwd,
+            ask=ask,
+            approver=approver,
+            deps=caller.deps if isinstance(deps, Unset) else deps,
+        )
+        # The agent type is the factory's, as for ``ctx.agent`` (typed as the default's).
+        return cast("AgentHandle[Agent]", handle)
 
 
 #: A tool's function: ``async def fn(ctx: ToolContext, params)`` returning a ``str``, a
 #: :class:`ToolResult`, or a JSON value or attrs instance (the model reads it as JSON).
-ToolFn: TypeAlias = Callable[[ToolContext, Any], Awaitable[object]]
+ToolFn: TypeAlias = Callable[[ToolContext[Any], Any], Awaitable[object]]
 
 #: A guard: ``async def guard(name, arguments, ctx) -> ToolResult | None``; a result is the
 #: answer of the call instead of running the tool, ``None`` lets it run.
 ToolGuard: TypeAlias = Callable[
-    [str, Mapping[str, Any], ToolContext], Awaitable["ToolResult | None"]
+    [str, Mapping[str, Any], ToolContext[Any]], Awaitable["ToolResult | None"]
 ]
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -529,7 +621,13 @@ class ToolRegistry:
         params = self._structure(tool, arguments)
         if isinstance(params, ToolResult):
             return params
-        call = ToolContext(caller.agent, call_id, scope, caller.turn_id)  # type: ignore[arg-type]
+        call: ToolContext[Any] = ToolContext(
+            caller.agent,  # type: ignore[arg-type]
+            call_id,
+            scope,
+            caller.turn_id,
+            caller=caller,
+        )
         if self._guards:
             refused = await self._guarded(name, arguments, call)
             if refused is not None:
