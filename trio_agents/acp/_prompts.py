@@ -40,7 +40,7 @@ from ..session import (
     TurnEnded,
     UserMessage,
 )
-from ..workspace import FileChanged, FileSystem
+from ..workspace import FileChanged, FileSystem, PromptCommand
 from ._framing import TEXT_SLOT, TextTemplate
 from ._jsonrpc import ErrorCode, Request, RequestId, RpcError
 from ._protocol import (
@@ -89,6 +89,8 @@ class AcpSession:
     title: str | None = None
     #: What its records stream as (open calls, their diffs).
     mapper: UpdateMapper = attrs.field(init=False, repr=False)
+    #: Its prompt commands (``/name``), by name, read from its ``cwd`` when it was opened.
+    commands: Mapping[str, PromptCommand] = attrs.field(factory=dict, repr=False)
     #: The text updates' templates, by kind (encoded once: one frame per delta follows).
     text_templates: dict[str, TextTemplate] = attrs.field(factory=dict, init=False, repr=False)
 
@@ -170,11 +172,11 @@ class Sessions:
 
     # -- prompts ------------------------------------------------------------------------------
 
-    def begin(self, request: Request) -> None:
-        """``session/prompt``: queue the prompt; its answer comes when its turn ends.
+    def claim(self, request: Request) -> tuple[AcpSession, str]:
+        """``session/prompt``: its session (with no prompt pending) and its text.
 
         Raises:
-            RpcError: unknown session, bad params, a prompt already pending, a closed agent.
+            RpcError: unknown session, bad params, a prompt already pending.
         """
         params = params_object(request.params)
         session = self.lookup(params)
@@ -185,12 +187,36 @@ class Sessions:
                 f"session {session.agent.id!r} is already running a prompt; wait for its "
                 f"answer or send session/cancel",
             )
+        return session, text
+
+    def begin(self, request: Request, session: AcpSession, text: str) -> None:
+        """Queue the claimed prompt ``text``; its answer comes when its turn ends.
+
+        Raises:
+            RpcError: a closed agent.
+        """
         try:
             message_id = session.agent.prompt(text)
         except AgentClosedError as exc:
             raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
         session.prompt = Prompt(request.id, str(message_id))
-        tracing.remote_parent(session.agent.id, params.get("_meta"))
+        tracing.remote_parent(session.agent.id, params_object(request.params).get("_meta"))
+
+    def hold(self, request: Request, session: AcpSession) -> Prompt:
+        """Keep the claimed prompt pending while a command answers it (:meth:`answer`)."""
+        prompt = session.prompt = Prompt(request.id, "")
+        return prompt
+
+    def answer(self, session: AcpSession, prompt: Prompt, text: str | None) -> None:
+        """Answer the held ``prompt`` (``end_turn`` after ``text``; ``cancelled`` when a
+        cancel came), unless it was answered already (its session disposed)."""
+        if session.prompt is not prompt or self._live.get(session.agent.id) is not session:
+            return
+        if text is not None and not prompt.cancel_requested:
+            self._serving.update(session.agent.id, text_chunk("agent_message_chunk", text))
+        session.prompt = None
+        reason = "cancelled" if prompt.cancel_requested else "end_turn"
+        self._serving.send(self._serving.rpc.respond(prompt.request_id, {"stopReason": reason}))
 
     def _finish(self, session: AcpSession, ended: TurnEnded | None) -> None:
         prompt = session.prompt
