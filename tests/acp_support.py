@@ -33,6 +33,12 @@ def allow(option_id: str) -> PermissionPolicy:
     return lambda _: {"result": {"outcome": {"outcome": "selected", "optionId": option_id}}}
 
 
+def _update_kind(message: Message) -> object:
+    params = message.get("params") if message.get("method") == "session/update" else None
+    update = params.get("update") if isinstance(params, dict) else None
+    return update.get("sessionUpdate") if isinstance(update, dict) else None
+
+
 class Client:
     """A minimal ACP client speaking raw frames over one end of a stream pair."""
 
@@ -45,6 +51,9 @@ class Client:
         self.permission_requests: list[Message] = []
         #: How ``fs/*`` requests are answered (the response's result or error member).
         self.fs: PermissionPolicy | None = None
+        #: The ``available_commands_update`` notifications received (kept apart from the
+        #: other frames: one follows every session/new, load and resume).
+        self.commands: list[Message] = []
 
     async def send(self, *messages: object) -> None:
         await self.stream.send_all(b"".join(encode_frame(m) for m in messages))
@@ -67,14 +76,19 @@ class Client:
         await self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def next(self) -> Message:
-        """The next frame from the agent (``EOFError`` at the end of its output)."""
+        """The next frame from the agent (``EOFError`` at the end of its output), but for the
+        ``available_commands_update`` notifications, kept in :attr:`commands`."""
         while not self._frames:
             data = await self.stream.receive_some(65536)
             if not data:
                 raise EOFError
             for frame in self._framer.feed(data):
                 assert not isinstance(frame, Oversized)
-                self._frames.append(json.loads(frame))
+                message = json.loads(frame)
+                if _update_kind(message) == "available_commands_update":
+                    self.commands.append(message)
+                else:
+                    self._frames.append(message)
         return self._frames.pop(0)
 
     async def until(self, request_id: int) -> tuple[list[Message], Message]:
