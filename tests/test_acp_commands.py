@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_support import Client, Message, serve_bridge
+from acp_support import Client, Message, Served, serve_bridge
 from support import TRIO_AGENTS
 
 from trio_agents.session import Compacted, UserMessage
@@ -58,6 +58,12 @@ def chunks(messages: list[Message]) -> str:
 async def settle(client: Client) -> None:
     """Every frame the bridge queued before now has been read (one outbound queue)."""
     await client.call("session/list", {})
+
+
+def user_messages(served: Served, session_id: str) -> list[str]:
+    agent = served.agents.get(session_id)
+    assert agent is not None
+    return [r.content for r in agent.session.records if isinstance(r, UserMessage)]
 
 
 async def prompt(client: Client, session_id: str, text: str) -> tuple[list[Message], Message]:
@@ -134,10 +140,7 @@ async def test_a_prompt_command_sends_its_text_with_the_arguments(tmp_path: Path
         assert answer["result"] == {"stopReason": "end_turn"}
         expanded = "# Review a file\n\nReview src/a.py carefully.\n"
         assert chunks(seen) == expanded  # the echo model answers with what it was sent
-        agent = s.agents.get(session_id)
-        assert [r.content for r in agent.session.records if isinstance(r, UserMessage)] == [
-            expanded
-        ]
+        assert user_messages(s, session_id) == [expanded]
 
 
 async def test_an_unknown_command_is_answered_without_the_model(tmp_path: Path) -> None:
@@ -152,8 +155,7 @@ async def test_an_unknown_command_is_answered_without_the_model(tmp_path: Path) 
             r"\(prompt commands are the files of \.trio-agents/commands/\*\.md\)",
             chunks(seen),
         )
-        agent = s.agents.get(session_id)
-        assert not [r for r in agent.session.records if isinstance(r, UserMessage)]
+        assert user_messages(s, session_id) == []
 
 
 async def test_a_path_at_the_start_of_a_prompt_goes_to_the_model() -> None:
@@ -177,13 +179,9 @@ async def test_compact_compacts_the_history_and_ends_the_turn(tmp_path: Path) ->
         assert answer["result"] == {"stopReason": "end_turn"}
         assert re.fullmatch(r"compacted: [\d,]+ -> [\d,]+ tokens", chunks(seen)), chunks(seen)
         agent = s.agents.get(session_id)
+        assert agent is not None
         assert [r for r in agent.session.records if isinstance(r, Compacted)]
-        assert [r.content for r in agent.session.records if isinstance(r, UserMessage)] == [
-            "one",
-            "two",
-            "three",
-            "four",
-        ]
+        assert user_messages(s, session_id) == ["one", "two", "three", "four"]
 
 
 async def test_compact_with_nothing_to_compact_says_so(tmp_path: Path) -> None:
