@@ -165,12 +165,15 @@ async def serve_bridge(
     tracer_provider: Any = None,
     workspace: bool = False,
     project_files: bool = True,
+    compactor: ag.Compactor | None = None,
 ) -> AsyncIterator[Served]:
     """A runtime (the real local shell and ``bash`` tools, with ``workspace`` the file tools
     and the plan too; ``store`` or a new memory store) serving one bridge, traced with
-    ``tracer_provider`` if given."""
+    ``tracer_provider`` if given (and compacting with ``compactor`` if given)."""
     store = store if store is not None else MemoryStore()
-    async with ag.open_runtime(store=store, model=model, tracer_provider=tracer_provider) as root:
+    async with ag.open_runtime(
+        store=store, model=model, tracer_provider=tracer_provider, compactor=compactor
+    ) as root:
         await root.plugin(LocalShell())
         await root.plugin(tool_bash)
         if workspace:

@@ -13,9 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
+import trio.testing
 from acp_support import Client, Message, Served, serve_bridge
 from support import TRIO_AGENTS
 
+import trio_agents.agent as ag
+from trio_agents.model import Say, ScriptedModel
 from trio_agents.session import Compacted, UserMessage
 from trio_agents.workspace import CommandCall, PromptCommand, parse_command, prompt_commands
 
@@ -200,6 +204,28 @@ async def test_a_prompt_file_named_compact_does_not_replace_the_builtin(tmp_path
         assert [c["name"] for c in listed(s.client.commands[0])] == ["compact"]
         seen, _ = await prompt(s.client, session_id, "/compact")
         assert chunks(seen).startswith("nothing to compact")
+
+
+async def test_cancel_aborts_a_compact_and_answers_cancelled(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """session/cancel while ``/compact`` summarizes: ``cancelled``, nothing compacted."""
+    slow = ScriptedModel([[Say("a b c", delay=1.0)]], name="summarizer")
+    async with serve_bridge(compactor=ag.SummarizingCompactor(model=slow)) as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session(str(tmp_path))
+        for word in ("one", "two", "three", "four", "five"):
+            await prompt(s.client, session_id, word)
+        request_id = await s.client.prompt(session_id, "/compact")
+        await trio.testing.wait_all_tasks_blocked()
+        assert s.bridge.statistics().prompts == 1
+        await s.client.notify("session/cancel", {"sessionId": session_id})
+        seen, answer = await s.client.until(request_id)
+        assert answer["result"] == {"stopReason": "cancelled"}
+        assert chunks(seen) == ""
+        agent = s.agents.get(session_id)
+        assert agent is not None
+        assert not [r for r in agent.session.records if isinstance(r, Compacted)]
 
 
 # -- end to end ---------------------------------------------------------------------------------
