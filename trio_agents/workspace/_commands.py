@@ -39,7 +39,9 @@ ARGUMENTS: Final = "$ARGUMENTS"
 # The longest description kept (a client shows it on one line).
 _DESCRIPTION_CHARS: Final = 200
 _NAME: Final = re.compile(r"[A-Za-z0-9_.:-]+")
-_CALL: Final = re.compile(r"/([A-Za-z0-9_.:-]+)(?:\s+(.*))?", re.DOTALL)
+# Invariant: anchored at the start and no copy of the text, so that a long prompt that is no
+# command costs one failed match at its first characters.
+_CALL: Final = re.compile(r"\s*/([A-Za-z0-9_.:-]+)(?=\s|\Z)")
 
 
 @attrs.frozen
@@ -71,10 +73,10 @@ class CommandCall:
 
 def parse_command(text: str) -> CommandCall | None:
     """The command ``text`` invokes, or ``None`` (see the module rules)."""
-    match = _CALL.fullmatch(text.strip())
+    match = _CALL.match(text)
     if match is None:
         return None
-    return CommandCall(match[1], (match[2] or "").strip())
+    return CommandCall(match[1], text[match.end() :].strip())
 
 
 def _description(text: str, name: str) -> str:
