@@ -200,7 +200,10 @@ class Sessions:
         except AgentClosedError as exc:
             raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
         session.prompt = Prompt(request.id, str(message_id))
-        tracing.remote_parent(session.agent.id, params_object(request.params).get("_meta"))
+        params = request.params
+        tracing.remote_parent(
+            session.agent.id, params.get("_meta") if isinstance(params, Mapping) else None
+        )
 
     def hold(self, request: Request, session: AcpSession) -> Prompt:
         """Keep the claimed prompt pending while a command answers it (:meth:`answer`)."""

@@ -73,6 +73,8 @@ class CommandCall:
 
 def parse_command(text: str) -> CommandCall | None:
     """The command ``text`` invokes, or ``None`` (see the module rules)."""
+    if text[:1] != "/" and not text[:1].isspace():
+        return None  # the common case, without the regex
     match = _CALL.match(text)
     if match is None:
         return None
