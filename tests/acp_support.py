@@ -21,7 +21,7 @@ from trio_agents.kernel import Context
 from trio_agents.model import Model
 from trio_agents.session import MemoryStore, SessionStore
 from trio_agents.shell import LocalShell, tool_bash
-from trio_agents.workspace import LocalFiles, tool_files, tool_plan
+from trio_agents.workspace import LocalFiles, PromptCommand, tool_files, tool_plan
 
 CWD = "/tmp"
 Message = dict[str, Any]
@@ -166,6 +166,7 @@ async def serve_bridge(
     workspace: bool = False,
     project_files: bool = True,
     compactor: ag.Compactor | None = None,
+    commands: tuple[PromptCommand, ...] = (),
 ) -> AsyncIterator[Served]:
     """A runtime (the real local shell and ``bash`` tools, with ``workspace`` the file tools
     and the plan too; ``store`` or a new memory store) serving one bridge, traced with
@@ -181,7 +182,9 @@ async def serve_bridge(
             await root.plugin(tool_files)
             await root.plugin(tool_plan)
         ours, theirs = trio.testing.memory_stream_pair()
-        bridge = AcpBridge(ours, allow_bash=allow_bash, project_files=project_files)
+        bridge = AcpBridge(
+            ours, allow_bash=allow_bash, project_files=project_files, commands=commands
+        )
         fiber = await root.plugin(bridge)
         yield Served(root, bridge, Client(theirs), store)
         await fiber.dispose()

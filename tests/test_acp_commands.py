@@ -117,6 +117,26 @@ async def test_new_session_announces_compact_and_the_project_commands(tmp_path: 
         ]
 
 
+async def test_the_bridges_own_commands_come_before_the_files_which_win(tmp_path: Path) -> None:
+    """``AcpBridge(commands=...)`` adds commands to every session; a prompt file of the same
+    name replaces one."""
+    given = (
+        PromptCommand("hello", "Greet", "Hi from the bridge"),
+        PromptCommand("tests", "Run the tests", "Run the tests of $ARGUMENTS"),
+    )
+    async with serve_bridge(commands=given) as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session(str(project(tmp_path)))
+        await settle(s.client)
+        assert [(c["name"], c["description"]) for c in listed(s.client.commands[0])][1:] == [
+            ("hello", "Say hello"),
+            ("tests", "Run the tests"),
+            ("review", "Review a file"),
+        ]
+        seen, _ = await prompt(s.client, session_id, "/tests unit")
+        assert chunks(seen) == "Run the tests of unit"
+
+
 async def test_load_announces_the_commands_again(tmp_path: Path) -> None:
     """session/load of a stored session is followed by its commands, as session/new is."""
     cwd = str(project(tmp_path))

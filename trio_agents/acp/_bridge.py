@@ -13,6 +13,17 @@ session's :class:`~._client_fs.ClientFileSystem` when the client announced ``fs/
 session ``session/new`` creates gets the project instructions of its ``cwd`` as its system
 prompt unless ``project_files=False`` (a loaded or resumed one keeps its own).
 
+Rules (commands): a session's commands are :data:`BUILTIN_COMMANDS`, then the bridge's own
+``commands``, then the prompt files of its ``cwd`` (read when it is opened; a later one of the
+same name replaces an earlier one, but none replaces a built-in). They are announced in one
+``available_commands_update`` queued right after the answer to ``session/new``,
+``session/load`` or ``session/resume`` (the client knows the session by then). A prompt that
+starts with ``/name`` (:func:`~trio_agents.workspace.parse_command`): ``/compact`` holds the
+prompt while ``agent.compact()`` runs in the host fiber, then answers it (``cancelled`` after
+a ``session/cancel``, which aborts the compaction); a prompt command is queued as its expanded
+text; an unknown name is answered ``end_turn`` with one line naming the commands, the model
+never seeing it.
+
 Rules (ownership):
 - The bridge is a plugin. Its agents are created from the tasks of a child fiber (the *host*),
   so that fiber co-owns them, and each ACP session's record holds its handle's disposer.
@@ -40,7 +51,7 @@ import importlib.metadata
 import logging
 import os
 import stat
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, final
 
 import attrs
@@ -76,6 +87,7 @@ from ..workspace import (
     FileAccess,
     FileChanged,
     FileSystem,
+    PromptCommand,
     parse_command,
     project_instructions,
     prompt_commands,
@@ -159,6 +171,8 @@ class AcpBridge:
         max_unsent: bytes of frames queued for the client past which, when the client has
             read nothing for 10 seconds, the connection is closed (with a warning) as if the
             client had gone.
+        commands: prompt commands every session offers (``/name``), besides ``/compact`` and
+            the ``.trio-agents/commands/*.md`` files of its ``cwd`` (which win on a name).
 
     Apply it with ``await ctx.plugin(bridge)``; it serves until the client closes its side
     (then :meth:`wait_closed` returns) or until its fiber is disposed.
@@ -177,6 +191,7 @@ class AcpBridge:
         project_files: bool = True,
         max_frame: int = MAX_FRAME,
         max_unsent: int = MAX_UNSENT,
+        commands: Iterable[PromptCommand] = (),
     ) -> None:
         if receive_stream is None:
             if not isinstance(send_stream, trio.abc.ReceiveStream):
@@ -187,6 +202,7 @@ class AcpBridge:
             receive_stream = send_stream
         self.allow_bash = allow_bash
         self.project_files = project_files
+        self.commands = tuple(commands)
         self._serving = Serving(
             send_stream,
             receive_stream,
@@ -357,7 +373,7 @@ class AcpBridge:
             log.exception("disposing the agent of ACP session %s failed", session.agent.id)
 
     async def _publish(self, make: Callable[[], Awaitable[AgentHandle]], cwd: str) -> AcpSession:
-        commands = await trio.to_thread.run_sync(prompt_commands, cwd)
+        commands = (*self.commands, *await trio.to_thread.run_sync(prompt_commands, cwd))
         # Shielded: a handle must never be lost between its creation and its record.
         with trio.CancelScope(shield=True):
             handle = await make()

@@ -15,6 +15,9 @@ Rules (ordering):
 - A call is ``in_progress`` when it is about to run (:meth:`Sessions.started`: the bridge's
   guard for a call that needs no approval, the permission's allow for one that does). A call
   allowed by a standing answer is not announced ``in_progress`` (the seam does not say when).
+- A prompt a command answers itself (``/compact``) is *held* (:meth:`Sessions.hold`): pending
+  with no message, so a cancel or a dispose reaches it as any prompt; :meth:`Sessions.answer`
+  answers it unless that already happened.
 - After every turn of a session: ``session_info_update`` the first time the session has a
   title (its first user message's first line), then ``usage_update`` when the model's window
   is known; both before the prompt's answer.
