@@ -21,7 +21,7 @@ from trio_agents.kernel import Context
 from trio_agents.model import Model
 from trio_agents.session import MemoryStore, SessionStore
 from trio_agents.shell import LocalShell, tool_bash
-from trio_agents.workspace import LocalFiles, tool_files, tool_plan
+from trio_agents.workspace import LocalFiles, PromptCommand, tool_files, tool_plan
 
 CWD = "/tmp"
 Message = dict[str, Any]
@@ -31,6 +31,12 @@ PermissionPolicy = Callable[[Message], Message]
 def allow(option_id: str) -> PermissionPolicy:
     """Answer with this option (the policies give the response's result or error member)."""
     return lambda _: {"result": {"outcome": {"outcome": "selected", "optionId": option_id}}}
+
+
+def _update_kind(message: Message) -> object:
+    params = message.get("params") if message.get("method") == "session/update" else None
+    update = params.get("update") if isinstance(params, dict) else None
+    return update.get("sessionUpdate") if isinstance(update, dict) else None
 
 
 class Client:
@@ -45,6 +51,9 @@ class Client:
         self.permission_requests: list[Message] = []
         #: How ``fs/*`` requests are answered (the response's result or error member).
         self.fs: PermissionPolicy | None = None
+        #: The ``available_commands_update`` notifications received (kept apart from the
+        #: other frames: one follows every session/new, load and resume).
+        self.commands: list[Message] = []
 
     async def send(self, *messages: object) -> None:
         await self.stream.send_all(b"".join(encode_frame(m) for m in messages))
@@ -67,14 +76,19 @@ class Client:
         await self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def next(self) -> Message:
-        """The next frame from the agent (``EOFError`` at the end of its output)."""
+        """The next frame from the agent (``EOFError`` at the end of its output), but for the
+        ``available_commands_update`` notifications, kept in :attr:`commands`."""
         while not self._frames:
             data = await self.stream.receive_some(65536)
             if not data:
                 raise EOFError
             for frame in self._framer.feed(data):
                 assert not isinstance(frame, Oversized)
-                self._frames.append(json.loads(frame))
+                message = json.loads(frame)
+                if _update_kind(message) == "available_commands_update":
+                    self.commands.append(message)
+                else:
+                    self._frames.append(message)
         return self._frames.pop(0)
 
     async def until(self, request_id: int) -> tuple[list[Message], Message]:
@@ -151,12 +165,16 @@ async def serve_bridge(
     tracer_provider: Any = None,
     workspace: bool = False,
     project_files: bool = True,
+    compactor: ag.Compactor | None = None,
+    commands: tuple[PromptCommand, ...] = (),
 ) -> AsyncIterator[Served]:
     """A runtime (the real local shell and ``bash`` tools, with ``workspace`` the file tools
     and the plan too; ``store`` or a new memory store) serving one bridge, traced with
-    ``tracer_provider`` if given."""
+    ``tracer_provider`` if given (and compacting with ``compactor`` if given)."""
     store = store if store is not None else MemoryStore()
-    async with ag.open_runtime(store=store, model=model, tracer_provider=tracer_provider) as root:
+    async with ag.open_runtime(
+        store=store, model=model, tracer_provider=tracer_provider, compactor=compactor
+    ) as root:
         await root.plugin(LocalShell())
         await root.plugin(tool_bash)
         if workspace:
@@ -164,7 +182,9 @@ async def serve_bridge(
             await root.plugin(tool_files)
             await root.plugin(tool_plan)
         ours, theirs = trio.testing.memory_stream_pair()
-        bridge = AcpBridge(ours, allow_bash=allow_bash, project_files=project_files)
+        bridge = AcpBridge(
+            ours, allow_bash=allow_bash, project_files=project_files, commands=commands
+        )
         fiber = await root.plugin(bridge)
         yield Served(root, bridge, Client(theirs), store)
         await fiber.dispose()

@@ -68,7 +68,7 @@ class Raw:
         return await self.answer_to(request_id)
 
     async def new_session(self, request_id: object) -> dict[str, Any]:
-        """session/new in /tmp; the answer to it."""
+        """session/new in /tmp; the answer to it (the commands update after it is read)."""
         await self.send(
             {
                 "jsonrpc": "2.0",
@@ -77,7 +77,11 @@ class Raw:
                 "params": {"cwd": "/tmp", "mcpServers": []},
             }
         )
-        return await self.answer_to(request_id)
+        answer = await self.answer_to(request_id)
+        if "result" in answer:
+            commands = await self.next()
+            assert commands["params"]["update"]["sessionUpdate"] == "available_commands_update"
+        return answer
 
 
 @asynccontextmanager

@@ -78,6 +78,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "UpdateMapper",
             "absolute_cwd",
             "agent_capabilities",
+            "available_commands_update",
             "diff_content",
             "in_progress",
             "optional_str",

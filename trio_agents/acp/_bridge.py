@@ -13,6 +13,17 @@ session's :class:`~._client_fs.ClientFileSystem` when the client announced ``fs/
 session ``session/new`` creates gets the project instructions of its ``cwd`` as its system
 prompt unless ``project_files=False`` (a loaded or resumed one keeps its own).
 
+Rules (commands): a session's commands are :data:`BUILTIN_COMMANDS`, then the bridge's own
+``commands``, then the prompt files of its ``cwd`` (read when it is opened; a later one of the
+same name replaces an earlier one, but none replaces a built-in). They are announced in one
+``available_commands_update`` queued right after the answer to ``session/new``,
+``session/load`` or ``session/resume`` (the client knows the session by then). A prompt that
+starts with ``/name`` (:func:`~trio_agents.workspace.parse_command`): ``/compact`` holds the
+prompt while ``agent.compact()`` runs in the host fiber, then answers it (``cancelled`` after
+a ``session/cancel``, which aborts the compaction); a prompt command is queued as its expanded
+text; an unknown name is answered ``end_turn`` with one line naming the commands, the model
+never seeing it.
+
 Rules (ownership):
 - The bridge is a plugin. Its agents are created from the tasks of a child fiber (the *host*),
   so that fiber co-owns them, and each ACP session's record holds its handle's disposer.
@@ -40,7 +51,7 @@ import importlib.metadata
 import logging
 import os
 import stat
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, final
 
 import attrs
@@ -49,10 +60,12 @@ import trio
 from ..agent import (
     AGENTS,
     TOOLS,
+    AgentClosedError,
     AgentDisposed,
     AgentHandle,
     AgentIdInUseError,
     AgentOutput,
+    CompactionError,
     ToolContext,
     ToolRegistry,
     ToolResult,
@@ -68,18 +81,29 @@ from ..session import (
     SessionInUseError,
     SessionNotFoundError,
 )
-from ..workspace import FILES, FileAccess, FileChanged, FileSystem, project_instructions
+from ..workspace import (
+    ARGUMENTS,
+    FILES,
+    FileAccess,
+    FileChanged,
+    FileSystem,
+    PromptCommand,
+    parse_command,
+    project_instructions,
+    prompt_commands,
+)
 from ._client_calls import ClientCalls
 from ._client_fs import ClientFileSystem, offers_fs
 from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
 from ._permission import Permissions, restored_notice
-from ._prompts import AcpSession, Sessions
+from ._prompts import AcpSession, Prompt, Sessions
 from ._protocol import (
     PROTOCOL_VERSION,
     absolute_cwd,
     agent_capabilities,
+    available_commands_update,
     optional_str,
     params_object,
     required_str,
@@ -98,6 +122,10 @@ _DRAIN_SECONDS: Final = 1.0
 MAX_UNSENT: Final = 64 * 1024 * 1024
 #: How long a client may read nothing while more than ``max_unsent`` bytes wait for it.
 _STALL_SECONDS: Final = 10.0
+#: The commands every session understands, before its prompt commands: (name, description).
+BUILTIN_COMMANDS: Final = (
+    ("compact", "summarize the older turns now (the session file keeps them)"),
+)
 
 
 @attrs.frozen
@@ -143,6 +171,8 @@ class AcpBridge:
         max_unsent: bytes of frames queued for the client past which, when the client has
             read nothing for 10 seconds, the connection is closed (with a warning) as if the
             client had gone.
+        commands: prompt commands every session offers (``/name``), besides ``/compact`` and
+            the ``.trio-agents/commands/*.md`` files of its ``cwd`` (which win on a name).
 
     Apply it with ``await ctx.plugin(bridge)``; it serves until the client closes its side
     (then :meth:`wait_closed` returns) or until its fiber is disposed.
@@ -161,6 +191,7 @@ class AcpBridge:
         project_files: bool = True,
         max_frame: int = MAX_FRAME,
         max_unsent: int = MAX_UNSENT,
+        commands: Iterable[PromptCommand] = (),
     ) -> None:
         if receive_stream is None:
             if not isinstance(send_stream, trio.abc.ReceiveStream):
@@ -171,6 +202,7 @@ class AcpBridge:
             receive_stream = send_stream
         self.allow_bash = allow_bash
         self.project_files = project_files
+        self.commands = tuple(commands)
         self._serving = Serving(
             send_stream,
             receive_stream,
@@ -341,6 +373,7 @@ class AcpBridge:
             log.exception("disposing the agent of ACP session %s failed", session.agent.id)
 
     async def _publish(self, make: Callable[[], Awaitable[AgentHandle]], cwd: str) -> AcpSession:
+        commands = (*self.commands, *await trio.to_thread.run_sync(prompt_commands, cwd))
         # Shielded: a handle must never be lost between its creation and its record.
         with trio.CancelScope(shield=True):
             handle = await make()
@@ -348,6 +381,9 @@ class AcpBridge:
                 await handle.dispose()
                 raise RpcError(ErrorCode.INTERNAL_ERROR, "the connection is closing")
         session = AcpSession(handle.agent, handle.dispose, cwd)
+        builtin = {name for name, _ in BUILTIN_COMMANDS}
+        # Invariant: a built-in command wins over a prompt file of the same name.
+        session.commands = {c.name: c for c in commands if c.name not in builtin}
         read, write = offers_fs(self._client_capabilities)
         if (read or write) and self._files is not None:
             session.files = ClientFileSystem(
@@ -385,7 +421,23 @@ class AcpBridge:
             lambda: agents.create(cwd=cwd, approver=approver, instructions=instructions), cwd
         )
         await self._start_servers(session, servers)
-        return {"sessionId": session.agent.id}
+        return self._answer_then_commands(request, {"sessionId": session.agent.id}, session)
+
+    def _answer_then_commands(
+        self, request: Request, result: Mapping[str, Any], session: AcpSession
+    ) -> object:
+        """Answer ``request``, then announce the session's commands (a client knows the
+        session once it has the answer); :data:`LATER` for the handler to return."""
+        self._serving.send(self._serving.rpc.respond(request.id, result))
+        commands: list[tuple[str, str, str | None]] = [
+            (name, description, None) for name, description in BUILTIN_COMMANDS
+        ]
+        commands += [
+            (c.name, c.description, "arguments" if ARGUMENTS in c.text else None)
+            for c in session.commands.values()
+        ]
+        self._serving.update(session.agent.id, available_commands_update(commands))
+        return LATER
 
     async def _start_servers(self, session: AcpSession, servers: tuple[McpServer, ...]) -> None:
         """Start the session's own MCP servers; one that fails disposes the session."""
@@ -421,13 +473,13 @@ class AcpBridge:
         # in the session is streamed after the replay.
         self._sessions.replay(session)
         self._notice(session)
-        return {}
+        return self._answer_then_commands(request, {}, session)
 
     async def _resume(self, request: Request) -> Any:
         # As session/load, without replaying the conversation.
         session = await self._open(params_object(request.params), "resumed")
         self._notice(session)
-        return {}
+        return self._answer_then_commands(request, {}, session)
 
     def _notice(self, session: AcpSession) -> None:
         notice = restored_notice(
@@ -532,9 +584,50 @@ class AcpBridge:
         return {"sessions": entries}
 
     def _prompt(self, request: Request) -> Any:
-        self._sessions.begin(request)
+        session, text = self._sessions.claim(request)
+        call = parse_command(text)
+        if call is not None and call.name == "compact":
+            host = self._host
+            assert host is not None
+            host.start_soon(self._compact, session, self._sessions.hold(request, session))
+            return LATER
+        if call is not None:
+            command = session.commands.get(call.name)
+            if command is None:
+                # Not for the model: the user mistyped, or meant a command of another agent.
+                known = ", ".join(f"/{name}" for name in self._command_names(session))
+                self._serving.update(
+                    session.agent.id,
+                    text_chunk(
+                        "agent_message_chunk",
+                        f"unknown command /{call.name}; the commands here are {known} "
+                        f"(prompt commands are the files of .trio-agents/commands/*.md)",
+                    ),
+                )
+                return {"stopReason": "end_turn"}
+            text = command.expand(call.arguments)
+        self._sessions.begin(request, session, text)
         # Answered by the listener that sees the prompt's turn end (see _prompts).
         return LATER
+
+    @staticmethod
+    def _command_names(session: AcpSession) -> list[str]:
+        return [name for name, _ in BUILTIN_COMMANDS] + list(session.commands)
+
+    async def _compact(self, session: AcpSession, prompt: Prompt) -> None:
+        """``/compact``: compact the session's agent now, then answer the held prompt."""
+        try:
+            record = await session.agent.compact()
+        except CompactionError as exc:
+            text = f"compaction failed: {exc}"
+        except AgentClosedError:
+            return  # disposed: the prompt is answered cancelled (see _prompts)
+        else:
+            if record is None:
+                text = "nothing to compact: the conversation is only its latest turns"
+            else:
+                text = f"compacted: {record.tokens_before:,} -> {record.tokens_after:,} tokens"
+        self._sessions.answer(session, prompt, text)
 
     def _cancel(self, params: Any) -> None:
         session_id = params.get("sessionId") if isinstance(params, Mapping) else None

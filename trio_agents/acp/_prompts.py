@@ -15,6 +15,9 @@ Rules (ordering):
 - A call is ``in_progress`` when it is about to run (:meth:`Sessions.started`: the bridge's
   guard for a call that needs no approval, the permission's allow for one that does). A call
   allowed by a standing answer is not announced ``in_progress`` (the seam does not say when).
+- A prompt a command answers itself (``/compact``) is *held* (:meth:`Sessions.hold`): pending
+  with no message, so a cancel or a dispose reaches it as any prompt; :meth:`Sessions.answer`
+  answers it unless that already happened.
 - After every turn of a session: ``session_info_update`` the first time the session has a
   title (its first user message's first line), then ``usage_update`` when the model's window
   is known; both before the prompt's answer.
@@ -40,7 +43,7 @@ from ..session import (
     TurnEnded,
     UserMessage,
 )
-from ..workspace import FileChanged, FileSystem
+from ..workspace import FileChanged, FileSystem, PromptCommand
 from ._framing import TEXT_SLOT, TextTemplate
 from ._jsonrpc import ErrorCode, Request, RequestId, RpcError
 from ._protocol import (
@@ -89,6 +92,8 @@ class AcpSession:
     title: str | None = None
     #: What its records stream as (open calls, their diffs).
     mapper: UpdateMapper = attrs.field(init=False, repr=False)
+    #: Its prompt commands (``/name``), by name, read from its ``cwd`` when it was opened.
+    commands: Mapping[str, PromptCommand] = attrs.field(factory=dict, repr=False)
     #: The text updates' templates, by kind (encoded once: one frame per delta follows).
     text_templates: dict[str, TextTemplate] = attrs.field(factory=dict, init=False, repr=False)
 
@@ -170,11 +175,11 @@ class Sessions:
 
     # -- prompts ------------------------------------------------------------------------------
 
-    def begin(self, request: Request) -> None:
-        """``session/prompt``: queue the prompt; its answer comes when its turn ends.
+    def claim(self, request: Request) -> tuple[AcpSession, str]:
+        """``session/prompt``: its session (with no prompt pending) and its text.
 
         Raises:
-            RpcError: unknown session, bad params, a prompt already pending, a closed agent.
+            RpcError: unknown session, bad params, a prompt already pending.
         """
         params = params_object(request.params)
         session = self.lookup(params)
@@ -185,12 +190,39 @@ class Sessions:
                 f"session {session.agent.id!r} is already running a prompt; wait for its "
                 f"answer or send session/cancel",
             )
+        return session, text
+
+    def begin(self, request: Request, session: AcpSession, text: str) -> None:
+        """Queue the claimed prompt ``text``; its answer comes when its turn ends.
+
+        Raises:
+            RpcError: a closed agent.
+        """
         try:
             message_id = session.agent.prompt(text)
         except AgentClosedError as exc:
             raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
         session.prompt = Prompt(request.id, str(message_id))
-        tracing.remote_parent(session.agent.id, params.get("_meta"))
+        params = request.params
+        tracing.remote_parent(
+            session.agent.id, params.get("_meta") if isinstance(params, Mapping) else None
+        )
+
+    def hold(self, request: Request, session: AcpSession) -> Prompt:
+        """Keep the claimed prompt pending while a command answers it (:meth:`answer`)."""
+        prompt = session.prompt = Prompt(request.id, "")
+        return prompt
+
+    def answer(self, session: AcpSession, prompt: Prompt, text: str | None) -> None:
+        """Answer the held ``prompt`` (``end_turn`` after ``text``; ``cancelled`` when a
+        cancel came), unless it was answered already (its session disposed)."""
+        if session.prompt is not prompt or self._live.get(session.agent.id) is not session:
+            return
+        if text is not None and not prompt.cancel_requested:
+            self._serving.update(session.agent.id, text_chunk("agent_message_chunk", text))
+        session.prompt = None
+        reason = "cancelled" if prompt.cancel_requested else "end_turn"
+        self._serving.send(self._serving.rpc.respond(prompt.request_id, {"stopReason": reason}))
 
     def _finish(self, session: AcpSession, ended: TurnEnded | None) -> None:
         prompt = session.prompt

@@ -42,6 +42,7 @@ __all__ = [
     "UpdateMapper",
     "absolute_cwd",
     "agent_capabilities",
+    "available_commands_update",
     "diff_content",
     "in_progress",
     "optional_str",
@@ -312,6 +313,19 @@ def session_title(content: str) -> str | None:
     if not line:
         return None
     return line if len(line) <= _TITLE_LENGTH else line[: _TITLE_LENGTH - 1] + "…"
+
+
+def available_commands_update(
+    commands: Iterable[tuple[str, str, str | None]],
+) -> dict[str, Any]:
+    """An ``available_commands_update`` of ``(name, description, input hint or None)``."""
+    listed = []
+    for name, description, hint in commands:
+        command: dict[str, Any] = {"name": name, "description": description}
+        if hint is not None:
+            command["input"] = {"hint": hint}
+        listed.append(command)
+    return {"sessionUpdate": "available_commands_update", "availableCommands": listed}
 
 
 def session_info_update(title: str) -> dict[str, Any]:

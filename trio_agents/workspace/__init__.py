@@ -1,5 +1,5 @@
-"""The workspace: file tools on a file-access seam, the plan tool, and project instructions
-(``docs/tools.rst``)."""
+"""The workspace: file tools on a file-access seam, the plan tool, project instructions and
+prompt commands (``docs/tools.rst``, ``docs/editors.rst``)."""
 
 from ._access import FILES as FILES
 from ._access import Chooser as Chooser
@@ -8,6 +8,12 @@ from ._access import FileAccessError as FileAccessError
 from ._access import FileSystem as FileSystem
 from ._access import LocalFiles as LocalFiles
 from ._access import LocalFileSystem as LocalFileSystem
+from ._commands import ARGUMENTS as ARGUMENTS
+from ._commands import COMMANDS_DIR as COMMANDS_DIR
+from ._commands import CommandCall as CommandCall
+from ._commands import PromptCommand as PromptCommand
+from ._commands import parse_command as parse_command
+from ._commands import prompt_commands as prompt_commands
 from ._instructions import INSTRUCTION_FILES as INSTRUCTION_FILES
 from ._instructions import instruction_files as instruction_files
 from ._instructions import project_instructions as project_instructions
@@ -34,12 +40,15 @@ from ._tool_files import WriteArgs as WriteArgs
 from ._tool_files import tool_files as tool_files
 
 __all__ = [
+    "ARGUMENTS",
+    "COMMANDS_DIR",
     "FILES",
     "INSTRUCTION_FILES",
     "MAX_ENTRIES",
     "MAX_MATCHES",
     "SKIPPED",
     "Chooser",
+    "CommandCall",
     "EditArgs",
     "FileAccess",
     "FileAccessError",
@@ -52,16 +61,19 @@ __all__ = [
     "LocalFiles",
     "PlanArgs",
     "PlanEntry",
+    "PromptCommand",
     "ReadArgs",
     "ToolFiles",
     "ToolPlan",
     "WriteArgs",
     "format_plan",
     "instruction_files",
+    "parse_command",
     "plan_entries",
     "plan_of",
     "plan_summary",
     "project_instructions",
+    "prompt_commands",
     "resolve_path",
     "tool_files",
     "tool_plan",
