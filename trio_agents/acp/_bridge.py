@@ -373,7 +373,7 @@ class AcpBridge:
             log.exception("disposing the agent of ACP session %s failed", session.agent.id)
 
     async def _publish(self, make: Callable[[], Awaitable[AgentHandle]], cwd: str) -> AcpSession:
-        commands = (*self.commands, *await trio.to_thread.run_sync(prompt_commands, cwd))
+        commands = (*self.commands, *prompt_commands(cwd))
         # Shielded: a handle must never be lost between its creation and its record.
         with trio.CancelScope(shield=True):
             handle = await make()
@@ -414,9 +414,11 @@ class AcpBridge:
         ctx = self._ctx
         assert ctx is not None
         agents, approver = ctx.service(AGENTS), self._permissions
-        instructions = (
-            await trio.to_thread.run_sync(project_instructions, cwd) if self.project_files else None
-        )
+        # The project's instructions and prompt commands are read here, in the handler's task:
+        # a few small local files (capped), and a worker thread per session would leave the
+        # request unanswered when the client's EOF drain passes while the thread runs
+        # (test_hostile_frames_are_answered_and_serving_goes_on).
+        instructions = project_instructions(cwd) if self.project_files else None
         session = await self._publish(
             lambda: agents.create(cwd=cwd, approver=approver, instructions=instructions), cwd
         )
