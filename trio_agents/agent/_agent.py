@@ -18,7 +18,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, ParamSpec, final
 
 import attrs
 import trio
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from ._caller import ChildAgents, ToolCalls
 
 __all__ = ["Agent", "AgentStatistics", "new_agent"]
+
+P = ParamSpec("P")
 
 
 @attrs.frozen
@@ -557,38 +559,17 @@ class Agent:
             self._notify()
 
 
-def new_agent(
-    *,
-    session: Session,
-    store: SessionStore,
-    tools: ToolCalls,
-    model: Model,
-    emit: Callable[[object], None],
-    config: AgentConfig,
-    listens: Callable[[type], bool] | None = None,
-    parent: Agent | None = None,
-    compactor: Callable[[], Compactor | None] | None = None,
-    approver: Approver | None = None,
-    deps: object = None,
-    agents: ChildAgents | None = None,
-) -> Built[Agent]:
-    """A new :class:`Agent` and its driver: the only way to get a driver for an agent is to
-    make the agent (what :class:`DefaultAgentFactory` does)."""
-    agent = Agent(
-        session=session,
-        store=store,
-        tools=tools,
-        model=model,
-        emit=emit,
-        config=config,
-        listens=listens,
-        parent=parent,
-        compactor=compactor,
-        approver=approver,
-        deps=deps,
-        agents=agents,
-    )
-    return Built(agent, _Driver(agent))
+def _with_driver(make: Callable[P, Agent]) -> Callable[P, Built[Agent]]:
+    def build(*args: P.args, **kwargs: P.kwargs) -> Built[Agent]:
+        agent = make(*args, **kwargs)
+        return Built(agent, _Driver(agent))
+
+    return build
+
+
+#: ``new_agent(**same arguments as Agent)``: a new :class:`Agent` and its driver. The only way
+#: to get a driver for an agent is to make the agent (what :class:`DefaultAgentFactory` does).
+new_agent = _with_driver(Agent)
 
 
 @final
