@@ -130,9 +130,9 @@ class AgentParts:
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """What the model is told about the tools this agent may call."""
         names = self.allowed
-        specs = self.tools.specs(agent=self.id)
         if names is None:
-            return specs
+            return self.tools.specs(agent=self.id, explicit=False)
+        specs = self.tools.specs(agent=self.id)
         seen = self._specs_seen
         # Invariant: the registry returns the same tuple until its tools change, so the
         # identity check is the whole invalidation.

@@ -35,6 +35,8 @@ from ._memory import MemoryStore as MemoryStore
 from ._postgres import PostgresStore as PostgresStore
 from ._postgres import SessionLeaseLostError as SessionLeaseLostError
 from ._records import AgentConfigured as AgentConfigured
+from ._records import ChildEnded as ChildEnded
+from ._records import ChildStarted as ChildStarted
 from ._records import AssistantMessage as AssistantMessage
 from ._records import Compacted as Compacted
 from ._records import InboxSpliced as InboxSpliced
@@ -64,6 +66,8 @@ __all__ = [
     "SESSIONS",
     "AgentConfigured",
     "AssistantMessage",
+    "ChildEnded",
+    "ChildStarted",
     "Compacted",
     "InboxSpliced",
     "InvalidSessionIdError",
