@@ -13,8 +13,8 @@ Rules:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, final
+from collections.abc import Callable, Iterable
+from typing import final
 
 import attrs
 import trio
@@ -22,9 +22,6 @@ import trio
 from .._errors import TrioAgentsError
 from ..kernel import Entry, current_context
 from ..model import Model
-
-if TYPE_CHECKING:
-    from ._config import ToolNames
 
 __all__ = ["AgentDefinition", "DefinitionNameInUseError", "Definitions"]
 
@@ -35,7 +32,7 @@ class DefinitionNameInUseError(TrioAgentsError, ValueError):
     """An agent definition of that name is defined already."""
 
 
-def _check_name(_: object, __: object, name: object) -> None:
+def _check_name(_: object, __: object, name: str) -> None:
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(
             f"an agent definition's name is 1-64 of letters, digits, '_', '.', '-'; got {name!r}"
@@ -47,12 +44,17 @@ def _check_steps(_: object, __: object, value: int) -> None:
         raise ValueError(f"max_steps is the most model requests per turn, >= 1; got {value!r}")
 
 
-def _names(value: ToolNames) -> tuple[str, ...] | None:
+def _names(value: Iterable[str] | None) -> tuple[str, ...] | None:
     if value is None:
         return None
     if isinstance(value, str):
         raise TypeError(f"tool names are a collection of names, not one string; got {value!r}")
     return tuple(sorted(set(value)))
+
+
+def _check_description(_: object, __: object, value: str) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"an agent definition's description is text; got {value!r}")
 
 
 @final
@@ -72,7 +74,7 @@ class AgentDefinition:
     """
 
     name: str = attrs.field(validator=_check_name)
-    description: str = attrs.field(validator=attrs.validators.instance_of(str))
+    description: str = attrs.field(validator=_check_description)
     instructions: str | None = None
     model: Model | str | None = None
     tools: tuple[str, ...] | None = attrs.field(default=None, converter=_names)

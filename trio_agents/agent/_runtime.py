@@ -90,8 +90,6 @@ async def open_runtime(
             loop = agent_loop if deps is None else AgentLoop(deps=deps)
             await root.plugin(
                 loop,
-                AgentLoop.Config(
-                    agents=list(agents or ()), definitions=list(definitions or ())
-                ),
+                AgentLoop.Config(agents=list(agents or ()), definitions=list(definitions or ())),
             )
         yield root

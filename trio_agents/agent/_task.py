@@ -174,7 +174,9 @@ class TaskTools:
             args: TaskArgs = structure_arguments(TaskArgs, arguments)
         except ArgumentsError as exc:
             problems = "; ".join(exc.problems)
-            return ToolResult(f"invalid arguments for 'task': {problems}", is_error=True, started=False)
+            return ToolResult(
+                f"invalid arguments for 'task': {problems}", is_error=True, started=False
+            )
         parent = call.agent
         if parent is None:
             return ToolResult(
@@ -325,8 +327,10 @@ class TaskTools:
         self, parent: Agent, handle: AgentHandle[Agent], prompt: str, call_id: str | None
     ) -> None:
         outcome = await self._run(parent, handle, prompt, call_id)
-        state = _failure(outcome) if outcome.stop_reason is not StopReason.COMPLETED else (
-            "ended completed"
+        state = (
+            _failure(outcome)
+            if outcome.stop_reason is not StopReason.COMPLETED
+            else ("ended completed")
         )
         with contextlib.suppress(AgentClosedError):  # a closing parent has nobody to tell
             parent.inject(
@@ -373,7 +377,9 @@ class TaskTools:
         await live.when_idle()
         return ToolResult(f"{args.task_id} cancelled")
 
-    def _refusal(self, call: ToolContext[Any], child_id: str, owner: str | None) -> ToolResult | None:
+    def _refusal(
+        self, call: ToolContext[Any], child_id: str, owner: str | None
+    ) -> ToolResult | None:
         caller = call.agent.id if call.agent is not None else None
         if owner is None or owner != caller:
             return ToolResult(f"{child_id} is not a child of yours", is_error=True)
