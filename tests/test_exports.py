@@ -109,9 +109,9 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"ChildOutcome", "child_outcome", "close_open_children", "open_children", "parent_of"}
     ),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
-    "trio_agents.agent._definitions": frozenset({"Definitions"}),
+    "trio_agents.agent._definitions": frozenset({"Definitions", "TASK_TOOLS"}),
     "trio_agents.agent._task": frozenset({"TaskArgs", "TaskIdArgs", "TaskTools"}),
-    "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
+    "trio_agents.agent._config": frozenset({"ALL_TOOLS", "UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._factory": frozenset({"AGENT_FACTORY", "FactoryPlugin"}),
     "trio_agents.agent._compaction": frozenset(
         {"CompactionParts", "compact_after", "compact_history", "fit_window"}

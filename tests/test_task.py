@@ -45,11 +45,9 @@ def results(agent: ag.Agent) -> list[ToolCallEnded]:
     return of(agent.session.records, ToolCallEnded)
 
 
-def spec_names(ctx: Context, agent: ag.Agent) -> list[str]:
-    """What the agent's model is told about (``AgentParts.tool_specs``'s rule)."""
-    listed = agent.config.tools
-    specs = ctx.tools.specs(agent=agent.id, explicit=listed is not None)
-    return [s.name for s in specs if listed is None or s.name in listed]
+def told(model: ScriptedModel) -> list[str]:
+    """The tools the model was told about in its latest request."""
+    return [spec.name for spec in model.requests[-1].tools]
 
 
 async def stored_records(ctx: Context, session_id: str) -> tuple[Record, ...]:
@@ -97,15 +95,17 @@ async def test_a_second_definition_of_a_name_is_refused() -> None:
 
 
 async def test_task_is_seen_only_by_agents_that_name_it() -> None:
-    """An agent given every tool does not see task (nor may call it); one naming it does."""
-    model = ScriptedModel([[CallTool("task", {"agent": "x", "prompt": "hi"})], "ok"])
+    """An agent given every tool is not told of task (nor may call it); one naming it is."""
+    every_model = ScriptedModel([[CallTool("task", {"agent": "x", "prompt": "hi"})], "ok"])
+    named_model = ScriptedModel(["fine"])
     async with ag.open_runtime() as root:
         await root.agents.define("x", description="x", model="echo")
-        every = (await root.agents.create(model)).agent
-        named = (await root.agents.create("echo", tools=["task", "bash"])).agent
-        assert "task" not in spec_names(root, every)
-        assert spec_names(root, named) == ["task"]
+        every = (await root.agents.create(every_model)).agent
+        named = (await root.agents.create(named_model, tools=["task", "bash"])).agent
         assert await every.ask("go") == "ok"
+        assert "task" not in told(every_model)
+        assert await named.ask("go") == "fine"
+        assert told(named_model) == ["task"]
         (refused,) = results(every)
         assert refused.is_error
         assert not refused.started
@@ -410,3 +410,21 @@ async def test_resume_after_sigkill_mid_task_closes_the_call_and_the_childs_turn
         args = {"agent": "slow", "prompt": "again", "resume": child_id}
         again = await root.tools.invoke("task", args, parent)
         assert again.content.startswith("again\n\n")
+
+
+async def test_star_names_every_tool_and_the_explicit_ones_listed_beside_it() -> None:
+    """tools=["*", "task"]: every plain tool and task (not task_output); calls of plain
+    tools are allowed."""
+    model = ScriptedModel([[CallTool("plan", {"steps": []})], "ok"])
+    async with ag.open_runtime() as root:
+
+        async def plan(ctx: ag.ToolContext[None], args: dict[str, Any]) -> str:
+            await trio.lowlevel.checkpoint()
+            return "planned"
+
+        root.tools.register(ag.Tool("plan", "plans", None, plan, schema={"type": "object"}))
+        agent = (await root.agents.create(model, tools=["*", "task"])).agent
+        assert await agent.ask("go") == "ok"
+        assert told(model) == ["task", "plan"]
+        (result,) = results(agent)
+        assert (result.content, result.is_error) == ("planned", False)

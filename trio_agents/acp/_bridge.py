@@ -420,7 +420,10 @@ class AcpBridge:
         # (test_hostile_frames_are_answered_and_serving_goes_on).
         instructions = project_instructions(cwd) if self.project_files else None
         session = await self._publish(
-            lambda: agents.create(cwd=cwd, approver=approver, instructions=instructions), cwd
+            lambda: agents.create(
+                cwd=cwd, approver=approver, instructions=instructions, tools=agents.lead_tools()
+            ),
+            cwd,
         )
         await self._start_servers(session, servers)
         return self._answer_then_commands(request, {"sessionId": session.agent.id}, session)

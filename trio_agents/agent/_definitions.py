@@ -23,7 +23,10 @@ from .._errors import TrioAgentsError
 from ..kernel import Entry, current_context
 from ..model import Model
 
-__all__ = ["AgentDefinition", "DefinitionNameInUseError", "Definitions"]
+__all__ = ["TASK_TOOLS", "AgentDefinition", "DefinitionNameInUseError", "Definitions"]
+
+#: The tools that start and reach children (``_task.py``); each is ``explicit``.
+TASK_TOOLS = ("task", "task_output", "task_cancel")
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 

@@ -53,8 +53,8 @@ from ..session import (
 from ._agent import Agent
 from ._approval import Approver
 from ._children import close_open_children
-from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
-from ._definitions import AgentDefinition, Definitions
+from ._config import ALL_TOOLS, UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
+from ._definitions import TASK_TOOLS, AgentDefinition, Definitions
 from ._driver import AgentDriver, Built
 from ._errors import AgentIdInUseError, ModelRequiredError
 from ._events import AgentCreated, AgentDisposed
@@ -283,6 +283,14 @@ class AgentRegistry(Generic[A]):
         """Every live agent, oldest first."""
         return tuple(self._live.values())
 
+    def lead_tools(self) -> tuple[str, ...] | None:
+        """The ``tools`` of an agent a front end starts for a person (``run``, ``chat``, an
+        editor's session): every tool, and while agent definitions exist the task tools too
+        (``None`` when there are none, so nothing is recorded that a resume would keep)."""
+        if not self.definitions.list():
+            return None
+        return (ALL_TOOLS, *TASK_TOOLS)
+
     async def define(
         self,
         name: str,
@@ -337,7 +345,9 @@ class AgentRegistry(Generic[A]):
             model: a :class:`Model`, a model spec such as ``"echo?delay=1"``, or ``None`` for
                 the runtime's default.
             session_id: the id (of agent and session); generated when ``None``.
-            tools: the names of the tools the agent may call; ``None`` means all.
+            tools: the names of the tools the agent may call; ``None`` means every tool not
+                marked ``explicit`` (so not ``task``), and a name ``"*"`` those same tools
+                (``["*", "task"]``: all of them and ``task``).
             instructions: the system prompt.
             parent: make a child agent owned by ``parent`` (``ParentCancel`` reaches it).
             max_steps: the most model requests one turn may make.

@@ -55,8 +55,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TaskArgs", "TaskIdArgs", "TaskTools"]
 
-TASK_TOOLS = ("task", "task_output", "task_cancel")
-
 
 @attrs.frozen
 class TaskArgs:
@@ -248,6 +246,7 @@ class TaskTools:
                 instructions=definition.instructions,
                 max_steps=definition.max_steps,
                 ask=definition.ask,
+                cwd=parent.cwd,  # the child works where its parent does
             )
         if self._agents.get(resume) is not None:
             raise _Refused(f"child {resume} is running; ask it when it has ended")
