@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import trio
@@ -20,7 +21,7 @@ model = "echo"
 """
 
 
-async def trio_agents(*args: str, home: Path) -> trio.CompletedProcess[bytes]:
+async def trio_agents(*args: str, home: Path) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "TRIO_AGENTS_HOME": str(home), "NO_COLOR": "1"}
     env.pop("TRIO_AGENTS_DEBUG", None)
     with trio.fail_after(60):

@@ -376,8 +376,9 @@ def _definitions(
     raw: _File | None, data: Mapping[str, Any], problems: list[str]
 ) -> tuple[AgentDefinition, ...]:
     """The ``[[agent_definitions]]`` as definitions; their problems added to ``problems``."""
-    for index, table in enumerate(_tables(data, "agent_definitions")):
-        problems.extend(_check_model(f"agent_definitions[{index}].model", _text(table, "model")))
+    for index, raw_table in enumerate(_tables(data, "agent_definitions")):
+        where = f"agent_definitions[{index}].model"
+        problems.extend(_check_model(where, _text(raw_table, "model")))
     if raw is None:
         return ()
     made: list[AgentDefinition] = []
