@@ -10,8 +10,11 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 import trio
 from support import TRIO_AGENTS
+
+from trio_agents.cli import main
 
 CONFIG = """\
 [[agent_definitions]]
@@ -72,3 +75,37 @@ async def test_a_bad_definition_is_a_listed_config_problem(tmp_path: Path) -> No
         r"^  - agent_definitions\[1\]\.description: required field missing$", err, re.M
     )
     assert re.search(r"^  - agent_definitions\[0\]\.model: unknown model spec 'nope:x'", err, re.M)
+
+
+def test_chat_shows_a_childs_work_indented_and_agents_lists_live_children(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    store: Path,
+    tmp_path: Path,
+    stdin_pipe: int,
+) -> None:
+    """A foreground child's start, answer and end are indented lines under the call; /agents
+    lists a running background child under the lead; leaving disposes it."""
+    monkeypatch.setenv("COLUMNS", "200")
+    config = tmp_path / "agents.toml"
+    config.write_text(
+        CONFIG
+        + '[[agent_definitions]]\nname = "slow"\ndescription = "s"\nmodel = "echo?delay=30"\n'
+    )
+    fore = json.dumps({"agent": "reviewer", "prompt": "fine"})
+    back = json.dumps({"agent": "slow", "prompt": "later", "background": True})
+    lines = f"!tool task {fore}\n!tool task {back}\n/agents\n/quit\n"
+    os.write(stdin_pipe, lines.encode())
+    os.close(stdin_pipe)
+    args = ["chat", "--store", str(store), "--session", "lead", "--config", str(config)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    expected = [
+        r"  ↳ reviewer (s-[0-9a-f]+) started\n",
+        r"    fine\n",
+        r"  ↳ \1 ended completed\n",
+        r"  ↳ slow (s-[0-9a-f]+) started in the background\n",
+        r"you> /agents\nlead  idle  echo\n  \2  running, turn t-1  echo\n",
+        r"you> /quit\n  ↳ \2 ended cancelled by ParentCancel\(parent_id='lead'\)\n",
+    ]
+    assert re.search(".*".join(expected), out, re.S), out
