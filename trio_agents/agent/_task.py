@@ -280,26 +280,26 @@ class TaskTools:
     ) -> ChildOutcome:
         """Ask the child, dispose it, record its end; the outcome of its turn."""
         child = handle.agent
-        outcome = ChildOutcome(StopReason.CANCELLED, error="the child never ran")
+        outcome: ChildOutcome | None = None
         try:
             try:
-                answer = await child.ask(prompt)
+                outcome = ChildOutcome(StopReason.COMPLETED, await child.ask(prompt))
             except TurnFailedError as exc:
                 end = exc.record
                 outcome = ChildOutcome(end.stop_reason, "", end.cause, end.error)
             except (AgentClosedError, MessageDroppedError) as exc:
                 outcome = ChildOutcome(StopReason.CANCELLED, "", None, str(exc))
-            else:
-                outcome = ChildOutcome(StopReason.COMPLETED, answer)
         finally:
             with trio.CancelScope(shield=True):
-                if not child.done:
-                    # Cancelled while the child ran: it stops with its parent's cause, and
-                    # its end is recorded before the parent's turn records its own.
+                if outcome is None and not child.done:
+                    # Cancelled (or failed) while the child ran: it stops with its parent's
+                    # cause, and its end is recorded before the parent's turn records its own.
                     child.cancel(ParentCancel(parent_id=parent.id))
                     await child.when_idle()
                     outcome = child_outcome(child.session.records)
                 await handle.dispose()
+                if outcome is None:
+                    outcome = ChildOutcome(StopReason.CANCELLED, error="disposed before it ran")
                 self._ended(parent, child, call_id, outcome)
         return outcome
 
