@@ -155,6 +155,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "ASKED_BY_DEFAULT",
             "Approval",
             "Config",
+            "DefinitionTable",
             "ConfigFileError",
             "LoadedPlugin",
             "PluginEntry",

@@ -57,7 +57,7 @@ from ..session import (
 )
 from ._ledger import Ledger, decide
 from ._records import (
-    AgentDefinition,
+    AgentTemplate,
     CancelRequested,
     PromptClaimed,
     PromptFailed,
@@ -442,7 +442,7 @@ class Worker:
         if held is not None and not held.agent.done:
             agent: Agent = held.agent
             return agent
-        definition = AgentDefinition(**json.loads(row.agent)) if row.agent is not None else None
+        definition = AgentTemplate(**json.loads(row.agent)) if row.agent is not None else None
         while not self._handing_back:
             try:
                 handle = await self._agents.resume(row.session_id)
@@ -456,7 +456,7 @@ class Worker:
                 if definition is None:
                     raise SessionNotFoundError(
                         f"no session {row.session_id!r} is stored; submit its first prompt "
-                        f"with an agent definition (agent=AgentDefinition(...)) to create it"
+                        f"with an agent definition (agent=AgentTemplate(...)) to create it"
                     ) from None
                 try:
                     handle = await self._agents.create(
