@@ -254,7 +254,11 @@ class Worker:
 
     def _on_notify(self, channel: str, payload: str) -> None:
         kind, _, what = payload.partition(":")
-        if kind == "cancel":
+        if kind == "submit":
+            owner = what.partition(" ")[2]
+            if owner and owner != self.id:
+                return  # the session is routed to a live worker: only it may claim it
+        elif kind == "cancel":
             for run in self._runs.values():
                 if run.row.id == what:
                     self._kick(run.row.session_id)
