@@ -23,6 +23,7 @@ from ._compaction import Compactor, SummarizingCompactor
 from ._history import History
 from ._inbox import Inbox
 from ._meter import ContextMeter, ContextUsage
+from ._output import Outputs
 from ._usage import AgentUsage
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class AgentParts:
         "max_steps",
         "meter",
         "model",
+        "outputs",
         "session",
         "tools",
         "usage",
@@ -109,6 +111,8 @@ class AgentParts:
         self.max_steps = max_steps
         self.deps = deps
         self.agents = agents
+        #: The agent's typed-output settings (``_output``), made when first set.
+        self.outputs: Outputs | None = None
         # The runtime's compaction service, looked up at each use (shared by the agents of
         # one context: a callable per agent would be held by every idle one).
         self._find_compactor = find_compactor

@@ -59,6 +59,7 @@ from ._events import AgentCreated, AgentDisposed
 from ._factory import AGENT_FACTORY, AgentFactory, AgentRequest, DefaultAgentFactory
 from ._handle import AgentHandle
 from ._like import AgentLike
+from ._output import OutputKind, give_output, output_of
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -292,6 +293,7 @@ class AgentRegistry(Generic[A]):
         ask: ToolNames = None,
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
+        output: OutputKind | None = None,
     ) -> AgentHandle[A]:
         """Create an agent on a new session; its definition is recorded in the session.
 
@@ -311,6 +313,8 @@ class AgentRegistry(Generic[A]):
                 :attr:`Agent.approver`).
             deps: the application's dependencies the agent's tools see as ``ctx.deps``
                 (a live object, not recorded); by default the runtime's.
+            output: the typed answer of every turn (:attr:`Agent.output`, not recorded):
+                an attrs class or an :class:`OutputSchema`.
 
         Returns:
             A handle to the running agent. If the call fails or is cancelled, nothing of the
@@ -321,6 +325,7 @@ class AgentRegistry(Generic[A]):
             SessionExistsError: a stored session has ``session_id`` (resume it instead).
             ModelError: the model cannot answer as configured (a missing API key).
         """
+        typed = output_of(output) if output is not None else None
         config = AgentConfig().given(
             model=model,
             tools=tools,
@@ -346,7 +351,8 @@ class AgentRegistry(Generic[A]):
             )
         config = attrs.evolve(config, model_name=resolved.name)
         session.append(config.record())
-        return await self._host(session, config, resolved, parent, approver, deps)
+        handle = await self._host(session, config, resolved, parent, approver, deps)
+        return handle if typed is None else await give_output(handle, typed)
 
     async def resume(
         self,
