@@ -103,7 +103,7 @@ class AnswerFold:
         if record.stop_reason is StopReason.ERROR and output is not None and output.problems:
             raise OutputError(
                 f"turn {record.turn_id} of agent {self._agent_id} ended error: {record.error} "
-                f"(the last answer is this error's 'answer')",
+                f"(the last answer: {_clip(json.dumps(output.answer, ensure_ascii=False))})",
                 record,
                 output.answer,
                 output.problems,
@@ -116,3 +116,7 @@ class AnswerFold:
             f"answer; the agent's session records show what the turn did)",
             record,
         )
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
