@@ -4,8 +4,8 @@ the embedded echo model (which answers with the prompt, so the prompt is the ans
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 from pathlib import Path
 

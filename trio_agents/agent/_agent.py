@@ -39,7 +39,7 @@ from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
 from ._inbox import Lane, MessageId, QueuedMessage
 from ._meter import ContextUsage
-from ._output import OutputKind, OutputSchema, Outputs, check_retries, latest_output, output_of
+from ._output import OutputKind, Outputs, OutputSchema, check_retries, latest_output, output_of
 from ._parts import AgentParts
 from ._restore import restore
 from ._status import AgentStatus, check_status

@@ -75,6 +75,10 @@ _ACCEPTED = "accepted: this is your final answer"
 _FENCE = re.compile(r"^\s*```[\w-]*\s*\n(?P<body>.*?)\n\s*```\s*$", re.DOTALL)
 
 
+def _copy(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(schema)
+
+
 @final
 @attrs.frozen(eq=False)
 class OutputSchema:
@@ -88,7 +92,7 @@ class OutputSchema:
         ImportError: ``jsonschema`` is not installed.
     """
 
-    schema: Mapping[str, Any] = attrs.field(converter=dict)
+    schema: Mapping[str, Any] = attrs.field(converter=_copy)
     _validator: Any = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -215,7 +219,9 @@ def check_retries(value: int) -> int:
         ValueError: anything else.
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"output_retries is how many refused answers to retry, >= 0; got {value!r}")
+        raise ValueError(
+            f"output_retries is how many refused answers to retry, >= 0; got {value!r}"
+        )
     return value
 
 
@@ -271,7 +277,6 @@ class Outputs:
         self.default: OutputType[Any] | None = None
         self.retries = DEFAULT_RETRIES
         self.asked: dict[MessageId, tuple[OutputType[Any], int]] = {}
-
 
 
 def turn_output(
