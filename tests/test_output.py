@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -242,3 +243,18 @@ async def test_a_cancelled_typed_turn_is_a_turn_failure() -> None:
             nursery.start_soon(asking)
             await trio.testing.wait_all_tasks_blocked()
             agent.cancel()
+
+
+async def test_the_typed_example_of_tests_typing_runs() -> None:
+    """The file mypy checks for ask's types (tests/typing/typed_output.py) runs as written."""
+    # Loaded by path: the directory is named after what it checks (typing), not importable.
+    path = Path(__file__).parent / "typing" / "typed_output.py"
+    spec = importlib.util.spec_from_file_location("typed_output", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = scripted(answer(ok=True, reason="fine"), "because")
+    async with ta.open_runtime(store=ta.MemoryStore(), model=model) as root:
+        agent = (await root.agents.create()).agent
+        assert await module.judge(agent) == (True, "fine")
