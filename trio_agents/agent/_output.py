@@ -85,7 +85,7 @@ class OutputSchema:
     """A typed final answer described by a JSON Schema (an object schema) instead of an
     attrs class: ``ask(prompt, output=OutputSchema(schema))`` returns the validated JSON.
 
-    Validation needs the ``jsonschema`` package (``pip install 'trio-agents[jsonschema]'``).
+    Validation needs the ``jsonschema`` package (the ``jsonschema`` extra of trio-agents).
 
     Raises:
         ValueError: ``schema`` is not a valid JSON Schema of an object.
@@ -106,7 +106,7 @@ class OutputSchema:
         except ImportError:
             raise ImportError(
                 "validating output with a JSON Schema needs the jsonschema package; "
-                "install it: pip install 'trio-agents[jsonschema]'"
+                "install it (pip install jsonschema, or the trio-agents extra 'jsonschema')"
             ) from None
         cls = jsonschema.validators.validator_for(self.schema)
         try:
