@@ -106,16 +106,26 @@ def test_openai_strict_mode_only_for_a_schema_that_fits_it() -> None:
 async def test_anthropic_forces_a_tool_call_and_parses_the_final_answer(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    """The request offers final_answer with the schema and tool_choice any; its tool_use
-    input is the typed answer."""
+    """The request offers final_answer with the schema and tool_choice any; a refused input
+    is an error tool_result, and the next tool_use input is the typed answer."""
     server: FakeServer = await serve(nursery, "")
-    server.script(anthropic_tool_use("toolu_1", "final_answer", '{"ok": false, "reasons": ["x"]}'))
+    server.script(
+        anthropic_tool_use("toolu_1", "final_answer", '{"ok": false}'),
+        anthropic_tool_use("toolu_2", "final_answer", '{"ok": false, "reasons": ["x"]}'),
+    )
     model = AnthropicModel("claude-test", base_url=server.url, api_key="k", timeout=None)
     async with ta.open_runtime(store=ta.MemoryStore(), model=model) as root:
         agent = (await root.agents.create()).agent
         verdict = await agent.ask("Is it fine?", output=Verdict)
         assert verdict == Verdict(ok=False, reasons=["x"])
-    (seen,) = server.seen
-    (tool,) = seen.body["tools"]
+    first, second = (seen.body for seen in server.seen)
+    (tool,) = first["tools"]
     assert (tool["name"], tool["input_schema"]) == ("final_answer", SCHEMA)
-    assert seen.body["tool_choice"] == {"type": "any"}
+    assert first["tool_choice"] == {"type": "any"}
+    result = second["messages"][-1]["content"][0]
+    assert (result["type"], result["tool_use_id"], result["is_error"]) == (
+        "tool_result",
+        "toolu_1",
+        True,
+    )
+    assert "required argument missing @ answer.reasons" in result["content"]
