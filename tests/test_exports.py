@@ -143,6 +143,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.agent._output": frozenset(
         {
+            "DEFAULT_RETRIES",
             "FINAL_ANSWER",
             "OutputFailed",
             "OutputType",

@@ -9,7 +9,9 @@ Rules:
   it: it never runs) or finds the turn (and aborts it): there is no gap between the two.
 - ``when_idle`` returns when the agent is idle with nothing wakeable queued (or is closed).
 - ``ask`` is ``prompt`` plus a wait on the session records for that message's turn
-  (``_ask.AnswerFold``); the loop notifies after every turn, removal and exit.
+  (``_ask.AnswerFold``); the loop notifies after every turn, removal and exit. Its
+  ``output=`` is the typed answer of that message's turn alone (``_output``), set before the
+  next checkpoint, so before a turn can claim the message.
 - ``compact()`` queues a compaction for the loop, which runs it between turns like a turn of
   its own: ``cancel`` aborts it (or withdraws it while queued) and the history stays as it was.
   A compaction that a turn needs runs inside that turn (see ``_compaction``).
@@ -39,7 +41,16 @@ from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
 from ._inbox import Lane, MessageId, QueuedMessage
 from ._meter import ContextUsage
-from ._output import OutputKind, Outputs, OutputSchema, check_retries, latest_output, output_of
+from ._output import (
+    DEFAULT_RETRIES,
+    OutputKind,
+    Outputs,
+    OutputSchema,
+    OutputType,
+    check_retries,
+    latest_output,
+    output_of,
+)
 from ._parts import AgentParts
 from ._restore import restore
 from ._status import AgentStatus, check_status
@@ -407,7 +418,9 @@ class Agent:
             if outputs is not None:
                 outputs.asked.pop(message_id, None)
 
-    async def _answer(self, fold: AnswerFold, seen: int, content: str, typed: Any) -> Any:
+    async def _answer(
+        self, fold: AnswerFold, seen: int, content: str, typed: OutputType[Any] | None
+    ) -> Any:
         while True:
             new = self.session.records_since(seen)
             seen += len(new)
@@ -460,7 +473,7 @@ class Agent:
             ValueError: (setting) not a whole number >= 0.
         """
         outputs = self._parts.outputs
-        return outputs.retries if outputs is not None else Outputs().retries
+        return outputs.retries if outputs is not None else DEFAULT_RETRIES
 
     @output_retries.setter
     def output_retries(self, retries: int) -> None:

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     H = TypeVar("H", bound=AgentHandle[Any])
 
 __all__ = [
+    "DEFAULT_RETRIES",
     "FINAL_ANSWER",
     "OutputError",
     "OutputFailed",
