@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import attrs
@@ -207,6 +209,15 @@ async def test_an_output_schema_is_validated_with_the_schema_itself() -> None:
         assert agent.last_output(schema) == {"tags": ["a", "b"]}
 
 
+def test_an_output_schema_without_jsonschema_names_the_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the jsonschema package an OutputSchema says what to install."""
+    monkeypatch.setitem(sys.modules, "jsonschema", None)
+    with pytest.raises(ImportError, match=r"^validating output with a JSON Schema needs the"):
+        ta.OutputSchema({"type": "object"})
+
+
 def test_an_output_schema_that_is_not_an_object_schema_is_refused() -> None:
     """A schema must describe an object and be a valid JSON Schema."""
     with pytest.raises(ValueError, match=r'^an output schema describes a JSON object \(its "type"'):
@@ -227,6 +238,52 @@ async def test_an_output_that_is_not_an_attrs_class_is_refused_before_queueing()
         with pytest.raises(TypeError, match=r"^output is an attrs class"):
             await root.agents.create(output=int)
         assert [a.id for a in root.agents.list()] == [agent.id]
+
+
+@attrs.frozen
+class Opaque:
+    handle: object
+
+
+async def test_an_output_class_with_no_json_schema_is_refused_when_given() -> None:
+    """A field type with no JSON schema is refused by ask, before anything is queued."""
+    async with ta.open_runtime(store=ta.MemoryStore()) as root:
+        agent = (await root.agents.create()).agent
+        with pytest.raises(TypeError, match=r"^output Opaque: argument Opaque\.handle has type"):
+            await agent.ask("?", output=Opaque)
+        with pytest.raises(TypeError, match=r"^output Opaque: "):
+            agent.output = Opaque
+        assert agent.output is None
+        assert agent.session.records[-1].seq == 0  # the AgentConfigured record alone
+
+
+async def test_a_json_answer_that_is_not_an_object_is_refused() -> None:
+    """An array where the class needs an object is a refusal with its reason."""
+    model = scripted("[1, 2]", '{"name": "Oslo", "population": 8}')
+    async with ta.open_runtime(store=ta.MemoryStore(), model=model) as root:
+        agent = (await root.agents.create()).agent
+        assert await agent.ask("?", output=City) == City("Oslo", 8)
+        refused, _ = outputs(agent)
+        assert refused.problems == ["expected an object, got array @ answer"]
+
+
+def _echo_agents() -> ModuleType:
+    # Loaded by path: the directory is named after what it checks (typing), not importable.
+    path = Path(__file__).parent / "typing" / "echo_agents.py"
+    spec = importlib.util.spec_from_file_location("echo_agents_of_output", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_create_output_with_a_factory_without_typed_output_is_refused() -> None:
+    """A factory whose agents have no output: create(output=) refuses and leaves no agent."""
+    async with ag.open_runtime(factory=_echo_agents().EchoFactory()) as root:
+        with pytest.raises(TypeError, match=r"^the runtime's agent factory builds EchoAgent"):
+            await root.agents.create(output=City)
+        assert root.agents.list() == ()
 
 
 async def test_a_cancelled_typed_turn_is_a_turn_failure() -> None:

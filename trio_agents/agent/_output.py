@@ -168,15 +168,13 @@ def _of_class(kind: type[Any]) -> OutputType[Any]:
     return OutputType(kind, ToolSpec(FINAL_ANSWER, about, schema))
 
 
-def output_of(kind: type[T] | OutputSchema | OutputType[T]) -> OutputType[T]:
+def output_of(kind: type[T] | OutputSchema) -> OutputType[T]:
     """The checked output type of ``kind`` (an attrs class's is made once).
 
     Raises:
         TypeError: ``kind`` is neither an attrs class nor an :class:`OutputSchema`, or a
             field's type has no JSON schema.
     """
-    if isinstance(kind, OutputType):
-        return kind
     if isinstance(kind, OutputSchema):
         return OutputType(kind, ToolSpec(FINAL_ANSWER, _ABOUT, dict(kind.schema)))
     if not isinstance(kind, type) or not attrs.has(kind):
