@@ -98,6 +98,7 @@ def test_run_answers_through_the_final_answer_tool_quietly(
         (None, r"cannot read .*missing\.json: No such file or directory"),
         ("{", r".*schema\.json is not JSON \(Expecting property name"),
         ('{"type": "array"}', r".*schema\.json: an output schema describes a JSON object"),
+        ("[]", r".*schema\.json holds no JSON Schema object$"),
     ],
 )
 @pytest.mark.usefixtures("cli_environment")
@@ -112,3 +113,21 @@ def test_a_bad_schema_file_is_one_line_before_anything_runs(
     assert (status, out) == (1, "")
     assert re.match(rf"^trio-agents: error: --output-schema: {problem}", err)
     assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.usefixtures("cli_environment")
+def test_output_schema_with_remote_is_refused(
+    capsys: pytest.CaptureFixture[str], schema_file: Path
+) -> None:
+    """A remote worker cannot check the schema: the pair is refused before anything runs."""
+    status, out, err = run_cli(
+        capsys,
+        "run",
+        "--remote",
+        "postgresql://127.0.0.1:1/none",
+        "--output-schema",
+        str(schema_file),
+        "x",
+    )
+    assert (status, out) == (1, "")
+    assert re.match(r"^trio-agents: error: --output-schema does not work with --remote", err)
