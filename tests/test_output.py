@@ -11,11 +11,12 @@ from typing import Any
 import attrs
 import pytest
 import trio
+import trio.testing
 from support import Tools
 
 import trio_agents as ta
 import trio_agents.agent as ag
-from trio_agents.model import CallTool, Reply, ScriptedModel, ToolOutput, UserText
+from trio_agents.model import CallTool, Reply, Say, ScriptedModel, ToolOutput, UserText, Wait
 from trio_agents.session import (
     InboxSpliced,
     JsonlStore,
@@ -315,3 +316,18 @@ async def test_the_typed_example_of_tests_typing_runs() -> None:
     async with ta.open_runtime(store=ta.MemoryStore(), model=model) as root:
         agent = (await root.agents.create()).agent
         assert await module.judge(agent) == (True, "fine")
+
+
+async def test_a_typed_message_stays_typed_when_its_asker_stops_waiting(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Cancelling ask's wait leaves the queued message typed: its turn still answers typed."""
+    model = scripted([Wait(5), Say("first")], answer(name="Oslo", population=9))
+    async with ta.open_runtime(store=ta.MemoryStore(), model=model) as root:
+        agent = (await root.agents.create()).agent
+        agent.prompt("first")
+        with trio.move_on_after(1):
+            await agent.ask("second", output=City)
+        await agent.when_idle()
+        assert agent.last_output(City) == City("Oslo", 9)
+    assert model.requests[1].output is not None

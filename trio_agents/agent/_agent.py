@@ -11,7 +11,8 @@ Rules:
 - ``ask`` is ``prompt`` plus a wait on the session records for that message's turn
   (``_ask.AnswerFold``); the loop notifies after every turn, removal and exit. Its
   ``output=`` is the typed answer of that message's turn alone (``_output``), set before the
-  next checkpoint, so before a turn can claim the message.
+  next checkpoint, so before a turn can claim the message; it stays with the message when
+  the caller stops waiting, until a turn claims the message or it is removed.
 - ``compact()`` queues a compaction for the loop, which runs it between turns like a turn of
   its own: ``cancel`` aborts it (or withdraws it while queued) and the history stays as it was.
   A compaction that a turn needs runs inside that turn (see ``_compaction``).
@@ -382,8 +383,8 @@ class Agent:
         The answer is the text the model said after the turn's last tool call (the reply to
         the tool results), ``""`` if that final step said nothing; the JSON text of its typed
         answer when the agent has an :attr:`output`. Cancelling the caller stops the wait
-        only: the message stays queued or its turn keeps running (``agent.cancel`` stops
-        those).
+        only: the message stays queued or its turn keeps running, typed as asked
+        (``agent.cancel`` stops those).
 
         Args:
             content: the prompt.
@@ -412,11 +413,7 @@ class Agent:
         if outputs is not None and typed is not None:
             # Invariant: set before the next checkpoint, so before any turn can claim it.
             outputs.asked[message_id] = (typed, retries)
-        try:
-            return await self._answer(fold, seen, content, typed)
-        finally:
-            if outputs is not None:
-                outputs.asked.pop(message_id, None)
+        return await self._answer(fold, seen, content, typed)
 
     async def _answer(
         self, fold: AnswerFold, seen: int, content: str, typed: OutputType[Any] | None
@@ -521,6 +518,9 @@ class Agent:
         return message.id
 
     def _record_removal(self, message: QueuedMessage, reason: str) -> None:
+        outputs = self._parts.outputs
+        if outputs is not None:
+            outputs.asked.pop(message.id, None)
         self.session.append(
             InboxSpliced(op="remove", lane=message.lane, message_id=message.id, reason=reason)
         )
