@@ -45,6 +45,8 @@ from ._loop import AgentLoop as AgentLoop
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
 from ._meter import ContextUsage as ContextUsage
+from ._output import OutputError as OutputError
+from ._output import OutputSchema as OutputSchema
 from ._registry import AGENTS as AGENTS
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
@@ -106,6 +108,8 @@ __all__ = [
     "MessageId",
     "ModelRequiredError",
     "NoCallingAgentError",
+    "OutputError",
+    "OutputSchema",
     "QueuedMessage",
     "Refusal",
     "SummarizingCompactor",

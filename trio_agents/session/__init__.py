@@ -41,6 +41,7 @@ from ._records import ChildStarted as ChildStarted
 from ._records import Compacted as Compacted
 from ._records import InboxSpliced as InboxSpliced
 from ._records import ModelUsage as ModelUsage
+from ._records import OutputProduced as OutputProduced
 from ._records import Record as Record
 from ._records import StopReason as StopReason
 from ._records import ToolApproval as ToolApproval
@@ -74,6 +75,7 @@ __all__ = [
     "JsonlStore",
     "MemoryStore",
     "ModelUsage",
+    "OutputProduced",
     "PostgresStore",
     "Record",
     "Session",
