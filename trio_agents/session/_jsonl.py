@@ -31,7 +31,7 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
@@ -452,6 +452,20 @@ class JsonlStore(SessionStore[_File]):
                 f"session {session_id!r} is live in {held.holder}; end it there, then delete it"
             ) from None
 
+    async def _remove_tree(self, session_ids: Sequence[str]) -> None:
+        if self._read_only:
+            raise self._refuse_write(f"delete session {session_ids[-1]!r}")
+        try:
+            await trio.to_thread.run_sync(io.remove_sessions, self._root, session_ids)
+        except io.LockHeld as held:
+            asked = session_ids[-1]
+            which = held.session_id or asked
+            under, then = ("", "it") if which == asked else (f", under {asked!r},", repr(asked))
+            raise SessionInUseError(
+                f"session {which!r}{under} is live in {held.holder}; end it there, then "
+                f"delete {then}"
+            ) from None
+
     async def repair(self, session_id: str) -> SessionRepair | None:
         """Repair a corrupt session file: keep its longest valid start (the records up to the
         first line that cannot be read or is out of order) and move the rest, byte for byte,
@@ -502,6 +516,7 @@ class JsonlStore(SessionStore[_File]):
                 title=f.title,
                 damaged=f.damaged,
                 cwd=f.cwd,
+                parent_id=f.parent_id,
             )
             for f in found
         ]

@@ -61,6 +61,7 @@ __all__ = [
     "read_session",
     "release_lock",
     "remove_session",
+    "remove_sessions",
     "repair_session",
     "repair_tail",
     "scan_root",
@@ -570,6 +571,40 @@ def remove_session(path: Path, session_id: str) -> None:
         release_lock(path, lock)
 
 
+def remove_sessions(root: Path, session_ids: Sequence[str]) -> None:
+    """Delete the files of ``session_ids`` (the last is the session asked for, the others the
+    sessions under it, each before its parent), holding all their locks.
+
+    Every lock is taken before any file goes, so a session live in another process stops the
+    delete before it begins. The directory is synced after each file but the last, so the
+    files go in their order even across a power loss: a delete cut short leaves no child
+    whose parent is gone.
+
+    Raises:
+        SessionNotFoundError: the last session has no file (nothing was deleted).
+        LockHeld: another process has one of them live (nothing was deleted); its
+            ``session_id`` says which.
+    """
+    asked = session_ids[-1]
+    _require_stored(root / f"{asked}{SUFFIX}", asked)
+    locks: list[tuple[Path, int]] = []
+    try:
+        for session_id in session_ids:
+            path = root / f"{session_id}{SUFFIX}"
+            try:
+                locks.append((path, take_lock(path)))
+            except LockHeld as held:
+                held.session_id = session_id
+                raise
+        for path, _ in locks[:-1]:
+            path.unlink(missing_ok=True)
+            _sync_dir(root)
+        locks[-1][0].unlink(missing_ok=True)
+    finally:
+        for path, lock in reversed(locks):
+            release_lock(path, lock)
+
+
 @attrs.frozen
 class StoredFile:
     """What a scan learns about one session file.
@@ -581,6 +616,7 @@ class StoredFile:
         title: the title of its records (see ``title_of``), or ``None``.
         damaged: why it cannot be loaded, or ``None``.
         cwd: the ``cwd`` of its latest ``AgentConfigured`` record, or ``None``.
+        parent_id: the ``parent_id`` of that record, or ``None``.
     """
 
     id: str
@@ -589,6 +625,7 @@ class StoredFile:
     title: str | None
     damaged: str | None = None
     cwd: str | None = None
+    parent_id: str | None = None
 
 
 def scan_root(root: Path) -> list[StoredFile]:
@@ -621,6 +658,7 @@ def scan_root(root: Path) -> list[StoredFile]:
                 mtime=loaded.mtime,
                 title=summary.title,
                 cwd=summary.cwd,
+                parent_id=summary.parent_id,
             )
         )
     return found
@@ -660,6 +698,8 @@ class LockHeld(Exception):
     def __init__(self, holder: str) -> None:
         super().__init__(holder)
         self.holder = holder
+        #: The session whose lock it is, when the caller tried several.
+        self.session_id: str | None = None
 
 
 def take_lock(path: Path) -> int:

@@ -106,6 +106,7 @@ class StoredRow:
     title: str | None
     damaged: str | None = None
     cwd: str | None = None
+    parent_id: str | None = None
 
 
 def _uri(path: Path, mode: str) -> str:
@@ -351,19 +352,21 @@ class Database:
                 raise
         return results
 
-    def remove(self, session_id: str) -> None:
-        """Delete a stored session.
+    def remove(self, session_id: str, *under: str) -> None:
+        """Delete a stored session, and the sessions ``under`` it, in one transaction.
 
         Raises:
-            SessionNotFoundError: there is none.
+            SessionNotFoundError: ``session_id`` is not stored (nothing was deleted).
         """
         with self._using() as conn:
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.execute("DELETE FROM records WHERE session_id = ?", (session_id,))
-                gone = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
-                conn.execute("COMMIT")
+                gone = 0
+                for doomed in (*under, session_id):
+                    conn.execute("DELETE FROM records WHERE session_id = ?", (doomed,))
+                    gone = conn.execute("DELETE FROM sessions WHERE id = ?", (doomed,)).rowcount
+                conn.execute("COMMIT" if gone else "ROLLBACK")
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
@@ -449,6 +452,7 @@ class Database:
                     updated=updated,
                     title=summary.title,
                     cwd=summary.cwd,
+                    parent_id=summary.parent_id,
                 )
             )
         return found
