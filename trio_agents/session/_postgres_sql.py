@@ -176,7 +176,7 @@ def _add_parents(conn: Conn) -> None:
     conn.execute(
         "UPDATE trio_agents_sessions AS s SET parent_id = c.parent_id FROM ("
         "SELECT DISTINCT ON (session_id) session_id, line::jsonb ->> 'parent_id' AS parent_id "
-        "FROM trio_agents_records WHERE starts_with(line, '{\"type\":\"agent_configured\"') "
+        'FROM trio_agents_records WHERE starts_with(line, \'{"type":"agent_configured"\') '
         "ORDER BY session_id, seq DESC) AS c WHERE s.id = c.session_id"
     )
 

@@ -45,8 +45,7 @@ class SessionTree:
         """The tree of ``infos`` (the last one of an id counts)."""
         by_id = {info.id: info for info in infos}
         parent = {
-            info.id: info.parent_id if info.parent_id in by_id else None
-            for info in by_id.values()
+            info.id: info.parent_id if info.parent_id in by_id else None for info in by_id.values()
         }
         children = _group(by_id.values(), parent)
         roots = [info for info in by_id.values() if parent[info.id] is None]
