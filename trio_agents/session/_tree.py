@@ -55,8 +55,8 @@ class SessionTree:
             # out of reach of the top-level ones.
             if info.id not in reached:
                 parent[info.id] = None
-                roots.append(info)
                 reached.update(i.id for _, i in _walk([info], children, reached))
+        roots = [info for info in by_id.values() if parent[info.id] is None]
         return cls(tuple(roots), children=_group(by_id.values(), parent), infos=by_id)
 
     def __contains__(self, session_id: object) -> bool:

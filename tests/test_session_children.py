@@ -1,0 +1,176 @@
+"""Child sessions under their parent on every backend: the parent in the listing, the tree,
+and a delete that takes the sessions under a session with it (issue 37, item 2)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+from store_backends import BACKENDS, Factory
+
+import trio_agents.agent as ag
+from trio_agents.kernel import open_root
+from trio_agents.model import ScriptedModel
+from trio_agents.session import (
+    AgentConfigured,
+    SessionInfo,
+    SessionInUseError,
+    SessionNotFoundError,
+    SessionStore,
+    SessionTree,
+)
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
+    """A factory of stores of each backend on one set of data (tests/store_backends.py)."""
+    return BACKENDS[request.param](request, tmp_path)
+
+
+async def store_a_family(store: SessionStore) -> None:
+    """``p`` with children ``c1`` (itself parent of ``g``) and ``c2``, and an unrelated ``s``;
+    each ran one turn, then the runtime closed."""
+    async with ag.open_runtime(store=store, model=ScriptedModel.echo()) as root:
+        parent = (await root.agents.create(session_id="p")).agent
+        c1 = (await root.agents.create(session_id="c1", parent=parent)).agent
+        g = (await root.agents.create(session_id="g", parent=c1)).agent
+        c2 = (await root.agents.create(session_id="c2", parent=parent)).agent
+        other = (await root.agents.create(session_id="s")).agent
+        for agent in (parent, c1, g, c2, other):
+            agent.prompt(f"hello from {agent.id}")
+            await agent.when_idle()
+
+
+@asynccontextmanager
+async def opened(store: SessionStore) -> AsyncIterator[SessionStore]:
+    async with open_root() as root:
+        await root.plugin(store)
+        yield store
+
+
+def parents(infos: list[SessionInfo]) -> dict[str, str | None]:
+    return {info.id: info.parent_id for info in infos}
+
+
+async def test_every_backend_lists_each_session_with_its_parent(make_store: Factory) -> None:
+    """After the runtime is gone, a store opened again says whose child each session is."""
+    await store_a_family(make_store())
+    async with opened(make_store()) as store:
+        infos = await store.list()
+    assert parents(infos) == {"p": None, "c1": "p", "g": "c1", "c2": "p", "s": None}
+
+
+async def test_a_live_child_lists_its_parent(make_store: Factory) -> None:
+    """A live session's summary knows its parent too (read from its records)."""
+    async with ag.open_runtime(store=make_store(), model=ScriptedModel.echo()) as root:
+        parent = (await root.agents.create(session_id="p")).agent
+        await root.agents.create(session_id="c", parent=parent)
+        infos = await root.get("sessions").list()
+    assert parents(infos) == {"p": None, "c": "p"}
+    assert all(info.live for info in infos)
+
+
+async def test_the_tree_puts_children_under_their_parent(make_store: Factory) -> None:
+    """Top-level: the parent and the unrelated session; under p: c1 (with g) and c2."""
+    await store_a_family(make_store())
+    async with opened(make_store()) as store:
+        tree = SessionTree.of(await store.list())
+    assert {info.id for info in tree.roots} == {"p", "s"}
+    walked = [(depth, info.id) for depth, info in tree.walk("p")]
+    assert sorted(walked) == [(1, "c1"), (1, "c2"), (2, "g")]
+    assert walked.index((2, "g")) == walked.index((1, "c1")) + 1
+
+
+async def test_deleting_a_parent_deletes_its_children_and_grandchildren(
+    make_store: Factory,
+) -> None:
+    """delete(p) removes p, c1, g and c2, each child before its parent; s stays."""
+    await store_a_family(make_store())
+    async with opened(make_store()) as store:
+        deleted = await store.delete("p")
+        left = [info.id for info in await store.list()]
+    assert sorted(deleted) == ["c1", "c2", "g", "p"]
+    assert deleted[-1] == "p"
+    assert deleted.index("g") < deleted.index("c1")
+    assert left == ["s"]
+    async with opened(make_store()) as store:
+        assert [info.id for info in await store.list()] == ["s"]
+        for gone in deleted:
+            assert not await store.is_stored(gone)
+
+
+async def test_deleting_a_child_keeps_its_parent_and_siblings(make_store: Factory) -> None:
+    """delete(c1) takes g with it, and nothing above or beside it."""
+    await store_a_family(make_store())
+    async with opened(make_store()) as store:
+        assert await store.delete("c1") == ("g", "c1")
+        assert parents(await store.list()) == {"p": None, "c2": "p", "s": None}
+
+
+async def test_a_live_grandchild_refuses_the_whole_delete(make_store: Factory) -> None:
+    """While g is live, delete(p) deletes nothing and names g; once g detaches it works."""
+    await store_a_family(make_store())
+    async with opened(make_store()) as store:
+        g = await store.load("g")
+        await store.enter(g)
+        with pytest.raises(
+            SessionInUseError,
+            match=r"^session 'g', under 'p', is live; dispose the agent that uses it, then "
+            r"delete 'p'$",
+        ):
+            await store.delete("p")
+        assert len(await store.list()) == 5
+        await store.detach(g)
+        assert await store.delete("p") == ("g", "c1", "c2", "p")
+
+
+async def test_a_delete_of_an_unknown_id_deletes_nothing(make_store: Factory) -> None:
+    """An id that is not stored is SessionNotFoundError, as before, and touches no session."""
+    await store_a_family(make_store())
+    async with opened(make_store()) as store:
+        with pytest.raises(SessionNotFoundError, match=r"^no stored session has the id 'x'"):
+            await store.delete("x")
+        assert len(await store.list()) == 5
+
+
+def test_a_cycle_of_parents_still_lists_every_session_once() -> None:
+    """Ids reused after deletes can make parents a cycle: its first session is top-level."""
+
+    def info(session_id: str, parent_id: str | None) -> SessionInfo:
+        return SessionInfo(
+            id=session_id, records=0, updated=None, live=False, title=None, parent_id=parent_id
+        )
+
+    tree = SessionTree.of(
+        [info("a", None), info("x", "y"), info("y", "x"), info("o", "gone"), info("k", "a")]
+    )
+    assert [(d, i.id) for d, i in tree.walk()] == [
+        (0, "a"),
+        (1, "k"),
+        (0, "x"),
+        (1, "y"),
+        (0, "o"),
+    ]
+    assert tree.subtree("x") == ("y", "x")
+    assert tree.subtree("a") == ("k", "a")
+    assert tree.subtree("nothing") == ("nothing",)
+
+
+async def test_a_session_whose_agent_configured_names_no_parent_is_top_level(
+    make_store: Factory,
+) -> None:
+    """Sessions written without any AgentConfigured (or with parent_id None) are top-level."""
+    async with opened(make_store()) as store:
+        bare = store.prepare("bare")
+        await store.enter(bare)
+        plain = store.prepare("plain")
+        plain.append(AgentConfigured())
+        await store.enter(plain)
+        await store.detach(bare)
+        await store.detach(plain)
+        tree = SessionTree.of(await store.list())
+    assert sorted(info.id for info in tree.roots) == ["bare", "plain"]
