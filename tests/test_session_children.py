@@ -7,9 +7,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import attrs
+import psycopg
 import pytest
 import trio
-import trio.testing
+from children_support import FAMILY, store_a_family
 from store_backends import BACKENDS, Factory
 
 import trio_agents.agent as ag
@@ -17,11 +19,14 @@ from trio_agents.kernel import open_root
 from trio_agents.model import ScriptedModel
 from trio_agents.session import (
     AgentConfigured,
+    JsonlStore,
+    PostgresStore,
     SessionInfo,
     SessionInUseError,
     SessionNotFoundError,
     SessionStore,
     SessionTree,
+    dump_record,
 )
 
 
@@ -29,20 +34,6 @@ from trio_agents.session import (
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
     """A factory of stores of each backend on one set of data (tests/store_backends.py)."""
     return BACKENDS[request.param](request, tmp_path)
-
-
-async def store_a_family(store: SessionStore) -> None:
-    """``p`` with children ``c1`` (itself parent of ``g``) and ``c2``, and an unrelated ``s``;
-    each ran one turn, then the runtime closed."""
-    async with ag.open_runtime(store=store, model=ScriptedModel.echo()) as root:
-        parent = (await root.agents.create(session_id="p")).agent
-        c1 = (await root.agents.create(session_id="c1", parent=parent)).agent
-        g = (await root.agents.create(session_id="g", parent=c1)).agent
-        c2 = (await root.agents.create(session_id="c2", parent=parent)).agent
-        other = (await root.agents.create(session_id="s")).agent
-        for agent in (parent, c1, g, c2, other):
-            agent.prompt(f"hello from {agent.id}")
-            await agent.when_idle()
 
 
 @asynccontextmanager
@@ -56,12 +47,19 @@ def parents(infos: list[SessionInfo]) -> dict[str, str | None]:
     return {info.id: info.parent_id for info in infos}
 
 
+def assert_children_first(deleted: tuple[str, ...]) -> None:
+    """``deleted`` is p's whole family, each session before its parent, p last."""
+    assert sorted(deleted) == ["c1", "c2", "g", "p"]
+    assert deleted[-1] == "p"
+    assert deleted.index("g") < deleted.index("c1")
+
+
 async def test_every_backend_lists_each_session_with_its_parent(make_store: Factory) -> None:
     """After the runtime is gone, a store opened again says whose child each session is."""
     await store_a_family(make_store())
     async with opened(make_store()) as store:
         infos = await store.list()
-    assert parents(infos) == {"p": None, "c1": "p", "g": "c1", "c2": "p", "s": None}
+    assert parents(infos) == FAMILY
 
 
 async def test_a_live_child_lists_its_parent(make_store: Factory) -> None:
@@ -93,9 +91,7 @@ async def test_deleting_a_parent_deletes_its_children_and_grandchildren(
     async with opened(make_store()) as store:
         deleted = await store.delete("p")
         left = [info.id for info in await store.list()]
-    assert sorted(deleted) == ["c1", "c2", "g", "p"]
-    assert deleted[-1] == "p"
-    assert deleted.index("g") < deleted.index("c1")
+    assert_children_first(deleted)
     assert left == ["s"]
     async with opened(make_store()) as store:
         assert [info.id for info in await store.list()] == ["s"]
@@ -125,7 +121,7 @@ async def test_a_live_grandchild_refuses_the_whole_delete(make_store: Factory) -
             await store.delete("p")
         assert len(await store.list()) == 5
         await store.detach(g)
-        assert await store.delete("p") == ("g", "c1", "c2", "p")
+        assert_children_first(await store.delete("p"))
 
 
 async def test_a_delete_of_an_unknown_id_deletes_nothing(make_store: Factory) -> None:
@@ -174,3 +170,97 @@ async def test_a_session_whose_agent_configured_names_no_parent_is_top_level(
         await store.detach(plain)
         tree = SessionTree.of(await store.list())
     assert sorted(info.id for info in tree.roots) == ["bare", "plain"]
+
+
+async def test_a_grandchild_live_in_another_jsonl_store_refuses_the_whole_delete(
+    tmp_path: Path,
+) -> None:
+    """Every lock is taken before any file goes: g live elsewhere (its lock held by another
+    store object) stops delete(p) before it removes anything."""
+    await store_a_family(JsonlStore(tmp_path))
+    async with opened(JsonlStore(tmp_path)) as holder, opened(JsonlStore(tmp_path)) as store:
+        g = await holder.load("g")
+        await holder.enter(g)
+        with pytest.raises(
+            SessionInUseError,
+            match=r"^session 'g', under 'p', is live in another store object of this process; "
+            r"end it there, then delete 'p'$",
+        ):
+            await store.delete("p")
+        assert parents(await store.list()) == FAMILY
+        locks = await trio.to_thread.run_sync(lambda: sorted(tmp_path.glob("*.lock")))
+        assert [lock.name for lock in locks] == ["g.jsonl.lock"]
+        await holder.detach(g)
+        assert_children_first(await store.delete("p"))
+
+
+async def test_a_grandchild_live_in_another_postgres_worker_refuses_the_whole_delete(
+    pg_dsn: str,
+) -> None:
+    """The database takes the tree and its row locks in the delete's one transaction: g held
+    by another worker stops it, and nothing is deleted."""
+    await store_a_family(PostgresStore(pg_dsn))
+    async with opened(PostgresStore(pg_dsn)) as holder, opened(PostgresStore(pg_dsn)) as store:
+        g = await holder.load("g")
+        await holder.enter(g)
+        with pytest.raises(
+            SessionInUseError,
+            match=r"^session 'g', under 'p', is in use by another worker \([^)]+\); end it "
+            r"there, then delete 'p'$",
+        ):
+            await store.delete("p")
+        assert parents(await store.list()) == FAMILY
+        await holder.detach(g)
+        assert_children_first(await store.delete("p"))
+        assert parents(await store.list()) == {"s": None}
+
+
+#: The session table as format version 1 first made it, before ``parent_id``.
+OLD_POSTGRES_SCHEMA = """
+CREATE TABLE trio_agents_format (version integer NOT NULL);
+INSERT INTO trio_agents_format (version) VALUES (1);
+CREATE TABLE trio_agents_sessions (
+    id text PRIMARY KEY, records integer NOT NULL DEFAULT 0, owner text,
+    epoch bigint NOT NULL DEFAULT 0, expires timestamptz,
+    updated timestamptz NOT NULL DEFAULT now(), title text, cwd text
+);
+CREATE TABLE trio_agents_records (
+    session_id text NOT NULL REFERENCES trio_agents_sessions (id) ON DELETE CASCADE,
+    seq integer NOT NULL, epoch bigint NOT NULL, line text NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+"""
+
+
+async def test_a_postgres_database_made_before_parents_learns_them_from_its_records(
+    pg_dsn: str,
+) -> None:
+    """Applying the store adds ``parent_id`` to an older table and fills it from each
+    session's latest AgentConfigured; the sessions read as before."""
+
+    def old_database() -> None:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(OLD_POSTGRES_SCHEMA)
+            sessions = {
+                "p": [AgentConfigured()],
+                "c": [AgentConfigured(parent_id="x"), AgentConfigured(parent_id="p")],
+                "bare": [],
+            }
+            for session_id, records in sessions.items():
+                conn.execute(
+                    "INSERT INTO trio_agents_sessions (id, records, epoch) VALUES (%s, %s, 1)",
+                    (session_id, len(records)),
+                )
+                for seq, record in enumerate(records):
+                    conn.execute(
+                        "INSERT INTO trio_agents_records VALUES (%s, %s, 1, %s)",
+                        (session_id, seq, dump_record(attrs.evolve(record, seq=seq))),
+                    )
+
+    await trio.to_thread.run_sync(old_database)
+    async with opened(PostgresStore(pg_dsn)) as store:
+        assert parents(await store.list()) == {"p": None, "c": "p", "bare": None}
+        assert len((await store.load("c")).records) == 2
+        assert await store.delete("p") == ("c", "p")
+    async with opened(PostgresStore(pg_dsn)) as store:
+        assert parents(await store.list()) == {"bare": None}
