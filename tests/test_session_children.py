@@ -172,45 +172,45 @@ async def test_a_session_whose_agent_configured_names_no_parent_is_top_level(
     assert sorted(info.id for info in tree.roots) == ["bare", "plain"]
 
 
-async def test_a_grandchild_live_in_another_jsonl_store_refuses_the_whole_delete(
+async def test_a_child_live_in_another_jsonl_store_refuses_the_whole_delete(
     tmp_path: Path,
 ) -> None:
-    """Every lock is taken before any file goes: g live elsewhere (its lock held by another
-    store object) stops delete(p) before it removes anything."""
+    """Every lock is taken before any file goes: c1 live elsewhere (its lock held by another
+    store object) stops delete(p) before it removes anything, g (deleted before c1) too."""
     await store_a_family(JsonlStore(tmp_path))
     async with opened(JsonlStore(tmp_path)) as holder, opened(JsonlStore(tmp_path)) as store:
-        g = await holder.load("g")
-        await holder.enter(g)
+        c1 = await holder.load("c1")
+        await holder.enter(c1)
         with pytest.raises(
             SessionInUseError,
-            match=r"^session 'g', under 'p', is live in another store object of this process; "
+            match=r"^session 'c1', under 'p', is live in another store object of this process; "
             r"end it there, then delete 'p'$",
         ):
             await store.delete("p")
         assert parents(await store.list()) == FAMILY
         locks = await trio.to_thread.run_sync(lambda: sorted(tmp_path.glob("*.lock")))
-        assert [lock.name for lock in locks] == ["g.jsonl.lock"]
-        await holder.detach(g)
+        assert [lock.name for lock in locks] == ["c1.jsonl.lock"]
+        await holder.detach(c1)
         assert_children_first(await store.delete("p"))
 
 
-async def test_a_grandchild_live_in_another_postgres_worker_refuses_the_whole_delete(
+async def test_a_child_live_in_another_postgres_worker_refuses_the_whole_delete(
     pg_dsn: str,
 ) -> None:
-    """The database takes the tree and its row locks in the delete's one transaction: g held
-    by another worker stops it, and nothing is deleted."""
+    """The database takes the tree and its row locks in the delete's one transaction: c1 held
+    by another worker stops it, and nothing is deleted (not even g, under c1)."""
     await store_a_family(PostgresStore(pg_dsn))
     async with opened(PostgresStore(pg_dsn)) as holder, opened(PostgresStore(pg_dsn)) as store:
-        g = await holder.load("g")
-        await holder.enter(g)
+        c1 = await holder.load("c1")
+        await holder.enter(c1)
         with pytest.raises(
             SessionInUseError,
-            match=r"^session 'g', under 'p', is in use by another worker \([^)]+\); end it "
+            match=r"^session 'c1', under 'p', is in use by another worker \([^)]+\); end it "
             r"there, then delete 'p'$",
         ):
             await store.delete("p")
         assert parents(await store.list()) == FAMILY
-        await holder.detach(g)
+        await holder.detach(c1)
         assert_children_first(await store.delete("p"))
         assert parents(await store.list()) == {"s": None}
 
