@@ -113,7 +113,8 @@ def _repaired(done: SessionRepair | None, session_id: str) -> None:
 
 def _deleted(ids: tuple[str, ...]) -> None:
     *under, asked = ids
-    below = f" and the {len(under)} session(s) under it: {', '.join(under)}" if under else ""
+    sessions = "session" if len(under) == 1 else "sessions"
+    below = f" and {len(under)} {sessions} under it: {', '.join(under)}" if under else ""
     print(f"deleted {asked}{below}")
 
 
