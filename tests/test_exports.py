@@ -124,6 +124,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._status": frozenset({"check_status"}),
     "trio_agents.session._spec": frozenset({"StoreSpec", "parse_store_spec"}),
     "trio_agents.session._state": frozenset({"check_session_state"}),
+    "trio_agents.session._tree": frozenset({"subtree"}),
     "trio_agents.session._backend": frozenset({"StoreBackend", "Stored"}),
     "trio_agents.session._entry": frozenset({"Entry"}),
     "trio_agents.session._batches": frozenset(
@@ -327,6 +328,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "remove_sessions",
             "repair_session",
             "repair_tail",
+            "scan_parents",
             "scan_root",
             "take_lock",
             "write_batch",
@@ -347,6 +349,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "discard_session",
             "is_stored",
             "list_sessions",
+            "parents",
             "prepare_schema",
             "read_session",
             "release_lease",

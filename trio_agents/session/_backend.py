@@ -121,6 +121,12 @@ class StoreBackend(abc.ABC, Generic[S]):
                 await self._remove(session_id)
         await self._remove(asked)
 
+    async def _stored_parents(self) -> dict[str, str | None]:
+        """The parent of every stored session (its ``SessionInfo.parent_id``): what a delete
+        needs to find the sessions under one. By default from ``_list_stored``; a backend that
+        can tell it without reading whole sessions does."""
+        return {info.id: info.parent_id for info in await self._list_stored()}
+
     @abc.abstractmethod
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         """Every stored session (the live flag is filled in by the caller)."""

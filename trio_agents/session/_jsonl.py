@@ -505,6 +505,9 @@ class JsonlStore(SessionStore[_File]):
             return None
         return SessionRepair(session_id, done.records, done.removed, done.side, done.reason)
 
+    async def _stored_parents(self) -> dict[str, str | None]:
+        return await trio.to_thread.run_sync(io.scan_parents, self._root)
+
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         found = await trio.to_thread.run_sync(io.scan_root, self._root)
         return [

@@ -64,6 +64,7 @@ __all__ = [
     "remove_sessions",
     "repair_session",
     "repair_tail",
+    "scan_parents",
     "scan_root",
     "take_lock",
     "write_batch",
@@ -662,6 +663,55 @@ def scan_root(root: Path) -> list[StoredFile]:
             )
         )
     return found
+
+
+#: How every line of an ``AgentConfigured`` record begins (``dump_record`` writes the tag first).
+_CONFIGURED = b'{"type":"agent_configured",'
+
+
+def scan_parents(root: Path) -> dict[str, str | None]:
+    """The ``parent_id`` of the latest ``AgentConfigured`` record of every session file in
+    ``root``, found without reading the other records: what a delete needs, at a fraction of
+    :func:`scan_root`'s cost. A file that cannot be read, or has no such record, has no
+    parent (``None``), as the listing says of it."""
+    if not check_root(root):
+        return {}
+    with os.scandir(root) as entries:
+        named = sorted((sid, Path(e.path)) for e in entries if (sid := _session_name(e.name)))
+    parents: dict[str, str | None] = {}
+    for session_id, path in named:
+        try:
+            fd = _open(path, os.O_RDONLY | _NONBLOCK)
+        except FileNotFoundError:
+            continue  # deleted since the directory was read
+        except (SessionFormatError, OSError):
+            parents[session_id] = None
+            continue
+        try:
+            data, _ = _read_all(fd)
+        except OSError:
+            data = b""
+        finally:
+            os.close(fd)
+        parents[session_id] = _latest_parent(data)
+    return parents
+
+
+def _latest_parent(data: bytes) -> str | None:
+    end = len(data)
+    while (start := data.rfind(b"\n" + _CONFIGURED, 0, end)) >= 0:
+        line_end = data.find(b"\n", start + 1)
+        end = start
+        try:
+            # A line without its newline is torn, and left out as on load.
+            record = json.loads(data[start + 1 : line_end]) if line_end >= 0 else None
+        except (ValueError, RecursionError):
+            continue  # a torn or damaged line: the one before counts
+        if record is None:
+            continue
+        parent = record.get("parent_id") if isinstance(record, dict) else None
+        return parent if isinstance(parent, str) else None
+    return None
 
 
 def _damage(exc: BaseException) -> str:

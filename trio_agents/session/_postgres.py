@@ -477,6 +477,9 @@ class PostgresStore(SessionStore[_Row]):
         # a child another worker stored since this one listed the sessions.
         await self._pool.run(sql.delete_tree, session_ids[-1])
 
+    async def _stored_parents(self) -> dict[str, str | None]:
+        return await self._pool.run(sql.parents)
+
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         rows = await self._pool.run(sql.list_sessions)
         return [

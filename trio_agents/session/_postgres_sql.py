@@ -76,6 +76,7 @@ __all__ = [
     "discard_session",
     "is_stored",
     "list_sessions",
+    "parents",
     "prepare_schema",
     "read_session",
     "release_lease",
@@ -453,6 +454,12 @@ def list_sessions(conn: Conn) -> builtins.list[Listed]:
         "SELECT id, records, updated, title, cwd, parent_id FROM trio_agents_sessions"
     ).fetchall()
     return [Listed(*row) for row in rows]
+
+
+def parents(conn: Conn) -> dict[str, str | None]:
+    """The parent of every stored session (``parent_id``)."""
+    rows = conn.execute("SELECT id, parent_id FROM trio_agents_sessions").fetchall()
+    return dict(rows)
 
 
 def delete_session(conn: Conn, session_id: str) -> None:

@@ -326,6 +326,13 @@ class SqliteStore(SessionStore[_Row]):
         db = self._writer_db
         await self._writing(partial(db.remove, session_ids[-1], *session_ids[:-1]))
 
+    async def _stored_parents(self) -> dict[str, str | None]:
+        db = self._reader_db
+        if db is None:
+            await trio.lowlevel.checkpoint()
+            return {}
+        return await self._reading(db.parents)
+
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         db = self._reader_db
         if db is None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import sqlite3
 import threading
@@ -75,6 +76,9 @@ CREATE TABLE records (
 """
 
 _BUSY_TIMEOUT = 5.0
+
+#: How the line of every ``AgentConfigured`` record begins (``dump_record`` writes the tag first).
+_CONFIGURED = '{"type":"agent_configured",'
 
 
 @attrs.frozen
@@ -425,6 +429,26 @@ class Database:
                 )
             records.append(record)
         return records
+
+    def parents(self) -> dict[str, str | None]:
+        """The ``parent_id`` of the latest ``AgentConfigured`` record of every stored session
+        (``None`` without one), reading no other record: what a delete needs."""
+        with self._using() as conn, _snapshot(conn):
+            ids = conn.execute("SELECT id FROM sessions ORDER BY id").fetchall()
+            rows = conn.execute(
+                "SELECT session_id, line FROM records WHERE substr(line, 1, ?) = ? "
+                "ORDER BY session_id, seq",
+                (len(_CONFIGURED), _CONFIGURED),
+            ).fetchall()
+        parents: dict[str, str | None] = {session_id: None for (session_id,) in ids}
+        for session_id, line in rows:
+            try:
+                record = json.loads(line)
+            except (TypeError, ValueError, RecursionError):
+                continue  # a damaged record: the listing says so; its parent is unknown
+            parent = record.get("parent_id") if isinstance(record, dict) else None
+            parents[session_id] = parent if isinstance(parent, str) else None
+        return parents
 
     def scan(self) -> list[StoredRow]:
         """Every stored session, read as :meth:`read_session` does; a session that cannot be

@@ -45,7 +45,7 @@ from ._records import Record, StopReason, TurnEnded, open_turns
 from ._session import Session
 from ._state import SessionState
 from ._summary import SessionInfo, Summary
-from ._tree import SessionTree
+from ._tree import subtree
 
 if TYPE_CHECKING:
     from ..kernel import Context
@@ -408,9 +408,13 @@ class SessionStore(StoreBackend[S]):
         self._check_open("delete a session")
         check_session_id(session_id)
         self._check_deletable(session_id, session_id)
-        doomed = SessionTree.of(await self.list()).subtree(session_id)
-        for session in doomed:
-            self._check_deletable(session, session_id)
+        parents = await self._stored_parents()
+        for live in self._live.values():
+            if live.id not in parents:  # entered, not written yet
+                parents[live.id] = Summary.of(live.records).parent_id
+        doomed = subtree(parents, session_id)
+        for under in doomed:
+            self._check_deletable(under, session_id)
         self._deleting.update(doomed)
         try:
             await self._remove_tree(doomed)

@@ -23,7 +23,10 @@ import attrs
 
 from ._summary import SessionInfo
 
-__all__ = ["SessionTree"]
+__all__ = ["SessionTree", "subtree"]
+
+#: The children of each session, by its id; the top-level sessions under ``None``.
+Children = Mapping[str | None, tuple[str, ...]]
 
 
 @attrs.frozen
@@ -37,27 +40,16 @@ class SessionTree:
     """
 
     roots: tuple[SessionInfo, ...]
-    _children: Mapping[str, tuple[SessionInfo, ...]] = attrs.field(alias="children")
+    _children: Children = attrs.field(alias="children")
     _infos: Mapping[str, SessionInfo] = attrs.field(alias="infos")
 
     @classmethod
     def of(cls, infos: Iterable[SessionInfo]) -> SessionTree:
         """The tree of ``infos`` (the last one of an id counts)."""
         by_id = {info.id: info for info in infos}
-        parent = {
-            info.id: info.parent_id if info.parent_id in by_id else None for info in by_id.values()
-        }
-        children = _group(by_id.values(), parent)
-        roots = [info for info in by_id.values() if parent[info.id] is None]
-        reached = {info.id for _, info in _walk(roots, children)}
-        for info in by_id.values():
-            # Invariant: only the sessions of a cycle of parents (and those under them) are
-            # out of reach of the top-level ones.
-            if info.id not in reached:
-                parent[info.id] = None
-                reached.update(i.id for _, i in _walk([info], children, reached))
-        roots = [info for info in by_id.values() if parent[info.id] is None]
-        return cls(tuple(roots), children=_group(by_id.values(), parent), infos=by_id)
+        children = _arrange({info.id: info.parent_id for info in by_id.values()})
+        roots = tuple(by_id[session_id] for session_id in children.get(None, ()))
+        return cls(roots, children=children, infos=by_id)
 
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._infos
@@ -71,7 +63,7 @@ class SessionTree:
 
     def children(self, session_id: str) -> tuple[SessionInfo, ...]:
         """The sessions whose parent is ``session_id`` (none for an unknown id)."""
-        return self._children.get(session_id, ())
+        return tuple(self._infos[child] for child in self._children.get(session_id, ()))
 
     def walk(self, session_id: str | None = None) -> Iterator[tuple[int, SessionInfo]]:
         """Every session as ``(depth, info)``, each parent before its children.
@@ -80,43 +72,60 @@ class SessionTree:
             session_id: walk only the descendants of this session (its children at depth 1);
                 ``None`` walks the whole tree (top-level sessions at depth 0).
         """
-        if session_id is None:
-            return _walk(self.roots, self._children)
-        below = _walk(self.children(session_id), self._children)
-        return ((depth + 1, info) for depth, info in below)
+        first = 0 if session_id is None else 1
+        for depth, child in _walk(self._children.get(session_id, ()), self._children):
+            yield depth + first, self._infos[child]
 
     def subtree(self, session_id: str) -> tuple[str, ...]:
         """The ids a delete of ``session_id`` removes, in the order it removes them: each
         descendant after all of its own descendants, ``session_id`` last."""
-        # Invariant: a walk puts every session after its ancestors; reversed, before them.
-        below = [info.id for _, info in self.walk(session_id)]
-        return (*reversed(below), session_id)
+        return _subtree(self._children, session_id)
 
 
-def _group(
-    infos: Iterable[SessionInfo], parent: Mapping[str, str | None]
-) -> dict[str, tuple[SessionInfo, ...]]:
-    grouped: dict[str, list[SessionInfo]] = {}
-    for info in infos:
-        of = parent[info.id]
-        if of is not None:
-            grouped.setdefault(of, []).append(info)
-    return {session_id: tuple(kids) for session_id, kids in grouped.items()}
+def subtree(parents: Mapping[str, str | None], session_id: str) -> tuple[str, ...]:
+    """:meth:`SessionTree.subtree` of the sessions ``parents`` gives the parent of (what a
+    delete needs, without the rest of a listing)."""
+    return _subtree(_arrange(parents), session_id)
+
+
+def _subtree(children: Children, session_id: str) -> tuple[str, ...]:
+    # Invariant: a walk puts every session after its ancestors; reversed, before them.
+    below = [child for _, child in _walk(children.get(session_id, ()), children)]
+    return (*reversed(below), session_id)
+
+
+def _arrange(parents: Mapping[str, str | None]) -> Children:
+    """The children of each session (see the module's rules), in the order of ``parents``."""
+    parent = {sid: p if p is not None and p in parents else None for sid, p in parents.items()}
+    children = _group(parent)
+    reached = {sid for _, sid in _walk(children.get(None, ()), children)}
+    for session_id in parents:
+        # Invariant: only the sessions of a cycle of parents (and those under them) are out
+        # of reach of the top-level ones.
+        if session_id not in reached:
+            parent[session_id] = None
+            reached.update(sid for _, sid in _walk((session_id,), children, reached))
+    return _group(parent)
+
+
+def _group(parent: Mapping[str, str | None]) -> dict[str | None, tuple[str, ...]]:
+    grouped: dict[str | None, list[str]] = {}
+    for session_id, of in parent.items():
+        grouped.setdefault(of, []).append(session_id)
+    return {of: tuple(ids) for of, ids in grouped.items()}
 
 
 def _walk(
-    start: Iterable[SessionInfo],
-    children: Mapping[str, tuple[SessionInfo, ...]],
-    seen: Iterable[str] = (),
-) -> Iterator[tuple[int, SessionInfo]]:
+    start: Iterable[str], children: Children, seen: Iterable[str] = ()
+) -> Iterator[tuple[int, str]]:
     """Pre-order from ``start`` (depth 0), skipping ``seen``; a stack, not recursion, so a
     deep chain of children cannot reach the recursion limit."""
     visited = set(seen)
-    stack = [(0, info) for info in reversed(tuple(start))]
+    stack = [(0, session_id) for session_id in reversed(tuple(start))]
     while stack:
-        depth, info = stack.pop()
-        if info.id in visited:
+        depth, session_id = stack.pop()
+        if session_id in visited:
             continue
-        visited.add(info.id)
-        yield depth, info
-        stack.extend((depth + 1, child) for child in reversed(children.get(info.id, ())))
+        visited.add(session_id)
+        yield depth, session_id
+        stack.extend((depth + 1, child) for child in reversed(children.get(session_id, ())))
