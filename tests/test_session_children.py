@@ -264,3 +264,46 @@ async def test_a_postgres_database_made_before_parents_learns_them_from_its_reco
         assert await store.delete("p") == ("c", "p")
     async with opened(PostgresStore(pg_dsn)) as store:
         assert parents(await store.list()) == {"bare": None}
+
+
+async def test_the_latest_agent_configured_names_the_parent_for_list_and_delete(
+    make_store: Factory,
+) -> None:
+    """A session re-configured without a parent is top-level, one re-configured under p is
+    p's child: the listing and the delete agree, on every backend."""
+    async with opened(make_store()) as store:
+        for session_id, configured in {
+            "p": [AgentConfigured()],
+            "left": [AgentConfigured(parent_id="p"), AgentConfigured()],
+            "taken": [AgentConfigured(), AgentConfigured(parent_id="p")],
+        }.items():
+            session = store.prepare(session_id)
+            for record in configured:
+                session.append(record)
+            await store.enter(session)
+            await store.detach(session)
+    async with opened(make_store()) as store:
+        assert parents(await store.list()) == {"p": None, "left": None, "taken": "p"}
+        assert await store.delete("p") == ("taken", "p")
+        assert parents(await store.list()) == {"left": None}
+
+
+async def test_a_torn_last_agent_configured_does_not_count_for_a_jsonl_delete(
+    tmp_path: Path,
+) -> None:
+    """A JSONL file whose last line (a newer AgentConfigured) is torn: the listing leaves it
+    out, and the delete reads the parent the same way."""
+    async with opened(JsonlStore(tmp_path)) as store:
+        for session_id, parent in (("p", None), ("q", None), ("c", "p")):
+            session = store.prepare(session_id)
+            session.append(AgentConfigured(parent_id=parent))
+            await store.enter(session)
+            await store.detach(session)
+    # Whole but without its newline: a write cut short; load leaves such a line out.
+    torn = dump_record(AgentConfigured(parent_id="q", seq=1))
+    with (tmp_path / "c.jsonl").open("a") as file:
+        file.write(torn)
+    async with opened(JsonlStore(tmp_path)) as store:
+        assert parents(await store.list()) == {"p": None, "q": None, "c": "p"}
+        assert await store.delete("q") == ("q",)
+        assert await store.delete("p") == ("c", "p")
