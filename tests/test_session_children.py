@@ -21,11 +21,13 @@ from trio_agents.session import (
     AgentConfigured,
     JsonlStore,
     PostgresStore,
+    SessionIdInUseError,
     SessionInfo,
     SessionInUseError,
     SessionNotFoundError,
     SessionStore,
     SessionTree,
+    SqliteStore,
     dump_record,
 )
 
@@ -151,6 +153,9 @@ def test_a_cycle_of_parents_still_lists_every_session_once() -> None:
         (1, "y"),
         (0, "o"),
     ]
+    assert [info.id for info in tree.children("a")] == ["k"]
+    assert [info.id for info in tree.children("x")] == ["y"]
+    assert tree.children("y") == tree.children("nothing") == ()
     assert tree.subtree("x") == ("y", "x")
     assert tree.subtree("a") == ("k", "a")
     assert tree.subtree("nothing") == ("nothing",)
@@ -307,3 +312,93 @@ async def test_a_torn_last_agent_configured_does_not_count_for_a_jsonl_delete(
         assert parents(await store.list()) == {"p": None, "q": None, "c": "p"}
         assert await store.delete("q") == ("q",)
         assert await store.delete("p") == ("c", "p")
+
+
+async def test_a_child_entered_and_not_written_yet_refuses_the_delete(tmp_path: Path) -> None:
+    """A child whose records wait for the writer (SQLite, a long flush interval) is found
+    through its live session: delete(p) is refused, nothing is deleted."""
+    async with opened(SqliteStore(tmp_path / "s.db", flush_interval=3600)) as store:
+        parent = store.prepare("p")
+        await store.enter(parent)
+        await store.detach(parent)
+        child = store.prepare("c")
+        child.append(AgentConfigured(parent_id="p"))
+        await store.enter(child)
+        assert not await store.is_stored("c")
+        with pytest.raises(
+            SessionInUseError,
+            match=r"^session 'c', under 'p', is live; dispose the agent that uses it, then "
+            r"delete 'p'$",
+        ):
+            await store.delete("p")
+        assert await store.is_stored("p")
+        await store.detach(child)
+        assert await store.delete("p") == ("c", "p")
+
+
+async def test_a_delete_takes_a_damaged_child_and_leaves_a_link(tmp_path: Path) -> None:
+    """A damaged session is listed top-level (its parent unknown to a listing); a delete of
+    p reads its AgentConfigured line alone, so takes it with p. A link named like a session
+    is never read, so names no parent."""
+    async with opened(JsonlStore(tmp_path)) as store:
+        for session_id in ("p", "c"):
+            session = store.prepare(session_id)
+            session.append(AgentConfigured(parent_id=None if session_id == "p" else "p"))
+            await store.enter(session)
+            await store.detach(session)
+    path = tmp_path / "c.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    # Damaged in the middle (a damaged last line would be a torn write, left out).
+    path.write_text(lines[0] + lines[1].replace('"parent_id":"p"', '"parent_id":"p"]') + lines[1])
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "p.jsonl")
+    async with opened(JsonlStore(tmp_path)) as store:
+        infos = await store.list()
+        assert {info.id: (info.parent_id, info.damaged is not None) for info in infos} == {
+            "p": (None, False),
+            "c": (None, True),
+            "link": (None, True),
+        }
+        assert await store.delete("p") == ("c", "p")
+        assert [info.id for info in await store.list()] == ["link"]
+
+
+async def test_sessions_being_deleted_can_be_neither_loaded_nor_deleted_again(
+    pg_dsn: str,
+) -> None:
+    """While delete(p) waits for a row lock another connection holds, loading g (under p) is
+    refused, and so is a second delete(p); once the lock goes, the delete ends."""
+    await store_a_family(PostgresStore(pg_dsn))
+
+    def waiting_for_a_lock() -> bool:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND query LIKE 'WITH RECURSIVE tree%'"
+            ).fetchone()
+        return row is not None and row[0] > 0
+
+    async with opened(PostgresStore(pg_dsn)) as store, trio.open_nursery() as nursery:
+        with psycopg.connect(pg_dsn) as blocker:
+            blocker.execute("SELECT 1 FROM trio_agents_sessions WHERE id = 'g' FOR UPDATE")
+            deleted: list[tuple[str, ...]] = []
+
+            async def delete() -> None:
+                deleted.append(await store.delete("p"))
+
+            nursery.start_soon(delete)
+            with trio.fail_after(10):
+                # The delete waits in a worker thread, on the server: no event says so; poll.
+                while not await trio.to_thread.run_sync(waiting_for_a_lock):  # noqa: ASYNC110
+                    await trio.sleep(0.01)
+            with pytest.raises(
+                SessionIdInUseError,
+                match=r"^session 'g' is being deleted; wait for the delete to end$",
+            ):
+                await store.load("g")
+            with pytest.raises(SessionInUseError, match=r"^session 'p' is being deleted already$"):
+                await store.delete("p")
+            blocker.commit()
+        with trio.fail_after(10):
+            while not deleted:  # noqa: ASYNC110
+                await trio.sleep(0.01)
+    assert_children_first(deleted[0])

@@ -106,7 +106,8 @@ class StoreBackend(abc.ABC, Generic[S]):
 
     @abc.abstractmethod
     async def _remove(self, session_id: str) -> None:
-        """Delete the stored session (raises ``SessionNotFoundError``)."""
+        """Delete the stored session, which has no session under it (raises
+        ``SessionNotFoundError``; ``SessionInUseError`` when it is live elsewhere)."""
 
     async def _remove_tree(self, session_ids: Sequence[str]) -> None:
         """Delete the stored sessions ``session_ids``, the last being the one asked for and

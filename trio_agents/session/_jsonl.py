@@ -443,14 +443,7 @@ class JsonlStore(SessionStore[_File]):
         return Stored(loaded.records, loaded)
 
     async def _remove(self, session_id: str) -> None:
-        if self._read_only:
-            raise self._refuse_write(f"delete session {session_id!r}")
-        try:
-            await trio.to_thread.run_sync(io.remove_session, self.path_of(session_id), session_id)
-        except io.LockHeld as held:
-            raise SessionInUseError(
-                f"session {session_id!r} is live in {held.holder}; end it there, then delete it"
-            ) from None
+        await self._remove_tree((session_id,))
 
     async def _remove_tree(self, session_ids: Sequence[str]) -> None:
         if self._read_only:

@@ -60,7 +60,6 @@ __all__ = [
     "prepare_root",
     "read_session",
     "release_lock",
-    "remove_session",
     "remove_sessions",
     "repair_session",
     "repair_tail",
@@ -555,21 +554,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def remove_session(path: Path, session_id: str) -> None:
-    """Delete a session file, holding its lock.
-
-    Raises:
-        SessionNotFoundError: there is no such file.
-        LockHeld: another process has the session live.
-    """
-    _require_stored(path, session_id)
-    lock = take_lock(path)
-    try:
-        path.unlink(missing_ok=True)
-    finally:
-        release_lock(path, lock)
 
 
 def remove_sessions(root: Path, session_ids: Sequence[str]) -> None:

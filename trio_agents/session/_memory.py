@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import final
 
@@ -103,14 +102,6 @@ class MemoryStore(SessionStore[None]):
         await trio.lowlevel.checkpoint()
         if self._data.pop(session_id, None) is None:
             raise SessionNotFoundError(_not_found(session_id))
-
-    async def _remove_tree(self, session_ids: Sequence[str]) -> None:
-        # All at once, after the one checkpoint: no other task sees a part of the tree gone.
-        await trio.lowlevel.checkpoint()
-        if session_ids[-1] not in self._data:
-            raise SessionNotFoundError(_not_found(session_ids[-1]))
-        for session_id in session_ids:
-            self._data.pop(session_id, None)
 
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         await trio.lowlevel.checkpoint()

@@ -470,7 +470,7 @@ class PostgresStore(SessionStore[_Row]):
         return Stored(await self._pool.run(sql.read_session, session_id))
 
     async def _remove(self, session_id: str) -> None:
-        await self._pool.run(sql.delete_session, session_id)
+        await self._remove_tree((session_id,))
 
     async def _remove_tree(self, session_ids: Sequence[str]) -> None:
         # The database finds the tree itself, in the delete's own transaction: it also takes

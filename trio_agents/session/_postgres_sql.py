@@ -71,7 +71,6 @@ __all__ = [
     "WriteJob",
     "close_quietly",
     "connect",
-    "delete_session",
     "delete_tree",
     "discard_session",
     "is_stored",
@@ -460,29 +459,6 @@ def parents(conn: Conn) -> dict[str, str | None]:
     """The parent of every stored session (``parent_id``)."""
     rows = conn.execute("SELECT id, parent_id FROM trio_agents_sessions").fetchall()
     return dict(rows)
-
-
-def delete_session(conn: Conn, session_id: str) -> None:
-    """Delete a session that no worker holds.
-
-    Raises:
-        SessionInUseError: a worker holds its lease.
-        SessionNotFoundError: no session has this id.
-    """
-    with conn.transaction():
-        row = conn.execute(
-            "SELECT owner, expires > clock_timestamp() FROM trio_agents_sessions "
-            "WHERE id = %s FOR UPDATE",
-            (session_id,),
-        ).fetchone()
-        if row is None:
-            raise _not_found(session_id)
-        if row[0] is not None and row[1]:
-            raise SessionInUseError(
-                f"session {session_id!r} is in use by another worker ({row[0]}); end it "
-                f"there, then delete it"
-            )
-        conn.execute("DELETE FROM trio_agents_sessions WHERE id = %s", (session_id,))
 
 
 #: The session asked for and every session under it (one row each, ids in order).

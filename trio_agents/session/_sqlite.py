@@ -315,10 +315,7 @@ class SqliteStore(SessionStore[_Row]):
         return Stored(records=records)
 
     async def _remove(self, session_id: str) -> None:
-        if self._read_only or self._writer_db is None:
-            raise self._refuse_write(f"delete session {session_id!r}")
-        db = self._writer_db
-        await self._writing(partial(db.remove, session_id))
+        await self._remove_tree((session_id,))
 
     async def _remove_tree(self, session_ids: Sequence[str]) -> None:
         if self._read_only or self._writer_db is None:

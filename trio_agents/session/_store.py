@@ -417,7 +417,10 @@ class SessionStore(StoreBackend[S]):
             self._check_deletable(under, session_id)
         self._deleting.update(doomed)
         try:
-            await self._remove_tree(doomed)
+            if len(doomed) == 1:
+                await self._remove(session_id)
+            else:
+                await self._remove_tree(doomed)
         finally:
             self._deleting.difference_update(doomed)
         return doomed

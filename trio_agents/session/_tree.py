@@ -51,16 +51,6 @@ class SessionTree:
         roots = tuple(by_id[session_id] for session_id in children.get(None, ()))
         return cls(roots, children=children, infos=by_id)
 
-    def __contains__(self, session_id: object) -> bool:
-        return session_id in self._infos
-
-    def __len__(self) -> int:
-        return len(self._infos)
-
-    def get(self, session_id: str) -> SessionInfo | None:
-        """The session ``session_id`` of the tree, or ``None``."""
-        return self._infos.get(session_id)
-
     def children(self, session_id: str) -> tuple[SessionInfo, ...]:
         """The sessions whose parent is ``session_id`` (none for an unknown id)."""
         return tuple(self._infos[child] for child in self._children.get(session_id, ()))
