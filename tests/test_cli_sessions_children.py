@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from children_support import FAMILY, store_a_family
 from support import TRIO_AGENTS
 
+import trio_agents.agent as ag
 from trio_agents.kernel import open_root
+from trio_agents.model import ScriptedModel
 from trio_agents.session import JsonlStore, PostgresStore, SessionStore, SqliteStore
 
 #: A store kind: the store object on a test's data, and its ``--store`` spec.
@@ -167,3 +170,33 @@ async def test_delete_refuses_while_a_child_is_live_in_another_process(tmp_path:
     ), done.stderr
     rows = ids_in_order(await sessions(tmp_path, "list", "--store", str(store)))
     assert sorted(session_id for _, session_id in rows) == sorted(FAMILY)
+
+
+async def store_a_cancelled_child(store: Path) -> None:
+    """``parent`` with ``busy`` (its long prompt cancelled by the parent's cancel) and
+    ``idle`` (never prompted)."""
+    model = ScriptedModel.echo(delay=10)
+    async with ag.open_runtime(store=JsonlStore(store), model=model) as root:
+        parent = (await root.agents.create(session_id="parent")).agent
+        busy = (await root.agents.create(session_id="busy", parent=parent)).agent
+        await root.agents.create(session_id="idle", parent=parent)
+        busy.prompt("word " * 40)
+        await trio.testing.wait_all_tasks_blocked()
+        assert parent.cancel() is True
+        await busy.when_idle()
+
+
+def test_show_names_a_childs_cancel_cause_and_shortens_its_prompt(tmp_path: Path) -> None:
+    """The tree says how a child's last turn ended, with its typed cause, its prompt cut to
+    60 characters; a child with no turn says so."""
+    store = tmp_path / "sessions"
+    trio.run(store_a_cancelled_child, store, clock=trio.testing.MockClock(autojump_threshold=0))
+    done = command(tmp_path, "show", "parent", "--store", str(store))
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    tree = done.stdout.split("child sessions:\n")[1]
+    assert sorted(tree.splitlines()) == [
+        "  busy · cancelled by ParentCancel(parent_id='parent') · last turn: "
+        + ("word " * 11)
+        + "word…",
+        "  idle · no turns",
+    ]

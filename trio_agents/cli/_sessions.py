@@ -45,6 +45,7 @@ from ..session import (
     JsonlStore,
     ModelUsage,
     Record,
+    SessionFormatError,
     SessionInfo,
     SessionNotFoundError,
     SessionRepair,
@@ -250,7 +251,8 @@ async def _show_children(store: SessionStore, session_id: str, say: _Shower) -> 
             continue
         try:
             records = (await store.load(info.id)).records
-        except Exception as exc:  # deleted or damaged since the listing: that is its status
+        except (SessionNotFoundError, SessionFormatError, OSError) as exc:
+            # Deleted or damaged since the listing: that is its status.
             say.line(f"{name} · [red]cannot be read[/]: ", str(exc))
             continue
         status, prompt = _last_turn(records)
@@ -270,13 +272,20 @@ def _last_turn(records: tuple[Record, ...]) -> tuple[str, str]:
         if isinstance(record, TurnStarted):
             turn, prompt, ended = record.turn_id, "", None
         elif isinstance(record, UserMessage) and record.turn_id == turn and not prompt:
-            prompt = record.content.strip().splitlines()[0] if record.content.strip() else ""
+            prompt = _first_line(record.content)
         elif isinstance(record, TurnEnded) and record.turn_id == turn:
             ended = record
     if ended is None:
         return "no turns", ""
     cause = f" by {_describe(ended.cause)}" if ended.cause is not None else ""
     return f"{ended.stop_reason.value}{cause}", prompt
+
+
+def _first_line(text: str, limit: int = 60) -> str:
+    """The first line of ``text`` with any, at most ``limit`` characters (a tree is one line a
+    session)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _tokens(usage: AgentUsage) -> str:
