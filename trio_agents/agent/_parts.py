@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
-from ..model import Model, ToolSpec
+from ..model import DEFAULT_PRICES, Model, PriceTable, ToolSpec
 from ..session import ModelUsage, Session, SessionStore, SessionWriteError
 from ._approval import Approvals
 from ._caller import Caller, ToolCalls
@@ -27,6 +27,7 @@ from ._usage import AgentUsage
 
 if TYPE_CHECKING:
     from ..cancel import CauseScope
+    from ._budget import Ledger
     from ._caller import ChildAgents, ToolCalls
     from ._like import AgentLike
 
@@ -47,6 +48,9 @@ class AgentParts:
         usage: token usage summed over every model request of the session.
         deps: the application's dependencies the agent was given (its tools' ``ctx.deps``).
         agents: the registry its tools start its children through, or ``None``.
+        prices: the price table its requests are costed with.
+        budget: its ledger against the budgets on its path to the root, or ``None``: none
+            of them has a budget.
     """
 
     __slots__ = (
@@ -57,6 +61,7 @@ class AgentParts:
         "agents",
         "allowed",
         "approvals",
+        "budget",
         "deps",
         "emit",
         "history",
@@ -66,6 +71,7 @@ class AgentParts:
         "max_steps",
         "meter",
         "model",
+        "prices",
         "session",
         "tools",
         "usage",
@@ -90,6 +96,8 @@ class AgentParts:
         find_compactor: Callable[[], Compactor | None] | None,
         deps: object = None,
         agents: ChildAgents | None = None,
+        prices: PriceTable | None = None,
+        budget: Ledger | None = None,
     ) -> None:
         self.id = session.id
         self.agent: AgentLike | None = agent
@@ -109,6 +117,8 @@ class AgentParts:
         self.max_steps = max_steps
         self.deps = deps
         self.agents = agents
+        self.prices = prices if prices is not None else DEFAULT_PRICES
+        self.budget = budget
         # The runtime's compaction service, looked up at each use (shared by the agents of
         # one context: a callable per agent would be held by every idle one).
         self._find_compactor = find_compactor
@@ -152,6 +162,8 @@ class AgentParts:
         self.usage = self.usage.plus(record)
         chars, messages = self.history.update(self.session).size()
         self.meter.measured(record, chars, messages, self.tool_specs())
+        if self.budget is not None:
+            self.budget.spend(record)
 
     def compacted(self) -> None:
         """A ``Compacted`` record was appended: fold it, and start metering afresh."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Generic, final
 
@@ -52,6 +53,7 @@ from ..session import (
 )
 from ._agent import Agent
 from ._approval import Approver
+from ._budget import Budget
 from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
 from ._driver import AgentDriver, Built
 from ._errors import AgentIdInUseError, ModelRequiredError
@@ -292,6 +294,7 @@ class AgentRegistry(Generic[A]):
         ask: ToolNames = None,
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
+        budget: Budget | None = None,
     ) -> AgentHandle[A]:
         """Create an agent on a new session; its definition is recorded in the session.
 
@@ -311,6 +314,8 @@ class AgentRegistry(Generic[A]):
                 :attr:`Agent.approver`).
             deps: the application's dependencies the agent's tools see as ``ctx.deps``
                 (a live object, not recorded); by default the runtime's.
+            budget: what the agent and its descendants may spend (recorded; see
+                :class:`Budget`); ``None``: no limit of its own (its ancestors' still count).
 
         Returns:
             A handle to the running agent. If the call fails or is cancelled, nothing of the
@@ -329,6 +334,7 @@ class AgentRegistry(Generic[A]):
             max_steps=max_steps,
             cwd=cwd,
             ask=ask,
+            budget=budget,
         )
         resolved = self.models.resolve(model)
         # A str check first: an unhashable id (a list) is an invalid id, not a TypeError.
@@ -344,7 +350,7 @@ class AgentRegistry(Generic[A]):
                 f"session {session.id!r} is already stored; resume it "
                 f"(ctx.agents.resume({session.id!r})), or delete it first"
             )
-        config = attrs.evolve(config, model_name=resolved.name)
+        config = attrs.evolve(config, model_name=resolved.name, created_at=time.time())
         session.append(config.record())
         return await self._host(session, config, resolved, parent, approver, deps)
 
@@ -361,6 +367,7 @@ class AgentRegistry(Generic[A]):
         ask: Maybe[ToolNames] = UNSET,
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
+        budget: Maybe[Budget | None] = UNSET,
     ) -> AgentHandle[A]:
         """Bring back a stored session as the same agent: its definition, history and inbox.
 
@@ -395,6 +402,7 @@ class AgentRegistry(Generic[A]):
                 max_steps=max_steps,
                 cwd=cwd,
                 ask=ask,
+                budget=budget,
             )
             if isinstance(model, Unset) and stored.model_object:
                 raise ModelRequiredError(_model_required(session_id, stored.model_name))
@@ -435,6 +443,7 @@ class AgentRegistry(Generic[A]):
             tools=self.tools,
             deps=self.deps if isinstance(deps, Unset) else deps,
             agents=self,
+            prices=self.models.prices,
         )
         hosted = _Hosted(self, session, lambda: self.factory.build(request))
         co_owner: Entry | None = None

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..kernel import Context, open_root
-from ..model import Model, ModelsPlugin
+from ..model import DEFAULT_PRICES, Model, ModelsPlugin, Price, PriceTable
 from ..session import MemoryStore, SessionStore, store_from_spec
 from ..tracing import open_tracing
 from ._compaction import CompactionPlugin, Compactor
@@ -35,6 +35,7 @@ async def open_runtime(
     tracer_provider: TracerProvider | None = None,
     meter_provider: MeterProvider | None = None,
     deps: object = None,
+    prices: PriceTable | Mapping[str, Price] | None = None,
 ) -> AsyncIterator[Context]:
     """Open a runtime and yield its root :class:`Context`.
 
@@ -58,6 +59,10 @@ async def open_runtime(
         deps: the application's own dependencies (a database pool, a client, settings):
             every agent's tools see them as ``ctx.deps`` unless the agent was given its own
             (``create(..., deps=...)``). Held by the agent loop, never stored.
+        prices: what each model's tokens cost (US dollars per million): a
+            :class:`PriceTable`, or prices by model name added to ``DEFAULT_PRICES``.
+            A request's cost is recorded on its ``ModelUsage`` and counts against a
+            ``cost`` budget.
 
     Leaving the block tears everything down in reverse order of set-up: the agent loop (and so
     every agent, each flushing its session) before the factory, the compaction policy, the
@@ -79,7 +84,9 @@ async def open_runtime(
     ):
         if core:
             await root.plugin(store if store is not None else MemoryStore())
-            await root.plugin(ModelsPlugin(model))
+            if prices is not None and not isinstance(prices, PriceTable):
+                prices = DEFAULT_PRICES.with_prices(prices)
+            await root.plugin(ModelsPlugin(model, prices))
             await root.plugin(tools_plugin)
             await root.plugin(CompactionPlugin(compactor))
             await root.plugin(FactoryPlugin(factory or DefaultAgentFactory()))

@@ -14,6 +14,9 @@ Rules:
 - Stop reason of a cancelled turn: ``blocked`` for a :class:`HookCancel`, else ``cancelled``;
   the cause is ``DisposedCancel`` whenever the agent is being disposed (:meth:`Turn.dispose`).
 - A :class:`Turn` reaches its agent through :class:`AgentParts` only.
+- Budgets (``_budget``) are checked before each model request and each tool call; a spent one
+  cancels its owner with ``BudgetExhausted`` and this turn's scope with it. A tool call it
+  refuses is recorded not started.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
+from ._budget import tool_refusal, within_budget
 from ._caller import Caller
 from ._compaction import CompactionError, compact_after, fit_window
 from ._events import AgentOutput
@@ -100,6 +104,8 @@ class Turn:
         # Invariant: no checkpoint before the claimed messages are recorded (see Agent.cancel).
         self._parts.session.append(TurnStarted(turn_id=self.id))
         self._record_claimed(self._claimed)
+        if self._parts.budget is not None:
+            self._parts.budget.turn_started()
         stop = StopReason.COMPLETED
         error: str | None = None
         cause: CancelCause | None = None
@@ -178,6 +184,7 @@ class Turn:
         for step in range(parts.max_steps):
             if step > 0:
                 self._record_claimed(parts.inbox.claim_step())
+            await within_budget(parts.budget, self.scope, first=step == 0)
             await fit_window(parts, self.id)
             try:
                 calls = await self._ask_model()
@@ -233,7 +240,7 @@ class Turn:
                     )
                 )
         if finished is not None:
-            parts.record_usage(usage_record(self.id, finished, parts.model))
+            parts.record_usage(usage_record(self.id, finished, parts.model, parts.prices))
         for call in calls:
             session.append(
                 ToolCall(
@@ -268,7 +275,10 @@ class Turn:
             return  # recorded as not started when the turn ends
         parts = self._parts
         allowed = parts.allowed
-        if allowed is not None and call.name not in allowed:
+        refused = tool_refusal(parts.budget, self.scope)
+        if refused is not None:
+            result = refused
+        elif allowed is not None and call.name not in allowed:
             result = ToolResult(
                 content=f"tool {call.name!r} is not available to this agent; "
                 f"available: {', '.join(sorted(allowed)) or 'none'}",
