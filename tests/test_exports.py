@@ -104,6 +104,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._approval": frozenset({"Approvals"}),
     "trio_agents.agent._agent": frozenset({"new_agent"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
+    "trio_agents.agent._budget": frozenset({"LIMITS", "Ledger", "tool_refusal", "within_budget"}),
     "trio_agents.agent._caller": frozenset({"ChildAgents", "HasCaller", "HasUsage", "ToolCalls"}),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
     "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
