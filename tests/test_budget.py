@@ -211,6 +211,7 @@ async def test_each_request_records_its_cost_from_the_price_table() -> None:
         assert (usage.input_tokens, usage.output_tokens, usage.cost) == (2, 3, 2 * 1 + 3 * 2)
         assert priced.usage.cost == 8
         assert [u.cost for u in _usages(unpriced)] == [None]
+        assert unpriced.usage.cost is None
 
 
 async def test_a_cost_budget_stops_the_agent_that_spent_it() -> None:

@@ -8,7 +8,7 @@ Rules:
 - The totals are folded from those records, so a resumed agent's totals include every turn
   it ever ran.
 - A record's ``cost`` is priced by the runtime's :class:`PriceTable` (``None`` for a model
-  it has no price of); ``AgentUsage.cost`` sums the known ones.
+  it has no price of); ``AgentUsage.cost`` sums the known ones (``None``: none known).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ class AgentUsage:
         requests: how many model requests finished (and so reported usage).
         cache_creation_tokens: of the input tokens, those written to the prompt cache.
         cache_read_tokens: of the input tokens, those read from the prompt cache.
-        cost: US dollars, summed over the requests whose model has a price.
+        cost: US dollars, summed over the requests whose model has a price; ``None`` when
+            none had one.
     """
 
     input_tokens: int = 0
@@ -39,7 +40,7 @@ class AgentUsage:
     requests: int = 0
     cache_creation_tokens: int = 0
     cache_read_tokens: int = 0
-    cost: float = 0.0
+    cost: float | None = None
 
     def plus(self, record: ModelUsage) -> AgentUsage:
         """These totals with one more request's usage added."""
@@ -49,7 +50,7 @@ class AgentUsage:
             self.requests + 1,
             self.cache_creation_tokens + record.cache_creation_tokens,
             self.cache_read_tokens + record.cache_read_tokens,
-            self.cost + (record.cost or 0.0),
+            self.cost if record.cost is None else (self.cost or 0.0) + record.cost,
         )
 
 

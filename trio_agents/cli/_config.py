@@ -27,6 +27,10 @@ The format::
     instructions = "You are terse."
     tools = ["bash"]
     ask = ["bash"]                    # optional: tools whose calls need approval in this agent
+    budget = { tokens = 1000, cost = 0.5 }  # optional: what it and its children may spend
+
+    [prices]                          # optional: US dollars per million tokens, by model name
+    "gpt-4o" = { input = 2.5, output = 10.0, cache_read = 1.25 }
 
     [approval]                        # optional: tools whose calls need approval in every agent
     ask = ["bash", "files__write_file"]
@@ -86,7 +90,7 @@ from .._base import StrictConverter, count_problems, list_problems
 from ..agent import DeclaredAgent
 from ..kernel import ConfigError, config_converter
 from ..mcp import McpServer
-from ..model import ModelSpecError, model_from_spec
+from ..model import ModelSpecError, Price, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
 from ..shell import SANDBOX_POLICIES
 from ..workspace import ToolFiles
@@ -161,6 +165,7 @@ class _File:
     plugins: list[PluginEntry] = attrs.Factory(list)
     mcp_servers: list[McpServer] = attrs.Factory(list)
     agents: list[DeclaredAgent] = attrs.Factory(list)
+    prices: dict[str, Price] = attrs.Factory(dict)
 
 
 @final
@@ -207,6 +212,8 @@ class Config:
     sandbox: Sandbox | None = None
     #: The ``[files]`` table (``add_dirs`` made absolute): where the file tools may reach.
     files: ToolFiles.Config = attrs.Factory(ToolFiles.Config)
+    #: The ``[prices]`` table: model prices added to (or replacing) the default table.
+    prices: Mapping[str, Price] = attrs.Factory(dict)
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -341,6 +348,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         forget_approvals=raw.approval.forget_approvals,
         sandbox=_sandbox(raw.sandbox, path),
         files=_files(raw.files, path),
+        prices=raw.prices,
     )
 
 

@@ -13,8 +13,9 @@ Rules:
 - A tool call that needs approval (``bash`` and ``bash_kill`` by default) is refused unless
   ``--yes`` (:mod:`._ask`); the model reads the refusal and the turn goes on, and the exit
   status is the turn's (a refusal alone does not change it).
-- The exit status says how the turn ended: 0 completed; 1 error, max steps or blocked (one
-  line on stderr); 130 cancelled by Ctrl-C, which cancels the turn with ``UserCancel`` so the
+- The exit status says how the turn ended: 0 completed; 1 error, max steps, blocked or
+  stopped by a spent budget (``--max-*``; one line on stderr that says which budget and what
+  was spent); 130 cancelled by Ctrl-C, which cancels the turn with ``UserCancel`` so the
   session records it.
 - The store is checked at start: one that cannot be written fails the command before any
   model call. If writing the session fails later, the turn is cancelled at once, nothing more
@@ -47,6 +48,7 @@ from ..session import (
 )
 from ..workspace import format_plan, plan_entries
 from ._ask import RunApprover, restored_note
+from ._budget import budget_from, stopped_line
 from ._controls import visible_controls
 from ._options import CliError, Settings, attach, open_cli_runtime, session_path
 
@@ -65,7 +67,9 @@ async def run(args: argparse.Namespace) -> int:
 
         return await run_remote(args, prompt)
     async with open_cli_runtime(settings) as root:
-        agent, handle = await attach(root, args.session, project_files=settings.project_files)
+        agent, handle = await attach(
+            root, args.session, project_files=settings.project_files, budget=budget_from(args)
+        )
         forget = settings.forget_approvals
         agent.approver = RunApprover(getattr(args, "yes", False), forget_stored=forget)
         restored = restored_note(agent.session.records, forgotten=forget)
@@ -139,6 +143,10 @@ async def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         sys.stdout.flush()
     where = f" ({path})" if path is not None else ""
+    stopped = stopped_line(ended.cause if ended is not None else None)
+    if stopped is not None:
+        print(f"trio-agents: {stopped}; session {agent.id}{where}", file=sys.stderr)
+        return 1
     if ended is None or ended.stop_reason is StopReason.CANCELLED:
         print(f"trio-agents: cancelled; session {agent.id}{where}", file=sys.stderr)
         return 130

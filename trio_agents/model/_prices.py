@@ -13,7 +13,7 @@ Rules:
 - :data:`DEFAULT_PRICES` are the providers' published list prices for a few well-known
   models when this table was written; they change, so an application that budgets by cost
   should give its own (``open_runtime(prices=...)``, ``[prices]`` in the config file). The
-  embedded models (``echo``, ``scripted``) cost nothing.
+  embedded models (``echo``, ``scripted``) have no price: their requests have no cost.
 """
 
 from __future__ import annotations
@@ -130,8 +130,6 @@ def _anthropic(input: float, output: float) -> Price:
 #: OpenAI and Anthropic when this table was written; give your own to be sure.
 DEFAULT_PRICES = PriceTable(
     {
-        "echo": Price(0, 0),
-        "scripted": Price(0, 0),
         "gpt-4o": _openai(2.50, 1.25, 10.00),
         "gpt-4o-mini": _openai(0.15, 0.075, 0.60),
         "gpt-4.1": _openai(2.00, 0.50, 8.00),
