@@ -144,6 +144,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.cli._acp": frozenset({"acp"}),
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),
+    "trio_agents.cli._budget": frozenset({"add_budget_options", "budget_from", "stopped_line"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
     "trio_agents.cli._chat_view": frozenset({"ChatView", "split_blocks"}),
     "trio_agents.cli._config": frozenset(
