@@ -14,8 +14,10 @@ Rules:
   descendants spend from the moment they are its descendants).
 - Amounts (tokens, cost, seconds) are *spent* when they reach their limit; counts (requests,
   tool calls, turns) when one more would go beyond it. Checked before every model request
-  (turns at a turn's first one) and before every tool call, and amounts again right after each
-  request's usage is recorded.
+  (turns at a turn's first one) and before every tool call, and amounts and requests again
+  right after each request's usage is recorded: a request that spends the budget stops the
+  requests in flight under its owner at once, so the records never exceed a budget by more
+  than that one request.
 - When a budget on the path from an agent to the root is spent, the topmost agent whose
   budget is spent is cancelled with :class:`BudgetExhausted`; the cause reaches its whole
   subtree as it is (not as ``ParentCancel``), so each stopped turn records whose budget and
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, cast, final
 
@@ -159,20 +162,37 @@ class Ledger:
     with no budget on its path costs nothing.
     """
 
-    __slots__ = ("_spent", "_started", "_stop", "budget", "id", "parent")
+    __slots__ = (
+        "__weakref__",
+        "_children",
+        "_spent",
+        "_started",
+        "_stop",
+        "budget",
+        "id",
+        "parent",
+    )
 
     def __init__(
         self,
         agent_id: str,
         budget: Budget | None,
         parent: Ledger | None,
-        stop: Callable[[CancelCause], object],
+        stop: Callable[[CancelCause], bool],
         started: float | None,
     ) -> None:
         self.id = agent_id
         self.budget = budget if budget else None
         self.parent = parent
-        self._stop = stop
+        # Weak: the agent holds its ledger, and a disposed agent is freed by its last
+        # reference going, not by the cycle collector (tests/test_agent_freed.py).
+        self._stop = weakref.WeakMethod(stop)
+        # The ledgers of the live children: a stop reaches them when their parent's own
+        # cancel cannot (it is being disposed), so no request in flight under a spent
+        # budget outlives the stop.
+        self._children: weakref.WeakSet[Ledger] = weakref.WeakSet()
+        if parent is not None:
+            parent._children.add(self)
         self._started = started if started is not None else time.time()
         self._spent = _Spent()
 
@@ -182,7 +202,7 @@ class Ledger:
         agent_id: str,
         budget: Budget | None,
         parent: Ledger | None,
-        stop: Callable[[CancelCause], object],
+        stop: Callable[[CancelCause], bool],
         *,
         started: float | None,
         records: Sequence[Record],
@@ -242,8 +262,17 @@ class Ledger:
             if cause is not None:
                 found, owner = cause, node
         if found is not None and owner is not None:
-            owner._stop(found)
+            owner._stop_under(found)
         return found
+
+    def _stop_under(self, cause: BudgetExhausted) -> None:
+        """Cancel this agent with ``cause`` (its cancel reaches its children); an agent
+        whose cancel did nothing (being disposed, or idle) has its children stopped here."""
+        stop = self._stop()
+        if stop is not None and stop(cause):
+            return
+        for child in list(self._children):
+            child._stop_under(cause)
 
     def turn_started(self) -> None:
         """A turn of this agent started: it counts on the whole path."""
@@ -279,7 +308,7 @@ class Ledger:
         spent stops its owner at once (cutting the requests in flight under it)."""
         for node in self._chain():
             node._spent.add_usage(record)
-        return self._stop_topmost(())
+        return self._stop_topmost(("requests",))
 
 
 async def within_budget(ledger: Ledger | None, scope: CauseScope, *, first: bool) -> None:
