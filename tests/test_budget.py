@@ -235,3 +235,27 @@ def test_a_dated_model_name_has_the_price_of_its_model() -> None:
     assert table.price("gpt-4o-2024-08-06") == table.price("gpt-4o")
     assert table.cost("gpt-4o", 1_000_000, 1_000_000) == pytest.approx(12.5)
     assert table.cost("no-such-model", 1, 1) is None
+
+
+async def _spawn(ctx: ag.ToolContext, params: None) -> str:
+    child = await ctx.start_child(
+        ScriptedModel(["one two three four five"]), budget=ta.Budget(turns=5)
+    )
+    return await child.agent.ask("go")
+
+
+async def test_a_child_started_by_a_tool_spends_its_callers_budget() -> None:
+    """``ctx.start_child(budget=...)`` records the child's own budget, and the child's
+    answer spends the calling agent's: the caller's turn, waiting in the tool, stops."""
+    model = ScriptedModel([[CallTool("spawn")], "never"])
+    async with ag.open_runtime(model=model) as root:
+        await root.plugin(Tools(ag.Tool("spawn", "start a child", None, _spawn)))
+        parent = (await root.agents.create(budget=ta.Budget(output_tokens=3))).agent
+        parent.prompt("delegate")
+        await parent.when_idle()
+        ends = [r for r in parent.session.records if isinstance(r, TurnEnded)]
+        assert [e.cause for e in ends] == [ta.BudgetExhausted(parent.id, "output_tokens", 5, 3)]
+        (result,) = [r for r in parent.session.records if isinstance(r, ToolCallEnded)]
+        assert result.started
+        (child,) = [r for r in root.agents.list() if r.parent is parent]
+        assert child.config.budget == ta.Budget(turns=5)

@@ -4,6 +4,7 @@ reason of a prompt stopped by a spent budget."""
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -17,7 +18,8 @@ from cli_support import run_cli
 import trio_agents as ta
 import trio_agents.agent as ag
 from trio_agents.acp import AcpBridge
-from trio_agents.session import MemoryStore
+from trio_agents.cli import main
+from trio_agents.session import JsonlStore, MemoryStore
 
 cli = pytest.mark.usefixtures("cli_environment")
 
@@ -142,3 +144,25 @@ async def test_an_acp_prompt_stopped_by_a_budget_answers_the_matching_stop_reaso
             answers[session_id] = response["result"]["stopReason"]
         assert answers == {"tok": "max_tokens", "turn": "max_turn_requests"}
         await fiber.dispose()
+
+
+async def _spent_session(store: Path, session_id: str) -> None:
+    """A stored session whose ``tokens=2`` budget its first turn spent."""
+    async with ag.open_runtime(store=JsonlStore(store)) as root:
+        handle = await root.agents.create(session_id=session_id, budget=ta.Budget(tokens=2))
+        handle.agent.prompt("a b c")
+        await handle.agent.when_idle()
+        await handle.dispose()
+
+
+@cli
+def test_chat_says_which_budget_stopped_a_turn(
+    capsys: pytest.CaptureFixture[str], store: Path, stdin_pipe: int
+) -> None:
+    """In ``chat`` a turn stopped by a spent budget is one line naming it."""
+    trio.run(_spent_session, store, "talk")
+    os.write(stdin_pipe, b"more\n")
+    os.close(stdin_pipe)
+    assert main(["chat", "--store", str(store), "--session", "talk"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^turn t-2 stopped: tokens budget 2 spent \(6\)$", out, re.M), out
