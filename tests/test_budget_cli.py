@@ -166,3 +166,14 @@ def test_chat_says_which_budget_stopped_a_turn(
     assert main(["chat", "--store", str(store), "--session", "talk"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^turn t-2 stopped: tokens budget 2 spent \(6\)$", out, re.M), out
+
+
+@cli
+def test_budget_options_are_refused_with_remote(capsys: pytest.CaptureFixture[str]) -> None:
+    """A remote run is a worker's: ``--max-*`` with ``--remote`` is one line, status 1."""
+    args = ("run", "--remote", "host=nowhere", "--max-tokens", "5", "x")
+    status, _, err = run_cli(capsys, *args)
+    assert status == 1
+    assert err.strip().splitlines()[-1] == (
+        "trio-agents: error: --max-* options are not taken with --remote (a worker runs it)"
+    )

@@ -62,13 +62,16 @@ async def run(args: argparse.Namespace) -> int:
     wrote = False
     failed: SessionWriteError | None = None
     prompt = await _prompt(args.prompt)
+    budget = budget_from(args)
     if getattr(args, "remote", None) is not None:
+        if budget is not None:
+            raise CliError("--max-* options are not taken with --remote (a worker runs it)")
         from ._remote import run_remote
 
         return await run_remote(args, prompt)
     async with open_cli_runtime(settings) as root:
         agent, handle = await attach(
-            root, args.session, project_files=settings.project_files, budget=budget_from(args)
+            root, args.session, project_files=settings.project_files, budget=budget
         )
         forget = settings.forget_approvals
         agent.approver = RunApprover(getattr(args, "yes", False), forget_stored=forget)
