@@ -249,6 +249,10 @@ class Ledger:
                 continue
             if name in _AMOUNTS or name in counts:
                 spent = self.spent(name)
+                if name == "turns":
+                    # Checked at a turn's first request, when the turn is counted on the
+                    # whole path already: the turns before it are one fewer.
+                    spent -= 1
                 if spent >= allowed:
                     return BudgetExhausted(self.id, name, spent, allowed)
         return None
@@ -283,16 +287,7 @@ class Ledger:
         """Before a model request (``first``: the turn's first one, which checks turns):
         ``None`` if every budget on the path has room, else the cause the owner of the spent
         one was cancelled with."""
-        if first:
-            # The turn is counted already (turn_started): the turns before it are one fewer.
-            for node in self._chain():
-                node._spent.turns -= 1
-            try:
-                return self._stop_topmost(("requests", "turns"))
-            finally:
-                for node in self._chain():
-                    node._spent.turns += 1
-        return self._stop_topmost(("requests",))
+        return self._stop_topmost(("requests", "turns") if first else ("requests",))
 
     def admit_tool_call(self) -> BudgetExhausted | None:
         """Before a tool call: ``None`` (and the call counts on the path) if every budget on
