@@ -323,6 +323,7 @@ async def open_cli_runtime(
             store=make_store(settings.store),
             model=settings.model,
             agents=declared,
+            definitions=list(config.definitions),
             tracer_provider=tracer_provider,
             prices=config.prices or None,
         ) as root,
@@ -406,13 +407,19 @@ async def attach(
                 handle = await agents.resume(session_id, cwd=here, budget=budget)
         except SessionNotFoundError:
             handle = await agents.create(
-                session_id=session_id, cwd=here, instructions=instructions, budget=budget
+                session_id=session_id,
+                cwd=here,
+                instructions=instructions,
+                tools=agents.lead_tools(),
+                budget=budget,
             )
         return handle.agent, handle
     declared = agents.list()
     if declared:
         return _declared(declared[0], budget), None
-    handle = await agents.create(cwd=here, instructions=instructions, budget=budget)
+    handle = await agents.create(
+        cwd=here, instructions=instructions, tools=agents.lead_tools(), budget=budget
+    )
     return handle.agent, handle
 
 
