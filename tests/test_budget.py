@@ -13,6 +13,7 @@ import trio_agents as ta
 import trio_agents.agent as ag
 from trio_agents.model import CallTool, Price, PriceTable, Say, ScriptedModel, Wait
 from trio_agents.session import (
+    ChildEnded,
     JsonlStore,
     ModelUsage,
     StopReason,
@@ -259,3 +260,52 @@ async def test_a_child_started_by_a_tool_spends_its_callers_budget() -> None:
         assert result.started
         (child,) = [r for r in root.agents.list() if r.parent is parent]
         assert child.config.budget == ta.Budget(turns=5)
+
+
+async def test_two_task_children_stop_with_their_parents_spent_budget(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A parent calls ``task`` twice in one step under a budget of 3 output tokens: the
+    first child's answer spends it, so the second child (still streaming) and the parent's
+    turn stop with the parent's ``BudgetExhausted``; an agent outside the subtree answers."""
+    model = ScriptedModel(
+        [
+            [
+                CallTool("task", {"agent": "slow", "prompt": "one two three four"}),
+                CallTool("task", {"agent": "slow", "prompt": "five six seven eight nine ten"}),
+            ]
+        ]
+    )
+    async with ag.open_runtime() as root:
+        await root.agents.define("slow", description="slow echo", model="echo?delay=1")
+        parent = (
+            await root.agents.create(model, tools=["task"], budget=ta.Budget(output_tokens=3))
+        ).agent
+        sibling = (await root.agents.create("echo?delay=1")).agent
+        parent.prompt("go")
+        sibling.prompt("a b c d e f")
+        await trio.sleep(2.5)  # both children are mid-stream
+        children = parent.children
+        assert len(children) == 2
+        await parent.when_idle()
+        await sibling.when_idle()
+        cause = ta.BudgetExhausted(parent.id, "output_tokens", 4, 3)
+        assert [(e.stop_reason, e.cause) for e in _ends(parent)] == [(StopReason.CANCELLED, cause)]
+        # The shorter answer spent the budget; the longer one was cut, with no usage.
+        seen = set()
+        for child in children:
+            stored = await root.sessions.load(child.id)
+            try:
+                (end,) = [r for r in stored.records if isinstance(r, TurnEnded)]
+                outputs = [r.output_tokens for r in stored.records if isinstance(r, ModelUsage)]
+                seen.add((end.stop_reason, end.cause, tuple(outputs)))
+            finally:
+                await root.sessions.abandon(stored)
+        assert seen == {(StopReason.COMPLETED, None, (4,)), (StopReason.CANCELLED, cause, ())}
+        child_ends = [r for r in parent.session.records if isinstance(r, ChildEnded)]
+        assert {(e.stop_reason, e.cause) for e in child_ends} == {
+            (StopReason.COMPLETED, None),
+            (StopReason.CANCELLED, cause),
+        }
+        assert [(e.stop_reason, e.cause) for e in _ends(sibling)] == [(StopReason.COMPLETED, None)]
+        assert set(root.agents.list()) == {parent, sibling}
