@@ -290,10 +290,7 @@ class Turn:
             return  # recorded as not started when the turn ends
         parts = self._parts
         allowed = parts.allowed
-        refused = tool_refusal(parts.budget, self.scope)
-        if refused is not None:
-            result = refused
-        elif not parts.may_call(call.name):
+        if not parts.may_call(call.name):
             assert allowed is not None
             result = ToolResult(
                 content=f"tool {call.name!r} is not available to this agent; "
@@ -301,6 +298,8 @@ class Turn:
                 is_error=True,
                 started=False,
             )
+        elif (refused := tool_refusal(parts.budget, self.scope)) is not None:
+            result = refused
         else:
             caller = self._caller
             if caller is None:
