@@ -309,3 +309,37 @@ async def test_two_task_children_stop_with_their_parents_spent_budget(
         }
         assert [(e.stop_reason, e.cause) for e in _ends(sibling)] == [(StopReason.COMPLETED, None)]
         assert set(root.agents.list()) == {parent, sibling}
+
+
+async def _linger(ctx: ag.ToolContext, params: None) -> str:
+    try:
+        await trio.sleep_forever()
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(10)  # a slow cleanup: the agent stays "disposing" meanwhile
+    return "never"  # pragma: no cover - sleep_forever only raises
+
+
+async def test_a_spent_budget_stops_the_children_of_an_owner_being_disposed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The owner is being disposed (its cancel does nothing) while two children stream: the
+    first child's answer spends the owner's budget, and the other child is stopped then,
+    not when the disposal reaches it."""
+    async with ag.open_runtime() as root:
+        await root.plugin(Tools(ag.Tool("linger", "waits", None, _linger)))
+        handle = await root.agents.create(
+            model=ScriptedModel([[CallTool("linger")]]), budget=ta.Budget(output_tokens=3)
+        )
+        parent = handle.agent
+        short = (await root.agents.create("echo?delay=1", parent=parent)).agent
+        long = (await root.agents.create("echo?delay=1", parent=parent)).agent
+        parent.prompt("go")
+        short.prompt("one two three four")
+        long.prompt("five six seven eight nine ten")
+        await trio.sleep(0.5)
+        await handle.dispose()
+        cause = ta.BudgetExhausted(parent.id, "output_tokens", 4, 3)
+        assert [(e.stop_reason, e.cause) for e in _ends(long)] == [(StopReason.CANCELLED, cause)]
+        assert _usages(long) == []
+        assert [u.output_tokens for u in _usages(short)] == [4]
