@@ -317,7 +317,6 @@ async def _linger(ctx: ag.ToolContext, params: None) -> str:
     finally:
         with trio.CancelScope(shield=True):
             await trio.sleep(10)  # a slow cleanup: the agent stays "disposing" meanwhile
-    return "never"  # pragma: no cover - sleep_forever only raises
 
 
 async def test_a_spent_budget_stops_the_children_of_an_owner_being_disposed(
