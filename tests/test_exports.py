@@ -104,6 +104,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._approval": frozenset({"Approvals"}),
     "trio_agents.agent._agent": frozenset({"new_agent"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
+    "trio_agents.agent._budget": frozenset({"LIMITS", "Ledger", "tool_refusal", "within_budget"}),
     "trio_agents.agent._caller": frozenset({"ChildAgents", "HasCaller", "HasUsage", "ToolCalls"}),
     "trio_agents.agent._children": frozenset(
         {"ChildOutcome", "child_outcome", "close_open_children", "open_children", "parent_of"}
@@ -164,6 +165,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.cli._acp": frozenset({"acp"}),
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),
+    "trio_agents.cli._budget": frozenset({"add_budget_options", "budget_from", "stopped_line"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
     "trio_agents.cli._chat_view": frozenset({"ChatView", "split_blocks"}),
     "trio_agents.cli._config": frozenset(

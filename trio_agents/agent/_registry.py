@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Generic, final
 
@@ -52,6 +53,7 @@ from ..session import (
 )
 from ._agent import Agent
 from ._approval import Approver
+from ._budget import Budget
 from ._children import close_open_children
 from ._config import ALL_TOOLS, UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
 from ._definitions import TASK_TOOLS, AgentDefinition, Definitions
@@ -340,6 +342,7 @@ class AgentRegistry(Generic[A]):
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
         output: OutputKind | None = None,
+        budget: Budget | None = None,
     ) -> AgentHandle[A]:
         """Create an agent on a new session; its definition is recorded in the session.
 
@@ -363,6 +366,8 @@ class AgentRegistry(Generic[A]):
                 (a live object, not recorded); by default the runtime's.
             output: the typed answer of every turn (:attr:`Agent.output`, not recorded):
                 an attrs class or an :class:`OutputSchema`.
+            budget: what the agent and its descendants may spend (recorded; see
+                :class:`Budget`); ``None``: no limit of its own (its ancestors' still count).
 
         Returns:
             A handle to the running agent. If the call fails or is cancelled, nothing of the
@@ -382,6 +387,7 @@ class AgentRegistry(Generic[A]):
             max_steps=max_steps,
             cwd=cwd,
             ask=ask,
+            budget=budget,
         )
         resolved = self.models.resolve(model)
         # A str check first: an unhashable id (a list) is an invalid id, not a TypeError.
@@ -397,7 +403,7 @@ class AgentRegistry(Generic[A]):
                 f"session {session.id!r} is already stored; resume it "
                 f"(ctx.agents.resume({session.id!r})), or delete it first"
             )
-        config = attrs.evolve(config, model_name=resolved.name)
+        config = attrs.evolve(config, model_name=resolved.name, created_at=time.time())
         session.append(config.record())
         handle = await self._host(session, config, resolved, parent, approver, deps)
         return handle if typed is None else await _give_output(handle, typed)
@@ -415,6 +421,7 @@ class AgentRegistry(Generic[A]):
         ask: Maybe[ToolNames] = UNSET,
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
+        budget: Maybe[Budget | None] = UNSET,
     ) -> AgentHandle[A]:
         """Bring back a stored session as the same agent: its definition, history and inbox.
 
@@ -449,6 +456,7 @@ class AgentRegistry(Generic[A]):
                 max_steps=max_steps,
                 cwd=cwd,
                 ask=ask,
+                budget=budget,
             )
             if isinstance(model, Unset) and stored.model_object:
                 raise ModelRequiredError(_model_required(session_id, stored.model_name))
@@ -490,6 +498,7 @@ class AgentRegistry(Generic[A]):
             tools=self.tools,
             deps=self.deps if isinstance(deps, Unset) else deps,
             agents=self,
+            prices=self.models.prices,
         )
         hosted = _Hosted(self, session, lambda: self.factory.build(request))
         co_owner: Entry | None = None

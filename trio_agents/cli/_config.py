@@ -27,6 +27,10 @@ The format::
     instructions = "You are terse."
     tools = ["bash"]
     ask = ["bash"]                    # optional: tools whose calls need approval in this agent
+    budget = { tokens = 1000, cost = 0.5 }  # optional: what it and its children may spend
+
+    [prices]                          # optional: US dollars per million tokens, by model name
+    "gpt-4o" = { input = 2.5, output = 10.0, cache_read = 1.25 }
 
     [[agent_definitions]]             # a child the model may start with the task tool
     name = "reviewer"                 # (then the command's own agent is given task,
@@ -95,7 +99,7 @@ from .._base import StrictConverter, count_problems, list_problems
 from ..agent import AgentDefinition, DeclaredAgent
 from ..kernel import ConfigError, config_converter
 from ..mcp import McpServer
-from ..model import ModelSpecError, model_from_spec
+from ..model import ModelSpecError, Price, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
 from ..shell import SANDBOX_POLICIES
 from ..workspace import ToolFiles
@@ -185,6 +189,7 @@ class _File:
     mcp_servers: list[McpServer] = attrs.Factory(list)
     agents: list[DeclaredAgent] = attrs.Factory(list)
     agent_definitions: list[DefinitionTable] = attrs.Factory(list)
+    prices: dict[str, Price] = attrs.Factory(dict)
 
 
 @final
@@ -233,6 +238,8 @@ class Config:
     files: ToolFiles.Config = attrs.Factory(ToolFiles.Config)
     #: The ``[[agent_definitions]]`` tables: children the ``task`` tool starts.
     definitions: tuple[AgentDefinition, ...] = ()
+    #: The ``[prices]`` table: model prices added to (or replacing) the default table.
+    prices: Mapping[str, Price] = attrs.Factory(dict)
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -369,6 +376,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         sandbox=_sandbox(raw.sandbox, path),
         files=_files(raw.files, path),
         definitions=definitions,
+        prices=raw.prices,
     )
 
 

@@ -290,7 +290,8 @@ def _first_line(text: str, limit: int = 60) -> str:
 
 def _tokens(usage: AgentUsage) -> str:
     """``11 in, 4 out tokens (1 request)``; with a prompt cache
-    ``143 in (40 read from the cache, 100 written to it), 2 out tokens (1 request)``."""
+    ``143 in (40 read from the cache, 100 written to it), 2 out tokens (1 request)``; with a
+    price for the model, its cost after it: ``11 in, 4 out tokens (1 request), $0.0012``."""
     plural = "" if usage.requests == 1 else "s"
     cached = ""
     if usage.cache_read_tokens or usage.cache_creation_tokens:
@@ -298,9 +299,10 @@ def _tokens(usage: AgentUsage) -> str:
             f" ({usage.cache_read_tokens:,} read from the cache, "
             f"{usage.cache_creation_tokens:,} written to it)"
         )
+    cost = f", ${usage.cost:,.4f}" if usage.cost is not None else ""
     return (
         f"{usage.input_tokens:,} in{cached}, {usage.output_tokens:,} out tokens "
-        f"({usage.requests:,} request{plural})"
+        f"({usage.requests:,} request{plural}){cost}"
     )
 
 
