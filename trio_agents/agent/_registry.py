@@ -304,6 +304,7 @@ class AgentRegistry(Generic[A]):
         tools: ToolNames = None,
         ask: ToolNames = None,
         max_steps: int = 50,
+        budget: Budget | None = None,
     ) -> Entry:
         """Define a named template of child agents for as long as the calling fiber is
         loaded (see :class:`AgentDefinition` for the arguments); the ``task`` tool starts
@@ -324,6 +325,7 @@ class AgentRegistry(Generic[A]):
             tools=tools,
             ask=ask,
             max_steps=max_steps,
+            budget=budget,
         )
         await trio.lowlevel.checkpoint()
         return self.definitions.define(definition)

@@ -40,6 +40,7 @@ The format::
     tools = ["read_file", "grep"]     # optional: every tool but task when absent
     ask = ["bash"]                    # optional, as for agents
     max_steps = 20                    # optional
+    budget = { output_tokens = 5000 } # optional: what each such child may spend
 
     [approval]                        # optional: tools whose calls need approval in every agent
     ask = ["bash", "files__write_file"]
@@ -96,7 +97,7 @@ from typing import Any, Final, final
 import attrs
 
 from .._base import StrictConverter, count_problems, list_problems
-from ..agent import AgentDefinition, DeclaredAgent
+from ..agent import AgentDefinition, Budget, DeclaredAgent
 from ..kernel import ConfigError, config_converter
 from ..mcp import McpServer
 from ..model import ModelSpecError, Price, model_from_spec
@@ -149,6 +150,7 @@ class DefinitionTable:
     tools: list[str] | None = None
     ask: list[str] | None = None
     max_steps: int = 50
+    budget: dict[str, float] | None = None
 
 
 @attrs.frozen
@@ -401,7 +403,8 @@ def _definitions(
             continue
         seen[table.name] = index
         try:
-            made.append(AgentDefinition(**attrs.asdict(table)))
+            budget = Budget.of(table.budget) if table.budget is not None else None
+            made.append(AgentDefinition(**{**attrs.asdict(table), "budget": budget}))
         except (TypeError, ValueError) as exc:
             problems.append(f"{where}: {exc}")
     return tuple(made)
