@@ -434,8 +434,8 @@ async def test_a_definitions_budget_stops_only_the_child_it_made(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """A child started from a definition with a budget of 2 output tokens that says three
-    stops with its own BudgetExhausted; the call is an error the parent reads, and the parent's turn goes on to
-    complete, as does its second child from an unbudgeted definition."""
+    stops with its own BudgetExhausted; the call is an error the parent reads, and the
+    parent's turn goes on to complete, as does its second child (an unbudgeted definition)."""
     model = ScriptedModel(
         [
             [
