@@ -405,7 +405,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     # The work queue's internals: its SQL, its database access and its decisions.
     "trio_agents.workers._ledger": frozenset({"Decision", "decide"}),
-    "trio_agents.workers._pg": frozenset({"Listener", "Pool", "where"}),
+    "trio_agents.workers._pg": frozenset({"Listener", "pool", "where"}),
     "trio_agents.workers._sql": frozenset(
         {
             "Claimed",

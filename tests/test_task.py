@@ -75,11 +75,11 @@ async def test_a_definition_is_listed_in_the_task_tool_while_its_fiber_is_loaded
     async with ag.open_runtime() as root:
         await root.agents.define("writer", description="writes prose")
         fiber = await root.plugin(P("definer", define, inject=("agents",)))
-        (spec,) = [s for s in root.tools.specs() if s.name == "task"]
+        (spec,) = [s for s in root.tools.specs(explicit=True) if s.name == "task"]
         assert spec.parameters["properties"]["agent"]["enum"] == ["writer", "reviewer"]
         assert "- writer: writes prose\n- reviewer: reviews code" in spec.description
         await fiber.dispose()
-        (spec,) = [s for s in root.tools.specs() if s.name == "task"]
+        (spec,) = [s for s in root.tools.specs(explicit=True) if s.name == "task"]
         assert spec.parameters["properties"]["agent"]["enum"] == ["writer"]
         assert "reviewer" not in spec.description
 

@@ -148,7 +148,7 @@ class AgentParts:
         plain = self.tools.specs(agent=self.id, explicit=False)
         if names is None:
             return plain
-        specs = self.tools.specs(agent=self.id)
+        specs = self.tools.specs(agent=self.id, explicit=True)
         seen = self._specs_seen
         # Invariant: the registry returns the same tuples until its tools change, so the
         # identity check is the whole invalidation.

@@ -552,12 +552,17 @@ class ToolRegistry:
         registration = self._visible(agent).get(name)
         return None if registration is None else registration.tool
 
-    def names(self, *, agent: str | None = None) -> tuple[str, ...]:
+    def names(self, *, agent: str | None = None, explicit: bool = False) -> tuple[str, ...]:
         """The names of the tools the agent ``agent`` sees (``None``: the tools of every
-        agent), in registration order."""
-        return tuple(self._visible(agent))
+        agent), in registration order; with ``explicit``, also the tools marked ``explicit``
+        (``task``), which only agents that name them see."""
+        return tuple(
+            name
+            for name, registration in self._visible(agent).items()
+            if explicit or not registration.tool.explicit
+        )
 
-    def specs(self, *, agent: str | None = None, explicit: bool = True) -> tuple[ToolSpec, ...]:
+    def specs(self, *, agent: str | None = None, explicit: bool = False) -> tuple[ToolSpec, ...]:
         """What the model is told about every tool the agent ``agent`` sees, in registration
         order.
 
@@ -566,8 +571,8 @@ class ToolRegistry:
 
         Args:
             agent: the agent whose own tools are included.
-            explicit: include the tools marked ``explicit`` (``False``: what an agent given
-                every tool sees).
+            explicit: include the tools marked ``explicit`` (by default, what an agent given
+                every tool sees: not them).
         """
         # Agents without tools of their own share the one tuple (10,000 agents, one copy).
         key = (agent if agent in self._private else None, explicit)
@@ -647,7 +652,9 @@ class ToolRegistry:
         visible = self._visible(caller.agent_id)
         registration = visible.get(name)
         if registration is None:
-            available = ", ".join(sorted(visible)) or "none"
+            # The tools an agent given every tool sees (not the explicit ones, ``task``).
+            plain = (n for n, r in visible.items() if not r.tool.explicit)
+            available = ", ".join(sorted(plain)) or "none"
             return ToolResult(
                 f"unknown tool {name!r}; available: {available}", is_error=True, started=False
             )

@@ -359,7 +359,7 @@ async def open_cli_runtime(
                     ) from exc
             for server in config.mcp_servers:
                 await root.plugin(server)
-            check_asks(config, root.get("tools").names())
+            check_asks(config, root.get("tools").names(explicit=True))
             if settings.watch:
                 files = sorted({p.file for p in config.plugins if p.file is not None})
                 if files:
