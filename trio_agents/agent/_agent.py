@@ -37,6 +37,9 @@ from ._config import AgentConfig
 from ._driver import AgentDriver, Built
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
+from ._hook_calls import message_accepted
+from ._hook_points import PROMPT_ACCEPTED
+from ._hooks import HookRegistry
 from ._inbox import Lane, MessageId, QueuedMessage
 from ._meter import ContextUsage
 from ._parts import AgentParts
@@ -116,6 +119,7 @@ class Agent:
         approver: Approver | None = None,
         deps: object = None,
         agents: ChildAgents | None = None,
+        hooks: HookRegistry | None = None,
     ) -> None:
         self.session = session
         self.parent = parent
@@ -161,6 +165,7 @@ class Agent:
             find_compactor=compactor,
             deps=deps,
             agents=agents,
+            hooks=hooks,
         )
         self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []
@@ -325,6 +330,7 @@ class Agent:
             UnstorableRecordError: ``content`` is not Unicode text (it holds a lone
                 surrogate), so the session could not record it (a ``ValueError``).
             AgentClosedError: the agent is being disposed.
+            HookRefusedError: a ``prompt_accepted`` hook vetoed it (see :doc:`/hooks`).
         """
         return self._enqueue("next_turn", content, wake=True)
 
@@ -358,6 +364,7 @@ class Agent:
 
         Raises:
             AgentClosedError: the agent is being disposed, before or while waiting.
+            HookRefusedError: a ``prompt_accepted`` hook vetoed the message.
             MessageDroppedError: the message was discarded or cancelled before it ran.
             TurnFailedError: the turn ended cancelled, in error, blocked or at max steps.
         """
@@ -386,6 +393,8 @@ class Agent:
                 f"agent {self.id} is {self._status.value}; it takes no more messages "
                 f"(create or resume an agent to continue)"
             )
+        if self._parts.hooks.at(PROMPT_ACCEPTED):
+            message_accepted(self._parts.hooks, self.id, lane, content)
         message = self._inbox.add(lane, content, wake=wake)
         try:
             self.session.append(

@@ -25,6 +25,7 @@ from ..kernel import Context, ServiceKey
 from ._agent import Agent, new_agent
 from ._compaction import COMPACTION
 from ._driver import Built
+from ._hooks import HOOKS
 from ._like import AgentLike
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class DefaultAgentFactory(AgentFactory[Agent]):
             approver=request.approver,
             deps=request.deps,
             agents=request.agents,
+            hooks=context.get(HOOKS),
         )
 
     def __repr__(self) -> str:

@@ -21,6 +21,7 @@ from ._approval import Approvals
 from ._caller import Caller, ToolCalls
 from ._compaction import Compactor, SummarizingCompactor
 from ._history import History
+from ._hooks import NO_HOOKS, HookRegistry
 from ._inbox import Inbox
 from ._meter import ContextMeter, ContextUsage
 from ._usage import AgentUsage
@@ -60,6 +61,7 @@ class AgentParts:
         "deps",
         "emit",
         "history",
+        "hooks",
         "id",
         "inbox",
         "listens",
@@ -90,6 +92,7 @@ class AgentParts:
         find_compactor: Callable[[], Compactor | None] | None,
         deps: object = None,
         agents: ChildAgents | None = None,
+        hooks: HookRegistry | None = None,
     ) -> None:
         self.id = session.id
         self.agent: AgentLike | None = agent
@@ -109,6 +112,8 @@ class AgentParts:
         self.max_steps = max_steps
         self.deps = deps
         self.agents = agents
+        #: The runtime's hooks (``ctx.hooks``), or a registry that never has any.
+        self.hooks = hooks if hooks is not None else NO_HOOKS
         # The runtime's compaction service, looked up at each use (shared by the agents of
         # one context: a callable per agent would be held by every idle one).
         self._find_compactor = find_compactor

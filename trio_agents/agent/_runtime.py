@@ -13,6 +13,7 @@ from ..tracing import open_tracing
 from ._compaction import CompactionPlugin, Compactor
 from ._events import AgentCancelRequested, AgentCreated, AgentDisposed
 from ._factory import AgentFactory, DefaultAgentFactory, FactoryPlugin
+from ._hooks import hooks_plugin
 from ._loop import AgentLoop, DeclaredAgent, agent_loop
 from ._tools import tools_plugin
 
@@ -81,6 +82,7 @@ async def open_runtime(
             await root.plugin(store if store is not None else MemoryStore())
             await root.plugin(ModelsPlugin(model))
             await root.plugin(tools_plugin)
+            await root.plugin(hooks_plugin)
             await root.plugin(CompactionPlugin(compactor))
             await root.plugin(FactoryPlugin(factory or DefaultAgentFactory()))
             loop = agent_loop if deps is None else AgentLoop(deps=deps)
