@@ -272,6 +272,7 @@ class HookRegistry:
         for hook in self._at[point.name]:
             if not hook.concerns(event):
                 continue
+            answer: object
             try:
                 answer = hook.fn(event)
             except Exception as exc:
@@ -285,7 +286,7 @@ class HookRegistry:
                 answer = _Failure(_wrong_answer(point, answer))
             if isinstance(answer, _Failure):
                 answer = self._failed(hook, event, answer.error)
-            if answer is not None:
+            if isinstance(answer, HookCancel):
                 return answer
         return None
 
@@ -318,7 +319,7 @@ async def _call(hook: _Hook, event: object) -> object:
                 answer = await answer
         except Exception as exc:
             return _Failure(_describe(exc))
-        if answer is None or isinstance(answer, HookCancel | hook.point.answers):
+        if answer is None or isinstance(answer, (HookCancel, *hook.point.answers)):
             return answer
         return _Failure(_wrong_answer(hook.point, answer))
     return _Failure(f"timed out after {hook.timeout:g} s")
@@ -379,7 +380,7 @@ def _hook(
             pattern = re.compile(match)
         except re.error as exc:
             raise ValueError(f"match {match!r} is not a regular expression: {exc}") from None
-    label = name or getattr(fn, "__qualname__", None) or repr(fn)
+    label = name or getattr(fn, "__name__", None) or type(fn).__name__
     return _Hook(point, fn, label, agent, pattern, float(timeout), policy)  # type: ignore[arg-type]
 
 
