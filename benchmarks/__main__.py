@@ -23,6 +23,7 @@ from . import (
     bench_cancel,
     bench_compaction,
     bench_fibers,
+    bench_hooks,
     bench_instructions,
     bench_many,
     bench_memory,
@@ -48,7 +49,17 @@ FLOOR_ROWS = (
     "instructions",
     "peers",
 )
-OTHERS = ("fibers", "compaction", "sessions", "postgres", "workers", "resume", "shell", "tracing")
+OTHERS = (
+    "fibers",
+    "compaction",
+    "sessions",
+    "postgres",
+    "workers",
+    "resume",
+    "shell",
+    "tracing",
+    "hooks",
+)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -317,6 +328,7 @@ def main() -> None:
         "resume": bench_resume.main,
         "shell": bench_shell.main,
         "tracing": bench_tracing.main,
+        "hooks": bench_hooks.main,
     }
     if args.child is not None:
         figures = runs[args.child]()

@@ -60,7 +60,6 @@ from ._hook_points import PreTool as PreTool
 from ._hook_points import PromptAccepted as PromptAccepted
 from ._hook_points import TurnEnd as TurnEnd
 from ._hook_points import TurnStart as TurnStart
-from ._hooks import DEFAULT_HOOK_TIMEOUT as DEFAULT_HOOK_TIMEOUT
 from ._hooks import HOOKS as HOOKS
 from ._hooks import HookFailed as HookFailed
 from ._hooks import HookFn as HookFn
@@ -100,7 +99,6 @@ __all__ = [
     "CHILD_END",
     "CHILD_START",
     "COMPACTION",
-    "DEFAULT_HOOK_TIMEOUT",
     "HOOKS",
     "HOOK_POINTS",
     "POST_COMPACT",

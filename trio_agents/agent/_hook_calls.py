@@ -157,15 +157,24 @@ async def turn_ending(parts: _Parts, turn: _Turn, stop_reason: StopReason) -> No
 
 
 def _answer(session: Session, turn_id: str) -> str:
-    """The text of the turn's final step (what ``ask`` answers), from its records."""
-    for record in reversed(session.records):
-        if getattr(record, "turn_id", None) != turn_id:
-            continue
-        if isinstance(record, AssistantMessage):
-            return record.content
-        if isinstance(record, ToolCall | TurnStarted):
-            break
-    return ""
+    """The text of the turn's final step (what ``ask`` answers), from its records.
+
+    Read from the end in growing windows: a snapshot of the whole session per turn would
+    make a long session's turns cost its length (``bench_hooks``).
+    """
+    end, size = session.last_seq + 1, 16
+    while True:
+        start = max(0, end - size)
+        for record in reversed(session.records_since(start)):
+            if getattr(record, "turn_id", None) != turn_id:
+                continue
+            if isinstance(record, AssistantMessage):
+                return record.content
+            if isinstance(record, ToolCall | TurnStarted):
+                return ""
+        if start == 0:
+            return ""
+        size *= 4
 
 
 async def before_compact(

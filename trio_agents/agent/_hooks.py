@@ -7,7 +7,7 @@ Rules:
 - A hook is for every agent or for one (``agent=``); at the tool and child points ``match``
   (a regular expression) must match the whole tool name or child id.
 - At one point, hooks run one after another in registration order; each async hook under its
-  ``timeout``. An edit is handed on: the next hook sees the edited event. A veto
+  ``timeout`` if it has one. An edit is handed on: the next hook sees the edited event. A veto
   (a :class:`HookCancel` answered) stops the run: later hooks do not run.
 - A hook that raises, times out or answers what its point does not take has *failed*: the
   failure is contained (logged, a :class:`HookFailed` event) and the hook's ``policy``
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal, TypeAlias, TypeVar, final, overload
@@ -36,7 +35,6 @@ from ._hook_points import HOOK_POINTS, TURN_END, TURN_START, HookPoint
 from ._results import ToolResult
 
 __all__ = [
-    "DEFAULT_HOOK_TIMEOUT",
     "HOOKS",
     "HookFailed",
     "HookFn",
@@ -58,9 +56,6 @@ HookPolicy: TypeAlias = Literal["fail_open", "fail_closed"]
 #: A hook: ``fn(event)`` answering ``None``, a :class:`HookCancel`, or the point's edit;
 #: async everywhere but at ``prompt_accepted``, whose hooks are plain functions.
 HookFn: TypeAlias = Callable[[E], "Awaitable[R | HookCancel | None] | R | HookCancel | None"]
-
-#: Seconds a hook may take before it counts as failed.
-DEFAULT_HOOK_TIMEOUT: Final = 60.0
 
 _POLICIES: Final = ("fail_open", "fail_closed")
 
@@ -105,7 +100,7 @@ class _Hook:
     name: str
     agent: str | None
     match: re.Pattern[str] | None
-    timeout: float
+    timeout: float | None
     policy: HookPolicy
 
     def concerns(self, event: object) -> bool:
@@ -146,7 +141,7 @@ class HookRegistry:
         *,
         agent: str | None = None,
         match: str | None = None,
-        timeout: float = DEFAULT_HOOK_TIMEOUT,  # noqa: ASYNC109 (the hook's limit, not add's)
+        timeout: float | None = None,  # noqa: ASYNC109 (the hook's limit, not add's)
         policy: HookPolicy = "fail_open",
         name: str | None = None,
     ) -> Entry: ...
@@ -158,7 +153,7 @@ class HookRegistry:
         *,
         agent: str | None = None,
         match: str | None = None,
-        timeout: float = DEFAULT_HOOK_TIMEOUT,  # noqa: ASYNC109 (the hook's limit, not add's)
+        timeout: float | None = None,  # noqa: ASYNC109 (the hook's limit, not add's)
         policy: HookPolicy = "fail_open",
         name: str | None = None,
     ) -> Entry: ...
@@ -169,7 +164,7 @@ class HookRegistry:
         *,
         agent: str | None = None,
         match: str | None = None,
-        timeout: float = DEFAULT_HOOK_TIMEOUT,  # noqa: ASYNC109 (the hook's limit, not add's)
+        timeout: float | None = None,  # noqa: ASYNC109 (the hook's limit, not add's)
         policy: HookPolicy = "fail_open",
         name: str | None = None,
     ) -> Entry:
@@ -182,7 +177,9 @@ class HookRegistry:
             agent: the one agent id it runs for; ``None``, every agent.
             match: a regular expression the whole tool name (``pre_tool``, ``post_tool``) or
                 child id (``child_start``, ``child_end``) must match.
-            timeout: seconds it may take; past them it has failed.
+            timeout: seconds it may take; past them it is stopped and has failed. ``None``
+                (the default): no limit of its own (the turn's cancel still reaches it), and
+                no cancel scope, which is most of what a quick hook would cost a turn.
             policy: what its failure does: ``fail_open`` goes on, ``fail_closed`` vetoes.
             name: its name in logs and :class:`HookFailed`; by default the function's.
 
@@ -208,7 +205,7 @@ class HookRegistry:
         check: GuardrailCheck,
         *,
         agent: str | None = None,
-        timeout: float = DEFAULT_HOOK_TIMEOUT,  # noqa: ASYNC109 (the check's limit, not this call's)
+        timeout: float | None = None,  # noqa: ASYNC109 (the check's limit, not this call's)
         policy: HookPolicy = "fail_closed",
     ) -> Entry:
         """Check each message a turn claims with ``check`` (a ``turn_start`` hook named
@@ -229,7 +226,7 @@ class HookRegistry:
         check: GuardrailCheck,
         *,
         agent: str | None = None,
-        timeout: float = DEFAULT_HOOK_TIMEOUT,  # noqa: ASYNC109 (the check's limit, not this call's)
+        timeout: float | None = None,  # noqa: ASYNC109 (the check's limit, not this call's)
         policy: HookPolicy = "fail_closed",
     ) -> Entry:
         """Check the final answer of each turn with ``check`` (a ``turn_end`` hook named
@@ -252,19 +249,32 @@ class HookRegistry:
             The event as the hooks edited it, and what stopped the run: a veto, an answer
             instead of a tool call, or ``None`` (every hook let it go on).
         """
-        for hook in self._at[point.name]:
+        hooks = self._at[point.name]
+        index, count = 0, len(hooks)
+        while index < count:
+            hook = hooks[index]
+            index += 1
             if not hook.concerns(event):
                 continue
-            answer = await _call(hook, event)
+            if hook.timeout is None:
+                answer = await _call(hook, event)
+            else:
+                # Invariant: a cancel scope only for a hook with a time limit (a scope is
+                # most of what a no-op hook costs a turn: bench_hooks).
+                timed_out = True
+                with trio.move_on_after(hook.timeout):
+                    answer = await _call(hook, event)
+                    timed_out = False
+                if timed_out:
+                    answer = _Failure(f"timed out after {hook.timeout:g} s")
             if isinstance(answer, _Failure):
                 answer = self._failed(hook, event, answer.error)
-            if answer is None:
-                continue
             if isinstance(answer, HookCancel):
                 return event, answer
             if isinstance(answer, ToolResult) and point.name == "pre_tool":
                 return event, attrs.evolve(answer, started=False)
-            event = _edited(point, event, answer)
+            if answer is not None:
+                event = _edited(point, event, answer)
         return event, None
 
     def run_sync(self, point: HookPoint[E, Any], event: E) -> HookCancel | None:
@@ -312,17 +322,16 @@ class _Failure:
 
 
 async def _call(hook: _Hook, event: object) -> object:
-    with trio.move_on_after(hook.timeout):
-        try:
-            answer = hook.fn(event)
-            if inspect.isawaitable(answer):
-                answer = await answer
-        except Exception as exc:
-            return _Failure(_describe(exc))
-        if answer is None or isinstance(answer, (HookCancel, *hook.point.answers)):
-            return answer
-        return _Failure(_wrong_answer(hook.point, answer))
-    return _Failure(f"timed out after {hook.timeout:g} s")
+    """The hook's answer, or its failure (the caller's scope bounds its time)."""
+    try:
+        answer = hook.fn(event)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Exception as exc:
+        return _Failure(_describe(exc))
+    if answer is None or isinstance(answer, (HookCancel, *hook.point.answers)):
+        return answer
+    return _Failure(_wrong_answer(hook.point, answer))
 
 
 def _edited(point: HookPoint[E, Any], event: E, answer: object) -> E:
@@ -347,7 +356,7 @@ def _hook(
     fn: Callable[[Any], Any],
     agent: str | None,
     match: str | None,
-    timeout: float,
+    timeout: float | None,
     policy: str,
     name: str | None,
 ) -> _Hook:
@@ -365,10 +374,12 @@ def _hook(
         )
     if policy not in _POLICIES:
         raise ValueError(f"a hook's policy is 'fail_open' or 'fail_closed'; got {policy!r}")
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise ValueError(f"a hook's timeout is a number of seconds > 0; got {timeout!r}")
-    if math.isnan(timeout):
-        raise ValueError("a hook's timeout is a number of seconds > 0; got nan")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+    ):
+        raise ValueError(
+            f"a hook's timeout is a number of seconds > 0, or None; got {timeout!r}"
+        )
     pattern = None
     if match is not None:
         if point.matches is None:
@@ -381,7 +392,8 @@ def _hook(
         except re.error as exc:
             raise ValueError(f"match {match!r} is not a regular expression: {exc}") from None
     label = name or getattr(fn, "__name__", None) or type(fn).__name__
-    return _Hook(point, fn, label, agent, pattern, float(timeout), policy)  # type: ignore[arg-type]
+    limit = float(timeout) if timeout is not None else None
+    return _Hook(point, fn, label, agent, pattern, limit, policy)  # type: ignore[arg-type]
 
 
 #: The registry of a runtime without the ``hooks`` service: nothing ever runs.
