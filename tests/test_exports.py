@@ -162,6 +162,9 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
     "trio_agents.cli._chat_view": frozenset({"ChatView", "split_blocks"}),
+    "trio_agents.cli._command_hooks": frozenset(
+        {"DEFAULT_COMMAND_TIMEOUT", "CommandHook", "CommandHooks", "HookEntry", "hook_problems"}
+    ),
     "trio_agents.cli._config": frozenset(
         {
             "ASKED_BY_DEFAULT",

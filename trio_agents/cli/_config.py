@@ -49,6 +49,13 @@ The format::
                                       # the file's directory)
     network = false                   # optional: whether commands reach the network
 
+    [[hooks]]                         # a command hook (docs/hooks.rst): the event as JSON
+    event = "pre_tool"                # on stdin; exit 0 allows, 2 blocks (stderr: why)
+    match = "bash"                    # optional: the tool name (a regular expression)
+    command = "./check.sh"
+    timeout = 10                      # optional: seconds, then it is killed (default 10)
+    policy = "fail_closed"            # optional: if it fails (default fail_open)
+
 Rules:
 - Validation collects every problem (types, unknown keys, model specs, imports, plugin shapes
   and plugin configs) and raises one :class:`ConfigFileError` listing them all, each with the
@@ -90,6 +97,7 @@ from ..model import ModelSpecError, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
 from ..shell import SANDBOX_POLICIES
 from ..workspace import ToolFiles
+from ._command_hooks import HookEntry, hook_problems
 
 __all__ = [
     "ASKED_BY_DEFAULT",
@@ -161,6 +169,7 @@ class _File:
     plugins: list[PluginEntry] = attrs.Factory(list)
     mcp_servers: list[McpServer] = attrs.Factory(list)
     agents: list[DeclaredAgent] = attrs.Factory(list)
+    hooks: list[HookEntry] = attrs.Factory(list)
 
 
 @final
@@ -207,6 +216,8 @@ class Config:
     sandbox: Sandbox | None = None
     #: The ``[files]`` table (``add_dirs`` made absolute): where the file tools may reach.
     files: ToolFiles.Config = attrs.Factory(ToolFiles.Config)
+    #: The ``[[hooks]]`` tables: command hooks (:mod:`._command_hooks`).
+    hooks: tuple[HookEntry, ...] = ()
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -309,6 +320,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
             names.setdefault(name, index)
     problems.extend(_check_allow(data))
     problems.extend(_check_sandbox(data))
+    problems.extend(hook_problems(_tables(data, "hooks")))
     plugins = []
     for index, table in enumerate(_tables(data, "plugins")):
         entry = _entry(table)
@@ -341,6 +353,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         forget_approvals=raw.approval.forget_approvals,
         sandbox=_sandbox(raw.sandbox, path),
         files=_files(raw.files, path),
+        hooks=tuple(raw.hooks),
     )
 
 

@@ -1,0 +1,159 @@
+"""Command hooks: ``[[hooks]]`` in the config file, real commands, the installed command."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+from support import TRIO_AGENTS, alive, gone, read_fifo
+
+import trio_agents.agent as ag
+from trio_agents.cli._command_hooks import CommandHooks, HookEntry
+from trio_agents.cli._config import ConfigFileError, parse
+from trio_agents.model import CallTool, Say, ScriptedModel
+from trio_agents.session import ToolCallEnded, TurnEnded
+
+
+def _run(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRIO_AGENTS_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200"}
+    env.pop("TRIO_AGENTS_DEBUG", None)
+    return subprocess.run(
+        [str(TRIO_AGENTS), *args],
+        input="",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_command_hook_vetoes_bash_through_the_installed_command(
+    store: Path, tmp_path: Path
+) -> None:
+    """Exit 2 blocks the call with the command's stderr; the event reached it on stdin."""
+    config = tmp_path / "trio-agents.toml"
+    seen = tmp_path / "event.json"
+    config.write_text(
+        textwrap.dedent(
+            f"""
+            [[hooks]]
+            event = "pre_tool"
+            match = "bash"
+            command = "cat > {seen}; echo 'no shell today' >&2; exit 2"
+            """
+        )
+    )
+    marker = tmp_path / "ran"
+    result = _run(
+        "run",
+        f"!bash touch {marker}",
+        "--yes",
+        "--config",
+        str(config),
+        "--store",
+        str(store),
+        "--session",
+        "s",
+        home=tmp_path,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
+    assert "tool call 'bash' was blocked by a hook: no shell today" in result.stdout
+    event = json.loads(seen.read_text())
+    assert {k: event[k] for k in ("event", "tool", "arguments", "agent_id", "session_id")} == {
+        "event": "pre_tool",
+        "tool": "bash",
+        "arguments": {"command": f"touch {marker}"},
+        "agent_id": "s",
+        "session_id": "s",
+    }
+    lines = (store / "s.jsonl").read_text().splitlines()[1:]
+    ended = [json.loads(line) for line in lines if '"tool_result"' in line]
+    assert [(e["is_error"], e["started"]) for e in ended] == [(True, False)]
+
+
+def test_a_bad_hooks_table_is_one_problem_each() -> None:
+    """Unknown and synchronous points, a bad match, policy and timeout are listed at once."""
+    with pytest.raises(ConfigFileError) as caught:
+        parse(
+            {
+                "hooks": [
+                    {"event": "prompt_accepted", "command": "true"},
+                    {"event": "turn_start", "command": "true", "match": "x"},
+                    {"event": "pre_tool", "command": "true", "match": "(", "policy": "maybe"},
+                    {"event": "pre_tool", "command": "true", "timeout": 0},
+                    {"event": "nowhere", "command": "true"},
+                ]
+            }
+        )
+    problems = caught.value.problems
+    assert [p.split(":", 1)[0] for p in problems] == [
+        "hooks[0].event",
+        "hooks[1].match",
+        "hooks[2].match",
+        "hooks[2].policy",
+        "hooks[3].timeout",
+        "hooks[4].event",
+    ]
+    assert re.match(r"^hooks\[0\]\.event: 'prompt_accepted' runs synchronously", problems[0])
+
+
+def test_a_hooks_table_is_structured() -> None:
+    """A valid table becomes a HookEntry; an integer timeout is seconds."""
+    config = parse({"hooks": [{"event": "post_tool", "command": "true", "timeout": 3}]})
+    assert config.hooks == (HookEntry("post_tool", "true", timeout=3),)
+
+
+async def test_a_command_hook_is_killed_at_its_timeout(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    """The command's process group is killed at its limit; the hook failed, closed."""
+    fifo = tmp_path / "pid"
+    os.mkfifo(fifo)
+    command = f"sleep 1000 & echo $! > {fifo}; wait"
+    entry = HookEntry("pre_tool", command, timeout=10, policy="fail_closed")
+    model = ScriptedModel([[CallTool("nothing", {})], [Say("ok")]])
+
+    async with ag.open_runtime(model=model) as root:
+        await root.plugin(CommandHooks((entry,)))
+        agent = (await root.agents.create()).agent
+        agent.prompt("go")
+        pid = int(await read_fifo(fifo))
+        assert alive([pid]) == [pid]
+        # The clock moves by hand only, once the command is surely running.
+        mock_clock.jump(10)
+        await agent.when_idle()
+        [ended] = [r for r in agent.session.records if isinstance(r, ToolCallEnded)]
+        [turn] = [r for r in agent.session.records if isinstance(r, TurnEnded)]
+        mock_clock.rate = 1.0  # real time from here: the kernel ends the killed sleep
+        await gone(alive, [pid])
+    assert ended.content.startswith("tool call 'nothing' was blocked by a hook: hook hooks[0]")
+    assert ended.content.endswith("failed (timed out after 10 s) and fails closed")
+    assert turn.stop_reason.value == "completed"
+
+
+async def test_a_running_command_hook_is_killed_with_its_agent(tmp_path: Path) -> None:
+    """Disposing the agent cancels its turn, and the hook's process group with it."""
+    fifo = tmp_path / "pid"
+    os.mkfifo(fifo)
+    entry = HookEntry("turn_start", f"sleep 1000 & echo $! > {fifo}; wait", timeout=1000)
+    async with ag.open_runtime() as root:
+        await root.plugin(CommandHooks((entry,)))
+        handle = await root.agents.create()
+        handle.agent.prompt("go")
+        pid = int(await read_fifo(fifo))
+        assert alive([pid]) == [pid]
+        await handle.dispose()
+        await gone(alive, [pid])
+        [turn] = [r for r in handle.agent.session.records if isinstance(r, TurnEnded)]
+    assert turn.stop_reason.value == "cancelled"
