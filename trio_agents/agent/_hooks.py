@@ -377,9 +377,7 @@ def _hook(
     if timeout is not None and (
         isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
     ):
-        raise ValueError(
-            f"a hook's timeout is a number of seconds > 0, or None; got {timeout!r}"
-        )
+        raise ValueError(f"a hook's timeout is a number of seconds > 0, or None; got {timeout!r}")
     pattern = None
     if match is not None:
         if point.matches is None:
