@@ -18,12 +18,14 @@ from . import workers as workers
 from . import workspace as workspace
 from ._errors import TrioAgentsError as TrioAgentsError
 from .agent import AGENTS as AGENTS
+from .agent import HOOKS as HOOKS
 from .agent import TOOLS as TOOLS
 from .agent import Agent as Agent
 from .agent import AgentClosedError as AgentClosedError
 from .agent import AgentHandle as AgentHandle
 from .agent import AgentIdInUseError as AgentIdInUseError
 from .agent import AgentStatus as AgentStatus
+from .agent import HookRefusedError as HookRefusedError
 from .agent import ApprovalRequest as ApprovalRequest
 from .agent import Approver as Approver
 from .agent import Decision as Decision
@@ -80,6 +82,7 @@ from .workers import serve_worker as serve_worker
 
 __all__ = [
     "AGENTS",
+    "HOOKS",
     "MODELS",
     "SESSIONS",
     "SHELL",
@@ -105,6 +108,7 @@ __all__ = [
     "FiberFailed",
     "FiberState",
     "HookCancel",
+    "HookRefusedError",
     "JobDone",
     "JsonlStore",
     "LeaseLost",

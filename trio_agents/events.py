@@ -5,6 +5,7 @@ from .agent import AgentCreated as AgentCreated
 from .agent import AgentDisposed as AgentDisposed
 from .agent import AgentOutput as AgentOutput
 from .agent import AgentStatusChanged as AgentStatusChanged
+from .agent import HookFailed as HookFailed
 from .kernel import FiberFailed as FiberFailed
 from .kernel import ListenerFailed as ListenerFailed
 from .kernel import PluginReloaded as PluginReloaded
@@ -21,6 +22,7 @@ __all__ = [
     "AgentOutput",
     "AgentStatusChanged",
     "FiberFailed",
+    "HookFailed",
     "JobDone",
     "ListenerFailed",
     "PluginReloaded",
