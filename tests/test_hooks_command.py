@@ -157,3 +157,37 @@ async def test_a_running_command_hook_is_killed_with_its_agent(tmp_path: Path) -
         await gone(alive, [pid])
         [turn] = [r for r in handle.agent.session.records if isinstance(r, TurnEnded)]
     assert turn.stop_reason.value == "cancelled"
+
+
+VETO_PLUGIN = """
+from trio_agents.cancel import HookCancel
+
+name = "no-secrets"
+inject = ("hooks",)
+
+
+def no_secrets(event):
+    return HookCancel("it names a secret") if "secret" in event.content else None
+
+
+async def apply(ctx, config):
+    await ctx.hooks.add("prompt_accepted", no_secrets)
+"""
+
+
+def test_a_refused_prompt_is_one_line_of_the_installed_command(store: Path, tmp_path: Path) -> None:
+    """``run`` with a prompt a plugin's prompt_accepted hook vetoes: one line, nothing stored."""
+    (tmp_path / "no_secrets_plugin.py").write_text(VETO_PLUGIN)
+    config = tmp_path / "trio-agents.toml"
+    config.write_text('[[plugins]]\nmodule = "no_secrets_plugin"\n')
+    args = ("--config", str(config), "--store", str(store), "--session", "s")
+    result = _run("run", "the secret", *args, home=tmp_path, cwd=tmp_path)
+    assert result.returncode == 1, result
+    assert re.fullmatch(
+        r"(?s).*trio-agents: error: agent s refused the message: it names a secret \(a "
+        r"prompt_accepted hook vetoed it; nothing was queued\)\n",
+        result.stderr,
+    ), result.stderr
+    assert "Traceback" not in result.stderr
+    if (store / "s.jsonl").exists():
+        assert "the secret" not in (store / "s.jsonl").read_text()
