@@ -525,3 +525,46 @@ async def test_hooks_added_by_a_plugin_are_gone_after_its_reload(plugin_module: 
         "tool call 'echo' was blocked by a hook: version 1",
         "echoed 2",
     ]
+
+
+class AsyncCallable:
+    """An object whose ``__call__`` is async: add() cannot tell, the run can."""
+
+    async def __call__(self, event: object) -> None:
+        return None
+
+
+def raising(event: ag.PromptAccepted) -> None:
+    raise ValueError("bad prompt check")
+
+
+def answering(event: ag.PromptAccepted) -> str:
+    return "yes"
+
+
+@pytest.mark.parametrize(
+    ("fn", "error"),
+    [
+        (raising, r"^ValueError: bad prompt check$"),
+        (answering, r"^answered str 'yes'; prompt_accepted takes None, HookCancel$"),
+        (AsyncCallable(), r"^prompt_accepted hooks are plain functions; AsyncCallable is async$"),
+    ],
+)
+@pytest.mark.parametrize("policy", ["fail_open", "fail_closed"])
+async def test_a_failing_prompt_hook_is_contained_and_its_policy_decides(
+    fn: Any, error: str, policy: str
+) -> None:
+    """At prompt_accepted too: reported, then queued (open) or refused (closed)."""
+    failed: list[ag.HookFailed] = []
+    async with ag.open_runtime() as root:
+        root.on(ag.HookFailed, failed.append)
+        await root.plugin(Hooked(at(ag.PROMPT_ACCEPTED, fn, policy=policy)))
+        agent = (await root.agents.create(session_id="a")).agent
+        if policy == "fail_open":
+            assert await agent.ask("hi") == "hi"
+        else:
+            with pytest.raises(ag.HookRefusedError, match=r"^agent a refused the message: hook "):
+                agent.prompt("hi")
+            assert agent.queued() == ()
+    [failure] = failed
+    assert re.match(error, failure.error), failure.error

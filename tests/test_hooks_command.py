@@ -9,10 +9,11 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 import trio.testing
-from support import TRIO_AGENTS, alive, gone, read_fifo
+from support import TRIO_AGENTS, Tools, alive, gone, read_fifo
 
 import trio_agents.agent as ag
 from trio_agents.cli._command_hooks import CommandHooks, HookEntry
@@ -191,3 +192,90 @@ def test_a_refused_prompt_is_one_line_of_the_installed_command(store: Path, tmp_
     assert "Traceback" not in result.stderr
     if (store / "s.jsonl").exists():
         assert "the secret" not in (store / "s.jsonl").read_text()
+
+
+@attrs.frozen
+class TextParams:
+    text: str
+
+
+def _echo() -> ag.Tool:
+    async def run(call: ag.ToolContext, params: TextParams) -> str:
+        return f"echoed {params.text}"
+
+    return ag.Tool("echo", "Echo the text.", TextParams, run)
+
+
+@pytest.mark.parametrize(
+    ("event", "command", "content"),
+    [
+        (
+            "pre_tool",
+            """echo '{"decision": "block", "reason": "policy"}'""",
+            "blocked by a hook: policy",
+        ),
+        ("pre_tool", """echo '{"arguments": {"text": "edited"}}'""", "echoed edited"),
+        ("pre_tool", """echo '{"result": "instead"}'""", "instead"),
+        ("post_tool", """echo '{"result": "replaced", "is_error": true}'""", "replaced"),
+        ("post_tool", "echo just some text", "echoed hi"),
+        ("post_tool", "echo '[1, 2]'", "echoed hi"),
+    ],
+)
+async def test_a_command_answers_on_stdout(event: str, command: str, content: str) -> None:
+    """On exit 0, a JSON object on stdout vetoes, edits the arguments or the result."""
+    model = ScriptedModel([[CallTool("echo", {"text": "hi"})], [Say("ok")]])
+    async with ag.open_runtime(model=model) as root:
+        await root.plugin(Tools(_echo()))
+        await root.plugin(CommandHooks((HookEntry(event, command),)))
+        agent = (await root.agents.create()).agent
+        assert await agent.ask("go") == "ok"
+        [ended] = [r for r in agent.session.records if isinstance(r, ToolCallEnded)]
+    assert ended.content.endswith(content)
+
+
+@pytest.mark.parametrize(
+    ("command", "error"),
+    [
+        (
+            "echo oops >&2; exit 1",
+            r"^CommandHookError: command 'echo oops >&2; exit 1' exited 1: oops$",
+        ),
+        ("echo '{not json'", r"^CommandHookError: its stdout starts with '\{' but is not JSON: "),
+    ],
+)
+async def test_a_failing_command_is_contained_and_fails_open(command: str, error: str) -> None:
+    """Another exit status, or stdout that is not JSON, is a failure the policy lets through."""
+    failed: list[ag.HookFailed] = []
+    async with ag.open_runtime() as root:
+        root.on(ag.HookFailed, failed.append)
+        await root.plugin(CommandHooks((HookEntry("turn_start", command),)))
+        agent = (await root.agents.create()).agent
+        assert await agent.ask("go") == "go"
+    [failure] = failed
+    assert re.match(error, failure.error), failure.error
+
+
+async def test_the_event_a_command_reads_is_plain_json(tmp_path: Path) -> None:
+    """A pre_model request is its size and tools; a turn_end stop reason is its value."""
+    out = tmp_path / "events"
+    entries = tuple(HookEntry(e, f"cat >> {out}; echo >> {out}") for e in ("pre_model", "turn_end"))
+    async with ag.open_runtime() as root:
+        await root.plugin(CommandHooks(entries))
+        agent = (await root.agents.create(session_id="a")).agent
+        await agent.ask("go")
+    pre, end = (json.loads(line) for line in out.read_text().splitlines())
+    assert pre == {
+        "event": "pre_model",
+        "agent_id": "a",
+        "session_id": "a",
+        "turn_id": "t-1",
+        "request": {"messages": 1, "tools": []},
+    }
+    assert end == {
+        "event": "turn_end",
+        "agent_id": "a",
+        "session_id": "a",
+        "turn_id": "t-1",
+        "stop_reason": "completed",
+        "answer": "go",
+    }
