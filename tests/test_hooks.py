@@ -568,3 +568,28 @@ async def test_a_failing_prompt_hook_is_contained_and_its_policy_decides(
             assert agent.queued() == ()
     [failure] = failed
     assert re.match(error, failure.error), failure.error
+
+
+async def test_an_async_guardrail_checks_the_answer_after_a_tool_call() -> None:
+    """An async check sees the final step's text: "" when it said nothing after its call."""
+    seen: list[str] = []
+
+    async def check(text: str) -> bool:
+        seen.append(text)
+        return False
+
+    ran: list[str] = []
+    model = ScriptedModel([[CallTool("echo", {"text": "x"})], [Say("")]])
+    async with ag.open_runtime(model=model) as root:
+        await root.plugin(Tools(echo_tool(ran)))
+        await root.get(ag.HOOKS).output_guardrail("quiet", check)  # type: ignore[union-attr]
+        agent = (await root.agents.create()).agent
+        assert await agent.ask("go") == ""
+    assert seen == [""]
+
+
+async def test_add_refuses_what_is_not_a_function() -> None:
+    """A hook is called with the event; anything else is refused at once."""
+    async with ag.open_runtime() as root:
+        with pytest.raises(TypeError, match=r"^a hook is a function of the event; got 3$"):
+            await root.get(ag.HOOKS).add(ag.TURN_START, 3)  # type: ignore[union-attr, call-overload]

@@ -16,6 +16,7 @@ import trio.testing
 from support import TRIO_AGENTS, Tools, alive, gone, read_fifo
 
 import trio_agents.agent as ag
+from trio_agents.cancel import HookCancel
 from trio_agents.cli._command_hooks import CommandHooks, HookEntry
 from trio_agents.cli._config import ConfigFileError, parse
 from trio_agents.model import CallTool, Say, ScriptedModel
@@ -279,3 +280,18 @@ async def test_the_event_a_command_reads_is_plain_json(tmp_path: Path) -> None:
         "stop_reason": "completed",
         "answer": "go",
     }
+
+
+async def test_exit_2_without_stderr_still_says_why(tmp_path: Path) -> None:
+    """A silent exit 2 vetoes with the command named; post_model reads the calls as JSON."""
+    out = tmp_path / "event"
+    entries = (HookEntry("post_model", f"cat > {out}; exit 2"),)
+    model = ScriptedModel([[CallTool("echo", {"text": "hi"})]])
+    async with ag.open_runtime(model=model) as root:
+        await root.plugin(CommandHooks(entries))
+        agent = (await root.agents.create()).agent
+        with pytest.raises(ag.TurnFailedError) as caught:
+            await agent.ask("go")
+    assert caught.value.record.cause == HookCancel(f"command 'cat > {out}; exit 2' exited 2")
+    calls = json.loads(out.read_text())["calls"]
+    assert calls == [{"call_id": "call-1", "name": "echo", "arguments": {"text": "hi"}}]

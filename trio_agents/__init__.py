@@ -25,10 +25,10 @@ from .agent import AgentClosedError as AgentClosedError
 from .agent import AgentHandle as AgentHandle
 from .agent import AgentIdInUseError as AgentIdInUseError
 from .agent import AgentStatus as AgentStatus
-from .agent import HookRefusedError as HookRefusedError
 from .agent import ApprovalRequest as ApprovalRequest
 from .agent import Approver as Approver
 from .agent import Decision as Decision
+from .agent import HookRefusedError as HookRefusedError
 from .agent import MessageDroppedError as MessageDroppedError
 from .agent import ModelRequiredError as ModelRequiredError
 from .agent import NoCallingAgentError as NoCallingAgentError
@@ -55,6 +55,7 @@ from .events import AgentDisposed as AgentDisposed
 from .events import AgentOutput as AgentOutput
 from .events import AgentStatusChanged as AgentStatusChanged
 from .events import FiberFailed as FiberFailed
+from .events import HookFailed as HookFailed
 from .events import JobDone as JobDone
 from .events import ListenerFailed as ListenerFailed
 from .events import PluginReloaded as PluginReloaded
@@ -108,6 +109,7 @@ __all__ = [
     "FiberFailed",
     "FiberState",
     "HookCancel",
+    "HookFailed",
     "HookRefusedError",
     "JobDone",
     "JsonlStore",
