@@ -33,6 +33,7 @@ from . import (
     bench_sessions,
     bench_shell,
     bench_stores,
+    bench_task,
     bench_tools,
     bench_tracing,
     bench_workers,
@@ -58,6 +59,7 @@ OTHERS = (
     "resume",
     "shell",
     "tracing",
+    "task",
     "hooks",
 )
 
@@ -328,6 +330,7 @@ def main() -> None:
         "resume": bench_resume.main,
         "shell": bench_shell.main,
         "tracing": bench_tracing.main,
+        "task": bench_task.main,
         "hooks": bench_hooks.main,
     }
     if args.child is not None:

@@ -16,6 +16,8 @@ from ._compaction import CompactionRequest as CompactionRequest
 from ._compaction import Compactor as Compactor
 from ._compaction import SummarizingCompactor as SummarizingCompactor
 from ._config import AgentConfig as AgentConfig
+from ._definitions import AgentDefinition as AgentDefinition
+from ._definitions import DefinitionNameInUseError as DefinitionNameInUseError
 from ._driver import AgentDriver as AgentDriver
 from ._driver import Built as Built
 from ._errors import AgentClosedError as AgentClosedError
@@ -28,6 +30,8 @@ from ._events import AgentCreated as AgentCreated
 from ._events import AgentDisposed as AgentDisposed
 from ._events import AgentOutput as AgentOutput
 from ._events import AgentStatusChanged as AgentStatusChanged
+from ._events import TaskEnded as TaskEnded
+from ._events import TaskStarted as TaskStarted
 from ._factory import AgentFactory as AgentFactory
 from ._factory import AgentRequest as AgentRequest
 from ._factory import DefaultAgentFactory as DefaultAgentFactory
@@ -76,6 +80,8 @@ from ._loop import AgentLoop as AgentLoop
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
 from ._meter import ContextUsage as ContextUsage
+from ._output import OutputError as OutputError
+from ._output import OutputSchema as OutputSchema
 from ._registry import AGENTS as AGENTS
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
@@ -116,6 +122,7 @@ __all__ = [
     "AgentClosedError",
     "AgentConfig",
     "AgentCreated",
+    "AgentDefinition",
     "AgentDispose",
     "AgentDisposed",
     "AgentDriver",
@@ -147,6 +154,7 @@ __all__ = [
     "Decision",
     "DeclaredAgent",
     "DefaultAgentFactory",
+    "DefinitionNameInUseError",
     "GuardrailCheck",
     "HookFailed",
     "HookFn",
@@ -160,6 +168,8 @@ __all__ = [
     "MessageId",
     "ModelRequiredError",
     "NoCallingAgentError",
+    "OutputError",
+    "OutputSchema",
     "PostCompact",
     "PostModel",
     "PostTool",
@@ -170,6 +180,8 @@ __all__ = [
     "QueuedMessage",
     "Refusal",
     "SummarizingCompactor",
+    "TaskEnded",
+    "TaskStarted",
     "Tool",
     "ToolContext",
     "ToolGuard",

@@ -13,6 +13,8 @@ Rules:
   cancelled while running is ``started=True`` (side effects possible).
 - Stop reason of a cancelled turn: ``blocked`` for a :class:`HookCancel`, else ``cancelled``;
   the cause is ``DisposedCancel`` whenever the agent is being disposed (:meth:`Turn.dispose`).
+- A turn asked for a typed answer offers the final-answer tool, and ends ``completed`` when
+  an answer is accepted or ``error`` after too many refusals (``_output``).
 - A :class:`Turn` reaches its agent through :class:`AgentParts` only.
 """
 
@@ -41,6 +43,7 @@ from ._compaction import CompactionError, compact_after, fit_window
 from ._events import AgentOutput
 from ._hook_points import POST_MODEL, POST_TOOL, PRE_MODEL, PRE_TOOL, TURN_END, TURN_START
 from ._inbox import QueuedMessage
+from ._output import OutputFailed, turn_output
 from ._parts import AgentParts
 from ._results import ToolResult
 from ._usage import usage_record
@@ -66,6 +69,7 @@ class Turn:
         "_claimed",
         "_disposed",
         "_open",
+        "_output",
         "_parts",
         "_started",
         "ending",
@@ -87,6 +91,8 @@ class Turn:
         self._started: set[str] | None = None
         # Who calls the turn's tools: made at the first call, shared by every call.
         self._caller: Caller | None = None
+        # The typed answer the turn must give (``ask(output=)``, ``_output``), or None.
+        self._output = turn_output(parts.outputs, parts.session, turn_id, claimed)
 
     def abort(self, cause: CancelCause) -> None:
         """Cancel the turn with ``cause`` (the first cause given is the one recorded)."""
@@ -113,7 +119,7 @@ class Turn:
                     await hook_calls.turn_ending(self._parts, self, stop)
             if scope.cancelled_caught:
                 cause = scope.cause
-        except (ModelError, CompactionError) as exc:
+        except (ModelError, CompactionError, OutputFailed) as exc:
             stop, error = StopReason.ERROR, str(exc)
             cause = hook_calls.vetoed_by(exc)  # a compaction a hook refused: blocked
         except Exception as exc:
@@ -192,6 +198,13 @@ class Turn:
                 if not await compact_after(parts, self.id, exc):
                     raise
                 calls = await self._ask_model()  # once: a second "too long" ends the turn
+            if self._output is not None:
+                calls = self._output.review(calls, self._open)
+                if calls:
+                    await self._call_tools(calls)
+                if self._output.accepted:
+                    return StopReason.COMPLETED
+                continue
             if calls:
                 await self._call_tools(calls)
                 continue
@@ -208,6 +221,8 @@ class Turn:
         request = ModelRequest(
             messages=parts.history.update(session).messages(), tools=parts.tool_specs()
         )
+        if self._output is not None:
+            request = self._output.request(request)
         if parts.hooks.at(PRE_MODEL):
             request = await hook_calls.before_model(parts, self, request)
         text: list[str] = []
@@ -279,7 +294,8 @@ class Turn:
             return  # recorded as not started when the turn ends
         parts = self._parts
         allowed = parts.allowed
-        if allowed is not None and call.name not in allowed:
+        if not parts.may_call(call.name):
+            assert allowed is not None
             result = ToolResult(
                 content=f"tool {call.name!r} is not available to this agent; "
                 f"available: {', '.join(sorted(allowed)) or 'none'}",
