@@ -593,3 +593,29 @@ async def test_add_refuses_what_is_not_a_function() -> None:
     async with ag.open_runtime() as root:
         with pytest.raises(TypeError, match=r"^a hook is a function of the event; got 3$"):
             await root.get(ag.HOOKS).add(ag.TURN_START, 3)  # type: ignore[union-attr, call-overload]
+
+
+async def test_the_task_tools_children_pass_the_child_points() -> None:
+    """A task child fires child_start and child_end; a vetoed one is the call's error result."""
+    journal: list[str] = []
+
+    async def note(event: ag.ChildStart | ag.ChildEnd) -> None:
+        journal.append(f"{type(event).__name__} {event.agent_id}")
+
+    async def no_second(event: ag.ChildStart) -> HookCancel | None:
+        return HookCancel("one child is enough") if len(journal) > 2 else None
+
+    task = [CallTool("task", {"agent": "echoer", "prompt": "hi"})]
+    model = ScriptedModel([task, task, "ok"])
+    async with ag.open_runtime() as root:
+        await root.plugin(
+            Hooked(at(ag.CHILD_START, note), at(ag.CHILD_END, note), at(ag.CHILD_START, no_second))
+        )
+        await root.agents.define("echoer", description="echoes", model="echo")
+        lead = (await root.agents.create(model, session_id="lead", tools=["task"])).agent
+        assert await lead.ask("go") == "ok"
+        first, second = of(lead.session.records, ToolCallEnded)
+    assert journal == ["ChildStart lead", "ChildEnd lead", "ChildStart lead"]
+    assert not first.is_error
+    assert second.is_error
+    assert "one child is enough" in second.content
