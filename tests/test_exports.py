@@ -104,6 +104,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._approval": frozenset({"Approvals"}),
     "trio_agents.agent._agent": frozenset({"new_agent"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
+    "trio_agents.agent._budget": frozenset({"LIMITS", "Ledger", "tool_refusal", "within_budget"}),
     "trio_agents.agent._caller": frozenset({"ChildAgents", "HasCaller", "HasUsage", "ToolCalls"}),
     "trio_agents.agent._children": frozenset(
         {"ChildOutcome", "child_outcome", "close_open_children", "open_children", "parent_of"}
@@ -146,6 +147,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._status": frozenset({"check_status"}),
     "trio_agents.session._spec": frozenset({"StoreSpec", "parse_store_spec"}),
     "trio_agents.session._state": frozenset({"check_session_state"}),
+    "trio_agents.session._tree": frozenset({"subtree"}),
     "trio_agents.session._backend": frozenset({"StoreBackend", "Stored"}),
     "trio_agents.session._entry": frozenset({"Entry"}),
     "trio_agents.session._batches": frozenset(
@@ -180,6 +182,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.cli._acp": frozenset({"acp"}),
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),
+    "trio_agents.cli._budget": frozenset({"add_budget_options", "budget_from", "stopped_line"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
     "trio_agents.cli._chat_view": frozenset({"ChatView", "split_blocks"}),
     "trio_agents.cli._command_hooks": frozenset(
@@ -365,9 +368,10 @@ INTERNAL: dict[str, frozenset[str]] = {
             "prepare_root",
             "read_session",
             "release_lock",
-            "remove_session",
+            "remove_sessions",
             "repair_session",
             "repair_tail",
+            "scan_parents",
             "scan_root",
             "take_lock",
             "write_batch",
@@ -383,10 +387,11 @@ INTERNAL: dict[str, frozenset[str]] = {
             "WriteJob",
             "close_quietly",
             "connect",
-            "delete_session",
+            "delete_tree",
             "discard_session",
             "is_stored",
             "list_sessions",
+            "parents",
             "prepare_schema",
             "read_session",
             "release_lease",

@@ -18,9 +18,9 @@ from checkpoints import cancelled_at_step
 from support import P
 
 import trio_agents.agent as ag
-from trio_agents.cancel import ParentCancel, UserCancel
+from trio_agents.cancel import BudgetExhausted, ParentCancel, UserCancel
 from trio_agents.kernel import Context
-from trio_agents.model import CallTool, Fail, ScriptedModel
+from trio_agents.model import CallTool, Fail, Say, ScriptedModel
 from trio_agents.session import (
     AgentConfigured,
     ChildEnded,
@@ -428,3 +428,39 @@ async def test_star_names_every_tool_and_the_explicit_ones_listed_beside_it() ->
         assert told(model) == ["task", "plan"]
         (result,) = results(agent)
         assert (result.content, result.is_error) == ("planned", False)
+
+
+async def test_a_definitions_budget_stops_only_the_child_it_made(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A child started from a definition with a budget of 2 output tokens that says three
+    stops with its own BudgetExhausted; the call is an error the parent reads, and the
+    parent's turn goes on to complete, as does its second child (an unbudgeted definition)."""
+    model = ScriptedModel(
+        [
+            [
+                CallTool("task", {"agent": "tight", "prompt": "one two three four"}),
+                CallTool("task", {"agent": "free", "prompt": "five six seven"}),
+            ],
+            "carried on",
+        ]
+    )
+    async with ag.open_runtime() as root:
+        # Its model says three words and asks for a tool: the check before the call stops it.
+        tight_model = ScriptedModel([[Say("one two three"), CallTool("plan", {})], "never"])
+        await root.agents.define(
+            "tight", description="t", model=tight_model, budget=ag.Budget(output_tokens=2)
+        )
+        await root.agents.define("free", description="f", model="echo?delay=1")
+        parent = (await root.agents.create(model, tools=TASK_TOOLS)).agent
+        assert await parent.ask("go") == "carried on"
+        started = {r.definition: r.child_id for r in of(parent.session.records, ChildStarted)}
+        ended = {r.child_id: r for r in of(parent.session.records, ChildEnded)}
+        tight, free = ended[started["tight"]], ended[started["free"]]
+        assert tight.stop_reason is StopReason.CANCELLED
+        assert isinstance(tight.cause, BudgetExhausted)
+        assert (tight.cause.owner_id, tight.cause.limit) == (started["tight"], "output_tokens")
+        assert (free.stop_reason, free.cause) == (StopReason.COMPLETED, None)
+        by_call = {r.call_id: r for r in results(parent)}
+        assert len(by_call) == 2
+        assert sorted(r.is_error for r in by_call.values()) == [False, True]

@@ -14,7 +14,9 @@ import pytest
 import trio
 from support import TRIO_AGENTS
 
+from trio_agents.agent import Budget
 from trio_agents.cli import main
+from trio_agents.cli._config import ConfigFileError, parse
 
 CONFIG = """\
 [[agent_definitions]]
@@ -109,3 +111,15 @@ def test_chat_shows_a_childs_work_indented_and_agents_lists_live_children(
         r"you> /quit\n  ↳ \2 ended cancelled by ParentCancel\(parent_id='lead'\)\n",
     ]
     assert re.search(".*".join(expected), out, re.S), out
+
+
+def test_a_definitions_budget_table_is_read_and_a_bad_one_listed() -> None:
+    """``budget = {...}`` of an ``[[agent_definitions]]`` table becomes the definition's
+    Budget; an unknown limit is a listed problem naming the table."""
+    good = parse(
+        {"agent_definitions": [{"name": "r", "description": "d", "budget": {"tokens": 100}}]}
+    )
+    assert good.definitions[0].budget == Budget(tokens=100)
+    bad = {"agent_definitions": [{"name": "r", "description": "d", "budget": {"tokenz": 1}}]}
+    with pytest.raises(ConfigFileError, match=r"agent_definitions\[0\]: unknown budget limit"):
+        parse(bad)

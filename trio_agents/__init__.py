@@ -28,6 +28,7 @@ from .agent import AgentIdInUseError as AgentIdInUseError
 from .agent import AgentStatus as AgentStatus
 from .agent import ApprovalRequest as ApprovalRequest
 from .agent import Approver as Approver
+from .agent import Budget as Budget
 from .agent import Decision as Decision
 from .agent import HookRefusedError as HookRefusedError
 from .agent import MessageDroppedError as MessageDroppedError
@@ -44,6 +45,7 @@ from .agent import ToolResult as ToolResult
 from .agent import TurnFailedError as TurnFailedError
 from .agent import open_runtime as open_runtime
 from .agent import tool as tool
+from .cancel import BudgetExhausted as BudgetExhausted
 from .cancel import CancelCause as CancelCause
 from .cancel import CauseScope as CauseScope
 from .cancel import DisposedCancel as DisposedCancel
@@ -106,6 +108,8 @@ __all__ = [
     "AgentStatusChanged",
     "ApprovalRequest",
     "Approver",
+    "Budget",
+    "BudgetExhausted",
     "CancelCause",
     "CauseScope",
     "Context",

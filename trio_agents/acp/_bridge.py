@@ -82,6 +82,7 @@ from ..session import (
     SessionFormatError,
     SessionInUseError,
     SessionNotFoundError,
+    SessionTree,
 )
 from ..workspace import (
     ARGUMENTS,
@@ -583,7 +584,8 @@ class AcpBridge:
         assert ctx is not None
         here = os.getcwd()
         entries = []
-        for info in await ctx.service(SESSIONS).list():
+        # Top-level sessions only: a child agent's session is part of its parent's work.
+        for info in SessionTree.of(await ctx.service(SESSIONS).list()).roots:
             live = self._sessions.get(info.id)
             # A session that recorded no cwd (stored before cwds were, or created without
             # one) runs its commands in this process's directory.

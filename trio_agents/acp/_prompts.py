@@ -259,7 +259,7 @@ class Sessions:
         if ended is None or prompt.cancel_requested:
             reason: str | None = "cancelled"
         else:
-            reason = stop_reason(ended.stop_reason)
+            reason = stop_reason(ended.stop_reason, ended.cause)
         if reason is None:
             assert ended is not None
             assert ended.stop_reason is StopReason.ERROR

@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, final
 
+from ..cancel import BudgetExhausted, CancelCause
 from ..session import (
     AssistantMessage,
     Record,
@@ -95,9 +96,18 @@ def agent_capabilities() -> dict[str, Any]:
     }
 
 
-def stop_reason(reason: StopReason) -> str | None:
-    """The ACP ``stopReason`` of a turn's stop reason; ``None`` for ``error``."""
+def stop_reason(reason: StopReason, cause: CancelCause | None = None) -> str | None:
+    """The ACP ``stopReason`` of a turn's stop reason and cause; ``None`` for ``error``.
+
+    A turn stopped by a spent budget answers ``max_tokens`` for a token or cost budget and
+    ``max_turn_requests`` for the others (requests, tool calls, turns, seconds).
+    """
+    if isinstance(cause, BudgetExhausted) and reason is StopReason.CANCELLED:
+        return "max_tokens" if cause.limit in _TOKEN_LIMITS else "max_turn_requests"
     return _STOP_REASONS.get(reason)
+
+
+_TOKEN_LIMITS: Final = frozenset({"input_tokens", "output_tokens", "tokens", "cost"})
 
 
 # -- params ------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from ._approval import Approver as Approver
 from ._approval import Decision as Decision
 from ._approval import Refusal as Refusal
 from ._approval import standing_answers as standing_answers
+from ._budget import Budget as Budget
 from ._caller import Caller as Caller
 from ._compaction import COMPACTION as COMPACTION
 from ._compaction import Compaction as Compaction
@@ -141,6 +142,7 @@ __all__ = [
     "AgentUsage",
     "ApprovalRequest",
     "Approver",
+    "Budget",
     "Built",
     "Caller",
     "ChildEnd",

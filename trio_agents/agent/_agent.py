@@ -28,11 +28,12 @@ import trio
 
 from .. import tracing
 from .._base import Signal, Wake
-from ..cancel import CancelCause, ParentCancel, UserCancel, current_cause
-from ..model import Model
+from ..cancel import CancelCause, UserCancel, current_cause
+from ..model import Model, PriceTable
 from ..session import Compacted, InboxSpliced, Session, SessionStore, check_recordable_cause
 from ._approval import Approvals, Approver
 from ._ask import AnswerFold
+from ._budget import Ledger
 from ._caller import Caller
 from ._compact_job import CompactJob
 from ._compaction import CompactionError, Compactor
@@ -133,6 +134,7 @@ class Agent:
         approver: Approver | None = None,
         deps: object = None,
         agents: ChildAgents | None = None,
+        prices: PriceTable | None = None,
         hooks: HookRegistry | None = None,
     ) -> None:
         self.session = session
@@ -162,7 +164,16 @@ class Agent:
             append=session.append,
             parent=parent._approvals if parent is not None else None,
         )
-        self._parts = AgentParts(
+        # A separate statement: the parent's parts are typed before this agent's are.
+        ledger = Ledger.open(
+            session.id,
+            config.budget,
+            parent._parts.budget if parent is not None else None,
+            self.cancel,
+            started=config.created_at,
+            records=session.records,
+        )
+        self._parts: AgentParts = AgentParts(
             agent=self,
             approvals=self._approvals,
             session=session,
@@ -179,6 +190,8 @@ class Agent:
             find_compactor=compactor,
             deps=deps,
             agents=agents,
+            prices=prices,
+            budget=ledger,
             hooks=hooks,
         )
         self._history = self._parts.history  # the same object (tests read it)
@@ -538,7 +551,7 @@ class Agent:
 
     def cancel(self, cause: CancelCause | None = None, *, keep_inbox: bool = False) -> bool:
         """Stop: clear both lanes (unless ``keep_inbox``) and abort the running turn, here and
-        in every child agent (as :class:`ParentCancel`).
+        in every child agent (as :class:`ParentCancel`; see ``CancelCause.for_child``).
 
         Args:
             cause: why; ``UserCancel()`` by default. Its class must be serializable
@@ -582,7 +595,7 @@ class Agent:
             self._turn.abort(cause)
         for child in list(self._children.values()):
             if child._has_work(keep_inbox):
-                child._cancel(ParentCancel(parent_id=self.id), keep_inbox)
+                child._cancel(cause.for_child(self.id), keep_inbox)
         self._notify()
 
     async def when_idle(self) -> None:

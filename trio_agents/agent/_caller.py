@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..cancel import CauseScope
     from ..model import Model, ToolSpec
     from ._approval import Approvals, Approver
+    from ._budget import Budget
     from ._config import Maybe, ToolNames
     from ._like import AgentLike
     from ._results import ToolResult
@@ -116,6 +117,7 @@ class ChildAgents(Protocol):
         ask: ToolNames = ...,
         approver: Approver | None = ...,
         deps: Maybe[object] = ...,
+        budget: Budget | None = ...,
     ) -> object:
         """Create an agent owned by ``parent``; returns its ``AgentHandle``."""
 

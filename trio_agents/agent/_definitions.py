@@ -22,6 +22,7 @@ import trio
 from .._errors import TrioAgentsError
 from ..kernel import Entry, current_context
 from ..model import Model
+from ._budget import Budget
 
 __all__ = ["TASK_TOOLS", "AgentDefinition", "DefinitionNameInUseError", "Definitions"]
 
@@ -45,6 +46,11 @@ def _check_name(_: object, __: object, name: str) -> None:
 def _check_steps(_: object, __: object, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"max_steps is the most model requests per turn, >= 1; got {value!r}")
+
+
+def _check_budget(_: object, __: object, value: Budget | None) -> None:
+    if value is not None and not isinstance(value, Budget):
+        raise TypeError(f"an agent definition's budget is a Budget or None; got {value!r}")
 
 
 def _names(value: Iterable[str] | None) -> tuple[str, ...] | None:
@@ -74,6 +80,8 @@ class AgentDefinition:
             (so not ``task``: a child starts children only if its definition lists ``task``).
         ask: the tools whose calls need approval in the child (its approver is its parent's).
         max_steps: the most model requests one turn of the child may make.
+        budget: what each child started from it (and its own children) may spend; its
+            spending counts against its parent's budget too.
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -83,6 +91,7 @@ class AgentDefinition:
     tools: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
     ask: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
     max_steps: int = attrs.field(default=50, validator=_check_steps)
+    budget: Budget | None = attrs.field(default=None, validator=_check_budget)
 
 
 @final

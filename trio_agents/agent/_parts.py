@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
-from ..model import Model, ToolSpec
+from ..model import DEFAULT_PRICES, Model, PriceTable, ToolSpec
 from ..session import ModelUsage, Session, SessionStore, SessionWriteError
 from ._approval import Approvals
 from ._caller import Caller, ToolCalls
@@ -30,6 +30,7 @@ from ._usage import AgentUsage
 
 if TYPE_CHECKING:
     from ..cancel import CauseScope
+    from ._budget import Ledger
     from ._caller import ChildAgents, ToolCalls
     from ._like import AgentLike
 
@@ -50,6 +51,9 @@ class AgentParts:
         usage: token usage summed over every model request of the session.
         deps: the application's dependencies the agent was given (its tools' ``ctx.deps``).
         agents: the registry its tools start its children through, or ``None``.
+        prices: the price table its requests are costed with.
+        budget: its ledger against the budgets on its path to the root, or ``None``: none
+            of them has a budget.
     """
 
     __slots__ = (
@@ -60,6 +64,7 @@ class AgentParts:
         "agents",
         "allowed",
         "approvals",
+        "budget",
         "deps",
         "emit",
         "history",
@@ -71,6 +76,7 @@ class AgentParts:
         "meter",
         "model",
         "outputs",
+        "prices",
         "session",
         "tools",
         "usage",
@@ -95,6 +101,8 @@ class AgentParts:
         find_compactor: Callable[[], Compactor | None] | None,
         deps: object = None,
         agents: ChildAgents | None = None,
+        prices: PriceTable | None = None,
+        budget: Ledger | None = None,
         hooks: HookRegistry | None = None,
     ) -> None:
         self.id = session.id
@@ -115,6 +123,8 @@ class AgentParts:
         self.max_steps = max_steps
         self.deps = deps
         self.agents = agents
+        self.prices = prices if prices is not None else DEFAULT_PRICES
+        self.budget = budget
         #: The agent's typed-output settings (``_output``), made when first set.
         self.outputs: Outputs | None = None
         #: The runtime's hooks (``ctx.hooks``), or a registry that never has any.
@@ -173,6 +183,8 @@ class AgentParts:
         self.usage = self.usage.plus(record)
         chars, messages = self.history.update(self.session).size()
         self.meter.measured(record, chars, messages, self.tool_specs())
+        if self.budget is not None:
+            self.budget.spend(record)
 
     def compacted(self) -> None:
         """A ``Compacted`` record was appended: fold it, and start metering afresh."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Generic, final
 
@@ -53,6 +54,7 @@ from ..session import (
 from . import _hook_calls as hook_calls
 from ._agent import Agent
 from ._approval import Approver
+from ._budget import Budget
 from ._children import close_open_children
 from ._config import ALL_TOOLS, UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
 from ._definitions import TASK_TOOLS, AgentDefinition, Definitions
@@ -305,6 +307,7 @@ class AgentRegistry(Generic[A]):
         tools: ToolNames = None,
         ask: ToolNames = None,
         max_steps: int = 50,
+        budget: Budget | None = None,
     ) -> Entry:
         """Define a named template of child agents for as long as the calling fiber is
         loaded (see :class:`AgentDefinition` for the arguments); the ``task`` tool starts
@@ -325,6 +328,7 @@ class AgentRegistry(Generic[A]):
             tools=tools,
             ask=ask,
             max_steps=max_steps,
+            budget=budget,
         )
         await trio.lowlevel.checkpoint()
         return self.definitions.define(definition)
@@ -343,6 +347,7 @@ class AgentRegistry(Generic[A]):
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
         output: OutputKind | None = None,
+        budget: Budget | None = None,
     ) -> AgentHandle[A]:
         """Create an agent on a new session; its definition is recorded in the session.
 
@@ -366,6 +371,8 @@ class AgentRegistry(Generic[A]):
                 (a live object, not recorded); by default the runtime's.
             output: the typed answer of every turn (:attr:`Agent.output`, not recorded):
                 an attrs class or an :class:`OutputSchema`.
+            budget: what the agent and its descendants may spend (recorded; see
+                :class:`Budget`); ``None``: no limit of its own (its ancestors' still count).
 
         Returns:
             A handle to the running agent. If the call fails or is cancelled, nothing of the
@@ -385,6 +392,7 @@ class AgentRegistry(Generic[A]):
             max_steps=max_steps,
             cwd=cwd,
             ask=ask,
+            budget=budget,
         )
         resolved = self.models.resolve(model)
         # A str check first: an unhashable id (a list) is an invalid id, not a TypeError.
@@ -400,7 +408,7 @@ class AgentRegistry(Generic[A]):
                 f"session {session.id!r} is already stored; resume it "
                 f"(ctx.agents.resume({session.id!r})), or delete it first"
             )
-        config = attrs.evolve(config, model_name=resolved.name)
+        config = attrs.evolve(config, model_name=resolved.name, created_at=time.time())
         session.append(config.record())
         handle = await self._host(session, config, resolved, parent, approver, deps)
         return handle if typed is None else await _give_output(handle, typed)
@@ -418,6 +426,7 @@ class AgentRegistry(Generic[A]):
         ask: Maybe[ToolNames] = UNSET,
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
+        budget: Maybe[Budget | None] = UNSET,
     ) -> AgentHandle[A]:
         """Bring back a stored session as the same agent: its definition, history and inbox.
 
@@ -452,6 +461,7 @@ class AgentRegistry(Generic[A]):
                 max_steps=max_steps,
                 cwd=cwd,
                 ask=ask,
+                budget=budget,
             )
             if isinstance(model, Unset) and stored.model_object:
                 raise ModelRequiredError(_model_required(session_id, stored.model_name))
@@ -493,6 +503,7 @@ class AgentRegistry(Generic[A]):
             tools=self.tools,
             deps=self.deps if isinstance(deps, Unset) else deps,
             agents=self,
+            prices=self.models.prices,
         )
         hosted = _Hosted(self, session, lambda: self.factory.build(request))
         co_owner: Entry | None = None

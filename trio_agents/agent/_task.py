@@ -247,6 +247,7 @@ class TaskTools:
                 max_steps=definition.max_steps,
                 ask=definition.ask,
                 cwd=parent.cwd,  # the child works where its parent does
+                budget=definition.budget,
             )
         if self._agents.get(resume) is not None:
             raise _Refused(f"child {resume} is running; ask it when it has ended")

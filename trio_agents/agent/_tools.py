@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ..model import Model
     from ._agent import Agent
     from ._approval import Approver
+    from ._budget import Budget
     from ._handle import AgentHandle
     from ._like import AgentLike
     from ._usage import AgentUsage
@@ -143,6 +144,7 @@ class ToolContext(Generic[Deps]):
         ask: ToolNames = None,
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
+        budget: Budget | None = None,
     ) -> AgentHandle[Agent]:
         """Start a child agent owned by the calling agent: ``ctx.agents.create(...,
         parent=ctx.agent)``, with the same arguments and rules (disposing the caller
@@ -150,6 +152,8 @@ class ToolContext(Generic[Deps]):
 
         Args:
             deps: the child's dependencies; by default the calling agent's own.
+            budget: the child's own budget; the calling agent's (and every ancestor's)
+                counts the child's spending too.
 
         Returns:
             The child's handle (disposing it early is the tool's choice).
@@ -183,6 +187,7 @@ class ToolContext(Generic[Deps]):
             ask=ask,
             approver=approver,
             deps=caller.deps if isinstance(deps, Unset) else deps,
+            budget=budget,
         )
         # The agent type is the factory's, as for ``ctx.agent`` (typed as the default's).
         return cast("AgentHandle[Agent]", handle)

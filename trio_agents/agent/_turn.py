@@ -16,6 +16,9 @@ Rules:
 - A turn asked for a typed answer offers the final-answer tool, and ends ``completed`` when
   an answer is accepted or ``error`` after too many refusals (``_output``).
 - A :class:`Turn` reaches its agent through :class:`AgentParts` only.
+- Budgets (``_budget``) are checked before each model request and each tool call; a spent one
+  cancels its owner with ``BudgetExhausted`` and this turn's scope with it. A tool call it
+  refuses is recorded not started.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from ..session import (
     UserMessage,
 )
 from . import _hook_calls as hook_calls
+from ._budget import tool_refusal, within_budget
 from ._caller import Caller
 from ._compaction import CompactionError, compact_after, fit_window
 from ._events import AgentOutput
@@ -108,6 +112,8 @@ class Turn:
         # Invariant: no checkpoint before the claimed messages are recorded (see Agent.cancel).
         self._parts.session.append(TurnStarted(turn_id=self.id))
         self._record_claimed(self._claimed)
+        if self._parts.budget is not None:
+            self._parts.budget.turn_started()
         stop = StopReason.COMPLETED
         error: str | None = None
         cause: CancelCause | None = None
@@ -191,6 +197,7 @@ class Turn:
         for step in range(parts.max_steps):
             if step > 0:
                 self._record_claimed(parts.inbox.claim_step())
+            await within_budget(parts.budget, self.scope, first=step == 0)
             await fit_window(parts, self.id)
             try:
                 calls = await self._ask_model()
@@ -257,7 +264,7 @@ class Turn:
                     )
                 )
         if finished is not None:
-            parts.record_usage(usage_record(self.id, finished, parts.model))
+            parts.record_usage(usage_record(self.id, finished, parts.model, parts.prices))
         for call in calls:
             session.append(
                 ToolCall(
@@ -302,6 +309,8 @@ class Turn:
                 is_error=True,
                 started=False,
             )
+        elif (refused := tool_refusal(parts.budget, self.scope)) is not None:
+            result = refused
         else:
             caller = self._caller
             if caller is None:

@@ -54,6 +54,7 @@ from ..session import (
     UserMessage,
 )
 from ..workspace import format_plan, plan_entries
+from ._budget import stopped_line
 from ._controls import visible_controls
 
 if TYPE_CHECKING:
@@ -326,6 +327,9 @@ def _usage(before: AgentUsage, after: AgentUsage) -> str:
 
 
 def _ending(record: TurnEnded) -> str:
+    stopped = stopped_line(record.cause)
+    if stopped is not None:
+        return f"turn {record.turn_id} {stopped}"
     text = f"turn {record.turn_id} {record.stop_reason.value}"
     if record.cause is not None:
         text += f" ({type(record.cause).__name__})"

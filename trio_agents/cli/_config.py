@@ -27,6 +27,10 @@ The format::
     instructions = "You are terse."
     tools = ["bash"]
     ask = ["bash"]                    # optional: tools whose calls need approval in this agent
+    budget = { tokens = 1000, cost = 0.5 }  # optional: what it and its children may spend
+
+    [prices]                          # optional: US dollars per million tokens, by model name
+    "gpt-4o" = { input = 2.5, output = 10.0, cache_read = 1.25 }
 
     [[agent_definitions]]             # a child the model may start with the task tool
     name = "reviewer"                 # (then the command's own agent is given task,
@@ -36,6 +40,7 @@ The format::
     tools = ["read_file", "grep"]     # optional: every tool but task when absent
     ask = ["bash"]                    # optional, as for agents
     max_steps = 20                    # optional
+    budget = { output_tokens = 5000 } # optional: what each such child may spend
 
     [approval]                        # optional: tools whose calls need approval in every agent
     ask = ["bash", "files__write_file"]
@@ -99,10 +104,10 @@ from typing import Any, Final, final
 import attrs
 
 from .._base import StrictConverter, count_problems, list_problems
-from ..agent import AgentDefinition, DeclaredAgent
+from ..agent import AgentDefinition, Budget, DeclaredAgent
 from ..kernel import ConfigError, config_converter
 from ..mcp import McpServer
-from ..model import ModelSpecError, model_from_spec
+from ..model import ModelSpecError, Price, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
 from ..shell import SANDBOX_POLICIES
 from ..workspace import ToolFiles
@@ -153,6 +158,7 @@ class DefinitionTable:
     tools: list[str] | None = None
     ask: list[str] | None = None
     max_steps: int = 50
+    budget: dict[str, float] | None = None
 
 
 @attrs.frozen
@@ -193,6 +199,7 @@ class _File:
     mcp_servers: list[McpServer] = attrs.Factory(list)
     agents: list[DeclaredAgent] = attrs.Factory(list)
     agent_definitions: list[DefinitionTable] = attrs.Factory(list)
+    prices: dict[str, Price] = attrs.Factory(dict)
     hooks: list[HookEntry] = attrs.Factory(list)
 
 
@@ -242,6 +249,8 @@ class Config:
     files: ToolFiles.Config = attrs.Factory(ToolFiles.Config)
     #: The ``[[agent_definitions]]`` tables: children the ``task`` tool starts.
     definitions: tuple[AgentDefinition, ...] = ()
+    #: The ``[prices]`` table: model prices added to (or replacing) the default table.
+    prices: Mapping[str, Price] = attrs.Factory(dict)
     #: The ``[[hooks]]`` tables: command hooks (:mod:`._command_hooks`).
     hooks: tuple[HookEntry, ...] = ()
 
@@ -381,6 +390,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         sandbox=_sandbox(raw.sandbox, path),
         files=_files(raw.files, path),
         definitions=definitions,
+        prices=raw.prices,
         hooks=tuple(raw.hooks),
     )
 
@@ -406,7 +416,8 @@ def _definitions(
             continue
         seen[table.name] = index
         try:
-            made.append(AgentDefinition(**attrs.asdict(table)))
+            budget = Budget.of(table.budget) if table.budget is not None else None
+            made.append(AgentDefinition(**{**attrs.asdict(table), "budget": budget}))
         except (TypeError, ValueError) as exc:
             problems.append(f"{where}: {exc}")
     return tuple(made)

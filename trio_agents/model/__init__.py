@@ -24,6 +24,9 @@ from ._messages import ToolOutput as ToolOutput
 from ._messages import ToolSpec as ToolSpec
 from ._messages import UserText as UserText
 from ._openai import OpenAIChatModel as OpenAIChatModel
+from ._prices import DEFAULT_PRICES as DEFAULT_PRICES
+from ._prices import Price as Price
+from ._prices import PriceTable as PriceTable
 from ._protocol import Model as Model
 from ._protocol import preflight as preflight
 from ._scripted import CallTool as CallTool
@@ -45,6 +48,7 @@ from ._stream import ToolCallRequested as ToolCallRequested
 from ._stream import Usage as Usage
 
 __all__ = [
+    "DEFAULT_PRICES",
     "FALLBACK_KINDS",
     "MODELS",
     "AnthropicModel",
@@ -66,6 +70,8 @@ __all__ = [
     "ModelsPlugin",
     "OpenAIChatModel",
     "OutputSpec",
+    "Price",
+    "PriceTable",
     "Reply",
     "Say",
     "ScriptedModel",

@@ -62,6 +62,7 @@ from ._state import SessionState as SessionState
 from ._store import SessionStore as SessionStore
 from ._store import StoreStatistics as StoreStatistics
 from ._summary import SessionInfo as SessionInfo
+from ._tree import SessionTree as SessionTree
 
 __all__ = [
     "SESSIONS",
@@ -96,6 +97,7 @@ __all__ = [
     "SessionStatistics",
     "SessionStore",
     "SessionStoreClosedError",
+    "SessionTree",
     "SessionWriteError",
     "SessionWriteFailed",
     "SqliteStore",

@@ -166,6 +166,8 @@ class ModelUsage(Record):
         cache_read_tokens: of those, the ones read from the provider's prompt cache.
         model: the name of the model that answered (of a fallback chain, the member), or
             ``None`` in records written before it was recorded.
+        cost: what the request cost in US dollars, by the runtime's price table, or
+            ``None`` when the model's price is unknown (or the record predates costs).
     """
 
     turn_id: str
@@ -174,6 +176,7 @@ class ModelUsage(Record):
     cache_creation_tokens: int = 0
     cache_read_tokens: int = 0
     model: str | None = None
+    cost: float | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -284,6 +287,10 @@ class AgentConfigured(Record):
             process's own.
         ask: the names of the tools whose calls need approval in this agent (besides the
             tools marked ``ask`` themselves), sorted.
+        budget: the agent's budget, its limits by name (``{"output_tokens": 100}``), or
+            ``None`` for none (see ``trio_agents.agent.Budget``).
+        created_at: when the agent was first created, in seconds since the epoch (wall
+            clock; what a ``seconds`` budget counts from), or ``None`` in older records.
     """
 
     instructions: str | None = None
@@ -295,6 +302,8 @@ class AgentConfigured(Record):
     cwd: str | None = None
     ask: list[str] = attrs.Factory(list)
     model_object: bool = False
+    budget: dict[str, float] | None = None
+    created_at: float | None = None
 
 
 @attrs.frozen(kw_only=True)
