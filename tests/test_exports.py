@@ -125,6 +125,23 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"CHARS_PER_TOKEN", "TOKENS_PER_MESSAGE", "ContextMeter", "estimate"}
     ),
     "trio_agents.agent._inbox": frozenset({"Inbox"}),
+    "trio_agents.agent._guardrails": frozenset({"InputGuardrail", "OutputGuardrail"}),
+    "trio_agents.agent._hook_calls": frozenset(
+        {
+            "after_compact",
+            "after_model",
+            "after_tool",
+            "agent_gone",
+            "before_compact",
+            "before_model",
+            "before_tool",
+            "child_starting",
+            "message_accepted",
+            "turn_ending",
+            "turn_started",
+            "vetoed_by",
+        }
+    ),
     "trio_agents.agent._parts": frozenset({"AgentParts"}),
     "trio_agents.agent._restore": frozenset({"restore"}),
     "trio_agents.agent._status": frozenset({"check_status"}),
@@ -168,6 +185,9 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.cli._budget": frozenset({"add_budget_options", "budget_from", "stopped_line"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
     "trio_agents.cli._chat_view": frozenset({"ChatView", "split_blocks"}),
+    "trio_agents.cli._command_hooks": frozenset(
+        {"DEFAULT_COMMAND_TIMEOUT", "CommandHook", "CommandHooks", "HookEntry", "hook_problems"}
+    ),
     "trio_agents.cli._config": frozenset(
         {
             "ASKED_BY_DEFAULT",

@@ -41,6 +41,9 @@ from ._config import AgentConfig
 from ._driver import AgentDriver, Built
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
+from ._hook_calls import message_accepted
+from ._hook_points import PROMPT_ACCEPTED
+from ._hooks import HookRegistry
 from ._inbox import Lane, MessageId, QueuedMessage
 from ._meter import ContextUsage
 from ._output import (
@@ -132,6 +135,7 @@ class Agent:
         deps: object = None,
         agents: ChildAgents | None = None,
         prices: PriceTable | None = None,
+        hooks: HookRegistry | None = None,
     ) -> None:
         self.session = session
         self.parent = parent
@@ -188,6 +192,7 @@ class Agent:
             agents=agents,
             prices=prices,
             budget=ledger,
+            hooks=hooks,
         )
         self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []
@@ -352,6 +357,7 @@ class Agent:
             UnstorableRecordError: ``content`` is not Unicode text (it holds a lone
                 surrogate), so the session could not record it (a ``ValueError``).
             AgentClosedError: the agent is being disposed.
+            HookRefusedError: a ``prompt_accepted`` hook vetoed it (see :doc:`/hooks`).
         """
         return self._enqueue("next_turn", content, wake=True)
 
@@ -409,6 +415,7 @@ class Agent:
 
         Raises:
             AgentClosedError: the agent is being disposed, before or while waiting.
+            HookRefusedError: a ``prompt_accepted`` hook vetoed the message.
             MessageDroppedError: the message was discarded or cancelled before it ran.
             OutputError: the model's answer was refused once more than ``output_retries``.
             TurnFailedError: the turn ended cancelled, in error, blocked or at max steps.
@@ -515,6 +522,8 @@ class Agent:
                 f"agent {self.id} is {self._status.value}; it takes no more messages "
                 f"(create or resume an agent to continue)"
             )
+        if self._parts.hooks.at(PROMPT_ACCEPTED):
+            message_accepted(self._parts.hooks, self.id, lane, content)
         message = self._inbox.add(lane, content, wake=wake)
         try:
             self.session.append(

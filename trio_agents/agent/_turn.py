@@ -40,10 +40,12 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
+from . import _hook_calls as hook_calls
 from ._budget import tool_refusal, within_budget
 from ._caller import Caller
 from ._compaction import CompactionError, compact_after, fit_window
 from ._events import AgentOutput
+from ._hook_points import POST_MODEL, POST_TOOL, PRE_MODEL, PRE_TOOL, TURN_END, TURN_START
 from ._inbox import QueuedMessage
 from ._output import OutputFailed, turn_output
 from ._parts import AgentParts
@@ -119,10 +121,13 @@ class Turn:
         try:
             with scope:
                 stop = await self._steps()
+                if self._parts.hooks.at(TURN_END):
+                    await hook_calls.turn_ending(self._parts, self, stop)
             if scope.cancelled_caught:
                 cause = scope.cause
         except (ModelError, CompactionError, OutputFailed) as exc:
             stop, error = StopReason.ERROR, str(exc)
+            cause = hook_calls.vetoed_by(exc)  # a compaction a hook refused: blocked
         except Exception as exc:
             log.exception("turn %s of agent %s failed", self.id, self._parts.id)
             # The failure itself, not the group a nursery of tool calls wraps it in.
@@ -187,6 +192,8 @@ class Turn:
 
     async def _steps(self) -> StopReason:
         parts = self._parts
+        if parts.hooks.at(TURN_START):
+            await hook_calls.turn_started(parts, self, [m.content for m in self._claimed])
         for step in range(parts.max_steps):
             if step > 0:
                 self._record_claimed(parts.inbox.claim_step())
@@ -223,6 +230,8 @@ class Turn:
         )
         if self._output is not None:
             request = self._output.request(request)
+        if parts.hooks.at(PRE_MODEL):
+            request = await hook_calls.before_model(parts, self, request)
         text: list[str] = []
         calls: list[ToolCallRequested] = []
         finished: Finished | None = None
@@ -268,6 +277,8 @@ class Turn:
             if self._open is None:
                 self._open = {}
             self._open[call.call_id] = call
+        if parts.hooks.at(POST_MODEL):
+            await hook_calls.after_model(parts, self, text, calls)
         return calls
 
     async def _call_tools(self, calls: list[ToolCallRequested]) -> None:
@@ -304,13 +315,18 @@ class Turn:
             caller = self._caller
             if caller is None:
                 caller = self._caller = parts.caller(self.id, self.scope)
-            result = await parts.tools.invoke(
+            arguments, answer = call.arguments, None
+            if parts.hooks.at(PRE_TOOL):
+                arguments, answer = await hook_calls.before_tool(parts, self.id, call)
+            result = answer or await parts.tools.invoke(
                 call.name,
-                call.arguments,
+                arguments,
                 caller,
                 call_id=call.call_id,
                 on_start=lambda: self._start(call.call_id),
             )
+            if parts.hooks.at(POST_TOOL):
+                result = await hook_calls.after_tool(parts, self.id, call, arguments, result)
         if self._open is not None:
             self._open.pop(call.call_id, None)
         parts.session.append(

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import trio
 from rich.console import Console
 
-from ..agent import Agent, AgentClosedError, AgentStatus, CompactionError
+from ..agent import Agent, AgentClosedError, AgentStatus, CompactionError, HookRefusedError
 from ..cancel import UserCancel
 from ..kernel import Context
 from ..session import ToolCall, ToolCallEnded
@@ -162,6 +162,14 @@ def _handle(
     line: str, root: Context, agent: Agent, view: ChatView, jobs: dict[str, JobDone]
 ) -> bool:
     """Act on one input line; ``False`` means leave."""
+    try:
+        return _act(line, root, agent, view, jobs)
+    except HookRefusedError as exc:  # a prompt_accepted hook vetoed the message
+        view.note(str(exc), "red")
+        return True
+
+
+def _act(line: str, root: Context, agent: Agent, view: ChatView, jobs: dict[str, JobDone]) -> bool:
     command, _, rest = line.partition(" ")
     rest = rest.strip()
     if line and not line.startswith("/"):

@@ -63,6 +63,13 @@ The format::
                                       # the file's directory)
     network = false                   # optional: whether commands reach the network
 
+    [[hooks]]                         # a command hook (docs/hooks.rst): the event as JSON
+    event = "pre_tool"                # on stdin; exit 0 allows, 2 blocks (stderr: why)
+    match = "bash"                    # optional: the tool name (a regular expression)
+    command = "./check.sh"
+    timeout = 10                      # optional: seconds, then it is killed (default 10)
+    policy = "fail_closed"            # optional: if it fails (default fail_open)
+
 Rules:
 - Validation collects every problem (types, unknown keys, model specs, imports, plugin shapes
   and plugin configs) and raises one :class:`ConfigFileError` listing them all, each with the
@@ -104,6 +111,7 @@ from ..model import ModelSpecError, Price, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
 from ..shell import SANDBOX_POLICIES
 from ..workspace import ToolFiles
+from ._command_hooks import HookEntry, hook_problems
 
 __all__ = [
     "ASKED_BY_DEFAULT",
@@ -192,6 +200,7 @@ class _File:
     agents: list[DeclaredAgent] = attrs.Factory(list)
     agent_definitions: list[DefinitionTable] = attrs.Factory(list)
     prices: dict[str, Price] = attrs.Factory(dict)
+    hooks: list[HookEntry] = attrs.Factory(list)
 
 
 @final
@@ -242,6 +251,8 @@ class Config:
     definitions: tuple[AgentDefinition, ...] = ()
     #: The ``[prices]`` table: model prices added to (or replacing) the default table.
     prices: Mapping[str, Price] = attrs.Factory(dict)
+    #: The ``[[hooks]]`` tables: command hooks (:mod:`._command_hooks`).
+    hooks: tuple[HookEntry, ...] = ()
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -345,6 +356,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
             names.setdefault(name, index)
     problems.extend(_check_allow(data))
     problems.extend(_check_sandbox(data))
+    problems.extend(hook_problems(_tables(data, "hooks")))
     plugins = []
     for index, table in enumerate(_tables(data, "plugins")):
         entry = _entry(table)
@@ -379,6 +391,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         files=_files(raw.files, path),
         definitions=definitions,
         prices=raw.prices,
+        hooks=tuple(raw.hooks),
     )
 
 

@@ -45,6 +45,7 @@ from ..session import (
 from ..shell import SANDBOX_POLICIES, LocalShell, SandboxShell, tool_bash
 from ..tracing import open_environ_tracing
 from ..workspace import LocalFiles, project_instructions, tool_files, tool_plan
+from ._command_hooks import CommandHooks
 from ._config import ASKED_BY_DEFAULT, Config, check_asks, load_config
 from ._signals import terminable
 from ._usage import Parser
@@ -348,6 +349,8 @@ async def open_cli_runtime(
                 await root.plugin(LocalFiles())
                 await root.plugin(tool_files, config.files)
                 await root.plugin(tool_plan)
+            if config.hooks:
+                await root.plugin(CommandHooks(config.hooks))
             for loaded in config.plugins:
                 try:
                     await root.plugin(loaded.plugin, loaded.config)
