@@ -46,6 +46,9 @@ from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
 from ._results import ToolResult as ToolResult
 from ._runtime import open_runtime as open_runtime
+from ._snapshot import AgentSnapshot as AgentSnapshot
+from ._snapshot import ToolCallSnapshot as ToolCallSnapshot
+from ._snapshot import TurnSnapshot as TurnSnapshot
 from ._status import AgentStatus as AgentStatus
 from ._tool_signature import tool as tool
 from ._tools import TOOLS as TOOLS
@@ -78,6 +81,7 @@ __all__ = [
     "AgentRegistry",
     "AgentRequest",
     "AgentScope",
+    "AgentSnapshot",
     "AgentStatistics",
     "AgentStatus",
     "AgentStatusChanged",
@@ -104,6 +108,7 @@ __all__ = [
     "Refusal",
     "SummarizingCompactor",
     "Tool",
+    "ToolCallSnapshot",
     "ToolContext",
     "ToolGuard",
     "ToolNameInUseError",
@@ -111,6 +116,7 @@ __all__ = [
     "ToolResult",
     "TurnFailedError",
     "TurnMark",
+    "TurnSnapshot",
     "agent_loop",
     "open_runtime",
     "standing_answers",

@@ -59,6 +59,7 @@ from ._events import AgentCreated, AgentDisposed
 from ._factory import AGENT_FACTORY, AgentFactory, AgentRequest, DefaultAgentFactory
 from ._handle import AgentHandle
 from ._like import AgentLike
+from ._snapshot import describe_agent
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -174,6 +175,11 @@ class _Hosted(Generic[A]):
         registry._attach(agent)
         ctx.defer(registry._detach, self)
         self.scope = ctx.section("agent-scope")
+
+    def describe(self, now: float) -> object | None:
+        """The agent, for a snapshot of the ownership tree (see ``_snapshot``)."""
+        agent = self.agent
+        return describe_agent(agent, now) if agent is not None else None
 
     def commit(self) -> A:
         """Publish the agent and start its loop; synchronous, so it is all or nothing.
