@@ -7,16 +7,19 @@ import re
 import sys
 from collections.abc import Awaitable, Callable
 
+import attrs
 import cattrs
+import pytest
 import trio
 import trio.testing
 from mcp_support import TOOLS_SERVER, tools_server
+from support import Tools
 
 import trio_agents as ta
 import trio_agents.agent as ag
-from trio_agents.kernel import FiberSnapshot
+from trio_agents.kernel import Context, EntrySnapshot, FiberSnapshot, FiberState
 from trio_agents.mcp import McpServerSnapshot
-from trio_agents.model import ScriptedModel
+from trio_agents.model import CallTool, ScriptedModel
 from trio_agents.shell import LocalShell, ShellSnapshot, tool_bash
 
 
@@ -90,7 +93,8 @@ async def test_the_snapshot_lists_what_teardown_unwinds_in_its_order() -> None:
     alpha_tree = fiber_of(tree, "agent:alpha")
     assert isinstance(alpha_tree.details, ag.AgentSnapshot)
     assert alpha_tree.details.status is ag.AgentStatus.RUNNING
-    assert alpha_tree.details.turn is not None and alpha_tree.details.turn.id == "t-1"
+    assert alpha_tree.details.turn is not None
+    assert alpha_tree.details.turn.id == "t-1"
     assert [m.content for m in alpha_tree.details.queued] == ["second"]
     assert alpha_tree.details.children == ("gamma",)
     assert fiber_of(tree, "agent:gamma").details == ag.AgentSnapshot(
@@ -106,3 +110,122 @@ async def test_the_snapshot_lists_what_teardown_unwinds_in_its_order() -> None:
     assert unstructured["id"] == "root#1"
     kinds = {e["kind"] for e in unstructured["entries"]}
     assert {"fiber", "defer", "listener"} <= kinds
+
+
+@attrs.frozen
+class SleepParams:
+    seconds: float
+
+
+async def _sleep(call: ag.ToolContext, params: SleepParams) -> str:
+    await trio.sleep(params.seconds)
+    return "slept"
+
+
+SLEEP = ag.Tool("sleep", "Sleep for a while.", SleepParams, _sleep)
+
+
+async def test_a_running_turn_shows_its_tool_calls_and_how_long_each_has_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The turn and its call in flight, aged on trio's clock; the agent's fiber older."""
+    model = ScriptedModel([[CallTool("sleep", {"seconds": 100})]])
+    async with ta.open_runtime(model=model) as root:
+        await root.plugin(Tools(SLEEP))
+        agent = (await root.agents.create(session_id="a")).agent
+        await trio.sleep(5)
+        agent.prompt("go")
+        await trio.sleep(3)
+        tree = fiber_of(root.snapshot(), "agent:a")
+    assert tree.running_for == pytest.approx(8)
+    assert isinstance(tree.details, ag.AgentSnapshot)
+    assert tree.details.turn == ag.TurnSnapshot(
+        "t-1", pytest.approx(3), (ag.ToolCallSnapshot("call-1", "sleep", pytest.approx(3)),)
+    )
+
+
+@attrs.frozen
+class Shown:
+    what: str
+    at: float
+
+
+@attrs.define
+class Describing:
+    """A plugin that describes itself and provides a service that does too."""
+
+    name: str = "describing"
+
+    def describe(self, now: float) -> Shown:
+        return Shown("plugin", now)
+
+    async def apply(self, ctx: Context, config: None) -> None:
+        ctx.provide("counter", Counter())
+
+
+class Counter:
+    def describe(self, now: float) -> Shown:
+        return Shown("service", now)
+
+
+async def test_a_plugin_and_its_services_describe_themselves_in_their_fiber(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The plugin's record is its fiber's details, the service's its entry's, both at one now."""
+    async with ta.open_root() as root:
+        await trio.sleep(2)
+        await root.plugin(Describing())
+        tree = fiber_of(root.snapshot(), "describing")
+    assert tree.state is FiberState.ACTIVE
+    assert tree.details == Shown("plugin", pytest.approx(2))
+    assert tree.entries == (
+        EntrySnapshot("service", "service counter", details=Shown("service", pytest.approx(2))),
+    )
+
+
+@attrs.define
+class Broken:
+    name: str = "broken"
+
+    def describe(self, now: float) -> Shown:
+        raise ValueError("no words")
+
+    async def apply(self, ctx: Context, config: None) -> None:
+        pass
+
+
+async def test_a_describer_that_raises_is_shown_as_its_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The failing record says what went wrong; the rest of the tree is still read."""
+    async with ta.open_root() as root:
+        await root.plugin(Broken())
+        await root.plugin(Describing())
+        tree = root.snapshot()
+    assert fiber_of(tree, "broken").details == "describe() failed: ValueError: no words"
+    assert fiber_of(tree, "describing").details is not None
+    assert "describe() of Broken(name='broken') failed during a snapshot" in caplog.messages
+
+
+async def test_a_section_nests_its_entries_and_unwinds_them_where_it_stands() -> None:
+    """A section's entries sit inside its entry; teardown takes them at its place."""
+    log: list[str] = []
+    async with ta.open_root() as root:
+        root.defer(mark(log, "mark:before"))
+        section = root.section("part")
+        section.defer(mark(log, "mark:in-1"))
+        section.defer(mark(log, "mark:in-2"))
+        root.defer(mark(log, "mark:after"))
+        tree = root.snapshot()
+    [part] = [e for e in tree.entries if e.kind == "section"]
+    assert [e.label for e in part.entries] == ["defer mark:in-1", "defer mark:in-2"]
+    assert (
+        observable(tree.teardown())
+        == log
+        == [
+            "mark:after",
+            "mark:in-2",
+            "mark:in-1",
+            "mark:before",
+        ]
+    )
