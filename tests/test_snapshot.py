@@ -137,10 +137,10 @@ async def test_a_running_turn_shows_its_tool_calls_and_how_long_each_has_run(
         agent.prompt("go")
         await trio.sleep(3)
         tree = fiber_of(root.snapshot(), "agent:a")
-    assert tree.running_for == pytest.approx(8)
+    assert tree.running_for == 8.0
     assert isinstance(tree.details, ag.AgentSnapshot)
     assert tree.details.turn == ag.TurnSnapshot(
-        "t-1", pytest.approx(3), (ag.ToolCallSnapshot("call-1", "sleep", pytest.approx(3)),)
+        "t-1", 3.0, (ag.ToolCallSnapshot("call-1", "sleep", 3.0),)
     )
 
 
@@ -177,9 +177,9 @@ async def test_a_plugin_and_its_services_describe_themselves_in_their_fiber(
         await root.plugin(Describing())
         tree = fiber_of(root.snapshot(), "describing")
     assert tree.state is FiberState.ACTIVE
-    assert tree.details == Shown("plugin", pytest.approx(2))
+    assert tree.details == Shown("plugin", 2.0)
     assert tree.entries == (
-        EntrySnapshot("service", "service counter", details=Shown("service", pytest.approx(2))),
+        EntrySnapshot("service", "service counter", details=Shown("service", 2.0)),
     )
 
 
