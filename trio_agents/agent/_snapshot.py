@@ -25,7 +25,14 @@ if TYPE_CHECKING:
     from ..model import ToolCallRequested
     from ._like import AgentLike
 
-__all__ = ["AgentSnapshot", "ToolCallSnapshot", "TurnSnapshot", "describe_agent"]
+__all__ = [
+    "AgentSnapshot",
+    "ToolCallSnapshot",
+    "TurnSnapshot",
+    "agent_snapshot",
+    "describe_agent",
+    "turn_snapshot",
+]
 
 
 @final
