@@ -48,6 +48,7 @@ from ._chat_view import ChatView
 from ._keys import Key
 from ._logs import CliLog
 from ._options import Settings, attach, open_cli_runtime, session_place, store_root
+from ._tree_view import render_tree
 
 if TYPE_CHECKING:
     from ._input import LineEditor
@@ -59,6 +60,7 @@ HELP = (
     "/steer TEXT   steer the running turn (its next step sees TEXT)\n"
     "/cancel       cancel the running turn and clear the queue\n"
     "/jobs         the background jobs of this agent\n"
+    "/tree         who owns what now: the runtime's ownership tree\n"
     "/compact      summarize the older turns now (the session file keeps them)\n"
     "/help         this list\n"
     "/quit         leave (Ctrl-D waits for the answer first; Ctrl-C at the prompt leaves)\n"
@@ -182,6 +184,8 @@ def _handle(
     elif command == "/jobs":
         for row in _jobs(root, agent, jobs) or ["no background jobs"]:
             view.note(row)
+    elif command == "/tree":
+        view.note(render_tree(root.snapshot(), width=view.console.width), "")
     elif command == "/compact":
         root.start_soon(_compact, agent, view)
     elif command == "/help":

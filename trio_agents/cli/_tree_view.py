@@ -33,12 +33,12 @@ _TEXT = 48
 
 
 def render_tree(snapshot: FiberSnapshot, *, width: int = 100) -> str:
-    """The tree of ``snapshot`` as plain text, under :data:`HEADING`."""
+    """The tree of ``snapshot`` as plain text, under :data:`HEADING` (no final newline)."""
     out = io.StringIO()
     console = Console(file=out, width=width, no_color=True, highlight=False, emoji=False)
     console.print(HEADING, markup=False)
     console.print(tree_of(snapshot))
-    return out.getvalue()
+    return out.getvalue().rstrip("\n")
 
 
 def tree_of(snapshot: FiberSnapshot) -> Tree:
