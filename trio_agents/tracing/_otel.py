@@ -30,13 +30,22 @@ import trio
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    Link,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+)
 from opentelemetry.util.types import AttributeValue
 
 from ..cancel import CancelCause, ParentCancel, current_cause
 from ..session import Record, Session, TurnEnded, UserMessage
 from ._metrics import Metrics
 from ._protocols import RequestT, ShellJob, StreamingModel
+from ._records import TurnTraced
 
 __all__ = ["Tracer", "cause_attributes"]
 
@@ -147,6 +156,21 @@ def _current(span: Span) -> Iterator[_Ending]:
             raise
 
 
+def _resumed_from(records: Sequence[Record]) -> list[Link] | None:
+    """The link from a resumed session's first turn to its latest traced turn, if any."""
+    for record in reversed(records):
+        if isinstance(record, TurnTraced):
+            context = SpanContext(
+                trace_id=int(record.trace_id, 16),
+                span_id=int(record.span_id, 16),
+                is_remote=True,
+                trace_flags=TraceFlags(TraceFlags.SAMPLED),
+            )
+            attributes = {"trio_agents.link": "resumed_from", "trio_agents.turn.id": record.turn_id}
+            return [Link(context, attributes)]
+    return None
+
+
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr)
 
@@ -188,7 +212,15 @@ class Tracer:
         meter_provider: the meter provider; OpenTelemetry's global one when ``None``.
     """
 
-    __slots__ = ("_causes", "_parents", "_running", "_tracer", "capture_content", "metrics")
+    __slots__ = (
+        "_causes",
+        "_fresh",
+        "_parents",
+        "_running",
+        "_tracer",
+        "capture_content",
+        "metrics",
+    )
 
     def __init__(
         self,
@@ -205,6 +237,17 @@ class Tracer:
         # cancel (linked from the turn the cancel ends), by agent id.
         self._running: dict[str, SpanContext] = {}
         self._causes: dict[str, SpanContext] = {}
+        # The agents created or resumed in this runtime whose first turn has not begun: it
+        # links to the session's latest traced turn (see _records).
+        self._fresh: set[str] = set()
+
+    def agent_created(self, agent_id: str) -> None:
+        """The agent ``agent_id`` was created or resumed: its next turn is its first here."""
+        self._fresh.add(agent_id)
+
+    def agent_disposed(self, agent_id: str) -> None:
+        """The agent ``agent_id`` left the runtime."""
+        self._fresh.discard(agent_id)
 
     def cancel_requested(self, agent_id: str, cause: object) -> None:
         """Remember what caused a cancel of the agent ``agent_id``: the parent's running turn
@@ -253,12 +296,26 @@ class Tracer:
         }
         if parent_id is not None:
             attributes["trio_agents.agent.parent_id"] = parent_id
+        links = None
+        if agent_id in self._fresh:
+            self._fresh.discard(agent_id)
+            links = _resumed_from(session.records)
         span = self._tracer.start_span(
             f"invoke_agent {agent_id}",
             context=self._parents.pop(agent_id, None),
             kind=SpanKind.INTERNAL,
             attributes=attributes,
+            links=links,
         )
+        traced = span.get_span_context()
+        if traced.is_valid:
+            session.append(
+                TurnTraced(
+                    turn_id=turn_id,
+                    trace_id=trace.format_trace_id(traced.trace_id),
+                    span_id=trace.format_span_id(traced.span_id),
+                )
+            )
         first = session.statistics().records
         self._causes.pop(agent_id, None)  # a cancel before this turn is not its cause
         self._running[agent_id] = span.get_span_context()
