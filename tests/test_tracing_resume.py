@@ -1,6 +1,6 @@
 """A resumed session continues its trace as a link, not a parent: the first turn after a
-resume starts a trace of its own, linked to the session's last traced turn, across runtimes
-(the JSONL store in between) and with no tracing in one of them."""
+resume starts a trace of its own, linked to the first traced turn of the run before, across
+runtimes (the JSONL store in between) and with no tracing in one of them."""
 
 from __future__ import annotations
 
@@ -28,19 +28,20 @@ def links_of(span: ReadableSpan) -> list[tuple[int, int, dict[str, object]]]:
     ]
 
 
-async def test_the_first_turn_after_a_resume_links_to_the_last_traced_turn(
+async def test_the_first_turn_after_a_resume_links_to_the_run_before(
     tmp_path: Path,
 ) -> None:
     """Resumed in a new runtime, the next turn is a new trace with one link, to the span of
-    the last turn before; the turn after it, and a new agent's first turn, link nowhere."""
+    the first turn of the run before; the turn after it, and a new agent's first turn, link
+    nowhere; each run records its first turn only."""
     provider, exporter = in_memory()
     async with ta.open_runtime(store=ta.JsonlStore(tmp_path), tracer_provider=provider) as root:
         agent = (await root.agents.create(session_id="s")).agent
         for text in ("one", "two"):
             agent.prompt(text)
             await agent.when_idle()
-    first, last = named(list(exporter.get_finished_spans()), "invoke_agent s")
-    assert links_of(first) == links_of(last) == []
+    first, second = named(list(exporter.get_finished_spans()), "invoke_agent s")
+    assert links_of(first) == links_of(second) == []
     exporter.clear()
 
     async with ta.open_runtime(store=ta.JsonlStore(tmp_path), tracer_provider=provider) as root:
@@ -51,13 +52,15 @@ async def test_the_first_turn_after_a_resume_links_to_the_last_traced_turn(
         fresh = (await root.agents.create(session_id="new")).agent
         fresh.prompt("five")
         await fresh.when_idle()
+        recorded = [r for r in resumed.session.records if isinstance(r, TurnTraced)]
+    assert [r.turn_id for r in recorded] == ["t-1", "t-3"]
     spans = list(exporter.get_finished_spans())
     after, later = named(spans, "invoke_agent s")
-    trace_id, span_id = context_of(last)
+    trace_id, span_id = context_of(first)
     assert after.parent is None
     assert context_of(after)[0] != trace_id
     assert links_of(after) == [
-        (trace_id, span_id, {"trio_agents.link": "resumed_from", "trio_agents.turn.id": "t-2"})
+        (trace_id, span_id, {"trio_agents.link": "resumed_from", "trio_agents.turn.id": "t-1"})
     ]
     assert links_of(later) == []
     [new] = named(spans, "invoke_agent new")
@@ -67,8 +70,8 @@ async def test_the_first_turn_after_a_resume_links_to_the_last_traced_turn(
 async def test_each_traced_turn_is_recorded_durably_and_loads_with_tracing_off(
     tmp_path: Path,
 ) -> None:
-    """The stored session holds each turn's span ids before its start; a runtime without
-    tracing resumes it, and records none for its own turns."""
+    """The stored session holds the first turn's span ids before its start; a runtime
+    without tracing resumes it, and records none for its own turns."""
     provider, exporter = in_memory()
     async with ta.open_runtime(store=ta.JsonlStore(tmp_path), tracer_provider=provider) as root:
         agent = (await root.agents.create(session_id="s")).agent

@@ -156,6 +156,16 @@ def _current(span: Span) -> Iterator[_Ending]:
             raise
 
 
+def _record(session: Session, turn_id: str, context: SpanContext) -> None:
+    """Record the span of the turn ``turn_id``, the first of its agent in this runtime."""
+    if context.is_valid:
+        trace_id, span_id = (
+            trace.format_trace_id(context.trace_id),
+            trace.format_span_id(context.span_id),
+        )
+        session.append(TurnTraced(turn_id=turn_id, trace_id=trace_id, span_id=span_id))
+
+
 def _resumed_from(records: Sequence[Record]) -> list[Link] | None:
     """The link from a resumed session's first turn to its latest traced turn, if any."""
     for record in reversed(records):
@@ -296,26 +306,17 @@ class Tracer:
         }
         if parent_id is not None:
             attributes["trio_agents.agent.parent_id"] = parent_id
-        links = None
-        if agent_id in self._fresh:
-            self._fresh.discard(agent_id)
-            links = _resumed_from(session.records)
+        fresh = agent_id in self._fresh
         span = self._tracer.start_span(
             f"invoke_agent {agent_id}",
             context=self._parents.pop(agent_id, None),
             kind=SpanKind.INTERNAL,
             attributes=attributes,
-            links=links,
+            links=_resumed_from(session.records) if fresh else None,
         )
-        traced = span.get_span_context()
-        if traced.is_valid:
-            session.append(
-                TurnTraced(
-                    turn_id=turn_id,
-                    trace_id=trace.format_trace_id(traced.trace_id),
-                    span_id=trace.format_span_id(traced.span_id),
-                )
-            )
+        if fresh:
+            self._fresh.discard(agent_id)
+            _record(session, turn_id, span.get_span_context())
         first = session.statistics().records
         self._causes.pop(agent_id, None)  # a cancel before this turn is not its cause
         self._running[agent_id] = span.get_span_context()
