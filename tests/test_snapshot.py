@@ -229,3 +229,24 @@ async def test_a_section_nests_its_entries_and_unwinds_them_where_it_stands() ->
             "mark:before",
         ]
     )
+
+
+async def test_a_fiber_a_co_owner_disposes_unwinds_where_that_entry_stands() -> None:
+    """An entry that disposes another fiber names it, and teardown takes that fiber's exits
+    there, before the entry of its parent, as the real teardown does."""
+    log: list[str] = []
+    async with ta.open_root() as root:
+        owned = await root.child("owned")
+        owned.defer(mark(log, "mark:owned"))
+        owner = await root.child("owner")
+        owner.defer(mark(log, "mark:owner-first"))
+        owner.defer(owned.fiber.dispose)
+        owner.defer(mark(log, "mark:owner-last"))
+        tree = root.snapshot()
+    [disposer] = [e for e in fiber_of(tree, "owner").entries if e.disposes is not None]
+    assert disposer.disposes == owned.fiber.id
+    assert observable(tree.teardown()) == log == [
+        "mark:owner-last",
+        "mark:owned",
+        "mark:owner-first",
+    ]
