@@ -245,8 +245,12 @@ async def test_a_fiber_a_co_owner_disposes_unwinds_where_that_entry_stands() -> 
         tree = root.snapshot()
     [disposer] = [e for e in fiber_of(tree, "owner").entries if e.disposes is not None]
     assert disposer.disposes == owned.fiber.id
-    assert observable(tree.teardown()) == log == [
-        "mark:owner-last",
-        "mark:owned",
-        "mark:owner-first",
-    ]
+    assert (
+        observable(tree.teardown())
+        == log
+        == [
+            "mark:owner-last",
+            "mark:owned",
+            "mark:owner-first",
+        ]
+    )
