@@ -15,7 +15,18 @@ from command_support import Command, acp_prompt
 from pty_support import Terminal
 from supervision_support import wait_until
 
-from trio_agents.cli._tree_view import age
+from trio_agents.agent import (
+    AgentSnapshot,
+    AgentStatus,
+    MessageId,
+    QueuedMessage,
+    ToolCallSnapshot,
+    TurnSnapshot,
+)
+from trio_agents.cli._tree_view import age, render_tree
+from trio_agents.kernel import EntrySnapshot, FiberSnapshot, FiberState
+from trio_agents.mcp import McpServerSnapshot
+from trio_agents.shell import JobSnapshot, ShellSnapshot
 
 
 @pytest.fixture
@@ -97,3 +108,80 @@ def test_sigusr1_prints_the_tree_to_stderr_and_the_command_goes_on(
 def test_ages_are_short(seconds: float, shown: str) -> None:
     """A duration is drawn in tenths below 10 s, then whole seconds, minutes, hours."""
     assert age(seconds) == shown
+
+
+def _fiber(fiber: FiberSnapshot) -> EntrySnapshot:
+    return EntrySnapshot("fiber", f"fiber {fiber.id}", fiber=fiber)
+
+
+def test_the_tree_draws_each_kind_of_detail_under_its_owner() -> None:
+    """Jobs under the shell service, the turn with its calls and the queue under the agent, a
+    child in its parent's scope, runs of equal entries counted, a co-owner's entry named."""
+    on = FiberState.ACTIVE
+    unregister = EntrySnapshot("defer", "defer ToolRegistry._unregister")
+    job = JobSnapshot("bash-1", "sleep 600", 4242, "a", 30.0)
+    shell = FiberSnapshot(
+        "shell#2",
+        "shell",
+        on,
+        12.0,
+        entries=(EntrySnapshot("service", "service shell", details=ShellSnapshot((job,), 1)),),
+    )
+    server = McpServerSnapshot("files", "stdio", "python server.py")
+    mcp = FiberSnapshot(
+        "files#3",
+        "files",
+        on,
+        11.0,
+        details=server,
+        entries=(EntrySnapshot("task", "task Connection.run"), unregister, unregister, unregister),
+    )
+    child = FiberSnapshot(
+        "agent:b#5", "agent:b", on, 0.25, details=AgentSnapshot("b", AgentStatus.IDLE, "a")
+    )
+    calls = (ToolCallSnapshot("call-1", "bash", 2.5), ToolCallSnapshot("call-2", "write", None))
+    queued = QueuedMessage(MessageId("m-3"), "next_turn", "line one\nline two", True, 3)
+    agent = FiberSnapshot(
+        "agent:a#4",
+        "agent:a",
+        on,
+        185.0,
+        details=AgentSnapshot(
+            "a", AgentStatus.RUNNING, turn=TurnSnapshot("t-2", 3.0, calls), queued=(queued,)
+        ),
+        entries=(EntrySnapshot("section", "section agent-scope", entries=(_fiber(child),)),),
+    )
+    broken = FiberSnapshot("broken#6", "broken", on, 1.0, details="describe() failed: Oops")
+    root = FiberSnapshot(
+        "root#1",
+        "root",
+        on,
+        12.5,
+        entries=(
+            _fiber(shell),
+            _fiber(mcp),
+            _fiber(agent),
+            _fiber(broken),
+            EntrySnapshot("defer", "defer Fiber._dispose", disposes="agent:a#4"),
+        ),
+    )
+    assert render_tree(root, width=100).splitlines() == [
+        "ownership tree (entries oldest first; teardown runs each list from the bottom up)",
+        "root#1 active 12s",
+        "├── shell#2 active 12s",
+        "│   └── service shell",
+        "│       ├── job bash-1 running 30s (pid 4242, owner a): sleep 600",
+        "│       └── 1 foreground command(s) running",
+        "├── files#3 active 11s · MCP server files (stdio: python server.py)",
+        "│   ├── task Connection.run",
+        "│   └── defer ToolRegistry._unregister (x3)",
+        "├── agent:a#4 active 3m05s · agent a running",
+        "│   ├── running t-2 3.0s",
+        "│   │   ├── tool bash (call-1) running 2.5s",
+        "│   │   └── tool write (call-2) not started",
+        "│   ├── queued m-3 (next turn): line one…",
+        "│   └── section agent-scope",
+        "│       └── agent:b#5 active 0.2s · agent b idle (child of a)",
+        "├── broken#6 active 1.0s · describe() failed: Oops",
+        "└── defer Fiber._dispose (disposes agent:a#4: a co-owner)",
+    ]
