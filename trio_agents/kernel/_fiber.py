@@ -106,8 +106,6 @@ class Fiber:
     _done: Signal = attrs.field(factory=Signal, init=False)
     _entry: Entry | None = attrs.field(default=None, init=False)
     _children: dict[Fiber, None] = attrs.field(factory=dict, init=False)
-    # When the fiber was made, on trio's clock (a snapshot's running_for).
-    _since: float = attrs.field(factory=trio.current_time, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.id = f"{self.spec.name}#{self.runtime._next_id()}"

@@ -150,8 +150,9 @@ class _Reader:
     """Reads one tree at one instant ``now``."""
 
     now: float
-    #: The live fibers of the runtime (a co-owner's entry disposes one of them).
-    live: Mapping[Fiber, None]
+    #: The live fibers of the runtime, with when each was made (a co-owner's entry disposes
+    #: one of them).
+    live: Mapping[Fiber, float]
 
     def fiber(self, fiber: Fiber) -> FiberSnapshot:
         stack = fiber._stack
@@ -160,7 +161,7 @@ class _Reader:
             id=fiber.id,
             name=fiber.name,
             state=fiber.state,
-            running_for=self.now - fiber._since,
+            running_for=self.now - self.live.get(fiber, self.now),
             details=self.details(fiber.plugin),
             entries=self.entries(stack, children) if stack is not None else (),
         )
