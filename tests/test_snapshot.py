@@ -254,3 +254,21 @@ async def test_a_fiber_a_co_owner_disposes_unwinds_where_that_entry_stands() -> 
             "mark:owner-first",
         ]
     )
+
+
+@attrs.define
+class Unhashable:
+    """An attrs class with the default eq: its instances cannot be dict keys."""
+
+    closed: bool = False
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+async def test_an_exit_bound_to_an_unhashable_object_is_read_as_a_plain_entry() -> None:
+    """A cleanup that is a method of an unhashable object is an entry like any other."""
+    async with ta.open_root() as root:
+        root.defer(Unhashable().close)
+        tree = root.snapshot()
+    assert tree.entries == (EntrySnapshot("defer", "defer Unhashable.close"),)

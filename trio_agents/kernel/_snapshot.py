@@ -141,7 +141,7 @@ def _walk(entries: tuple[EntrySnapshot, ...]) -> Iterator[EntrySnapshot]:
 
 def snapshot_of(fiber: Fiber) -> FiberSnapshot:
     """The snapshot of ``fiber``'s tree, now (see the module rules)."""
-    return _Reader(trio.current_time(), fiber.runtime._fibers).fiber(fiber)
+    return _Reader(trio.current_time(), fiber.runtime._fibers, type(fiber)).fiber(fiber)
 
 
 @final
@@ -153,6 +153,8 @@ class _Reader:
     #: The live fibers of the runtime, with when each was made (a co-owner's entry disposes
     #: one of them).
     live: Mapping[Fiber, float]
+    #: The class of fibers (this module is imported by its module, so it is handed in).
+    fiber_type: type[Fiber]
 
     def fiber(self, fiber: Fiber) -> FiberSnapshot:
         stack = fiber._stack
@@ -190,7 +192,7 @@ class _Reader:
         """The id of the fiber ``entry``'s exit disposes, if it is a live fiber's disposer
         (``fiber.dispose``, or the disposer ``Fiber.guard`` handed out)."""
         fiber = getattr(entry._exit, "__self__", None)
-        if fiber is None or fiber not in self.live:
+        if not isinstance(fiber, self.fiber_type) or fiber not in self.live:
             return None
         return fiber.id if entry._exit in (fiber._dispose, fiber.dispose) else None
 
