@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import attrs
 import cattrs
@@ -13,14 +15,15 @@ import pytest
 import trio
 import trio.testing
 from mcp_support import TOOLS_SERVER, tools_server
-from support import Tools
+from support import Tools, read_fifo, shell_of
 
 import trio_agents as ta
 import trio_agents.agent as ag
+from trio_agents.agent._snapshot import describe_agent
 from trio_agents.kernel import Context, EntrySnapshot, FiberSnapshot, FiberState
 from trio_agents.mcp import McpServerSnapshot
 from trio_agents.model import CallTool, ScriptedModel
-from trio_agents.shell import LocalShell, ShellSnapshot, tool_bash
+from trio_agents.shell import LocalShell, ShellExecRequest, ShellSnapshot, tool_bash
 
 
 def mark(log: list[str], name: str) -> Callable[[], Awaitable[None]]:
@@ -272,3 +275,34 @@ async def test_an_exit_bound_to_an_unhashable_object_is_read_as_a_plain_entry() 
         root.defer(Unhashable().close)
         tree = root.snapshot()
     assert tree.entries == (EntrySnapshot("defer", "defer Unhashable.close"),)
+
+
+async def test_a_foreground_command_is_counted_under_the_shell_service(tmp_path: Path) -> None:
+    """A run in flight is no job, but the shell's record counts it while it runs."""
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    async with ta.open_runtime() as root:
+        await root.plugin(LocalShell())
+        shell = shell_of(root)
+        spec = shell.resolve(ShellExecRequest(f"echo started > {fifo}; sleep 600"))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(shell.run, spec)
+            with trio.fail_after(30):
+                assert await read_fifo(fifo) == "started\n"
+            [details] = [e.details for e in fiber_of(root.snapshot(), "shell").entries if e.details]
+            nursery.cancel_scope.cancel()
+    assert details == ShellSnapshot((), foreground=1)
+
+
+class Bare:
+    """An agent of another factory that does not describe itself: only what AgentLike says."""
+
+    id = "bare"
+    parent = None
+    status = ag.AgentStatus.IDLE
+
+
+def test_an_agent_that_does_not_describe_itself_shows_what_agentlike_says() -> None:
+    """Its id, status and parent; no turn, queue or children."""
+    described = describe_agent(Bare(), 0.0)  # type: ignore[arg-type]
+    assert described == ag.AgentSnapshot("bare", ag.AgentStatus.IDLE)
