@@ -105,8 +105,13 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._agent": frozenset({"new_agent"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
     "trio_agents.agent._caller": frozenset({"ChildAgents", "HasCaller", "HasUsage", "ToolCalls"}),
+    "trio_agents.agent._children": frozenset(
+        {"ChildOutcome", "child_outcome", "close_open_children", "open_children", "parent_of"}
+    ),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
-    "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
+    "trio_agents.agent._definitions": frozenset({"Definitions", "TASK_TOOLS"}),
+    "trio_agents.agent._task": frozenset({"TaskArgs", "TaskIdArgs", "TaskTools"}),
+    "trio_agents.agent._config": frozenset({"ALL_TOOLS", "UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._factory": frozenset({"AGENT_FACTORY", "FactoryPlugin"}),
     "trio_agents.agent._compaction": frozenset(
         {"CompactionParts", "compact_after", "compact_history", "fit_window"}
@@ -142,6 +147,21 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._tools": frozenset({"ToolFn", "ToolsPlugin", "tools_converter"}),
     "trio_agents.agent._snapshot": frozenset({"agent_snapshot", "describe_agent", "turn_snapshot"}),
     "trio_agents.agent._turn": frozenset({"Turn"}),
+    "trio_agents.agent._output": frozenset(
+        {
+            "DEFAULT_RETRIES",
+            "FINAL_ANSWER",
+            "OutputFailed",
+            "OutputType",
+            "Outputs",
+            "TurnOutput",
+            "check_retries",
+            "latest_output",
+            "output_of",
+            "text_feedback",
+            "turn_output",
+        }
+    ),
     "trio_agents.cli._acp": frozenset({"acp"}),
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
@@ -151,6 +171,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "ASKED_BY_DEFAULT",
             "Approval",
             "Config",
+            "DefinitionTable",
             "ConfigFileError",
             "LoadedPlugin",
             "PluginEntry",
@@ -184,6 +205,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.cli._remote": frozenset({"run_remote"}),
     "trio_agents.cli._run": frozenset({"run"}),
+    "trio_agents.cli._output_schema": frozenset({"accepted_json", "load_output_schema"}),
     "trio_agents.cli._stdout": frozenset({"PipedStdout"}),
     "trio_agents.cli._usage": frozenset({"Parser", "UsageExit", "suggestion", "version"}),
     "trio_agents.cli._worker": frozenset({"add_worker_parser", "dsn_of", "worker"}),

@@ -16,6 +16,8 @@ from ._compaction import CompactionRequest as CompactionRequest
 from ._compaction import Compactor as Compactor
 from ._compaction import SummarizingCompactor as SummarizingCompactor
 from ._config import AgentConfig as AgentConfig
+from ._definitions import AgentDefinition as AgentDefinition
+from ._definitions import DefinitionNameInUseError as DefinitionNameInUseError
 from ._driver import AgentDriver as AgentDriver
 from ._driver import Built as Built
 from ._errors import AgentClosedError as AgentClosedError
@@ -28,6 +30,8 @@ from ._events import AgentCreated as AgentCreated
 from ._events import AgentDisposed as AgentDisposed
 from ._events import AgentOutput as AgentOutput
 from ._events import AgentStatusChanged as AgentStatusChanged
+from ._events import TaskEnded as TaskEnded
+from ._events import TaskStarted as TaskStarted
 from ._factory import AgentFactory as AgentFactory
 from ._factory import AgentRequest as AgentRequest
 from ._factory import DefaultAgentFactory as DefaultAgentFactory
@@ -41,6 +45,8 @@ from ._loop import AgentLoop as AgentLoop
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
 from ._meter import ContextUsage as ContextUsage
+from ._output import OutputError as OutputError
+from ._output import OutputSchema as OutputSchema
 from ._registry import AGENTS as AGENTS
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
@@ -70,6 +76,7 @@ __all__ = [
     "AgentClosedError",
     "AgentConfig",
     "AgentCreated",
+    "AgentDefinition",
     "AgentDisposed",
     "AgentDriver",
     "AgentFactory",
@@ -99,14 +106,19 @@ __all__ = [
     "Decision",
     "DeclaredAgent",
     "DefaultAgentFactory",
+    "DefinitionNameInUseError",
     "Lane",
     "MessageDroppedError",
     "MessageId",
     "ModelRequiredError",
     "NoCallingAgentError",
+    "OutputError",
+    "OutputSchema",
     "QueuedMessage",
     "Refusal",
     "SummarizingCompactor",
+    "TaskEnded",
+    "TaskStarted",
     "Tool",
     "ToolCallSnapshot",
     "ToolContext",

@@ -20,9 +20,11 @@ from ..session import ModelUsage, Session, SessionStore, SessionWriteError
 from ._approval import Approvals
 from ._caller import Caller, ToolCalls
 from ._compaction import Compactor, SummarizingCompactor
+from ._config import ALL_TOOLS
 from ._history import History
 from ._inbox import Inbox
 from ._meter import ContextMeter, ContextUsage
+from ._output import Outputs
 from ._usage import AgentUsage
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ class AgentParts:
         "max_steps",
         "meter",
         "model",
+        "outputs",
         "session",
         "tools",
         "usage",
@@ -109,6 +112,8 @@ class AgentParts:
         self.max_steps = max_steps
         self.deps = deps
         self.agents = agents
+        #: The agent's typed-output settings (``_output``), made when first set.
+        self.outputs: Outputs | None = None
         # The runtime's compaction service, looked up at each use (shared by the agents of
         # one context: a callable per agent would be held by every idle one).
         self._find_compactor = find_compactor
@@ -130,15 +135,26 @@ class AgentParts:
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """What the model is told about the tools this agent may call."""
         names = self.allowed
-        specs = self.tools.specs(agent=self.id)
+        plain = self.tools.specs(agent=self.id, explicit=False)
         if names is None:
-            return specs
+            return plain
+        specs = self.tools.specs(agent=self.id)
         seen = self._specs_seen
-        # Invariant: the registry returns the same tuple until its tools change, so the
+        # Invariant: the registry returns the same tuples until its tools change, so the
         # identity check is the whole invalidation.
         if seen is None or seen[0] is not specs:
-            seen = self._specs_seen = (specs, tuple(s for s in specs if s.name in names))
+            # "*" names every tool not marked explicit (``tools=["*", "task"]``).
+            every = {s.name for s in plain} if ALL_TOOLS in names else set()
+            seen = self._specs_seen = (
+                specs,
+                tuple(s for s in specs if s.name in names or s.name in every),
+            )
         return seen[1]
+
+    def may_call(self, name: str) -> bool:
+        """Whether the agent's definition allows calling the tool ``name``."""
+        names = self.allowed
+        return names is None or name in names or ALL_TOOLS in names
 
     def context(self) -> ContextUsage:
         """The size of the next model request, against the model's window."""

@@ -36,9 +36,12 @@ from ._postgres import PostgresStore as PostgresStore
 from ._postgres import SessionLeaseLostError as SessionLeaseLostError
 from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage
+from ._records import ChildEnded as ChildEnded
+from ._records import ChildStarted as ChildStarted
 from ._records import Compacted as Compacted
 from ._records import InboxSpliced as InboxSpliced
 from ._records import ModelUsage as ModelUsage
+from ._records import OutputProduced as OutputProduced
 from ._records import Record as Record
 from ._records import StopReason as StopReason
 from ._records import ToolApproval as ToolApproval
@@ -64,12 +67,15 @@ __all__ = [
     "SESSIONS",
     "AgentConfigured",
     "AssistantMessage",
+    "ChildEnded",
+    "ChildStarted",
     "Compacted",
     "InboxSpliced",
     "InvalidSessionIdError",
     "JsonlStore",
     "MemoryStore",
     "ModelUsage",
+    "OutputProduced",
     "PostgresStore",
     "Record",
     "Session",
