@@ -164,6 +164,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.agent._results": frozenset({"RESULT_CAP", "cap_result"}),
     "trio_agents.agent._tools": frozenset({"ToolFn", "ToolsPlugin", "tools_converter"}),
+    "trio_agents.agent._snapshot": frozenset({"agent_snapshot", "describe_agent", "turn_snapshot"}),
     "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.agent._output": frozenset(
         {
@@ -232,6 +233,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.cli._usage": frozenset({"Parser", "UsageExit", "suggestion", "version"}),
     "trio_agents.cli._worker": frozenset({"add_worker_parser", "dsn_of", "worker"}),
     "trio_agents.cli._sessions": frozenset({"SHOWN", "sessions"}),
+    "trio_agents.cli._tree_view": frozenset({"HEADING", "age", "render_tree", "tree_of"}),
     "trio_agents.cli._signals": frozenset(
         {
             "FORCE_GRACE",
@@ -248,6 +250,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.kernel._plugin": frozenset({"PluginSpec", "describe_plugin"}),
     "trio_agents.kernel._reload": frozenset({"reload"}),
     "trio_agents.kernel._service_key": frozenset({"service_name"}),
+    "trio_agents.kernel._snapshot": frozenset({"snapshot_of"}),
     "trio_agents.kernel._stack": frozenset({"OwnedStack"}),
     "trio_agents.kernel._states": frozenset({"Halt", "check_transition", "end_state", "halt_with"}),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
@@ -416,6 +419,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.session._summary": frozenset({"Summary", "title_of"}),
     "trio_agents.session._writelog": frozenset({"WriteLog"}),
     "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
+    "trio_agents.shell._snapshot": frozenset({"describe_shell"}),
     "trio_agents.tracing._metrics": frozenset({"Metrics"}),
     "trio_agents.tracing._otel": frozenset({"Tracer", "cause_attributes"}),
     "trio_agents.tracing._protocols": frozenset({"EventT", "RequestT"}),

@@ -88,6 +88,9 @@ from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
 from ._results import ToolResult as ToolResult
 from ._runtime import open_runtime as open_runtime
+from ._snapshot import AgentSnapshot as AgentSnapshot
+from ._snapshot import ToolCallSnapshot as ToolCallSnapshot
+from ._snapshot import TurnSnapshot as TurnSnapshot
 from ._status import AgentStatus as AgentStatus
 from ._tool_signature import tool as tool
 from ._tools import TOOLS as TOOLS
@@ -136,6 +139,7 @@ __all__ = [
     "AgentRegistry",
     "AgentRequest",
     "AgentScope",
+    "AgentSnapshot",
     "AgentStatistics",
     "AgentStatus",
     "AgentStatusChanged",
@@ -185,6 +189,7 @@ __all__ = [
     "TaskEnded",
     "TaskStarted",
     "Tool",
+    "ToolCallSnapshot",
     "ToolContext",
     "ToolGuard",
     "ToolNameInUseError",
@@ -193,6 +198,7 @@ __all__ = [
     "TurnEnd",
     "TurnFailedError",
     "TurnMark",
+    "TurnSnapshot",
     "TurnStart",
     "agent_loop",
     "hooks_plugin",

@@ -58,6 +58,7 @@ from ._output import (
 )
 from ._parts import AgentParts
 from ._restore import restore
+from ._snapshot import AgentSnapshot, TurnSnapshot, agent_snapshot
 from ._status import AgentStatus, check_status
 from ._turn import Turn
 from ._usage import AgentUsage
@@ -341,6 +342,15 @@ class Agent:
             running_turn=self._turn.id if self._turn is not None else None,
             children=tuple(self._children),
         )
+
+    def describe(self, now: float) -> AgentSnapshot:
+        """What the agent is doing now, for a snapshot of the ownership tree (``now`` is
+        trio's clock; see :meth:`Context.snapshot`)."""
+        work = self._work
+        turn = work.describe(now) if isinstance(work, Turn) else None
+        if isinstance(work, CompactJob):
+            turn = TurnSnapshot(work.id, None)
+        return agent_snapshot(self, turn, self._inbox.queued(), self.children)
 
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self._status.value}>"

@@ -67,6 +67,7 @@ from ._hook_points import AGENT_DISPOSE, CHILD_END, CHILD_START
 from ._hooks import HOOKS
 from ._like import AgentLike
 from ._output import OutputKind, OutputType, output_of
+from ._snapshot import describe_agent
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -182,6 +183,11 @@ class _Hosted(Generic[A]):
         registry._attach(agent)
         ctx.defer(registry._detach, self)
         self.scope = ctx.section("agent-scope")
+
+    def describe(self, now: float) -> object | None:
+        """The agent, for a snapshot of the ownership tree (see ``_snapshot``)."""
+        agent = self.agent
+        return describe_agent(agent, now) if agent is not None else None
 
     def commit(self) -> A:
         """Publish the agent and start its loop; synchronous, so it is all or nothing.

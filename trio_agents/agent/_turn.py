@@ -50,6 +50,7 @@ from ._inbox import QueuedMessage
 from ._output import OutputFailed, turn_output
 from ._parts import AgentParts
 from ._results import ToolResult
+from ._snapshot import TurnSnapshot, turn_snapshot
 from ._usage import usage_record
 
 __all__ = ["Turn"]
@@ -79,6 +80,7 @@ class Turn:
         "ending",
         "id",
         "scope",
+        "since",
     )
 
     def __init__(self, parts: AgentParts, turn_id: str, claimed: list[QueuedMessage]) -> None:
@@ -92,11 +94,18 @@ class Turn:
         # at the first call (most turns call no tool, and each object alive across a turn's
         # checkpoints is one more for the cyclic collector to traverse, issue #17).
         self._open: dict[str, ToolCallRequested] | None = None
-        self._started: set[str] | None = None
+        # The calls that began, with when (trio's clock; a snapshot's running_for).
+        self._started: dict[str, float] | None = None
         # Who calls the turn's tools: made at the first call, shared by every call.
         self._caller: Caller | None = None
         # The typed answer the turn must give (``ask(output=)``, ``_output``), or None.
         self._output = turn_output(parts.outputs, parts.session, turn_id, claimed)
+        #: When the turn began, on trio's clock.
+        self.since = trio.current_time()
+
+    def describe(self, now: float) -> TurnSnapshot:
+        """The turn and its tool calls in flight, for a snapshot of the ownership tree."""
+        return turn_snapshot(self.id, self.since, now, self._open, self._started)
 
     def abort(self, cause: CancelCause) -> None:
         """Cancel the turn with ``cause`` (the first cause given is the one recorded)."""
@@ -169,7 +178,7 @@ class Turn:
         self.ending = True
         append = self._parts.session.append
         open_calls = self._open if self._open is not None else {}
-        started = self._started if self._started is not None else set()
+        started = self._started if self._started is not None else {}
         for call_id, call in open_calls.items():
             ran = call_id in started
             append(
@@ -293,8 +302,8 @@ class Turn:
 
     def _start(self, call_id: str) -> None:
         if self._started is None:
-            self._started = set()
-        self._started.add(call_id)
+            self._started = {}
+        self._started[call_id] = trio.current_time()
 
     async def _call_tool(self, call: ToolCallRequested) -> None:
         if self.scope.cancel_called:

@@ -48,6 +48,7 @@ from ._chat_view import ChatView
 from ._keys import Key
 from ._logs import CliLog
 from ._options import Settings, attach, open_cli_runtime, session_place, store_root
+from ._tree_view import render_tree
 
 if TYPE_CHECKING:
     from ._input import LineEditor
@@ -60,6 +61,7 @@ HELP = (
     "/cancel       cancel the running turn and clear the queue\n"
     "/jobs         the background jobs of this agent\n"
     "/agents       this agent and the children its task calls started, live ones\n"
+    "/tree         who owns what now: the runtime's ownership tree\n"
     "/compact      summarize the older turns now (the session file keeps them)\n"
     "/help         this list\n"
     "/quit         leave (Ctrl-D waits for the answer first; Ctrl-C at the prompt leaves)\n"
@@ -194,6 +196,8 @@ def _act(line: str, root: Context, agent: Agent, view: ChatView, jobs: dict[str,
     elif command == "/agents":
         for row in _agents(agent):
             view.note(row)
+    elif command == "/tree":
+        view.note(render_tree(root.snapshot(), width=view.console.width), "")
     elif command == "/compact":
         root.start_soon(_compact, agent, view)
     elif command == "/help":

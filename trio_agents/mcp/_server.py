@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 from typing import Any, ClassVar, final
 
 import attrs
@@ -26,6 +27,7 @@ from ..agent import TOOLS, ToolRegistry
 from ..kernel import Context, ServiceKey
 from ._errors import McpConfigError, McpError
 from ._restart import McpRestart
+from ._snapshot import McpServerSnapshot
 
 __all__ = ["McpServer"]
 
@@ -183,6 +185,11 @@ class McpServer:
     def transport(self) -> str:
         """``"stdio"`` or ``"http"``."""
         return "stdio" if self.command is not None else "http"
+
+    def describe(self, now: float) -> McpServerSnapshot:
+        """Which server this is, for a snapshot of the ownership tree."""
+        target = shlex.join([self.command, *self.args]) if self.command else self.url or ""
+        return McpServerSnapshot(self.name, self.transport, target, self.agent)
 
     async def apply(self, ctx: Context, config: None) -> None:
         """Connect, register the server's tools, and follow it while the fiber is loaded."""

@@ -17,6 +17,8 @@ from ._sandbox import SANDBOX_POLICIES as SANDBOX_POLICIES
 from ._sandbox import SandboxShell as SandboxShell
 from ._sandbox import SandboxUnavailableError as SandboxUnavailableError
 from ._sandbox import bwrap_argv as bwrap_argv
+from ._snapshot import JobSnapshot as JobSnapshot
+from ._snapshot import ShellSnapshot as ShellSnapshot
 from ._tool_bash import BashArgs as BashArgs
 from ._tool_bash import JobArgs as JobArgs
 from ._tool_bash import ToolBash as ToolBash
@@ -40,6 +42,7 @@ __all__ = [
     "JobListener",
     "JobNotFoundError",
     "JobOutput",
+    "JobSnapshot",
     "JobStatus",
     "LocalShell",
     "LocalShellExecutor",
@@ -52,6 +55,7 @@ __all__ = [
     "ShellExecutor",
     "ShellRequestError",
     "ShellResult",
+    "ShellSnapshot",
     "ShellStatistics",
     "SupervisedChild",
     "ToolBash",

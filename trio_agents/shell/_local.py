@@ -40,6 +40,7 @@ from ._child import Child, GroupChild, SupervisedChild, supervisor_available
 from ._errors import JobNotFoundError, ShellRequestError
 from ._executor import SHELL, JobListener, ShellExecutor
 from ._output import OutputBuffer
+from ._snapshot import ShellSnapshot, describe_shell
 from ._types import (
     BashTask,
     JobDone,
@@ -96,6 +97,8 @@ class _Process:
     killed: bool = False
     timed_out: bool = False
     term_at: float | None = None
+    #: When it started, on trio's clock (a snapshot's running_for).
+    since: float = attrs.Factory(trio.current_time)
 
     @property
     def stdout(self) -> trio.abc.ReceiveStream:
@@ -148,6 +151,10 @@ class LocalShellExecutor(ShellExecutor):
     def statistics(self) -> ShellStatistics:
         """A frozen snapshot: running processes, jobs ever started, whether closed."""
         return ShellStatistics(len(self._running), len(self._jobs), self._closing)
+
+    def describe(self, now: float) -> ShellSnapshot:
+        """The running jobs and foreground runs, for a snapshot of the ownership tree."""
+        return describe_shell(self._running, now)
 
     # -- resolution ----------------------------------------------------------------------------
 
