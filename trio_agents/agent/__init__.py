@@ -41,6 +41,13 @@ from ._loop import AgentLoop as AgentLoop
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
 from ._meter import ContextUsage as ContextUsage
+from ._modes import EDIT_TOOLS as EDIT_TOOLS
+from ._modes import MODES as MODES
+from ._modes import READ_TOOLS as READ_TOOLS
+from ._modes import Mode as Mode
+from ._modes import UnknownModeError as UnknownModeError
+from ._modes import mode_named as mode_named
+from ._modes import tool_kind as tool_kind
 from ._registry import AGENTS as AGENTS
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
@@ -61,6 +68,9 @@ from ._usage import AgentUsage as AgentUsage
 __all__ = [
     "AGENTS",
     "COMPACTION",
+    "EDIT_TOOLS",
+    "MODES",
+    "READ_TOOLS",
     "TOOLS",
     "Agent",
     "AgentCancelRequested",
@@ -98,6 +108,7 @@ __all__ = [
     "Lane",
     "MessageDroppedError",
     "MessageId",
+    "Mode",
     "ModelRequiredError",
     "NoCallingAgentError",
     "QueuedMessage",
@@ -111,9 +122,12 @@ __all__ = [
     "ToolResult",
     "TurnFailedError",
     "TurnMark",
+    "UnknownModeError",
     "agent_loop",
+    "mode_named",
     "open_runtime",
     "standing_answers",
     "tool",
+    "tool_kind",
     "tools_plugin",
 ]

@@ -38,6 +38,7 @@ from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage
 from ._records import Compacted as Compacted
 from ._records import InboxSpliced as InboxSpliced
+from ._records import ModeChanged as ModeChanged
 from ._records import ModelUsage as ModelUsage
 from ._records import Record as Record
 from ._records import StopReason as StopReason
@@ -69,6 +70,7 @@ __all__ = [
     "InvalidSessionIdError",
     "JsonlStore",
     "MemoryStore",
+    "ModeChanged",
     "ModelUsage",
     "PostgresStore",
     "Record",

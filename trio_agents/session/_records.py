@@ -23,6 +23,7 @@ __all__ = [
     "AssistantMessage",
     "Compacted",
     "InboxSpliced",
+    "ModeChanged",
     "ModelUsage",
     "Record",
     "StopReason",
@@ -251,6 +252,24 @@ class AgentConfigured(Record):
     model_object: bool = False
 
 
+@attrs.frozen(kw_only=True)
+class ModeChanged(Record):
+    """The agent's mode changed (tag ``mode_changed``); the latest one is in force.
+
+    A mode (``ask``, ``edit``, ``plan``: ``trio_agents.agent.MODES``) says which tool calls
+    run unasked, which are asked about and which are refused; a resumed agent is in the mode
+    its session's latest ``ModeChanged`` names (its first mode without one).
+
+    Attributes:
+        mode: the id of the mode now in force.
+        turn_id: the turn running when it changed, or ``None`` (it applies from the next
+            tool call).
+    """
+
+    mode: str
+    turn_id: str | None = None
+
+
 _RECORDS: TagRegistry[Record] = TagRegistry(
     "record",
     "turn_ended",
@@ -310,6 +329,7 @@ for _cls in (
     TurnStarted,
     TurnEnded,
     Compacted,
+    ModeChanged,
 ):
     register_record(_cls)
 # The tool's answer is ``agent.ToolResult``; the record of it kept its format-1 tag.
