@@ -97,6 +97,7 @@ from ._client_fs import ClientFileSystem, offers_fs
 from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
+from ._modes import SessionSettings
 from ._permission import Permissions, restored_notice
 from ._prompts import AcpSession, Prompt, Sessions
 from ._protocol import (
@@ -173,6 +174,8 @@ class AcpBridge:
             client had gone.
         commands: prompt commands every session offers (``/name``), besides ``/compact`` and
             the ``.trio-agents/commands/*.md`` files of its ``cwd`` (which win on a name).
+        models: the model specs a session's ``model`` config option offers, besides its
+            agent's own (see :mod:`._modes`).
 
     Apply it with ``await ctx.plugin(bridge)``; it serves until the client closes its side
     (then :meth:`wait_closed` returns) or until its fiber is disposed.
@@ -192,6 +195,7 @@ class AcpBridge:
         max_frame: int = MAX_FRAME,
         max_unsent: int = MAX_UNSENT,
         commands: Iterable[PromptCommand] = (),
+        models: Iterable[str] = (),
     ) -> None:
         if receive_stream is None:
             if not isinstance(send_stream, trio.abc.ReceiveStream):
@@ -214,6 +218,8 @@ class AcpBridge:
                 "authenticate": self._authenticate,
                 "logout": self._logout,
                 "session/prompt": self._prompt,
+                "session/set_mode": self._set_mode,
+                "session/set_config_option": self._set_config_option,
             },
             concurrent={
                 "session/new": self._new,
@@ -231,6 +237,7 @@ class AcpBridge:
             initialized=lambda: self._client_capabilities is not None,
         )
         self._sessions = Sessions(self._serving)
+        self._settings = SessionSettings(models)
         self._calls = ClientCalls(self._serving, lambda: self._closed)
         self._permissions = Permissions(
             self._calls,
@@ -423,7 +430,8 @@ class AcpBridge:
             lambda: agents.create(cwd=cwd, approver=approver, instructions=instructions), cwd
         )
         await self._start_servers(session, servers)
-        return self._answer_then_commands(request, {"sessionId": session.agent.id}, session)
+        result = {"sessionId": session.agent.id, **self._settings.offer(session.agent)}
+        return self._answer_then_commands(request, result, session)
 
     def _answer_then_commands(
         self, request: Request, result: Mapping[str, Any], session: AcpSession
@@ -475,13 +483,34 @@ class AcpBridge:
         # in the session is streamed after the replay.
         self._sessions.replay(session)
         self._notice(session)
-        return self._answer_then_commands(request, {}, session)
+        return self._answer_then_commands(request, self._settings.offer(session.agent), session)
 
     async def _resume(self, request: Request) -> Any:
         # As session/load, without replaying the conversation.
         session = await self._open(params_object(request.params), "resumed")
         self._notice(session)
-        return self._answer_then_commands(request, {}, session)
+        return self._answer_then_commands(request, self._settings.offer(session.agent), session)
+
+    def _set_mode(self, request: Request) -> Any:
+        params = params_object(request.params)
+        session = self._sessions.lookup(params)
+        self._settings.set_mode(session.agent, params)
+        return self._answer_then_settings(request, {}, session)
+
+    def _set_config_option(self, request: Request) -> Any:
+        params = params_object(request.params)
+        session = self._sessions.lookup(params)
+        options = self._settings.set_option(session.agent, params)
+        return self._answer_then_settings(request, {"configOptions": options}, session)
+
+    def _answer_then_settings(
+        self, request: Request, result: Mapping[str, Any], session: AcpSession
+    ) -> object:
+        """Answer ``request``, then announce the session's mode and options (see _modes)."""
+        self._serving.send(self._serving.rpc.respond(request.id, result))
+        for update in self._settings.updates(session.agent):
+            self._serving.update(session.agent.id, update)
+        return LATER
 
     def _notice(self, session: AcpSession) -> None:
         notice = restored_notice(

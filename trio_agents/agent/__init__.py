@@ -45,6 +45,7 @@ from ._modes import EDIT_TOOLS as EDIT_TOOLS
 from ._modes import MODES as MODES
 from ._modes import READ_TOOLS as READ_TOOLS
 from ._modes import Mode as Mode
+from ._modes import ToolKind as ToolKind
 from ._modes import UnknownModeError as UnknownModeError
 from ._modes import mode_named as mode_named
 from ._modes import tool_kind as tool_kind
@@ -117,6 +118,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolGuard",
+    "ToolKind",
     "ToolNameInUseError",
     "ToolRegistry",
     "ToolResult",

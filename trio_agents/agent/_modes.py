@@ -44,8 +44,6 @@ __all__ = [
     "ToolKind",
     "UnknownModeError",
     "mode_named",
-    "recorded_mode",
-    "switched_model",
     "tool_kind",
 ]
 
