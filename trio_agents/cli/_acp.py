@@ -65,6 +65,7 @@ async def acp(args: argparse.Namespace) -> int:
                 allow_bash=bool(args.allow_bash),
                 forget_approvals=args.settings.forget_approvals,
                 project_files=args.settings.project_files,
+                models=args.settings.config.models,
             )
             fiber = await root.plugin(bridge)
             await bridge.wait_closed()

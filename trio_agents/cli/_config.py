@@ -6,6 +6,9 @@ The format::
                                       # of specs is a fallback chain
     store = "sqlite:~/agents.db"      # the session store (``--store`` wins over it): DIR,
                                       # memory, sqlite:PATH or postgresql://...
+    models = ["openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5"]
+                                      # optional: the models a session may switch to
+                                      # (chat's /model, an editor's model selector)
 
     [[plugins]]
     module = "my_plugins.greeter"     # imported with the file's directory first on sys.path
@@ -154,6 +157,7 @@ class _File:
 
     model: str | None = None
     store: str | None = None
+    models: list[str] = attrs.Factory(list)
     approval: Approval = attrs.Factory(Approval)
     # A policy name is made a table before structuring.
     sandbox: Sandbox | None = None
@@ -207,6 +211,8 @@ class Config:
     sandbox: Sandbox | None = None
     #: The ``[files]`` table (``add_dirs`` made absolute): where the file tools may reach.
     files: ToolFiles.Config = attrs.Factory(ToolFiles.Config)
+    #: The ``models`` list: the specs a session may switch to (``/model``, ACP's option).
+    models: tuple[str, ...] = ()
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -282,6 +288,9 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
     # type errors still gets them (every problem at once).
     problems.extend(_check_model("model", _text(data, "model")))
     problems.extend(_check_store("store", _text(data, "store")))
+    models = data.get("models")
+    for index, spec in enumerate(models if isinstance(models, list) else []):
+        problems.extend(_check_model(f"models[{index}]", spec if isinstance(spec, str) else None))
     seen: dict[str, int] = {}
     for index, agent in enumerate(_tables(data, "agents")):
         problems.extend(_check_model(f"agents[{index}].model", _text(agent, "model")))
@@ -341,6 +350,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         forget_approvals=raw.approval.forget_approvals,
         sandbox=_sandbox(raw.sandbox, path),
         files=_files(raw.files, path),
+        models=tuple(raw.models),
     )
 
 
