@@ -78,6 +78,14 @@ class ChatView:
         self._working = False  # with an editor: from a turn's start until the agent is idle
         self._usage_at_start = AgentUsage()
 
+    def switch(self, agent: Agent) -> None:
+        """Show ``agent``'s conversation from now on (``/clear``, ``/resume``)."""
+        self._stop_spinner()
+        self._agent = agent
+        self._agent_id = agent.id
+        self._pending = ""
+        self._usage_at_start = agent.usage
+
     def listen(self, root: Context) -> None:
         """Subscribe to the events this view draws (entries of ``root``'s fiber)."""
         root.on(AgentOutput, self._on_output)
