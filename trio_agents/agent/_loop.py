@@ -36,6 +36,9 @@ class DeclaredAgent:
     cwd: str | None = None
     #: The tools whose calls need approval in this agent (see :doc:`/tools`).
     ask: list[str] | None = None
+    #: The sandbox policy of this agent's shell commands when the shell is sandboxed
+    #: (``read-only``, ...): the stricter of it and the shell's applies (``tool_bash``).
+    sandbox: str | None = None
 
 
 @final

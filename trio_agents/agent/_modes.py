@@ -21,7 +21,9 @@ Rules:
   a new ``AgentConfigured`` is recorded (the latest is in force, so a resume rebuilds the
   new model from its spec), and the agent's next model request goes to it.
 - Each mode names the sandbox policy its commands run under when sandboxing is on
-  (``plan``: ``read-only``; ``ask`` and ``edit``: ``workspace-write``); the shell reads it.
+  (``plan``: ``read-only``; ``ask`` and ``edit``: ``workspace-write``); the shell reads it
+  (never loosening its own). A tool marked ``sandboxed`` (``bash`` under a sandboxed shell)
+  is not refused by ``plan``: it runs there read-only.
 """
 
 from __future__ import annotations
@@ -83,10 +85,12 @@ class Mode:
         """Whether a call of tool ``name`` runs without asking in this mode."""
         return tool_kind(name, read_only=read_only) in self.unasked
 
-    def refusal(self, name: str, *, read_only: bool = False) -> str | None:
-        """The error result of a call of tool ``name`` this mode refuses, or ``None``."""
+    def refusal(self, name: str, *, read_only: bool = False, sandboxed: bool = False) -> str | None:
+        """The error result of a call of tool ``name`` this mode refuses, or ``None``. A
+        ``sandboxed`` tool runs under this mode's sandbox policy instead: a mode whose
+        policy is ``read-only`` lets it run (it can change nothing)."""
         kind = tool_kind(name, read_only=read_only)
-        if kind not in self.refused:
+        if kind not in self.refused or (sandboxed and self.sandbox == "read-only"):
             return None
         what = "changes files" if kind == "edit" else "can change something"
         return (

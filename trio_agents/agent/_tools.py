@@ -252,6 +252,9 @@ class Tool:
             :doc:`/tools`).
         read_only: the tool only reads (changes nothing): it runs in the ``plan`` mode,
             which refuses every other tool (see :mod:`._modes`).
+        sandboxed: what the tool changes is confined by a sandbox whose policy follows the
+            calling agent's mode (``bash`` under a sandboxed shell): the ``plan`` mode runs
+            it, read-only, instead of refusing it.
 
     Raises:
         ValueError: the name is not valid.
@@ -270,6 +273,9 @@ class Tool:
         default=False, kw_only=True, validator=attrs.validators.instance_of(bool)
     )
     read_only: bool = attrs.field(
+        default=False, kw_only=True, validator=attrs.validators.instance_of(bool)
+    )
+    sandboxed: bool = attrs.field(
         default=False, kw_only=True, validator=attrs.validators.instance_of(bool)
     )
 
@@ -631,7 +637,9 @@ class ToolRegistry:
             )
         tool = registration.tool
         if caller.approvals is not None:
-            refusal = caller.approvals.mode.refusal(name, read_only=tool.read_only)
+            refusal = caller.approvals.mode.refusal(
+                name, read_only=tool.read_only, sandboxed=tool.sandboxed
+            )
             if refusal is not None:  # the ``plan`` mode: nothing that changes anything runs
                 return ToolResult(refusal, is_error=True, started=False)
         params = self._structure(tool, arguments)

@@ -30,6 +30,8 @@ The format::
     instructions = "You are terse."
     tools = ["bash"]
     ask = ["bash"]                    # optional: tools whose calls need approval in this agent
+    sandbox = "read-only"             # optional: its commands' sandbox policy, when the shell
+                                      # is sandboxed (the stricter of this and the shell's)
 
     [approval]                        # optional: tools whose calls need approval in every agent
     ask = ["bash", "files__write_file"]
@@ -306,6 +308,12 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
                     f"(agents[{seen[agent_id]}]); ids are unique"
                 )
             seen.setdefault(agent_id, index)
+        policy = agent.get("sandbox")
+        if isinstance(policy, str) and policy not in SANDBOX_POLICIES:
+            problems.append(
+                f"agents[{index}].sandbox: {policy!r} is not a policy; use one of "
+                f"{', '.join(SANDBOX_POLICIES)}"
+            )
     names: dict[str, int] = {}
     for index, server in enumerate(_tables(data, "mcp_servers")):
         name = _text(server, "name")

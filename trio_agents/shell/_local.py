@@ -41,6 +41,7 @@ from ._errors import JobNotFoundError, ShellRequestError
 from ._executor import SHELL, JobListener, ShellExecutor
 from ._output import OutputBuffer
 from ._types import (
+    SANDBOX_POLICIES,
     BashTask,
     JobDone,
     JobOutput,
@@ -205,6 +206,7 @@ class LocalShellExecutor(ShellExecutor):
             owner=request.owner,
             background=request.background,
             sandboxed=bool(request.sandboxed),
+            policy=_policy(request.policy),
         )
 
     # -- foreground ----------------------------------------------------------------------------
@@ -500,3 +502,10 @@ class LocalShell:
         executor = LocalShellExecutor(ctx, config)
         ctx.defer(executor.aclose)
         ctx.provide(SHELL, executor)
+
+
+def _policy(policy: str | None) -> str | None:
+    """A request's sandbox policy, checked (the names of ``SANDBOX_POLICIES``)."""
+    if policy is not None and policy not in SANDBOX_POLICIES:
+        raise ShellRequestError(f"policy is one of {', '.join(SANDBOX_POLICIES)}; got {policy!r}")
+    return policy
