@@ -114,8 +114,13 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._agent": frozenset({"new_agent"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
     "trio_agents.agent._caller": frozenset({"ChildAgents", "HasCaller", "HasUsage", "ToolCalls"}),
+    "trio_agents.agent._children": frozenset(
+        {"ChildOutcome", "child_outcome", "close_open_children", "open_children", "parent_of"}
+    ),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
-    "trio_agents.agent._config": frozenset({"UNSET", "Unset", "latest_config"}),
+    "trio_agents.agent._definitions": frozenset({"Definitions", "TASK_TOOLS"}),
+    "trio_agents.agent._task": frozenset({"TaskArgs", "TaskIdArgs", "TaskTools"}),
+    "trio_agents.agent._config": frozenset({"ALL_TOOLS", "UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._factory": frozenset({"AGENT_FACTORY", "FactoryPlugin"}),
     "trio_agents.agent._compaction": frozenset(
         {"CompactionParts", "compact_after", "compact_history", "fit_window"}
@@ -170,6 +175,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "ASKED_BY_DEFAULT",
             "Approval",
             "Config",
+            "DefinitionTable",
             "ConfigFileError",
             "LoadedPlugin",
             "PluginEntry",

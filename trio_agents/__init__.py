@@ -21,6 +21,7 @@ from .agent import AGENTS as AGENTS
 from .agent import TOOLS as TOOLS
 from .agent import Agent as Agent
 from .agent import AgentClosedError as AgentClosedError
+from .agent import AgentDefinition as AgentDefinition
 from .agent import AgentHandle as AgentHandle
 from .agent import AgentIdInUseError as AgentIdInUseError
 from .agent import AgentStatus as AgentStatus
@@ -60,6 +61,8 @@ from .events import SessionAppended as SessionAppended
 from .events import SessionCreated as SessionCreated
 from .events import SessionDisposed as SessionDisposed
 from .events import SessionFlushed as SessionFlushed
+from .events import TaskEnded as TaskEnded
+from .events import TaskStarted as TaskStarted
 from .kernel import Context as Context
 from .kernel import Fiber as Fiber
 from .kernel import FiberState as FiberState
@@ -88,6 +91,7 @@ __all__ = [
     "AgentCancelRequested",
     "AgentClosedError",
     "AgentCreated",
+    "AgentDefinition",
     "AgentDisposed",
     "AgentHandle",
     "AgentIdInUseError",
@@ -125,6 +129,8 @@ __all__ = [
     "SessionFlushed",
     "SessionStore",
     "SqliteStore",
+    "TaskEnded",
+    "TaskStarted",
     "Tool",
     "ToolContext",
     "ToolNameInUseError",

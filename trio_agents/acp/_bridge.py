@@ -66,6 +66,8 @@ from ..agent import (
     AgentIdInUseError,
     AgentOutput,
     CompactionError,
+    TaskEnded,
+    TaskStarted,
     ToolContext,
     ToolRegistry,
     ToolResult,
@@ -270,6 +272,8 @@ class AcpBridge:
         # The child fiber whose tasks serve the connection (and so co-own its agents).
         host = self._host = await ctx.child("acp-sessions")
         ctx.on(AgentOutput, self._sessions.on_output)
+        ctx.on(TaskStarted, self._sessions.on_task_started)
+        ctx.on(TaskEnded, self._sessions.on_task_ended)
         ctx.on(SessionAppended, self._sessions.on_appended)
         ctx.on(AgentDisposed, self._sessions.on_disposed)
         ctx.on(FileChanged, self._sessions.on_file_changed)
@@ -427,7 +431,10 @@ class AcpBridge:
         # (test_hostile_frames_are_answered_and_serving_goes_on).
         instructions = project_instructions(cwd) if self.project_files else None
         session = await self._publish(
-            lambda: agents.create(cwd=cwd, approver=approver, instructions=instructions), cwd
+            lambda: agents.create(
+                cwd=cwd, approver=approver, instructions=instructions, tools=agents.lead_tools()
+            ),
+            cwd,
         )
         await self._start_servers(session, servers)
         result = {"sessionId": session.agent.id, **self._settings.offer(session.agent)}

@@ -196,6 +196,9 @@ _KINDS: Final = {
     "glob": "search",
     "grep": "search",
     "plan": "think",
+    "task": "think",
+    "task_output": "think",
+    "task_cancel": "think",
 }
 #: The tools whose ``path`` argument names the one file they touch.
 _FILE_TOOLS: Final = frozenset({"read_file", "write_file", "edit_file"})
@@ -218,11 +221,14 @@ def _file_path(arguments: Mapping[str, Any], cwd: str | None) -> str | None:
 
 
 def _title(name: str, arguments: Mapping[str, Any]) -> str:
-    """``bash: ls``, ``edit_file: src/a.py``, ``grep: TODO``; another tool: its name."""
+    """``bash: ls``, ``edit_file: src/a.py``, ``grep: TODO``, ``task: reviewer``; another
+    tool: its name."""
     if name.startswith("bash"):
         key = "command"
     elif name in _FILE_TOOLS or name == "list_files":
         key = "path"
+    elif name == "task":
+        key = "agent"
     else:
         key = "pattern" if name in ("glob", "grep") else ""
     value = arguments.get(key)
@@ -274,6 +280,17 @@ def tool_call(record: ToolCall, cwd: str | None = None) -> dict[str, Any]:
 def in_progress(call_id: str) -> dict[str, Any]:
     """The ``tool_call_update`` saying a call started running."""
     return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+
+
+def child_progress(call_id: str, text: str) -> dict[str, Any]:
+    """The ``tool_call_update`` of a ``task`` call whose child is answering: ``in_progress``,
+    with the child's text so far as its content."""
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": call_id,
+        "status": "in_progress",
+        "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+    }
 
 
 def tool_call_update(

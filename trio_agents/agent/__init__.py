@@ -16,6 +16,8 @@ from ._compaction import CompactionRequest as CompactionRequest
 from ._compaction import Compactor as Compactor
 from ._compaction import SummarizingCompactor as SummarizingCompactor
 from ._config import AgentConfig as AgentConfig
+from ._definitions import AgentDefinition as AgentDefinition
+from ._definitions import DefinitionNameInUseError as DefinitionNameInUseError
 from ._driver import AgentDriver as AgentDriver
 from ._driver import Built as Built
 from ._errors import AgentClosedError as AgentClosedError
@@ -28,6 +30,8 @@ from ._events import AgentCreated as AgentCreated
 from ._events import AgentDisposed as AgentDisposed
 from ._events import AgentOutput as AgentOutput
 from ._events import AgentStatusChanged as AgentStatusChanged
+from ._events import TaskEnded as TaskEnded
+from ._events import TaskStarted as TaskStarted
 from ._factory import AgentFactory as AgentFactory
 from ._factory import AgentRequest as AgentRequest
 from ._factory import DefaultAgentFactory as DefaultAgentFactory
@@ -78,6 +82,7 @@ __all__ = [
     "AgentClosedError",
     "AgentConfig",
     "AgentCreated",
+    "AgentDefinition",
     "AgentDisposed",
     "AgentDriver",
     "AgentFactory",
@@ -106,6 +111,7 @@ __all__ = [
     "Decision",
     "DeclaredAgent",
     "DefaultAgentFactory",
+    "DefinitionNameInUseError",
     "Lane",
     "MessageDroppedError",
     "MessageId",
@@ -115,6 +121,8 @@ __all__ = [
     "QueuedMessage",
     "Refusal",
     "SummarizingCompactor",
+    "TaskEnded",
+    "TaskStarted",
     "Tool",
     "ToolContext",
     "ToolGuard",

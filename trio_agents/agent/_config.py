@@ -26,7 +26,7 @@ import attrs
 from ..model import Model
 from ..session import AgentConfigured, Record
 
-__all__ = ["UNSET", "AgentConfig", "Unset", "latest_config"]
+__all__ = ["ALL_TOOLS", "UNSET", "AgentConfig", "Unset", "latest_config"]
 
 
 class Unset(enum.Enum):
@@ -40,6 +40,10 @@ class Unset(enum.Enum):
 
 #: A keyword that ``resume()`` was not given: the stored value stays.
 UNSET: Final = Unset.UNSET
+
+#: In an agent's ``tools``, every tool not marked ``explicit``: ``tools=["*", "task"]`` is
+#: every tool and the ``task`` tool, which ``tools=None`` does not give.
+ALL_TOOLS: Final = "*"
 
 T = TypeVar("T")
 Maybe: TypeAlias = "T | Unset"

@@ -13,7 +13,9 @@ import attrs
 from ..kernel import Context
 from ..model import MODELS
 from ..session import SESSIONS
+from ._definitions import AgentDefinition
 from ._registry import AGENTS, AgentRegistry
+from ._task import TaskTools
 from ._tools import TOOLS
 
 __all__ = ["AgentLoop", "DeclaredAgent"]
@@ -58,6 +60,8 @@ class AgentLoop:
         """Agents to create when the loop starts."""
 
         agents: list[DeclaredAgent] = attrs.Factory(list)
+        #: Agent definitions the ``task`` tool starts children from, owned by the loop.
+        definitions: list[AgentDefinition] = attrs.Factory(list)
 
     async def apply(self, ctx: Context, config: AgentLoop.Config) -> None:
         sessions = ctx.service(SESSIONS)
@@ -65,6 +69,9 @@ class AgentLoop:
             ctx, sessions, ctx.service(TOOLS), ctx.service(MODELS), deps=self.deps
         )
         ctx.provide(AGENTS, registry)
+        TaskTools(ctx, registry, registry.definitions, ctx.service(TOOLS)).register()
+        for definition in config.definitions:
+            registry.definitions.define(definition)
         for declared in config.agents:
             # Created from this fiber's task, so the loop is the only owner (the handle is
             # not kept: the loop's unload disposes these agents). A declared id that is

@@ -20,6 +20,7 @@ from ..session import ModelUsage, Session, SessionStore, SessionWriteError
 from ._approval import Approvals
 from ._caller import Caller, ToolCalls
 from ._compaction import Compactor, SummarizingCompactor
+from ._config import ALL_TOOLS
 from ._history import History
 from ._inbox import Inbox
 from ._meter import ContextMeter, ContextUsage
@@ -130,15 +131,26 @@ class AgentParts:
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """What the model is told about the tools this agent may call."""
         names = self.allowed
-        specs = self.tools.specs(agent=self.id)
+        plain = self.tools.specs(agent=self.id, explicit=False)
         if names is None:
-            return specs
+            return plain
+        specs = self.tools.specs(agent=self.id)
         seen = self._specs_seen
-        # Invariant: the registry returns the same tuple until its tools change, so the
+        # Invariant: the registry returns the same tuples until its tools change, so the
         # identity check is the whole invalidation.
         if seen is None or seen[0] is not specs:
-            seen = self._specs_seen = (specs, tuple(s for s in specs if s.name in names))
+            # "*" names every tool not marked explicit (``tools=["*", "task"]``).
+            every = {s.name for s in plain} if ALL_TOOLS in names else set()
+            seen = self._specs_seen = (
+                specs,
+                tuple(s for s in specs if s.name in names or s.name in every),
+            )
         return seen[1]
+
+    def may_call(self, name: str) -> bool:
+        """Whether the agent's definition allows calling the tool ``name``."""
+        names = self.allowed
+        return names is None or name in names or ALL_TOOLS in names
 
     def context(self) -> ContextUsage:
         """The size of the next model request, against the model's window."""

@@ -52,7 +52,9 @@ from ..session import (
 )
 from ._agent import Agent
 from ._approval import Approver
-from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
+from ._children import close_open_children
+from ._config import ALL_TOOLS, UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
+from ._definitions import TASK_TOOLS, AgentDefinition, Definitions
 from ._driver import AgentDriver, Built
 from ._errors import AgentIdInUseError, ModelRequiredError
 from ._events import AgentCreated, AgentDisposed
@@ -269,6 +271,8 @@ class AgentRegistry(Generic[A]):
         self._co_owners: dict[A, Entry] = {}
         # Invariant: the agents whose AgentCreated was emitted and AgentDisposed not yet.
         self._published: set[A] = set()
+        #: The agent definitions in force (``define``), that the ``task`` tool starts from.
+        self.definitions = Definitions()
         ctx.on(SessionWriteFailed, self._on_write_failed)
 
     def get(self, agent_id: str) -> A | None:
@@ -278,6 +282,48 @@ class AgentRegistry(Generic[A]):
     def list(self) -> tuple[A, ...]:
         """Every live agent, oldest first."""
         return tuple(self._live.values())
+
+    def lead_tools(self) -> tuple[str, ...] | None:
+        """The ``tools`` of an agent a front end starts for a person (``run``, ``chat``, an
+        editor's session): every tool, and while agent definitions exist the task tools too
+        (``None`` when there are none, so nothing is recorded that a resume would keep)."""
+        if not self.definitions.list():
+            return None
+        return (ALL_TOOLS, *TASK_TOOLS)
+
+    async def define(
+        self,
+        name: str,
+        *,
+        description: str,
+        instructions: str | None = None,
+        model: Model | str | None = None,
+        tools: ToolNames = None,
+        ask: ToolNames = None,
+        max_steps: int = 50,
+    ) -> Entry:
+        """Define a named template of child agents for as long as the calling fiber is
+        loaded (see :class:`AgentDefinition` for the arguments); the ``task`` tool starts
+        children from it.
+
+        Returns:
+            The calling fiber's entry; ``await entry.close()`` undefines it early.
+
+        Raises:
+            DefinitionNameInUseError: a definition of that name is in force.
+            ValueError: a value is invalid (the name, ``max_steps``).
+        """
+        definition = AgentDefinition(
+            name=name,
+            description=description,
+            instructions=instructions,
+            model=model,
+            tools=tools,
+            ask=ask,
+            max_steps=max_steps,
+        )
+        await trio.lowlevel.checkpoint()
+        return self.definitions.define(definition)
 
     async def create(
         self,
@@ -299,7 +345,9 @@ class AgentRegistry(Generic[A]):
             model: a :class:`Model`, a model spec such as ``"echo?delay=1"``, or ``None`` for
                 the runtime's default.
             session_id: the id (of agent and session); generated when ``None``.
-            tools: the names of the tools the agent may call; ``None`` means all.
+            tools: the names of the tools the agent may call; ``None`` means every tool not
+                marked ``explicit`` (so not ``task``), and a name ``"*"`` those same tools
+                (``["*", "task"]``: all of them and ``task``).
             instructions: the system prompt.
             parent: make a child agent owned by ``parent`` (``ParentCancel`` reaches it).
             max_steps: the most model requests one turn may make.
@@ -402,6 +450,7 @@ class AgentRegistry(Generic[A]):
             config = attrs.evolve(config, model_name=resolved.name)
             if config != stored:
                 session.append(config.record())
+            await close_open_children(self.store, session)
         except BaseException:
             with trio.CancelScope(shield=True):
                 await self.store.abandon(session)

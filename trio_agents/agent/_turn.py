@@ -268,7 +268,8 @@ class Turn:
             return  # recorded as not started when the turn ends
         parts = self._parts
         allowed = parts.allowed
-        if allowed is not None and call.name not in allowed:
+        if not parts.may_call(call.name):
+            assert allowed is not None
             result = ToolResult(
                 content=f"tool {call.name!r} is not available to this agent; "
                 f"available: {', '.join(sorted(allowed)) or 'none'}",

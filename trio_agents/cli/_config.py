@@ -33,6 +33,15 @@ The format::
     sandbox = "read-only"             # optional: its commands' sandbox policy, when the shell
                                       # is sandboxed (the stricter of this and the shell's)
 
+    [[agent_definitions]]             # a child the model may start with the task tool
+    name = "reviewer"                 # (then the command's own agent is given task,
+    description = "Reviews a diff"    # task_output and task_cancel)
+    instructions = "Review strictly."
+    model = "echo"                    # optional: the default model otherwise
+    tools = ["read_file", "grep"]     # optional: every tool but task when absent
+    ask = ["bash"]                    # optional, as for agents
+    max_steps = 20                    # optional
+
     [approval]                        # optional: tools whose calls need approval in every agent
     ask = ["bash", "files__write_file"]
     allow = ["bash_kill"]             # optional: of bash and bash_kill (asked by default),
@@ -88,7 +97,7 @@ from typing import Any, Final, final
 import attrs
 
 from .._base import StrictConverter, count_problems, list_problems
-from ..agent import DeclaredAgent
+from ..agent import AgentDefinition, DeclaredAgent
 from ..kernel import ConfigError, config_converter
 from ..mcp import McpServer
 from ..model import ModelSpecError, model_from_spec
@@ -101,6 +110,7 @@ __all__ = [
     "Approval",
     "Config",
     "ConfigFileError",
+    "DefinitionTable",
     "LoadedPlugin",
     "PluginEntry",
     "Sandbox",
@@ -127,6 +137,19 @@ class PluginEntry:
 #: names them (``bash_output``, ``read_file``, ``list_files``, ``glob``, ``grep`` and ``plan``
 #: only read, and run unasked).
 ASKED_BY_DEFAULT: Final = ("bash", "bash_kill", "write_file", "edit_file")
+
+
+@attrs.frozen
+class DefinitionTable:
+    """One ``[[agent_definitions]]`` table (:class:`AgentDefinition`, a model by its spec)."""
+
+    name: str
+    description: str
+    instructions: str | None = None
+    model: str | None = None
+    tools: list[str] | None = None
+    ask: list[str] | None = None
+    max_steps: int = 50
 
 
 @attrs.frozen
@@ -167,6 +190,7 @@ class _File:
     plugins: list[PluginEntry] = attrs.Factory(list)
     mcp_servers: list[McpServer] = attrs.Factory(list)
     agents: list[DeclaredAgent] = attrs.Factory(list)
+    agent_definitions: list[DefinitionTable] = attrs.Factory(list)
 
 
 @final
@@ -215,6 +239,8 @@ class Config:
     files: ToolFiles.Config = attrs.Factory(ToolFiles.Config)
     #: The ``models`` list: the specs a session may switch to (``/model``, ACP's option).
     models: tuple[str, ...] = ()
+    #: The ``[[agent_definitions]]`` tables: children the ``task`` tool starts.
+    definitions: tuple[AgentDefinition, ...] = ()
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -314,6 +340,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
                 f"agents[{index}].sandbox: {policy!r} is not a policy; use one of "
                 f"{', '.join(SANDBOX_POLICIES)}"
             )
+    definitions = _definitions(raw, data, problems)
     names: dict[str, int] = {}
     for index, server in enumerate(_tables(data, "mcp_servers")):
         name = _text(server, "name")
@@ -359,7 +386,35 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         sandbox=_sandbox(raw.sandbox, path),
         files=_files(raw.files, path),
         models=tuple(raw.models),
+        definitions=definitions,
     )
+
+
+def _definitions(
+    raw: _File | None, data: Mapping[str, Any], problems: list[str]
+) -> tuple[AgentDefinition, ...]:
+    """The ``[[agent_definitions]]`` as definitions; their problems added to ``problems``."""
+    for index, raw_table in enumerate(_tables(data, "agent_definitions")):
+        where = f"agent_definitions[{index}].model"
+        problems.extend(_check_model(where, _text(raw_table, "model")))
+    if raw is None:
+        return ()
+    made: list[AgentDefinition] = []
+    seen: dict[str, int] = {}
+    for index, table in enumerate(raw.agent_definitions):
+        where = f"agent_definitions[{index}]"
+        if table.name in seen:
+            problems.append(
+                f"{where}.name: {table.name!r} is defined already "
+                f"(agent_definitions[{seen[table.name]}]); names are unique"
+            )
+            continue
+        seen[table.name] = index
+        try:
+            made.append(AgentDefinition(**attrs.asdict(table)))
+        except (TypeError, ValueError) as exc:
+            problems.append(f"{where}: {exc}")
+    return tuple(made)
 
 
 def _files(files: ToolFiles.Config, path: Path | None) -> ToolFiles.Config:

@@ -323,6 +323,7 @@ async def open_cli_runtime(
             store=make_store(settings.store),
             model=settings.model,
             agents=declared,
+            definitions=list(config.definitions),
             tracer_provider=tracer_provider,
         ) as root,
     ):
@@ -394,10 +395,15 @@ async def attach(
         try:
             handle = await agents.resume(session_id, cwd=here)
         except SessionNotFoundError:
-            handle = await agents.create(session_id=session_id, cwd=here, instructions=instructions)
+            handle = await agents.create(
+                session_id=session_id,
+                cwd=here,
+                instructions=instructions,
+                tools=agents.lead_tools(),
+            )
         return handle.agent, handle
     declared = agents.list()
     if declared:
         return declared[0], None
-    handle = await agents.create(cwd=here, instructions=instructions)
+    handle = await agents.create(cwd=here, instructions=instructions, tools=agents.lead_tools())
     return handle.agent, handle

@@ -36,6 +36,8 @@ from ._postgres import PostgresStore as PostgresStore
 from ._postgres import SessionLeaseLostError as SessionLeaseLostError
 from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage
+from ._records import ChildEnded as ChildEnded
+from ._records import ChildStarted as ChildStarted
 from ._records import Compacted as Compacted
 from ._records import InboxSpliced as InboxSpliced
 from ._records import ModeChanged as ModeChanged
@@ -65,6 +67,8 @@ __all__ = [
     "SESSIONS",
     "AgentConfigured",
     "AssistantMessage",
+    "ChildEnded",
+    "ChildStarted",
     "Compacted",
     "InboxSpliced",
     "InvalidSessionIdError",

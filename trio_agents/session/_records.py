@@ -21,6 +21,8 @@ from ..cancel import CancelCause
 __all__ = [
     "AgentConfigured",
     "AssistantMessage",
+    "ChildEnded",
+    "ChildStarted",
     "Compacted",
     "InboxSpliced",
     "ModeChanged",
@@ -218,6 +220,49 @@ class Compacted(Record):
 
 
 @attrs.frozen(kw_only=True)
+class ChildStarted(Record):
+    """The agent started a child agent through its ``task`` tool.
+
+    Attributes:
+        turn_id: the turn whose tool call started it.
+        call_id: that tool call's id.
+        child_id: the child's agent (and session) id.
+        definition: the name of the agent definition it was made from.
+        background: whether the call answered at once (the child runs on alone).
+    """
+
+    turn_id: str | None = None
+    call_id: str | None = None
+    child_id: str
+    definition: str
+    background: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ChildEnded(Record):
+    """A child the agent started (:class:`ChildStarted`) ended its work.
+
+    Attributes:
+        child_id: the child's id.
+        stop_reason: how the child's turn ended; ``interrupted`` when the process ended
+            while it ran (written when the parent is resumed).
+        cause: the typed cause of a cancelled child, or ``None``.
+        error: the child's error, or ``None``.
+        input_tokens: the tokens the child's model requests read.
+        output_tokens: the tokens they wrote.
+        requests: how many model requests the child made.
+    """
+
+    child_id: str
+    stop_reason: StopReason
+    cause: CancelCause | None = None
+    error: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+
+
+@attrs.frozen(kw_only=True)
 class AgentConfigured(Record):
     """What defines the agent of this session; the latest one is in force.
 
@@ -329,6 +374,8 @@ for _cls in (
     TurnStarted,
     TurnEnded,
     Compacted,
+    ChildStarted,
+    ChildEnded,
     ModeChanged,
 ):
     register_record(_cls)
