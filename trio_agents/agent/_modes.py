@@ -52,7 +52,9 @@ __all__ = [
 ToolKind: TypeAlias = Literal["read", "edit", "change"]
 
 #: The built-in tools that only read (besides every tool marked ``read_only``).
-READ_TOOLS: Final = frozenset({"read_file", "list_files", "glob", "grep", "plan", "bash_output"})
+READ_TOOLS: Final = frozenset(
+    {"read_file", "list_files", "glob", "grep", "plan", "bash_output", "task_output"}
+)
 #: The built-in tools that change files and nothing else.
 EDIT_TOOLS: Final = frozenset({"write_file", "edit_file"})
 
