@@ -56,6 +56,9 @@ def test_mode_shows_switches_and_plan_refuses_a_command(
     assert not made.exists()
     modes = [r["mode"] for r in records(store, "m") if r["type"] == "mode_changed"]
     assert modes == ["plan"]
+    assert main(["sessions", "show", "m", "--store", str(store)]) == 0
+    shown = capsys.readouterr().out
+    assert re.search(r"^mode plan\n(.*\n)*tool call bash ", shown, re.M), shown
 
 
 def test_a_resumed_chat_is_in_the_mode_it_left(
