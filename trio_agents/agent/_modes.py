@@ -85,12 +85,15 @@ class Mode:
 
     def runs_unasked(self, name: str, *, read_only: bool = False) -> bool:
         """Whether a call of tool ``name`` runs without asking in this mode."""
-        return tool_kind(name, read_only=read_only) in self.unasked
+        # The first mode runs nothing unasked: every tool call of an agent in it pays one test.
+        return bool(self.unasked) and tool_kind(name, read_only=read_only) in self.unasked
 
     def refusal(self, name: str, *, read_only: bool = False, sandboxed: bool = False) -> str | None:
         """The error result of a call of tool ``name`` this mode refuses, or ``None``. A
         ``sandboxed`` tool runs under this mode's sandbox policy instead: a mode whose
         policy is ``read-only`` lets it run (it can change nothing)."""
+        if not self.refused:  # as above: the first mode refuses nothing
+            return None
         kind = tool_kind(name, read_only=read_only)
         if kind not in self.refused or (sandboxed and self.sandbox == "read-only"):
             return None
