@@ -24,6 +24,12 @@ a ``session/cancel``, which aborts the compaction); a prompt command is queued a
 text; an unknown name is answered ``end_turn`` with one line naming the commands, the model
 never seeing it.
 
+Rules (modes and config options, :mod:`._modes`): a session's answer to ``session/new``,
+``session/load`` and ``session/resume`` offers its agent's modes and the ``mode`` and
+``model`` config options; ``session/set_mode`` and ``session/set_config_option`` switch the
+running agent (recorded in its session) and are announced with ``current_mode_update`` and
+``config_option_update`` after the answer.
+
 Rules (ownership):
 - The bridge is a plugin. Its agents are created from the tasks of a child fiber (the *host*),
   so that fiber co-owns them, and each ACP session's record holds its handle's disposer.
