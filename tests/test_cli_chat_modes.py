@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import subprocess
 import time
 from pathlib import Path
@@ -15,6 +16,8 @@ from support import TRIO_AGENTS
 
 from trio_agents.cli import main
 from trio_agents.cli._chat_modes import expand_mentions
+
+ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
 
 def chat(capsys: pytest.CaptureFixture[str], lines: str, *args: str) -> str:
@@ -236,15 +239,21 @@ def test_shift_tab_cycles_the_modes_on_a_terminal(store: Path, tmp_path: Path) -
     seen = ""
 
     def expect(pattern: str) -> None:
+        """Wait (at most 30 s) for ``pattern`` in the output not yet matched, escapes
+        removed."""
         nonlocal seen
         deadline = time.monotonic() + 30
-        while not re.search(pattern, seen):
-            assert time.monotonic() < deadline, f"no {pattern!r} in:\n{seen}"
+        while (found := re.search(pattern, seen)) is None:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([master], [], [], max(left, 0))
+            assert ready, f"no {pattern!r} in:\n{seen}"
             try:
-                seen += os.read(master, 65536).decode("utf-8", "replace")
-            except OSError:
-                break
-        seen = seen[re.search(pattern, seen).end() :]  # type: ignore[union-attr]
+                chunk = os.read(master, 65536).decode("utf-8", "replace")
+            except OSError:  # EIO: the command closed the terminal
+                chunk = ""
+            assert chunk, f"the command ended before {pattern!r}:\n{seen}"
+            seen += ESCAPES.sub("", chunk)
+        seen = seen[found.end() :]
 
     try:
         expect(r"you> ")
@@ -253,6 +262,7 @@ def test_shift_tab_cycles_the_modes_on_a_terminal(store: Path, tmp_path: Path) -
         expect(r"mode: edit \(edits files without asking")
         os.write(master, b"\x1b[Z")
         expect(r"mode: plan \(read-only")
+        expect(r"\[plan\] you> draft")
         os.write(master, b"\x1b[Z")
         expect(r"mode: ask \(asks before")
         os.write(master, b" kept\r")

@@ -152,6 +152,7 @@ async def chat(args: argparse.Namespace) -> int:
 def _greet(view: ChatView, agent: Agent, handle: AgentHandle | None, asker: TerminalAsker) -> None:
     """Put ``agent`` in the asker's hands and say who the chat is with (and what it resumed)."""
     agent.approver = asker
+    view.mode(agent)
     owner = "" if handle is not None else " (declared in the config file)"
     view.note(f"chatting with {agent.id}{owner} on {agent.model.name}; /help for commands")
     view.history(agent.session.records)

@@ -5,7 +5,8 @@ Rules:
 - ``/mode`` names the agent's mode and the others; ``/mode NAME`` switches to it; Shift-Tab
   (on a terminal) goes to the next of :data:`~trio_agents.agent.MODES` (ask, edit, plan, ask,
   ...), as in Claude Code. Each switch prints one line with the mode's description; it
-  applies from the agent's next tool call and is recorded in its session.
+  applies from the agent's next tool call and is recorded in its session. On a terminal a
+  mode other than ``ask`` stands before the prompt (``[plan] you>``).
 - ``/model`` names the agent's model and those the config file's ``models`` lists;
   ``/model SPEC`` switches to SPEC (any valid spec: the user is at their own terminal) from
   the next model request, recorded as the agent's definition. A bad spec or a model that
@@ -152,6 +153,7 @@ class ChatCommands:
     def _switched(view: ChatView, agent: Agent, name: str) -> None:
         mode = agent.set_mode(mode_named(name))
         view.note(f"mode: {mode.id} ({mode.description})", "yellow")
+        view.mode(agent)
 
     def _model(self, agent: Agent, view: ChatView, spec: str) -> None:
         if not spec:

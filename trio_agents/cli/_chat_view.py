@@ -167,6 +167,11 @@ class ChatView:
             status = THINKING if self._thinking and not self._asked else ""
             self._editor.show(tail, status, busy=self._working, asked=self._asked)
 
+    def mode(self, agent: Agent) -> None:
+        """Show the agent's mode before the input line's prompt (none for the first mode)."""
+        if self._editor is not None:
+            self._editor.badge("" if agent.mode.id == "ask" else agent.mode.id)
+
     def asked(self, waiting: bool) -> None:
         """A question waits for the next line (``True``), or no longer (``False``): the
         input line's prompt says so."""

@@ -74,7 +74,12 @@ class _Cycled:
 
 
 _STYLE = Style.from_dict(
-    {"prompt": "bold ansicyan", "live": "ansigreen", "status": "ansibrightblack"}
+    {
+        "prompt": "bold ansicyan",
+        "live": "ansigreen",
+        "status": "ansibrightblack",
+        "badge": "bold ansiyellow",
+    }
 )
 
 
@@ -159,6 +164,7 @@ class LineEditor:
         self._idle.set()
         # What was typed when Shift-Tab ended a prompt: the next prompt starts with it.
         self._carry = ""
+        self._badge = ""
 
     @contextmanager
     def screen(self) -> Iterator[None]:
@@ -189,9 +195,19 @@ class LineEditor:
         if session is not None:
             session.app.invalidate()
 
+    def badge(self, text: str) -> None:
+        """Show ``text`` in brackets before the prompt (the agent's mode, when it is not the
+        first one: ``[plan] you>``); ``""`` shows none. Thread-safe; redrawn at once."""
+        self._badge = text
+        session = self._running
+        if session is not None:
+            session.app.invalidate()
+
     def _message(self) -> FormattedText:
         text = ANSWER_PROMPT if self._asked else BUSY_PROMPT if self._busy else PROMPT
         prompt = [("class:prompt", text)]
+        if self._badge:
+            prompt.insert(0, ("class:badge", f"[{self._badge}] "))
         if get_app().is_done:  # the line as it stays on screen once entered
             return FormattedText(prompt)
         return FormattedText([*self._live, *prompt])
