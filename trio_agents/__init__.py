@@ -31,6 +31,8 @@ from .agent import Decision as Decision
 from .agent import MessageDroppedError as MessageDroppedError
 from .agent import ModelRequiredError as ModelRequiredError
 from .agent import NoCallingAgentError as NoCallingAgentError
+from .agent import OutputError as OutputError
+from .agent import OutputSchema as OutputSchema
 from .agent import Refusal as Refusal
 from .agent import Tool as Tool
 from .agent import ToolContext as ToolContext
@@ -118,6 +120,8 @@ __all__ = [
     "Model",
     "ModelRequiredError",
     "NoCallingAgentError",
+    "OutputError",
+    "OutputSchema",
     "ParentCancel",
     "PluginReloaded",
     "Refusal",

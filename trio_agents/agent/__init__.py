@@ -53,6 +53,8 @@ from ._modes import ToolKind as ToolKind
 from ._modes import UnknownModeError as UnknownModeError
 from ._modes import mode_named as mode_named
 from ._modes import tool_kind as tool_kind
+from ._output import OutputError as OutputError
+from ._output import OutputSchema as OutputSchema
 from ._registry import AGENTS as AGENTS
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
@@ -118,6 +120,8 @@ __all__ = [
     "Mode",
     "ModelRequiredError",
     "NoCallingAgentError",
+    "OutputError",
+    "OutputSchema",
     "QueuedMessage",
     "Refusal",
     "SummarizingCompactor",

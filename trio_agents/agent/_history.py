@@ -5,6 +5,8 @@ Rules:
   it in the same step → one assistant message; ``ToolCallEnded`` → tool output.
 - A tool call with no recorded result (a crash cut the turn) gets a synthetic error output, so
   every call the model made is answered.
+- An ``OutputProduced`` refused in the model's text (no ``call_id``) → the user text that told
+  the model what was wrong (:func:`._output.text_feedback`); a call's answer is its tool output.
 - Records that the model never saw (inbox bookkeeping, turn markers) are skipped.
 - A tool output is re-sent at every step, so it is bounded here too: a ``ToolCallEnded``
   over the tool result cap (one stored before the registry capped results, or written by
@@ -37,6 +39,7 @@ from ..model import AssistantText, ChatMessage, SystemText, ToolCallPart, ToolOu
 from ..session import (
     AssistantMessage,
     Compacted,
+    OutputProduced,
     Record,
     Session,
     ToolCall,
@@ -45,6 +48,7 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
+from ._output import text_feedback
 from ._results import cap_result
 
 __all__ = ["SUMMARY_HEADING", "History", "Messages", "TurnMark", "message_chars"]
@@ -272,6 +276,12 @@ class History:
         self._answer_missing()
         self._append(UserText(record.content))
 
+    def _output(self, record: OutputProduced) -> None:
+        if record.call_id is None and record.problems:
+            self._close_assistant()
+            self._answer_missing()
+            self._append(UserText(text_feedback(record.problems)))
+
     def _turn_ended(self, record: TurnEnded) -> None:
         self._close_assistant()
         self._answer_missing()
@@ -327,5 +337,6 @@ def _feed_of(kind: type) -> _Feed | None:
         (TurnEnded, History._turn_ended),
         (TurnStarted, History._turn_started),
         (Compacted, History._compacted),
+        (OutputProduced, History._output),
     )
     return next((feed for base, feed in feeds if issubclass(kind, base)), None)

@@ -24,6 +24,7 @@ from ._config import ALL_TOOLS
 from ._history import History
 from ._inbox import Inbox
 from ._meter import ContextMeter, ContextUsage
+from ._output import Outputs
 from ._usage import AgentUsage
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class AgentParts:
         "max_steps",
         "meter",
         "model",
+        "outputs",
         "session",
         "tools",
         "usage",
@@ -110,6 +112,8 @@ class AgentParts:
         self.max_steps = max_steps
         self.deps = deps
         self.agents = agents
+        #: The agent's typed-output settings (``_output``), made when first set.
+        self.outputs: Outputs | None = None
         # The runtime's compaction service, looked up at each use (shared by the agents of
         # one context: a callable per agent would be held by every idle one).
         self._find_compactor = find_compactor

@@ -61,6 +61,7 @@ from ._events import AgentCreated, AgentDisposed
 from ._factory import AGENT_FACTORY, AgentFactory, AgentRequest, DefaultAgentFactory
 from ._handle import AgentHandle
 from ._like import AgentLike
+from ._output import OutputKind, OutputType, output_of
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -338,6 +339,7 @@ class AgentRegistry(Generic[A]):
         ask: ToolNames = None,
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
+        output: OutputKind | None = None,
     ) -> AgentHandle[A]:
         """Create an agent on a new session; its definition is recorded in the session.
 
@@ -359,6 +361,8 @@ class AgentRegistry(Generic[A]):
                 :attr:`Agent.approver`).
             deps: the application's dependencies the agent's tools see as ``ctx.deps``
                 (a live object, not recorded); by default the runtime's.
+            output: the typed answer of every turn (:attr:`Agent.output`, not recorded):
+                an attrs class or an :class:`OutputSchema`.
 
         Returns:
             A handle to the running agent. If the call fails or is cancelled, nothing of the
@@ -369,6 +373,7 @@ class AgentRegistry(Generic[A]):
             SessionExistsError: a stored session has ``session_id`` (resume it instead).
             ModelError: the model cannot answer as configured (a missing API key).
         """
+        typed = output_of(output) if output is not None else None
         config = AgentConfig().given(
             model=model,
             tools=tools,
@@ -394,7 +399,8 @@ class AgentRegistry(Generic[A]):
             )
         config = attrs.evolve(config, model_name=resolved.name)
         session.append(config.record())
-        return await self._host(session, config, resolved, parent, approver, deps)
+        handle = await self._host(session, config, resolved, parent, approver, deps)
+        return handle if typed is None else await _give_output(handle, typed)
 
     async def resume(
         self,
@@ -650,3 +656,21 @@ def _model_required(agent_id: str, name: str | None) -> str:
 
 def _in_use(agent_id: str) -> str:
     return f"agent id {agent_id!r} is in use by a live agent; dispose it first, or pick another id"
+
+
+async def _give_output(handle: AgentHandle[A], output: OutputType[Any]) -> AgentHandle[A]:
+    """``handle`` with its new agent's :attr:`~Agent.output` set (``create(output=)``).
+
+    Raises:
+        TypeError: the runtime's factory builds agents without typed output; the agent is
+            disposed first.
+    """
+    agent = handle.agent
+    if not hasattr(agent, "output"):
+        await handle.dispose()
+        raise TypeError(
+            f"the runtime's agent factory builds {type(agent).__name__} agents, which have no "
+            f"typed output; create(output=) needs the default factory's Agent"
+        )
+    setattr(agent, "output", output.kind)  # noqa: B010 (the protocol has no output)
+    return handle

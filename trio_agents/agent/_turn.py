@@ -13,6 +13,8 @@ Rules:
   cancelled while running is ``started=True`` (side effects possible).
 - Stop reason of a cancelled turn: ``blocked`` for a :class:`HookCancel`, else ``cancelled``;
   the cause is ``DisposedCancel`` whenever the agent is being disposed (:meth:`Turn.dispose`).
+- A turn asked for a typed answer offers the final-answer tool, and ends ``completed`` when
+  an answer is accepted or ``error`` after too many refusals (``_output``).
 - A :class:`Turn` reaches its agent through :class:`AgentParts` only.
 """
 
@@ -39,6 +41,7 @@ from ._caller import Caller
 from ._compaction import CompactionError, compact_after, fit_window
 from ._events import AgentOutput
 from ._inbox import QueuedMessage
+from ._output import OutputFailed, turn_output
 from ._parts import AgentParts
 from ._results import ToolResult
 from ._usage import usage_record
@@ -64,6 +67,7 @@ class Turn:
         "_claimed",
         "_disposed",
         "_open",
+        "_output",
         "_parts",
         "_started",
         "ending",
@@ -85,6 +89,8 @@ class Turn:
         self._started: set[str] | None = None
         # Who calls the turn's tools: made at the first call, shared by every call.
         self._caller: Caller | None = None
+        # The typed answer the turn must give (``ask(output=)``, ``_output``), or None.
+        self._output = turn_output(parts.outputs, parts.session, turn_id, claimed)
 
     def abort(self, cause: CancelCause) -> None:
         """Cancel the turn with ``cause`` (the first cause given is the one recorded)."""
@@ -109,7 +115,7 @@ class Turn:
                 stop = await self._steps()
             if scope.cancelled_caught:
                 cause = scope.cause
-        except (ModelError, CompactionError) as exc:
+        except (ModelError, CompactionError, OutputFailed) as exc:
             stop, error = StopReason.ERROR, str(exc)
         except Exception as exc:
             log.exception("turn %s of agent %s failed", self.id, self._parts.id)
@@ -185,6 +191,13 @@ class Turn:
                 if not await compact_after(parts, self.id, exc):
                     raise
                 calls = await self._ask_model()  # once: a second "too long" ends the turn
+            if self._output is not None:
+                calls = self._output.review(calls, self._open)
+                if calls:
+                    await self._call_tools(calls)
+                if self._output.accepted:
+                    return StopReason.COMPLETED
+                continue
             if calls:
                 await self._call_tools(calls)
                 continue
@@ -201,6 +214,8 @@ class Turn:
         request = ModelRequest(
             messages=parts.history.update(session).messages(), tools=parts.tool_specs()
         )
+        if self._output is not None:
+            request = self._output.request(request)
         text: list[str] = []
         calls: list[ToolCallRequested] = []
         finished: Finished | None = None

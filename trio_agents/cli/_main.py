@@ -93,6 +93,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--yes", action="store_true", help="allow the tool calls that need approval, unasked"
     )
+    run.add_argument(
+        "--output-schema",
+        default=None,
+        metavar="FILE",
+        help="answer with JSON validated by the JSON Schema in FILE (printed on stdout)",
+    )
 
     stored = common_parents()
     sessions = commands.add_parser("sessions", help="manage stored sessions")

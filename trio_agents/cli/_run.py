@@ -9,7 +9,9 @@ Rules:
 - On a terminal, the answer's control characters (but newline and tab) are shown as visible
   escapes (:mod:`._controls`): the model does not control the terminal. A pipe gets the text
   as it is.
-- stdout carries the answer only; the spinner (a terminal only) and notes go to stderr.
+- stdout carries the answer only; the spinner (a terminal only) and notes go to stderr. With
+  ``--output-schema FILE`` the answer is the turn's typed answer, validated JSON on one line
+  (:mod:`._output_schema`).
 - A tool call that needs approval (``bash`` and ``bash_kill`` by default) is refused unless
   ``--yes`` (:mod:`._ask`); the model reads the refusal and the turn goes on, and the exit
   status is the turn's (a refusal alone does not change it).
@@ -49,6 +51,7 @@ from ..workspace import format_plan, plan_entries
 from ._ask import RunApprover, restored_note
 from ._controls import visible_controls
 from ._options import CliError, Settings, attach, open_cli_runtime, session_path
+from ._output_schema import accepted_json, load_output_schema
 
 __all__ = ["run"]
 
@@ -60,7 +63,10 @@ async def run(args: argparse.Namespace) -> int:
     wrote = False
     failed: SessionWriteError | None = None
     prompt = await _prompt(args.prompt)
+    schema = load_output_schema(getattr(args, "output_schema", None))
     if getattr(args, "remote", None) is not None:
+        if schema is not None:
+            raise CliError("--output-schema does not work with --remote; run the prompt here")
         from ._remote import run_remote
 
         return await run_remote(args, prompt)
@@ -68,6 +74,8 @@ async def run(args: argparse.Namespace) -> int:
         agent, handle = await attach(root, args.session, project_files=settings.project_files)
         forget = settings.forget_approvals
         agent.approver = RunApprover(getattr(args, "yes", False), forget_stored=forget)
+        if schema is not None:
+            agent.output = schema
         restored = restored_note(agent.session.records, forgotten=forget)
         if restored is not None:
             print(f"trio-agents: {restored}", file=sys.stderr)
@@ -76,7 +84,7 @@ async def run(args: argparse.Namespace) -> int:
 
         def show(event: AgentOutput) -> None:
             nonlocal wrote
-            if event.agent_id == agent.id and failed is None:
+            if event.agent_id == agent.id and failed is None and schema is None:
                 status.stop()
                 wrote = True
                 try:
@@ -122,6 +130,7 @@ async def run(args: argparse.Namespace) -> int:
         finally:
             status.stop()
         ended = _turn_of(agent.session.records, message_id)
+        typed = accepted_json(agent.session.records, ended.turn_id) if ended else None
         path = session_path(root, agent.id)
         if handle is not None:
             try:
@@ -143,6 +152,8 @@ async def run(args: argparse.Namespace) -> int:
         print(f"trio-agents: cancelled; session {agent.id}{where}", file=sys.stderr)
         return 130
     if ended.stop_reason is StopReason.COMPLETED:
+        if schema is not None:
+            print(typed)
         err.print(f"[dim]session {agent.id}{where}[/dim]")
         return 0
     detail = f": {ended.error}" if ended.error else ""

@@ -17,6 +17,7 @@ from ._fallback import FallbackModel as FallbackModel
 from ._messages import AssistantText as AssistantText
 from ._messages import ChatMessage as ChatMessage
 from ._messages import ModelRequest as ModelRequest
+from ._messages import OutputSpec as OutputSpec
 from ._messages import SystemText as SystemText
 from ._messages import ToolCallPart as ToolCallPart
 from ._messages import ToolOutput as ToolOutput
@@ -64,6 +65,7 @@ __all__ = [
     "ModelSpecError",
     "ModelsPlugin",
     "OpenAIChatModel",
+    "OutputSpec",
     "Reply",
     "Say",
     "ScriptedModel",

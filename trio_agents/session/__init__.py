@@ -42,6 +42,7 @@ from ._records import Compacted as Compacted
 from ._records import InboxSpliced as InboxSpliced
 from ._records import ModeChanged as ModeChanged
 from ._records import ModelUsage as ModelUsage
+from ._records import OutputProduced as OutputProduced
 from ._records import Record as Record
 from ._records import StopReason as StopReason
 from ._records import ToolApproval as ToolApproval
@@ -76,6 +77,7 @@ __all__ = [
     "MemoryStore",
     "ModeChanged",
     "ModelUsage",
+    "OutputProduced",
     "PostgresStore",
     "Record",
     "Session",

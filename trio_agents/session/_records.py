@@ -27,6 +27,7 @@ __all__ = [
     "InboxSpliced",
     "ModeChanged",
     "ModelUsage",
+    "OutputProduced",
     "Record",
     "StopReason",
     "ToolApproval",
@@ -315,6 +316,27 @@ class ModeChanged(Record):
     turn_id: str | None = None
 
 
+@attrs.frozen(kw_only=True)
+class OutputProduced(Record):
+    """A typed final answer the model gave in a turn that asked for one (``ask(output=)``).
+
+    Every answer is recorded, the refused ones too; the turn's typed output is its accepted
+    one (``problems`` empty), which ends the turn.
+
+    Attributes:
+        turn_id: the turn.
+        answer: the JSON the model answered with; the text itself when it was not JSON.
+        problems: why it was refused, one line each with its path; empty when accepted.
+        call_id: the call of the final-answer tool that carried it, or ``None`` for an
+            answer in the model's text (the model is told the problems in a user message).
+    """
+
+    turn_id: str
+    answer: Any
+    problems: list[str] = attrs.Factory(list)
+    call_id: str | None = None
+
+
 _RECORDS: TagRegistry[Record] = TagRegistry(
     "record",
     "turn_ended",
@@ -376,6 +398,7 @@ for _cls in (
     Compacted,
     ChildStarted,
     ChildEnded,
+    OutputProduced,
     ModeChanged,
 ):
     register_record(_cls)

@@ -19,9 +19,10 @@ Rules (the queue's schema, version 1; its tables sit beside the session store's)
   other; the route row is then taken with an upsert that only succeeds for a free route.
 - Every change a client or a worker must hear of is a ``NOTIFY`` in the same transaction
   (delivered at commit): ``trio_agents_queue`` (payload ``submit:<session> <route owner>``
-  with the owner empty for a free route, ``cancel:<prompt>``, ``free:<session>``) for workers, ``trio_agents_prompts`` (payload the
-  prompt id) when a prompt settles, ``trio_agents_records`` (payload the session id) when a
-  running prompt's records were flushed.
+  with the owner empty for a free route, ``cancel:<prompt>``, ``free:<session>``) for
+  workers, ``trio_agents_prompts`` (payload the prompt id) when a prompt settles,
+  ``trio_agents_records`` (payload the session id) when a running prompt's records were
+  flushed.
 """
 
 from __future__ import annotations
