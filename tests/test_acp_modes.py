@@ -3,6 +3,7 @@ session/set_config_option, their announcements, and a load that restores them.""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections.abc import Iterator
@@ -10,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio.testing
 from acp_support import Client, Message, serve_bridge
 
+import trio_agents.agent as ag
+from trio_agents.acp import AcpBridge
 from trio_agents.model import Say, ScriptedModel, register_model_scheme
 from trio_agents.session import MemoryStore, ModeChanged
 
@@ -216,3 +220,28 @@ async def test_set_mode_of_an_unknown_session_is_resource_not_found() -> None:
         await s.client.initialize()
         error = await s.client.error("session/set_mode", {"sessionId": "nope", "modeId": "plan"})
     assert error["code"] == -32002
+
+
+async def test_another_factorys_agent_offers_no_modes_and_refuses_a_switch() -> None:
+    """A session of an AgentLike that is not this package's Agent: session/new answers only
+    its id, and set_mode is -32602 saying its agent has no modes."""
+    path = Path(__file__).parent / "typing" / "echo_agents.py"
+    spec = importlib.util.spec_from_file_location("echo_agents_for_modes", path)
+    assert spec is not None
+    assert spec.loader is not None
+    echo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(echo)
+    async with ag.open_runtime(factory=echo.EchoFactory()) as root:
+        ours, theirs = trio.testing.memory_stream_pair()
+        fiber = await root.plugin(AcpBridge(ours))
+        client = Client(theirs)
+        result = await new(client)
+        assert set(result) == {"sessionId"}
+        error = await client.error(
+            "session/set_mode", {"sessionId": result["sessionId"], "modeId": "plan"}
+        )
+        await fiber.dispose()
+    assert error["code"] == -32602
+    assert re.match(
+        r"^invalid params: the agent of session '\S+' \(EchoAgent\) has no modes", error["message"]
+    )

@@ -66,6 +66,7 @@ import trio
 from ..agent import (
     AGENTS,
     TOOLS,
+    Agent,
     AgentClosedError,
     AgentDisposed,
     AgentHandle,
@@ -507,22 +508,22 @@ class AcpBridge:
     def _set_mode(self, request: Request) -> Any:
         params = params_object(request.params)
         session = self._sessions.lookup(params)
-        self._settings.set_mode(session.agent, params)
-        return self._answer_then_settings(request, {}, session)
+        agent = self._settings.set_mode(session.agent, params)
+        return self._answer_then_settings(request, {}, agent)
 
     def _set_config_option(self, request: Request) -> Any:
         params = params_object(request.params)
         session = self._sessions.lookup(params)
-        options = self._settings.set_option(session.agent, params)
-        return self._answer_then_settings(request, {"configOptions": options}, session)
+        agent, options = self._settings.set_option(session.agent, params)
+        return self._answer_then_settings(request, {"configOptions": options}, agent)
 
     def _answer_then_settings(
-        self, request: Request, result: Mapping[str, Any], session: AcpSession
+        self, request: Request, result: Mapping[str, Any], agent: Agent
     ) -> object:
         """Answer ``request``, then announce the session's mode and options (see _modes)."""
         self._serving.send(self._serving.rpc.respond(request.id, result))
-        for update in self._settings.updates(session.agent):
-            self._serving.update(session.agent.id, update)
+        for update in self._settings.updates(agent):
+            self._serving.update(agent.id, update)
         return LATER
 
     def _notice(self, session: AcpSession) -> None:

@@ -17,6 +17,9 @@ Rules:
 - An unknown mode, option or model, or a value of the wrong type, is invalid params naming
   what there is; a model that cannot answer (a missing API key) is invalid params with the
   model's one line. Nothing changes then.
+- Only this package's :class:`~trio_agents.agent.Agent` has modes and a model switch: the
+  session of another factory's agent (an ``AgentLike``) offers neither, and a switch of it is
+  invalid params saying so.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, final
 
-from ..agent import MODES, Agent, UnknownModeError
+from ..agent import MODES, Agent, AgentLike, UnknownModeError
 from ..model import ModelError, ModelSpecError
 from ._jsonrpc import ErrorCode, RpcError
 from ._protocol import required_str
@@ -100,6 +103,15 @@ def _invalid(message: str) -> RpcError:
     return RpcError(ErrorCode.INVALID_PARAMS, f"invalid params: {message}")
 
 
+def _switchable(agent: AgentLike) -> Agent:
+    if not isinstance(agent, Agent):
+        raise _invalid(
+            f"the agent of session {agent.id!r} ({type(agent).__name__}) has no modes or "
+            f"model switch; its session offers no config options"
+        )
+    return agent
+
+
 @final
 class SessionSettings:
     """What a bridge's sessions may be switched to: the modes, and the models it offers."""
@@ -107,20 +119,32 @@ class SessionSettings:
     def __init__(self, models: Iterable[str] = ()) -> None:
         self.models = tuple(dict.fromkeys(models))
 
-    def offer(self, agent: Agent) -> dict[str, Any]:
-        """The ``modes`` and ``configOptions`` members of a session's answer."""
+    def offer(self, agent: AgentLike) -> dict[str, Any]:
+        """The ``modes`` and ``configOptions`` members of a session's answer (none for
+        another factory's agent)."""
+        if not isinstance(agent, Agent):
+            return {}
         return {"modes": mode_state(agent), "configOptions": config_options(agent, self.models)}
 
     def updates(self, agent: Agent) -> list[dict[str, Any]]:
         """What announces a change: ``current_mode_update``, then ``config_option_update``."""
         return [current_mode_update(agent), config_option_update(agent, self.models)]
 
-    def set_mode(self, agent: Agent, params: Mapping[str, Any]) -> None:
+    def set_mode(self, agent: AgentLike, params: Mapping[str, Any]) -> Agent:
         """``session/set_mode``: put the agent in ``modeId``."""
-        self._mode(agent, required_str(params, "modeId"))
+        switched = _switchable(agent)
+        self._mode(switched, required_str(params, "modeId"))
+        return switched
 
-    def set_option(self, agent: Agent, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """``session/set_config_option``: set ``configId`` to ``value``; every option after."""
+    def set_option(
+        self, agent: AgentLike, params: Mapping[str, Any]
+    ) -> tuple[Agent, list[dict[str, Any]]]:
+        """``session/set_config_option``: set ``configId`` to ``value``; the agent, and every
+        option after."""
+        switched = _switchable(agent)
+        return switched, self._option(switched, params)
+
+    def _option(self, agent: Agent, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         config_id = required_str(params, "configId")
         value = params.get("value")
         if config_id not in ("mode", "model"):
