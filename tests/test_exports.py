@@ -69,6 +69,15 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.acp._client_fs": frozenset({"ClientFileSystem", "offers_fs"}),
     "trio_agents.acp._jsonrpc": frozenset({"Event"}),
     "trio_agents.acp._mcp": frozenset({"parse_mcp_servers", "start_mcp_servers"}),
+    "trio_agents.acp._modes": frozenset(
+        {
+            "SessionSettings",
+            "config_option_update",
+            "config_options",
+            "current_mode_update",
+            "mode_state",
+        }
+    ),
     "trio_agents.acp._permission": frozenset({"Permissions", "restored_notice"}),
     "trio_agents.acp._prompts": frozenset({"AcpSession", "Prompt", "Sessions"}),
     "trio_agents.acp._protocol": frozenset(
@@ -185,6 +194,17 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),
     "trio_agents.cli._budget": frozenset({"add_budget_options", "budget_from", "stopped_line"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
+    "trio_agents.cli._chat_modes": frozenset(
+        {
+            "HELP",
+            "MENTION_LIMIT",
+            "NEW",
+            "ChatCommands",
+            "Handled",
+            "expand_mentions",
+            "latest_here",
+        }
+    ),
     "trio_agents.cli._chat_view": frozenset({"ChatView", "split_blocks"}),
     "trio_agents.cli._command_hooks": frozenset(
         {"DEFAULT_COMMAND_TIMEOUT", "CommandHook", "CommandHooks", "HookEntry", "hook_problems"}

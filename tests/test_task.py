@@ -464,3 +464,26 @@ async def test_a_definitions_budget_stops_only_the_child_it_made(
         by_call = {r.call_id: r for r in results(parent)}
         assert len(by_call) == 2
         assert sorted(r.is_error for r in by_call.values()) == [False, True]
+
+
+async def test_a_plan_mode_agent_starts_children_that_only_read() -> None:
+    """In plan mode task runs (it reads, by its children); the child is in plan mode too, so
+    its call of a changing tool is refused."""
+    child_model = ScriptedModel([[CallTool("bash", {"command": "touch x"})], "could not"])
+    model = ScriptedModel([[CallTool("task", {"agent": "worker", "prompt": "go"})], "ok"])
+    modes: list[str] = []
+    async with ag.open_runtime() as root:
+        root.on(ag.TaskStarted, lambda e: modes.append(root.agents.get(e.child_id).mode.id))
+        await root.agents.define("worker", description="w", model=child_model)
+        parent = (await root.agents.create(model, tools=TASK_TOOLS)).agent
+        parent.set_mode("plan")
+        assert await parent.ask("go") == "ok"
+        (result,) = results(parent)
+        assert not result.is_error
+        assert result.content.startswith("could not\n\n")
+        assert modes == ["plan"]
+        (started,) = of(parent.session.records, ChildStarted)
+        stored = await stored_records(root, started.child_id)
+        (refused,) = of(stored, ToolCallEnded)
+        assert refused.is_error
+        assert not refused.started

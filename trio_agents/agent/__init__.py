@@ -81,6 +81,14 @@ from ._loop import AgentLoop as AgentLoop
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
 from ._meter import ContextUsage as ContextUsage
+from ._modes import EDIT_TOOLS as EDIT_TOOLS
+from ._modes import MODES as MODES
+from ._modes import READ_TOOLS as READ_TOOLS
+from ._modes import Mode as Mode
+from ._modes import ToolKind as ToolKind
+from ._modes import UnknownModeError as UnknownModeError
+from ._modes import mode_named as mode_named
+from ._modes import tool_kind as tool_kind
 from ._output import OutputError as OutputError
 from ._output import OutputSchema as OutputSchema
 from ._registry import AGENTS as AGENTS
@@ -109,8 +117,10 @@ __all__ = [
     "CHILD_END",
     "CHILD_START",
     "COMPACTION",
+    "EDIT_TOOLS",
     "HOOKS",
     "HOOK_POINTS",
+    "MODES",
     "POST_COMPACT",
     "POST_MODEL",
     "POST_TOOL",
@@ -118,6 +128,7 @@ __all__ = [
     "PRE_MODEL",
     "PRE_TOOL",
     "PROMPT_ACCEPTED",
+    "READ_TOOLS",
     "TOOLS",
     "TURN_END",
     "TURN_START",
@@ -172,6 +183,7 @@ __all__ = [
     "Lane",
     "MessageDroppedError",
     "MessageId",
+    "Mode",
     "ModelRequiredError",
     "NoCallingAgentError",
     "OutputError",
@@ -192,6 +204,7 @@ __all__ = [
     "ToolCallSnapshot",
     "ToolContext",
     "ToolGuard",
+    "ToolKind",
     "ToolNameInUseError",
     "ToolRegistry",
     "ToolResult",
@@ -200,10 +213,13 @@ __all__ = [
     "TurnMark",
     "TurnSnapshot",
     "TurnStart",
+    "UnknownModeError",
     "agent_loop",
     "hooks_plugin",
+    "mode_named",
     "open_runtime",
     "standing_answers",
     "tool",
+    "tool_kind",
     "tools_plugin",
 ]

@@ -46,6 +46,7 @@ from ._hook_points import PROMPT_ACCEPTED
 from ._hooks import HookRegistry
 from ._inbox import Lane, MessageId, QueuedMessage
 from ._meter import ContextUsage
+from ._modes import Mode, switched_model
 from ._output import (
     DEFAULT_RETRIES,
     OutputKind,
@@ -254,6 +255,24 @@ class Agent:
     def usage(self) -> AgentUsage:
         """Token usage summed over every model request of the session, resumed ones too."""
         return self._parts.usage
+
+    @property
+    def mode(self) -> Mode:
+        """The agent's mode (``ask``, ``edit``, ``plan``: see :mod:`._modes`)."""
+        return self._approvals.mode
+
+    def set_mode(self, mode: str | Mode) -> Mode:
+        """Put the agent in ``mode`` from its next tool call on (recorded: a resumed agent is
+        in it). Raises :class:`UnknownModeError` for an id that is no mode."""
+        turn = self._turn
+        return self._approvals.set_mode(mode, turn.id if turn is not None else None)
+
+    def set_model(self, model: Model | str) -> Model:
+        """Make ``model`` (a spec or a :class:`Model`) the agent's from its next model request
+        on, recorded as its definition (see :func:`._modes.switched_model`); returns it."""
+        self._config, self._parts.model = switched_model(self._config, model)
+        self.session.append(self._config.record())
+        return self._parts.model
 
     def caller(self) -> Caller:
         """The record of this agent calling a tool outside its turns' own calls (a script's

@@ -6,6 +6,9 @@ The format::
                                       # of specs is a fallback chain
     store = "sqlite:~/agents.db"      # the session store (``--store`` wins over it): DIR,
                                       # memory, sqlite:PATH or postgresql://...
+    models = ["openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5"]
+                                      # optional: the models a session may switch to
+                                      # (chat's /model, an editor's model selector)
 
     [[plugins]]
     module = "my_plugins.greeter"     # imported with the file's directory first on sys.path
@@ -28,6 +31,8 @@ The format::
     tools = ["bash"]
     ask = ["bash"]                    # optional: tools whose calls need approval in this agent
     budget = { tokens = 1000, cost = 0.5 }  # optional: what it and its children may spend
+    sandbox = "read-only"             # optional: its commands' sandbox policy, when the shell
+                                      # is sandboxed (the stricter of this and the shell's)
 
     [prices]                          # optional: US dollars per million tokens, by model name
     "gpt-4o" = { input = 2.5, output = 10.0, cache_read = 1.25 }
@@ -191,6 +196,7 @@ class _File:
 
     model: str | None = None
     store: str | None = None
+    models: list[str] = attrs.Factory(list)
     approval: Approval = attrs.Factory(Approval)
     # A policy name is made a table before structuring.
     sandbox: Sandbox | None = None
@@ -247,6 +253,8 @@ class Config:
     sandbox: Sandbox | None = None
     #: The ``[files]`` table (``add_dirs`` made absolute): where the file tools may reach.
     files: ToolFiles.Config = attrs.Factory(ToolFiles.Config)
+    #: The ``models`` list: the specs a session may switch to (``/model``, ACP's option).
+    models: tuple[str, ...] = ()
     #: The ``[[agent_definitions]]`` tables: children the ``task`` tool starts.
     definitions: tuple[AgentDefinition, ...] = ()
     #: The ``[prices]`` table: model prices added to (or replacing) the default table.
@@ -328,6 +336,9 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
     # type errors still gets them (every problem at once).
     problems.extend(_check_model("model", _text(data, "model")))
     problems.extend(_check_store("store", _text(data, "store")))
+    models = data.get("models")
+    for index, spec in enumerate(models if isinstance(models, list) else []):
+        problems.extend(_check_model(f"models[{index}]", spec if isinstance(spec, str) else None))
     seen: dict[str, int] = {}
     for index, agent in enumerate(_tables(data, "agents")):
         problems.extend(_check_model(f"agents[{index}].model", _text(agent, "model")))
@@ -343,6 +354,12 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
                     f"(agents[{seen[agent_id]}]); ids are unique"
                 )
             seen.setdefault(agent_id, index)
+        policy = agent.get("sandbox")
+        if isinstance(policy, str) and policy not in SANDBOX_POLICIES:
+            problems.append(
+                f"agents[{index}].sandbox: {policy!r} is not a policy; use one of "
+                f"{', '.join(SANDBOX_POLICIES)}"
+            )
     definitions = _definitions(raw, data, problems)
     names: dict[str, int] = {}
     for index, server in enumerate(_tables(data, "mcp_servers")):
@@ -389,6 +406,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         forget_approvals=raw.approval.forget_approvals,
         sandbox=_sandbox(raw.sandbox, path),
         files=_files(raw.files, path),
+        models=tuple(raw.models),
         definitions=definitions,
         prices=raw.prices,
         hooks=tuple(raw.hooks),

@@ -340,7 +340,9 @@ async def open_cli_runtime(
                 root.get("tools").require_approval(sorted(asked))
             if shell and settings.sandbox is not None:
                 await root.plugin(SandboxShell(), settings.sandbox)
-                await root.plugin(tool_bash)
+                # A declared agent's own sandbox holds its commands more tightly.
+                held_agents = {a.id: a.sandbox for a in config.agents if a.id and a.sandbox}
+                await root.plugin(tool_bash, {"sandboxes": held_agents})
             elif shell:
                 await root.plugin(LocalShell())
                 await root.plugin(tool_bash)

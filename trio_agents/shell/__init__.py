@@ -13,16 +13,17 @@ from ._local import LocalShell as LocalShell
 from ._local import LocalShellExecutor as LocalShellExecutor
 from ._local import ShellStatistics as ShellStatistics
 from ._output import OutputBuffer as OutputBuffer
-from ._sandbox import SANDBOX_POLICIES as SANDBOX_POLICIES
 from ._sandbox import SandboxShell as SandboxShell
 from ._sandbox import SandboxUnavailableError as SandboxUnavailableError
 from ._sandbox import bwrap_argv as bwrap_argv
+from ._sandbox import stricter as stricter
 from ._snapshot import JobSnapshot as JobSnapshot
 from ._snapshot import ShellSnapshot as ShellSnapshot
 from ._tool_bash import BashArgs as BashArgs
 from ._tool_bash import JobArgs as JobArgs
 from ._tool_bash import ToolBash as ToolBash
 from ._tool_bash import tool_bash as tool_bash
+from ._types import SANDBOX_POLICIES as SANDBOX_POLICIES
 from ._types import BashTask as BashTask
 from ._types import JobDone as JobDone
 from ._types import JobOutput as JobOutput
@@ -61,6 +62,7 @@ __all__ = [
     "ToolBash",
     "bwrap_argv",
     "job_state",
+    "stricter",
     "supervisor_available",
     "tool_bash",
 ]

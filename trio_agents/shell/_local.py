@@ -42,6 +42,7 @@ from ._executor import SHELL, JobListener, ShellExecutor
 from ._output import OutputBuffer
 from ._snapshot import ShellSnapshot, describe_shell
 from ._types import (
+    SANDBOX_POLICIES,
     BashTask,
     JobDone,
     JobOutput,
@@ -212,6 +213,7 @@ class LocalShellExecutor(ShellExecutor):
             owner=request.owner,
             background=request.background,
             sandboxed=bool(request.sandboxed),
+            policy=_policy(request.policy),
         )
 
     # -- foreground ----------------------------------------------------------------------------
@@ -507,3 +509,10 @@ class LocalShell:
         executor = LocalShellExecutor(ctx, config)
         ctx.defer(executor.aclose)
         ctx.provide(SHELL, executor)
+
+
+def _policy(policy: str | None) -> str | None:
+    """A request's sandbox policy, checked (the names of ``SANDBOX_POLICIES``)."""
+    if policy is not None and policy not in SANDBOX_POLICIES:
+        raise ShellRequestError(f"policy is one of {', '.join(SANDBOX_POLICIES)}; got {policy!r}")
+    return policy
