@@ -71,6 +71,9 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.acp._mcp": frozenset({"parse_mcp_servers", "start_mcp_servers"}),
     "trio_agents.acp._permission": frozenset({"Permissions", "restored_notice"}),
     "trio_agents.acp._prompts": frozenset({"AcpSession", "Prompt", "Sessions"}),
+    "trio_agents.acp._terminal": frozenset(
+        {"ClientTerminal", "offers_terminal", "terminal_content"}
+    ),
     "trio_agents.acp._protocol": frozenset(
         {
             "PERMISSION_OPTIONS",

@@ -43,6 +43,7 @@ from ..session import (
     TurnEnded,
     UserMessage,
 )
+from ..shell import Terminal
 from ..workspace import FileChanged, FileSystem, PromptCommand
 from ._framing import TEXT_SLOT, TextTemplate
 from ._jsonrpc import ErrorCode, Request, RequestId, RpcError
@@ -60,6 +61,7 @@ from ._protocol import (
     usage_update,
 )
 from ._serving import Serving
+from ._terminal import terminal_content
 
 __all__ = ["AcpSession", "Prompt", "Sessions"]
 
@@ -88,6 +90,8 @@ class AcpSession:
     prompt: Prompt | None = None
     #: The file system of its file tools when the client offers ``fs/*`` (else ``None``).
     files: FileSystem | None = attrs.field(default=None, repr=False)
+    #: Where its agent's foreground commands run when the client offers ``terminal``.
+    terminal: Terminal | None = attrs.field(default=None, repr=False)
     #: The title announced (or found in its records), once it has one.
     title: str | None = None
     #: What its records stream as (open calls, their diffs).
@@ -315,6 +319,15 @@ class Sessions:
         session = self._live.get(agent_id)
         if session is not None and call_id is not None:
             self._serving.update(agent_id, in_progress(call_id))
+
+    def terminal(self, session: AcpSession, call_id: str | None, terminal_id: str) -> None:
+        """A call of ``session`` runs in the client's terminal ``terminal_id``: the call
+        shows it from now on (its end too)."""
+        if call_id is None or self._live.get(session.agent.id) is not session:
+            return
+        content = terminal_content(terminal_id)
+        session.mapper.attach(call_id, content)
+        self._serving.update(session.agent.id, in_progress(call_id, [content]))
 
     def on_disposed(self, event: AgentDisposed) -> None:
         """Forget a disposed agent's session (answering its prompt, which will never run)."""

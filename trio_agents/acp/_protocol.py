@@ -271,9 +271,11 @@ def tool_call(record: ToolCall, cwd: str | None = None) -> dict[str, Any]:
     }
 
 
-def in_progress(call_id: str) -> dict[str, Any]:
-    """The ``tool_call_update`` saying a call started running."""
-    return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+def in_progress(call_id: str, content: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The ``tool_call_update`` saying a call started running (with ``content``, if any)."""
+    update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+    listed = [dict(c) for c in content]
+    return {**update, "content": listed} if listed else update
 
 
 def tool_call_update(
@@ -338,7 +340,8 @@ class UpdateMapper:
     """The updates of one session's records, in order (live and in a replay).
 
     It remembers the calls still open, so that a call's end carries the ``diff`` of the files
-    it changed (told with :meth:`file_changed`) and a ``plan`` call's end sends the plan.
+    it changed (told with :meth:`file_changed`) and the client's terminal it ran in
+    (:meth:`attach`), and a ``plan`` call's end sends the plan.
     """
 
     __slots__ = ("_calls", "_cwd", "_diffs")
@@ -350,8 +353,12 @@ class UpdateMapper:
 
     def file_changed(self, call_id: str, path: str, old_text: str | None, new_text: str) -> None:
         """The open call ``call_id`` changed the file ``path``."""
+        self.attach(call_id, diff_content(path, old_text, new_text))
+
+    def attach(self, call_id: str, content: Mapping[str, Any]) -> None:
+        """Show ``content`` (a diff, a client's terminal) in the open call ``call_id``'s end."""
         if call_id in self._calls:
-            self._diffs.setdefault(call_id, []).append(diff_content(path, old_text, new_text))
+            self._diffs.setdefault(call_id, []).append(dict(content))
 
     def updates(self, record: Record) -> list[dict[str, Any]]:
         """The ``session/update`` payloads of ``record`` (see the module rules)."""

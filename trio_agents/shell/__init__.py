@@ -13,6 +13,10 @@ from ._local import LocalShell as LocalShell
 from ._local import LocalShellExecutor as LocalShellExecutor
 from ._local import ShellStatistics as ShellStatistics
 from ._output import OutputBuffer as OutputBuffer
+from ._routes import SHELL_ROUTES as SHELL_ROUTES
+from ._routes import ShellRoutes as ShellRoutes
+from ._routes import Terminal as Terminal
+from ._routes import TerminalChooser as TerminalChooser
 from ._sandbox import SANDBOX_POLICIES as SANDBOX_POLICIES
 from ._sandbox import SandboxShell as SandboxShell
 from ._sandbox import SandboxUnavailableError as SandboxUnavailableError
@@ -33,6 +37,7 @@ from ._types import job_state as job_state
 __all__ = [
     "SANDBOX_POLICIES",
     "SHELL",
+    "SHELL_ROUTES",
     "BashArgs",
     "BashTask",
     "JobArgs",
@@ -52,8 +57,11 @@ __all__ = [
     "ShellExecutor",
     "ShellRequestError",
     "ShellResult",
+    "ShellRoutes",
     "ShellStatistics",
     "SupervisedChild",
+    "Terminal",
+    "TerminalChooser",
     "ToolBash",
     "bwrap_argv",
     "job_state",

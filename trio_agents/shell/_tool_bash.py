@@ -13,6 +13,8 @@ Rules:
   ``ctx.get("agents").list()``: the listener runs in the executor's task, a foreign fiber.
   A completion that lands while this plugin is reloading drops its one notice.
 - A foreground ``bash`` cancelled with its turn kills its command (the executor's ``run``).
+- A foreground ``bash`` of an agent that a front end routes (:mod:`._routes`: the ACP bridge,
+  for a client that offers ``terminal``) runs in that terminal instead of the executor.
 - With a sandboxed executor (``executor.sandbox``), a fourth tool, ``bash_unsandboxed``, runs
   a command outside the sandbox; it is marked ``ask`` (every call needs approval), so the
   one way out of the sandbox is asked about, whatever ``bash`` is.
@@ -30,6 +32,7 @@ from ..agent import AGENTS, TOOLS, Agent, AgentClosedError, Tool, ToolContext, T
 from ..kernel import Context, FiberClosedError
 from ._errors import JobNotFoundError, ShellRequestError
 from ._executor import SHELL, ShellExecutor
+from ._routes import SHELL_ROUTES, ShellRoutes
 from ._types import JobDone, JobOutput, JobStatus, ShellExecRequest, ShellResult, job_state
 
 __all__ = ["BashArgs", "JobArgs", "ToolBash", "tool_bash"]
@@ -113,9 +116,10 @@ def notice(event: JobDone) -> str:
 class _BashTools:
     """The tools of one application of the plugin (nothing here survives a reload)."""
 
-    def __init__(self, ctx: Context, executor: ShellExecutor) -> None:
+    def __init__(self, ctx: Context, executor: ShellExecutor, routes: ShellRoutes) -> None:
         self._ctx = ctx
         self._executor = executor
+        self._routes = routes
 
     def tools(self) -> tuple[Tool, ...]:
         outside: tuple[Tool, ...] = ()
@@ -170,8 +174,13 @@ class _BashTools:
         except ShellRequestError as exc:
             return ToolResult(str(exc), is_error=True, started=False)
         if not spec.background:
+            # Invariant: a sandboxed command never leaves its sandbox for a routed terminal.
+            terminal = self._routes.for_agent(call.agent) if executor.sandbox is None else None
             try:
-                result = await executor.run(spec)
+                if terminal is not None:
+                    result = await terminal.run(spec, call.call_id)
+                else:
+                    result = await executor.run(spec)
             except ShellRequestError as exc:  # refused at the start (too long for exec)
                 return ToolResult(str(exc), is_error=True, started=False)
             failed = result.status is not JobStatus.EXITED or result.exit_code != 0
@@ -253,9 +262,12 @@ class ToolBash:
     inject = (SHELL, TOOLS)
 
     async def apply(self, ctx: Context, config: None) -> None:
-        """Register the three tools and the completion listener, all owned by this fiber."""
+        """Register the three tools, the completion listener and the routes (``shell_routes``),
+        all owned by this fiber."""
         shell, registry = ctx.service(SHELL), ctx.service(TOOLS)
-        tools = _BashTools(ctx, shell)
+        routes = ShellRoutes()
+        ctx.provide(SHELL_ROUTES, routes)
+        tools = _BashTools(ctx, shell, routes)
         shell.on_job_done(tools.notify)
         for tool in tools.tools():
             registry.register(tool)
