@@ -8,7 +8,7 @@ Rules:
   response is dropped by the connection).
 - :meth:`ClientCalls.send` sends a request whose answer nobody waits for (a terminal's
   ``kill`` and ``release`` when its call is cancelled: the cancelled call must not wait for
-  the client); its response is dropped.
+  the client); its response is taken (a waiter nobody waits on) and dropped.
 - Every open request has one waiter, and both are dropped together (a response, a withdrawal,
   a cancelled caller), so a response always finds its waiter.
 """
@@ -68,15 +68,14 @@ class ClientCalls:
         for waiter in self._waiters.values():
             waiter.done.set()
 
-    def send(self, method: str, params: Mapping[str, Any]) -> None:
+    def send(self, session_id: str, method: str, params: Mapping[str, Any]) -> None:
         """Send the request and wait for nothing (nothing is sent once the connection is
-        closing)."""
+        closing); its response is taken and dropped."""
         if self._closed():
             return
-        rpc = self._serving.rpc
-        request_id, frame = rpc.request(method, params)
+        request_id, frame = self._serving.rpc.request(method, params)
+        self._waiters[request_id] = _Waiter(session_id, method)
         self._serving.send(frame)
-        rpc.abandon(request_id)
 
     async def call(
         self, session_id: str, method: str, params: Mapping[str, Any]

@@ -119,14 +119,15 @@ class ClientTerminal:
             done = True
         finally:
             if not done:  # cancelled, or a bug: the terminal must not outlive the call
-                self._calls.send("terminal/kill", self._params(terminal_id))
-            self._calls.send("terminal/release", self._params(terminal_id))
+                self._calls.send(self._session_id, "terminal/kill", self._params(terminal_id))
+            self._calls.send(self._session_id, "terminal/release", self._params(terminal_id))
         return outcome
 
     async def _wait(self, spec: ShellExecSpec, terminal_id: str) -> ShellResult:
         params = self._params(terminal_id)
         session_id = self._session_id
         timeout = spec.timeout if spec.timeout is not None else float("inf")
+        exited: Response | None = None
         with trio.move_on_after(timeout) as timer:
             exited = await self._calls.call(session_id, "terminal/wait_for_exit", params)
         if timer.cancelled_caught:
