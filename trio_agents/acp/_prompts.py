@@ -13,8 +13,9 @@ Rules (ordering):
   session's :class:`~._protocol.UpdateMapper`, which gives a write's or an edit's end the
   diff its :class:`~trio_agents.workspace.FileChanged` told, and a plan call's end its plan).
 - A call is ``in_progress`` when it is about to run (:meth:`Sessions.started`: the bridge's
-  guard for a call that needs no approval, the permission's allow for one that does). A call
-  allowed by a standing answer is not announced ``in_progress`` (the seam does not say when).
+  guard for a call that needs no approval, the permission's allow for one that does, and the
+  ``ToolApproval`` record of a standing ``allow_always`` answer, written just before the call
+  runs, for one that nobody is asked about).
 - A prompt a command answers itself (``/compact``) is *held* (:meth:`Sessions.hold`): pending
   with no message, so a cancel or a dispose reaches it as any prompt; :meth:`Sessions.answer`
   answers it unless that already happened.
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, final
+from typing import Any, Final, final
 
 import attrs
 
@@ -38,6 +39,7 @@ from ..session import (
     Record,
     SessionAppended,
     StopReason,
+    ToolApproval,
     ToolCall,
     ToolCallEnded,
     TurnEnded,
@@ -66,6 +68,9 @@ from ._terminal import terminal_content
 __all__ = ["AcpSession", "Prompt", "Sessions"]
 
 log = logging.getLogger("trio_agents.acp")
+
+#: Who a ``ToolApproval`` record names when an earlier ``*_always`` answer stood for the call.
+_STANDING: Final = "standing answer"
 
 
 @final
@@ -281,6 +286,9 @@ class Sessions:
         elif isinstance(record, ToolCall | ToolCallEnded):
             for update in session.mapper.updates(record):
                 self._serving.update(session.agent.id, update)
+        elif isinstance(record, ToolApproval):
+            if record.by == _STANDING and record.decision == "allow_always":
+                self.started(session.agent.id, record.call_id)
         elif isinstance(record, InboxSpliced):
             if (
                 prompt is not None
