@@ -87,6 +87,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "optional_str",
             "params_object",
             "plan_update",
+            "prompt_images",
             "prompt_text",
             "replay",
             "required_str",

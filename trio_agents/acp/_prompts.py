@@ -53,6 +53,7 @@ from ._protocol import (
     UpdateMapper,
     in_progress,
     params_object,
+    prompt_images,
     prompt_text,
     replay,
     required_str,
@@ -205,10 +206,10 @@ class Sessions:
         """Queue the claimed prompt ``text``; its answer comes when its turn ends.
 
         Raises:
-            RpcError: a closed agent.
+            RpcError: a closed agent, an image that cannot be sent.
         """
         try:
-            message_id = session.agent.prompt(text)
+            message_id = session.agent.prompt(text, images=prompt_images(request.params))
         except AgentClosedError as exc:
             raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
         session.prompt = Prompt(request.id, str(message_id))

@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, final
 
+from ..model import ImageError, ImagePart
 from ..session import (
     AssistantMessage,
     Record,
@@ -48,6 +49,7 @@ __all__ = [
     "optional_str",
     "params_object",
     "plan_update",
+    "prompt_images",
     "prompt_text",
     "replay",
     "required_str",
@@ -85,10 +87,11 @@ _STOP_REASONS: Final = {
 
 def agent_capabilities() -> dict[str, Any]:
     """What ``initialize`` announces: exactly what the bridge handles (sessions loaded,
-    resumed, listed, closed and deleted; text, resource links and embedded text resources)."""
+    resumed, listed, closed and deleted; text, images, resource links and embedded text
+    resources)."""
     return {
         "loadSession": True,
-        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+        "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
         # stdio servers need no announcement; http is the streamable HTTP transport.
         "mcpCapabilities": {"http": True, "sse": False},
         "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
@@ -144,8 +147,8 @@ def prompt_text(params: Mapping[str, Any]) -> str:
     """The text of a ``session/prompt``'s content blocks, in order.
 
     Text blocks give their text; a resource link gives its URI (baseline ACP); an embedded
-    text resource (``embeddedContext``) gives its URI on one line, then its text. Images,
-    audio and binary resources are refused.
+    text resource (``embeddedContext``) gives its URI on one line, then its text; an image
+    gives no text (:func:`prompt_images`). Audio and binary resources are refused.
     """
     blocks = params.get("prompt")
     if not isinstance(blocks, list):
@@ -159,6 +162,8 @@ def prompt_text(params: Mapping[str, Any]) -> str:
             parts.append(block["text"])
         elif kind == "resource_link" and isinstance(block.get("uri"), str):
             parts.append(block["uri"])
+        elif kind == "image":
+            continue
         elif (
             kind == "resource"
             and isinstance(block.get("resource"), Mapping)
@@ -170,9 +175,34 @@ def prompt_text(params: Mapping[str, Any]) -> str:
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
                 f"invalid params: prompt[{index}] is not supported (this agent takes text, "
-                f"resource_link and embedded text resource blocks; see promptCapabilities)",
+                f"image, resource_link and embedded text resource blocks; see "
+                f"promptCapabilities)",
             )
     return "\n".join(parts)
+
+
+def prompt_images(params: Mapping[str, Any]) -> tuple[ImagePart, ...]:
+    """The images of a ``session/prompt``'s content blocks, in order (base64 ``data`` with
+    its ``mimeType``, each checked: :class:`~trio_agents.model.ImagePart`)."""
+    blocks = params.get("prompt")
+    images: list[ImagePart] = []
+    for index, block in enumerate(blocks if isinstance(blocks, list) else ()):
+        if not isinstance(block, Mapping) or block.get("type") != "image":
+            continue
+        mime, data = block.get("mimeType"), block.get("data")
+        if not isinstance(mime, str) or not isinstance(data, str):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"invalid params: prompt[{index}] is an image without a string 'mimeType' "
+                f"and 'data' (base64)",
+            )
+        try:
+            images.append(ImagePart(mime, data))
+        except ImageError as exc:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"invalid params: prompt[{index}]: {exc}"
+            ) from None
+    return tuple(images)
 
 
 # -- updates -----------------------------------------------------------------------------------

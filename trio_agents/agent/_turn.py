@@ -28,6 +28,7 @@ from ..cancel import CancelCause, CauseScope, DisposedCancel, HookCancel, curren
 from ..model import Finished, ModelError, ModelRequest, TextDelta, ToolCallRequested
 from ..session import (
     AssistantMessage,
+    ImageAttached,
     StopReason,
     ToolCall,
     ToolCallEnded,
@@ -288,6 +289,10 @@ class Turn:
             )
         if self._open is not None:
             self._open.pop(call.call_id, None)
+        for image in result.images:  # before the result they go with (see _history)
+            parts.session.append(
+                ImageAttached(call_id=call.call_id, mime_type=image.mime_type, data=image.data)
+            )
         parts.session.append(
             ToolCallEnded(
                 turn_id=self.id,

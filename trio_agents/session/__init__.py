@@ -37,6 +37,7 @@ from ._postgres import SessionLeaseLostError as SessionLeaseLostError
 from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage
 from ._records import Compacted as Compacted
+from ._records import ImageAttached as ImageAttached
 from ._records import InboxSpliced as InboxSpliced
 from ._records import ModelUsage as ModelUsage
 from ._records import Record as Record
@@ -65,6 +66,7 @@ __all__ = [
     "AgentConfigured",
     "AssistantMessage",
     "Compacted",
+    "ImageAttached",
     "InboxSpliced",
     "InvalidSessionIdError",
     "JsonlStore",
