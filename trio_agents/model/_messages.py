@@ -127,6 +127,8 @@ class ImagePart:
         with open(path, "rb") as f:
             content = f.read()
         guessed = mimetypes.guess_type(os.fspath(path))[0]
+        if guessed not in IMAGE_TYPES:
+            guessed = None
         try:
             return cls.from_bytes(content, _sniff(content) or guessed)
         except ImageError as exc:
