@@ -45,10 +45,10 @@ def describe(block: mt.ContentBlock) -> str:
         return block.text
     if isinstance(block, mt.ImageContent):
         try:
-            ImagePart(block.mime_type, block.data)
+            image = ImagePart(block.mime_type, block.data)
         except ImageError as exc:
             return f"[image: {block.mime_type}, {_size(block.data)}; not shown to the model: {exc}]"
-        return f"[image: {block.mime_type}, {_size(block.data)}]"
+        return f"[image: {block.mime_type}, {image.size} bytes]"
     if isinstance(block, mt.AudioContent):
         return f"[audio: {block.mime_type}, {_size(block.data)}; not played to the model]"
     if isinstance(block, mt.ResourceLink):
