@@ -4,6 +4,7 @@ Rules:
 - The prompt is the argument; ``-`` reads it from stdin instead. Otherwise, text piped to stdin
   (a pipe or a file, not a terminal) is sent after the argument, separated by a blank line,
   so ``git diff | trio-agents run "review this"`` works.
+- ``@path`` of an image file in the prompt attaches the image (:mod:`._images`).
 - A resumed session's standing ``allow_always`` approvals are named in one stderr line
   (ignored with ``--forget-approvals``).
 - On a terminal, the answer's control characters (but newline and tab) are shown as visible
@@ -48,6 +49,7 @@ from ..session import (
 from ..workspace import format_plan, plan_entries
 from ._ask import RunApprover, restored_note
 from ._controls import visible_controls
+from ._images import read_attached_images
 from ._options import CliError, Settings, attach, open_cli_runtime, session_path
 
 __all__ = ["run"]
@@ -60,6 +62,7 @@ async def run(args: argparse.Namespace) -> int:
     wrote = False
     failed: SessionWriteError | None = None
     prompt = await _prompt(args.prompt)
+    images = await read_attached_images(prompt)  # @path of an image (see _images)
     if getattr(args, "remote", None) is not None:
         from ._remote import run_remote
 
@@ -106,7 +109,7 @@ async def run(args: argparse.Namespace) -> int:
         root.on(AgentOutput, show)
         root.on(SessionAppended, show_plan)
         root.on(SessionWriteFailed, on_write_failed)
-        message_id = agent.prompt(prompt)
+        message_id = agent.prompt(prompt, images=images)
         status.start()
         try:
             with trio.open_signal_receiver(signal.SIGINT) as interrupts:

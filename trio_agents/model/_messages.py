@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import mimetypes
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypeAlias
@@ -115,7 +114,8 @@ class ImagePart:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> ImagePart:
-        """The image in the file ``path``.
+        """The image in the file ``path``, its type told by its first bytes (never by its
+        name: a file that is no image is not sent as one).
 
         Raises:
             ImageError: see the class; the message names the file.
@@ -126,11 +126,8 @@ class ImagePart:
             raise ImageError(f"{os.fspath(path)}: {_too_large(size)}")
         with open(path, "rb") as f:
             content = f.read()
-        guessed = mimetypes.guess_type(os.fspath(path))[0]
-        if guessed not in IMAGE_TYPES:
-            guessed = None
         try:
-            return cls.from_bytes(content, _sniff(content) or guessed)
+            return cls.from_bytes(content)
         except ImageError as exc:
             raise ImageError(f"{os.fspath(path)}: {exc}") from None
 
