@@ -86,6 +86,7 @@ async def test_an_acp_image_block_reaches_the_model() -> None:
         )
         assert text == f"what is this?\n{SEEN}"
         agent = s.agents.get(session_id)
+        assert agent is not None
         [image] = [r for r in agent.session.records if isinstance(r, ImageAttached)]
         assert (image.mime_type, image.data) == ("image/png", data)
 
