@@ -208,8 +208,16 @@ class Sessions:
         Raises:
             RpcError: a closed agent, an image that cannot be sent.
         """
+        images = prompt_images(request.params)
+        agent = session.agent
+        if images and not isinstance(agent, Agent):
+            # Another factory's agent (an AgentLike) takes text only.
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                "invalid params: this session's agent takes no images; send text only",
+            )
         try:
-            message_id = session.agent.prompt(text, images=prompt_images(request.params))
+            message_id = agent.prompt(text, images=images) if images else agent.prompt(text)
         except AgentClosedError as exc:
             raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
         session.prompt = Prompt(request.id, str(message_id))
