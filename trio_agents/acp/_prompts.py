@@ -16,6 +16,10 @@ Rules (ordering):
   guard for a call that needs no approval, the permission's allow for one that does, and the
   ``ToolApproval`` record of a standing ``allow_always`` answer, written just before the call
   runs, for one that nobody is asked about).
+- A call that runs in the client's terminal (:mod:`._terminal`) is announced ``in_progress``
+  again with the terminal as its content (:meth:`Sessions.terminal`), and its end keeps it.
+- A prompt's ``image`` blocks go with its text (``agent.prompt(text, images=...)``); an agent
+  of another factory takes text only, so a prompt with images is refused for it.
 - A prompt a command answers itself (``/compact``) is *held* (:meth:`Sessions.hold`): pending
   with no message, so a cancel or a dispose reaches it as any prompt; :meth:`Sessions.answer`
   answers it unless that already happened.
