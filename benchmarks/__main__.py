@@ -32,6 +32,7 @@ from . import (
     bench_sessions,
     bench_shell,
     bench_stores,
+    bench_task,
     bench_tools,
     bench_tracing,
     bench_workers,
@@ -48,7 +49,17 @@ FLOOR_ROWS = (
     "instructions",
     "peers",
 )
-OTHERS = ("fibers", "compaction", "sessions", "postgres", "workers", "resume", "shell", "tracing")
+OTHERS = (
+    "fibers",
+    "compaction",
+    "sessions",
+    "postgres",
+    "workers",
+    "resume",
+    "shell",
+    "tracing",
+    "task",
+)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -317,6 +328,7 @@ def main() -> None:
         "resume": bench_resume.main,
         "shell": bench_shell.main,
         "tracing": bench_tracing.main,
+        "task": bench_task.main,
     }
     if args.child is not None:
         figures = runs[args.child]()

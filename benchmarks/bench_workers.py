@@ -92,7 +92,7 @@ async def queued(dsn: str, workers: int) -> tuple[float, list[float]]:
                 for k in range(PROMPTS):
                     sent = time.perf_counter()
                     prompt = await remote.submit(
-                        f"s{n}", f"{n}:{k}", agent=ta.workers.AgentDefinition()
+                        f"s{n}", f"{n}:{k}", agent=ta.workers.AgentTemplate()
                     )
                     await prompt.answer()
                     latencies.append(time.perf_counter() - sent)
@@ -159,7 +159,7 @@ async def alone(dsn: str) -> list[float]:
         async with ta.open_remote(dsn) as remote:
             for k in range(ALONE):
                 sent = time.perf_counter()
-                prompt = await remote.submit("a", f"{k}", agent=ta.workers.AgentDefinition())
+                prompt = await remote.submit("a", f"{k}", agent=ta.workers.AgentTemplate())
                 await prompt.answer()
                 latencies.append(time.perf_counter() - sent)
         return latencies[1:]  # the first one creates the session
@@ -173,7 +173,7 @@ async def handover(dsn: str) -> float:
     processes = [slow]
     try:
         async with ta.open_remote(dsn) as remote:
-            prompt = await remote.submit("h", "handed over", agent=ta.workers.AgentDefinition())
+            prompt = await remote.submit("h", "handed over", agent=ta.workers.AgentTemplate())
             async with aclosing(prompt.records()) as records:
                 async for record in records:
                     if isinstance(record, ta.session.TurnStarted):

@@ -18,8 +18,8 @@ import weakref
 from pathlib import Path
 
 import pytest
+from checkpoints import cancelled_at_step
 from store_backends import BACKENDS, Factory
-from test_agent_ownership import cancelled_at_step
 from test_session_damaged import HEADER, good_line, write
 
 import trio_agents as ta

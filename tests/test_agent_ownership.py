@@ -4,7 +4,7 @@ transaction, cancel reaches what it should and reports only what it did, no back
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import TypeVar
 
@@ -12,6 +12,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
+from checkpoints import AtStep, cancelled_at_step
 from support import P
 
 import trio_agents.agent as ag
@@ -51,46 +52,6 @@ def co_owner_entries(ctx: Context) -> list[str]:
 
 
 T = TypeVar("T")
-
-
-class AtStep(trio.abc.Instrument):
-    """Calls ``action()`` right after the ``k``-th task step of the run (any task) from now:
-    so ``k = 1, 2, ...`` reaches every checkpoint of an operation and of the tasks it
-    starts. Whatever order trio picks for one batch, every assertion must hold."""
-
-    def __init__(self, k: int, action: Callable[[], object]) -> None:
-        self.k = k
-        self.action = action
-        self.steps = 0
-
-    def after_task_step(self, task: trio.lowlevel.Task) -> None:
-        self.steps += 1
-        if self.steps == self.k:
-            self.action()
-
-    @property
-    def fired(self) -> bool:
-        return self.steps >= self.k
-
-
-async def cancelled_at_step(
-    k: int, call: Callable[[], Awaitable[T]]
-) -> tuple[T | None, bool, bool]:
-    """Await ``call()`` with the caller cancelled right after the ``k``-th task step from now:
-    its result (``None`` if it did not return), whether the cancel was caught, and whether
-    step ``k`` came before it returned."""
-    scope = trio.CancelScope()
-    instrument = AtStep(k, scope.cancel)
-    trio.lowlevel.add_instrument(instrument)
-    result = None
-    fired = True
-    try:
-        with scope:
-            result = await call()
-            fired = instrument.fired
-    finally:
-        trio.lowlevel.remove_instrument(instrument)
-    return result, scope.cancelled_caught, fired
 
 
 @attrs.define

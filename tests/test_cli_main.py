@@ -318,12 +318,15 @@ def test_demo_walks_the_lifecycle_and_names_the_session_file(
     """Every step is narrated; the cancelled prompt never ran, the later one did."""
     status, out, _ = run_cli(capsys, "demo", "--store", str(store))
     assert status == 0
-    for step in ("1. a prompt, streamed", "2. queue, steer and cancel", "5. dispose"):
+    for step in ("1. a prompt, streamed", "2. queue, steer and cancel", "6. dispose"):
         assert step in out
     assert re.search(r"(m-\d+) ran: False;  (m-\d+) ran: True", out), out
     assert "another agent asks for its output:" in out
     assert "completion notice injected into the owner:" in out
     assert "live agents after dispose: 0" in out
+    # 5.: a child started and ended under the lead, then the lead's budget stopped its turn.
+    assert re.search(r"task lead started child (s-\w+).*task child \1 ended completed", out, re.S)
+    assert re.search(r"turn t-2 ended: cancelled, cause BudgetExhausted\(owner_id='lead'", out)
     found = re.search(r"session written to (\S+\.jsonl)", out)
     assert found is not None
     assert Path(found[1]).parent == store

@@ -76,7 +76,8 @@ def test_list_shows_a_damaged_session_as_a_row_with_its_reason(
 def test_list_json_is_one_object_per_session(
     capsys: pytest.CaptureFixture[str], store: Path, tmp_path: Path
 ) -> None:
-    """id, title, cwd, records, updated (ISO 8601, UTC), damaged; nothing else on stdout."""
+    """id, title, cwd, parent_id, records, updated (ISO 8601, UTC), damaged; nothing else on
+    stdout."""
     os.chdir(tmp_path)
     assert main(["run", "a [title]", "--session", "one", "--store", str(store)]) == 0
     (store / "bad.jsonl").write_text(HEADER % "bad" + "NaN\n{}\n")
@@ -85,7 +86,7 @@ def test_list_json_is_one_object_per_session(
     assert (status, err) == (0, "")
     listed = [json.loads(line) for line in out.splitlines()]
     assert [set(item) for item in listed] == [
-        {"id", "title", "cwd", "records", "updated", "damaged"}
+        {"id", "title", "cwd", "parent_id", "records", "updated", "damaged"}
     ] * 2
     bad, one = listed
     assert (one["id"], one["title"], one["cwd"], one["damaged"]) == (
@@ -97,6 +98,7 @@ def test_list_json_is_one_object_per_session(
     assert one["records"] > 3
     assert datetime.fromisoformat(one["updated"]).utcoffset() is not None
     assert (bad["id"], bad["title"], bad["records"]) == ("bad", None, 0)
+    assert one["parent_id"] is bad["parent_id"] is None
     assert "bad.jsonl:2 is not valid JSON: NaN" in bad["damaged"]
 
 

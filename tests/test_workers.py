@@ -18,7 +18,7 @@ from workers_support import (
 import trio_agents as ta
 from trio_agents.session import InboxSpliced, TurnEnded, TurnStarted, UserMessage
 from trio_agents.workers import (
-    AgentDefinition,
+    AgentTemplate,
     CancelRequested,
     PromptCancelledError,
     PromptClaimed,
@@ -30,7 +30,7 @@ from trio_agents.workers import (
     serve_worker,
 )
 
-NEW = AgentDefinition()
+NEW = AgentTemplate()
 
 
 async def test_a_prompt_to_a_new_session_is_answered_by_a_worker(pg_dsn: str) -> None:

@@ -15,7 +15,7 @@ from workers_support import DEADLINE, claimed_attempts, prompt_rows, stored_reco
 
 from trio_agents.session import StopReason, TurnEnded
 from trio_agents.workers import (
-    AgentDefinition,
+    AgentTemplate,
     PromptFailed,
     PromptFailedError,
     TurnInterrupted,
@@ -24,7 +24,7 @@ from trio_agents.workers import (
     open_remote,
 )
 
-NEW = AgentDefinition()
+NEW = AgentTemplate()
 SERVING = re.compile(r"^trio-agents: worker (\S+) serving$")
 
 

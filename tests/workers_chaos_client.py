@@ -12,7 +12,7 @@ import sys
 
 import trio
 
-from trio_agents.workers import AgentDefinition, PromptFailedError, Remote, open_remote
+from trio_agents.workers import AgentTemplate, PromptFailedError, Remote, open_remote
 
 
 async def session(remote: Remote, client: int, n: int, prompts: int, counts: list[int]) -> None:
@@ -24,7 +24,7 @@ async def session(remote: Remote, client: int, n: int, prompts: int, counts: lis
                 session_id,
                 f"{session_id}:{k}",
                 prompt_id=f"{session_id}-p{k}",
-                agent=AgentDefinition(),
+                agent=AgentTemplate(),
                 retries=2,
             )
         )

@@ -21,15 +21,19 @@ from .agent import AGENTS as AGENTS
 from .agent import TOOLS as TOOLS
 from .agent import Agent as Agent
 from .agent import AgentClosedError as AgentClosedError
+from .agent import AgentDefinition as AgentDefinition
 from .agent import AgentHandle as AgentHandle
 from .agent import AgentIdInUseError as AgentIdInUseError
 from .agent import AgentStatus as AgentStatus
 from .agent import ApprovalRequest as ApprovalRequest
 from .agent import Approver as Approver
+from .agent import Budget as Budget
 from .agent import Decision as Decision
 from .agent import MessageDroppedError as MessageDroppedError
 from .agent import ModelRequiredError as ModelRequiredError
 from .agent import NoCallingAgentError as NoCallingAgentError
+from .agent import OutputError as OutputError
+from .agent import OutputSchema as OutputSchema
 from .agent import Refusal as Refusal
 from .agent import Tool as Tool
 from .agent import ToolContext as ToolContext
@@ -39,6 +43,7 @@ from .agent import ToolResult as ToolResult
 from .agent import TurnFailedError as TurnFailedError
 from .agent import open_runtime as open_runtime
 from .agent import tool as tool
+from .cancel import BudgetExhausted as BudgetExhausted
 from .cancel import CancelCause as CancelCause
 from .cancel import CauseScope as CauseScope
 from .cancel import DisposedCancel as DisposedCancel
@@ -60,6 +65,8 @@ from .events import SessionAppended as SessionAppended
 from .events import SessionCreated as SessionCreated
 from .events import SessionDisposed as SessionDisposed
 from .events import SessionFlushed as SessionFlushed
+from .events import TaskEnded as TaskEnded
+from .events import TaskStarted as TaskStarted
 from .kernel import Context as Context
 from .kernel import Fiber as Fiber
 from .kernel import FiberState as FiberState
@@ -88,6 +95,7 @@ __all__ = [
     "AgentCancelRequested",
     "AgentClosedError",
     "AgentCreated",
+    "AgentDefinition",
     "AgentDisposed",
     "AgentHandle",
     "AgentIdInUseError",
@@ -96,6 +104,8 @@ __all__ = [
     "AgentStatusChanged",
     "ApprovalRequest",
     "Approver",
+    "Budget",
+    "BudgetExhausted",
     "CancelCause",
     "CauseScope",
     "Context",
@@ -114,6 +124,8 @@ __all__ = [
     "Model",
     "ModelRequiredError",
     "NoCallingAgentError",
+    "OutputError",
+    "OutputSchema",
     "ParentCancel",
     "PluginReloaded",
     "Refusal",
@@ -125,6 +137,8 @@ __all__ = [
     "SessionFlushed",
     "SessionStore",
     "SqliteStore",
+    "TaskEnded",
+    "TaskStarted",
     "Tool",
     "ToolContext",
     "ToolNameInUseError",

@@ -5,6 +5,8 @@ from .agent import AgentCreated as AgentCreated
 from .agent import AgentDisposed as AgentDisposed
 from .agent import AgentOutput as AgentOutput
 from .agent import AgentStatusChanged as AgentStatusChanged
+from .agent import TaskEnded as TaskEnded
+from .agent import TaskStarted as TaskStarted
 from .kernel import FiberFailed as FiberFailed
 from .kernel import ListenerFailed as ListenerFailed
 from .kernel import PluginReloaded as PluginReloaded
@@ -28,4 +30,6 @@ __all__ = [
     "SessionCreated",
     "SessionDisposed",
     "SessionFlushed",
+    "TaskEnded",
+    "TaskStarted",
 ]

@@ -68,6 +68,8 @@ from ..agent import (
     AgentIdInUseError,
     AgentOutput,
     CompactionError,
+    TaskEnded,
+    TaskStarted,
     ToolContext,
     ToolRegistry,
     ToolResult,
@@ -82,6 +84,7 @@ from ..session import (
     SessionFormatError,
     SessionInUseError,
     SessionNotFoundError,
+    SessionTree,
 )
 from ..shell import SHELL_ROUTES, Terminal
 from ..workspace import (
@@ -267,6 +270,8 @@ class AcpBridge:
         # The child fiber whose tasks serve the connection (and so co-own its agents).
         host = self._host = await ctx.child("acp-sessions")
         ctx.on(AgentOutput, self._sessions.on_output)
+        ctx.on(TaskStarted, self._sessions.on_task_started)
+        ctx.on(TaskEnded, self._sessions.on_task_ended)
         ctx.on(SessionAppended, self._sessions.on_appended)
         ctx.on(AgentDisposed, self._sessions.on_disposed)
         ctx.on(FileChanged, self._sessions.on_file_changed)
@@ -437,7 +442,10 @@ class AcpBridge:
         # (test_hostile_frames_are_answered_and_serving_goes_on).
         instructions = project_instructions(cwd) if self.project_files else None
         session = await self._publish(
-            lambda: agents.create(cwd=cwd, approver=approver, instructions=instructions), cwd
+            lambda: agents.create(
+                cwd=cwd, approver=approver, instructions=instructions, tools=agents.lead_tools()
+            ),
+            cwd,
         )
         await self._start_servers(session, servers)
         return self._answer_then_commands(request, {"sessionId": session.agent.id}, session)
@@ -593,7 +601,8 @@ class AcpBridge:
         assert ctx is not None
         here = os.getcwd()
         entries = []
-        for info in await ctx.service(SESSIONS).list():
+        # Top-level sessions only: a child agent's session is part of its parent's work.
+        for info in SessionTree.of(await ctx.service(SESSIONS).list()).roots:
             live = self._sessions.get(info.id)
             # A session that recorded no cwd (stored before cwds were, or created without
             # one) runs its commands in this process's directory.

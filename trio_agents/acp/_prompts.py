@@ -37,7 +37,7 @@ from typing import Any, Final, final
 import attrs
 
 from .. import tracing
-from ..agent import Agent, AgentClosedError, AgentDisposed, AgentOutput
+from ..agent import Agent, AgentClosedError, AgentDisposed, AgentOutput, TaskEnded, TaskStarted
 from ..session import (
     InboxSpliced,
     Record,
@@ -55,6 +55,7 @@ from ._framing import TEXT_SLOT, TextTemplate
 from ._jsonrpc import ErrorCode, Request, RequestId, RpcError
 from ._protocol import (
     UpdateMapper,
+    child_progress,
     in_progress,
     params_object,
     prompt_images,
@@ -126,6 +127,19 @@ def _title(records: Iterable[Record]) -> str | None:
     return None
 
 
+#: The most characters of a child's text shown in its ``task`` call while it answers.
+_CHILD_TEXT = 4_000
+
+
+@attrs.define
+class _ChildCall:
+    """Where a child's streamed text is shown: a session's ``task`` call."""
+
+    session_id: str
+    call_id: str
+    text: str = ""
+
+
 @final
 class Sessions:
     """The sessions a bridge owns, by id (oldest first), and their live updates."""
@@ -133,6 +147,9 @@ class Sessions:
     def __init__(self, serving: Serving) -> None:
         self._serving = serving
         self._live: dict[str, AcpSession] = {}
+        # The children (and their children) a session's foreground ``task`` call started, by
+        # child id: their streamed text is shown in that call.
+        self._children: dict[str, _ChildCall] = {}
 
     def __iter__(self) -> Iterator[AcpSession]:
         return iter(tuple(self._live.values()))
@@ -254,7 +271,7 @@ class Sessions:
         if ended is None or prompt.cancel_requested:
             reason: str | None = "cancelled"
         else:
-            reason = stop_reason(ended.stop_reason)
+            reason = stop_reason(ended.stop_reason, ended.cause)
         if reason is None:
             assert ended is not None
             assert ended.stop_reason is StopReason.ERROR
@@ -280,10 +297,31 @@ class Sessions:
         self._serving.send(template.frame(text))
 
     def on_output(self, event: AgentOutput) -> None:
-        """Stream a chunk of the agent's reply."""
+        """Stream a chunk of the agent's reply, or of a child's into its ``task`` call."""
         session = self._live.get(event.agent_id)
         if session is not None:
             self._text(session, "agent_message_chunk", event.text)
+            return
+        child = self._children.get(event.agent_id)
+        if child is not None:
+            # The tail only: each update replaces the call's content, so a bound keeps the
+            # cost of a delta constant however long the child talks.
+            child.text = (child.text + event.text)[-_CHILD_TEXT:]
+            self._serving.update(child.session_id, child_progress(child.call_id, child.text))
+
+    def on_task_started(self, event: TaskStarted) -> None:
+        """A foreground ``task`` call of a session (or of one of its children) started a
+        child: its text goes into the session's call."""
+        if event.background or event.call_id is None:
+            return
+        if event.agent_id in self._live:
+            self._children[event.child_id] = _ChildCall(event.agent_id, event.call_id)
+        elif event.agent_id in self._children:
+            self._children[event.child_id] = self._children[event.agent_id]
+
+    def on_task_ended(self, event: TaskEnded) -> None:
+        """A child ended: nothing more of it is shown."""
+        self._children.pop(event.child_id, None)
 
     def on_appended(self, event: SessionAppended) -> None:
         """Stream a record, or answer the pending prompt when its turn is over."""

@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, final
 
+from ..cancel import BudgetExhausted, CancelCause
 from ..model import ImageError, ImagePart
 from ..session import (
     AssistantMessage,
@@ -98,9 +99,18 @@ def agent_capabilities() -> dict[str, Any]:
     }
 
 
-def stop_reason(reason: StopReason) -> str | None:
-    """The ACP ``stopReason`` of a turn's stop reason; ``None`` for ``error``."""
+def stop_reason(reason: StopReason, cause: CancelCause | None = None) -> str | None:
+    """The ACP ``stopReason`` of a turn's stop reason and cause; ``None`` for ``error``.
+
+    A turn stopped by a spent budget answers ``max_tokens`` for a token or cost budget and
+    ``max_turn_requests`` for the others (requests, tool calls, turns, seconds).
+    """
+    if isinstance(cause, BudgetExhausted) and reason is StopReason.CANCELLED:
+        return "max_tokens" if cause.limit in _TOKEN_LIMITS else "max_turn_requests"
     return _STOP_REASONS.get(reason)
+
+
+_TOKEN_LIMITS: Final = frozenset({"input_tokens", "output_tokens", "tokens", "cost"})
 
 
 # -- params ------------------------------------------------------------------------------------
@@ -226,6 +236,9 @@ _KINDS: Final = {
     "glob": "search",
     "grep": "search",
     "plan": "think",
+    "task": "think",
+    "task_output": "think",
+    "task_cancel": "think",
 }
 #: The tools whose ``path`` argument names the one file they touch.
 _FILE_TOOLS: Final = frozenset({"read_file", "write_file", "edit_file"})
@@ -248,11 +261,14 @@ def _file_path(arguments: Mapping[str, Any], cwd: str | None) -> str | None:
 
 
 def _title(name: str, arguments: Mapping[str, Any]) -> str:
-    """``bash: ls``, ``edit_file: src/a.py``, ``grep: TODO``; another tool: its name."""
+    """``bash: ls``, ``edit_file: src/a.py``, ``grep: TODO``, ``task: reviewer``; another
+    tool: its name."""
     if name.startswith("bash"):
         key = "command"
     elif name in _FILE_TOOLS or name == "list_files":
         key = "path"
+    elif name == "task":
+        key = "agent"
     else:
         key = "pattern" if name in ("glob", "grep") else ""
     value = arguments.get(key)
@@ -306,6 +322,17 @@ def in_progress(call_id: str, content: Iterable[Mapping[str, Any]] = ()) -> dict
     update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
     listed = [dict(c) for c in content]
     return {**update, "content": listed} if listed else update
+
+
+def child_progress(call_id: str, text: str) -> dict[str, Any]:
+    """The ``tool_call_update`` of a ``task`` call whose child is answering: ``in_progress``,
+    with the child's text so far as its content."""
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": call_id,
+        "status": "in_progress",
+        "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+    }
 
 
 def tool_call_update(

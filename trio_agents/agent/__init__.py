@@ -7,6 +7,7 @@ from ._approval import Approver as Approver
 from ._approval import Decision as Decision
 from ._approval import Refusal as Refusal
 from ._approval import standing_answers as standing_answers
+from ._budget import Budget as Budget
 from ._caller import Caller as Caller
 from ._compaction import COMPACTION as COMPACTION
 from ._compaction import Compaction as Compaction
@@ -16,6 +17,8 @@ from ._compaction import CompactionRequest as CompactionRequest
 from ._compaction import Compactor as Compactor
 from ._compaction import SummarizingCompactor as SummarizingCompactor
 from ._config import AgentConfig as AgentConfig
+from ._definitions import AgentDefinition as AgentDefinition
+from ._definitions import DefinitionNameInUseError as DefinitionNameInUseError
 from ._driver import AgentDriver as AgentDriver
 from ._driver import Built as Built
 from ._errors import AgentClosedError as AgentClosedError
@@ -28,6 +31,8 @@ from ._events import AgentCreated as AgentCreated
 from ._events import AgentDisposed as AgentDisposed
 from ._events import AgentOutput as AgentOutput
 from ._events import AgentStatusChanged as AgentStatusChanged
+from ._events import TaskEnded as TaskEnded
+from ._events import TaskStarted as TaskStarted
 from ._factory import AgentFactory as AgentFactory
 from ._factory import AgentRequest as AgentRequest
 from ._factory import DefaultAgentFactory as DefaultAgentFactory
@@ -41,6 +46,8 @@ from ._loop import AgentLoop as AgentLoop
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
 from ._meter import ContextUsage as ContextUsage
+from ._output import OutputError as OutputError
+from ._output import OutputSchema as OutputSchema
 from ._registry import AGENTS as AGENTS
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
@@ -67,6 +74,7 @@ __all__ = [
     "AgentClosedError",
     "AgentConfig",
     "AgentCreated",
+    "AgentDefinition",
     "AgentDisposed",
     "AgentDriver",
     "AgentFactory",
@@ -84,6 +92,7 @@ __all__ = [
     "AgentUsage",
     "ApprovalRequest",
     "Approver",
+    "Budget",
     "Built",
     "Caller",
     "Compaction",
@@ -95,14 +104,19 @@ __all__ = [
     "Decision",
     "DeclaredAgent",
     "DefaultAgentFactory",
+    "DefinitionNameInUseError",
     "Lane",
     "MessageDroppedError",
     "MessageId",
     "ModelRequiredError",
     "NoCallingAgentError",
+    "OutputError",
+    "OutputSchema",
     "QueuedMessage",
     "Refusal",
     "SummarizingCompactor",
+    "TaskEnded",
+    "TaskStarted",
     "Tool",
     "ToolContext",
     "ToolGuard",

@@ -9,7 +9,10 @@ Rules:
   it: it never runs) or finds the turn (and aborts it): there is no gap between the two.
 - ``when_idle`` returns when the agent is idle with nothing wakeable queued (or is closed).
 - ``ask`` is ``prompt`` plus a wait on the session records for that message's turn
-  (``_ask.AnswerFold``); the loop notifies after every turn, removal and exit.
+  (``_ask.AnswerFold``); the loop notifies after every turn, removal and exit. Its
+  ``output=`` is the typed answer of that message's turn alone (``_output``), set before the
+  next checkpoint, so before a turn can claim the message; it stays with the message when
+  the caller stops waiting, until a turn claims the message or it is removed.
 - ``compact()`` queues a compaction for the loop, which runs it between turns like a turn of
   its own: ``cancel`` aborts it (or withdraws it while queued) and the history stays as it was.
   A compaction that a turn needs runs inside that turn (see ``_compaction``).
@@ -18,15 +21,15 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, ParamSpec, final
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, final, overload
 
 import attrs
 import trio
 
 from .. import tracing
 from .._base import Signal, Wake
-from ..cancel import CancelCause, ParentCancel, UserCancel, current_cause
-from ..model import ImagePart, Model
+from ..cancel import CancelCause, UserCancel, current_cause
+from ..model import ImagePart, Model, PriceTable
 from ..session import (
     Compacted,
     ImageAttached,
@@ -37,6 +40,7 @@ from ..session import (
 )
 from ._approval import Approvals, Approver
 from ._ask import AnswerFold
+from ._budget import Ledger
 from ._caller import Caller
 from ._compact_job import CompactJob
 from ._compaction import CompactionError, Compactor
@@ -46,6 +50,16 @@ from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
 from ._inbox import Lane, MessageId, QueuedMessage
 from ._meter import ContextUsage
+from ._output import (
+    DEFAULT_RETRIES,
+    OutputKind,
+    Outputs,
+    OutputSchema,
+    OutputType,
+    check_retries,
+    latest_output,
+    output_of,
+)
 from ._parts import AgentParts
 from ._restore import restore
 from ._status import AgentStatus, check_status
@@ -58,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "AgentStatistics", "new_agent"]
 
 P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -123,6 +138,7 @@ class Agent:
         approver: Approver | None = None,
         deps: object = None,
         agents: ChildAgents | None = None,
+        prices: PriceTable | None = None,
     ) -> None:
         self.session = session
         self.parent = parent
@@ -151,7 +167,16 @@ class Agent:
             append=session.append,
             parent=parent._approvals if parent is not None else None,
         )
-        self._parts = AgentParts(
+        # A separate statement: the parent's parts are typed before this agent's are.
+        ledger = Ledger.open(
+            session.id,
+            config.budget,
+            parent._parts.budget if parent is not None else None,
+            self.cancel,
+            started=config.created_at,
+            records=session.records,
+        )
+        self._parts: AgentParts = AgentParts(
             agent=self,
             approvals=self._approvals,
             session=session,
@@ -168,6 +193,8 @@ class Agent:
             find_compactor=compactor,
             deps=deps,
             agents=agents,
+            prices=prices,
+            budget=ledger,
         )
         self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []
@@ -358,27 +385,70 @@ class Agent:
         self._notify()
         return True
 
-    async def ask(self, content: str) -> str:
+    @overload
+    async def ask(self, content: str, *, output: None = None) -> str: ...
+
+    @overload
+    async def ask(
+        self, content: str, *, output: type[T], output_retries: int | None = None
+    ) -> T: ...
+
+    @overload
+    async def ask(
+        self, content: str, *, output: OutputSchema, output_retries: int | None = None
+    ) -> Any: ...
+
+    async def ask(
+        self, content: str, *, output: OutputKind | None = None, output_retries: int | None = None
+    ) -> Any:
         """Prompt ``content``, wait for the turn that runs it to end, and return its answer.
 
         The answer is the text the model said after the turn's last tool call (the reply to
-        the tool results), ``""`` if that final step said nothing. Cancelling the caller stops
-        the wait only: the message stays queued or its turn keeps running (``agent.cancel``
-        stops those).
+        the tool results), ``""`` if that final step said nothing; the JSON text of its typed
+        answer when the agent has an :attr:`output`. Cancelling the caller stops the wait
+        only: the message stays queued or its turn keeps running, typed as asked
+        (``agent.cancel`` stops those).
+
+        Args:
+            content: the prompt.
+            output: an attrs class (or an :class:`OutputSchema`): the turn must answer with
+                it, through the final-answer tool or the provider's JSON-schema mode, and
+                ``ask`` returns it structured (see :doc:`/agents`, "Typed output").
+            output_retries: how many refused answers the turn retries; by default the
+                agent's :attr:`output_retries`.
 
         Raises:
             AgentClosedError: the agent is being disposed, before or while waiting.
             MessageDroppedError: the message was discarded or cancelled before it ran.
+            OutputError: the model's answer was refused once more than ``output_retries``.
             TurnFailedError: the turn ended cancelled, in error, blocked or at max steps.
+            TypeError: ``output`` is not an attrs class or :class:`OutputSchema` (nothing
+                is queued).
         """
+        typed = output_of(output) if output is not None else None
+        outputs = self._outputs() if typed is not None else None
+        retries = outputs.retries if outputs is not None else 0
+        if output_retries is not None:
+            retries = check_retries(output_retries)
         seen = self.session.statistics().records
-        fold = AnswerFold(self.id, self.prompt(content))
+        message_id = self.prompt(content)
+        fold = AnswerFold(self.id, message_id)
+        if outputs is not None and typed is not None:
+            # Invariant: set before the next checkpoint, so before any turn can claim it.
+            outputs.asked[message_id] = (typed, retries)
+        return await self._answer(fold, seen, content, typed)
+
+    async def _answer(
+        self, fold: AnswerFold, seen: int, content: str, typed: OutputType[Any] | None
+    ) -> Any:
         while True:
             new = self.session.records_since(seen)
             seen += len(new)
             answer = fold.feed(new)
             if answer is not None:
                 await trio.lowlevel.checkpoint()
+                if typed is not None and fold.output is not None:
+                    return typed.structure(fold.output.answer)
                 return answer
             if self._done.is_set():
                 await trio.lowlevel.checkpoint()
@@ -387,6 +457,65 @@ class Agent:
                     f"message stays in its session (resume the agent to run it)"
                 )
             await self._change().wait()
+
+    # -- typed output -----------------------------------------------------------------------
+
+    def _outputs(self) -> Outputs:
+        outputs = self._parts.outputs
+        if outputs is None:
+            outputs = self._parts.outputs = Outputs()
+        return outputs
+
+    @property
+    def output(self) -> OutputKind | None:
+        """The typed answer every turn gives unless ``ask(output=)`` asks for another: an
+        attrs class, an :class:`OutputSchema`, or ``None`` (a text answer). Not recorded:
+        set it again on a resumed agent (``create(output=)`` sets it).
+
+        Raises:
+            TypeError: (setting) neither an attrs class nor an :class:`OutputSchema`.
+        """
+        outputs = self._parts.outputs
+        default = outputs.default if outputs is not None else None
+        return default.kind if default is not None else None
+
+    @output.setter
+    def output(self, output: OutputKind | None) -> None:
+        typed = output_of(output) if output is not None else None
+        if typed is not None or self._parts.outputs is not None:
+            self._outputs().default = typed
+
+    @property
+    def output_retries(self) -> int:
+        """How many refused typed answers a turn retries (2 unless set).
+
+        Raises:
+            ValueError: (setting) not a whole number >= 0.
+        """
+        outputs = self._parts.outputs
+        return outputs.retries if outputs is not None else DEFAULT_RETRIES
+
+    @output_retries.setter
+    def output_retries(self, retries: int) -> None:
+        self._outputs().retries = check_retries(retries)
+
+    @overload
+    def last_output(self, output: type[T]) -> T | None: ...
+
+    @overload
+    def last_output(self, output: OutputSchema) -> Any: ...
+
+    def last_output(self, output: OutputKind) -> Any:
+        """The latest accepted typed answer of the session (resumed ones too), structured
+        as ``output``; ``None`` when there is none.
+
+        Raises:
+            TypeError: ``output`` is not an attrs class or :class:`OutputSchema`.
+            ArgumentsError: the recorded answer does not structure as ``output``.
+        """
+        typed = output_of(output)
+        record = latest_output(self.session.records)
+        return typed.structure(record.answer) if record is not None else None
 
     def _enqueue(
         self, lane: Lane, content: str, *, wake: bool, images: tuple[ImagePart, ...] = ()
@@ -418,6 +547,9 @@ class Agent:
         return message.id
 
     def _record_removal(self, message: QueuedMessage, reason: str) -> None:
+        outputs = self._parts.outputs
+        if outputs is not None:
+            outputs.asked.pop(message.id, None)
         self.session.append(
             InboxSpliced(op="remove", lane=message.lane, message_id=message.id, reason=reason)
         )
@@ -426,7 +558,7 @@ class Agent:
 
     def cancel(self, cause: CancelCause | None = None, *, keep_inbox: bool = False) -> bool:
         """Stop: clear both lanes (unless ``keep_inbox``) and abort the running turn, here and
-        in every child agent (as :class:`ParentCancel`).
+        in every child agent (as :class:`ParentCancel`; see ``CancelCause.for_child``).
 
         Args:
             cause: why; ``UserCancel()`` by default. Its class must be serializable
@@ -470,7 +602,7 @@ class Agent:
             self._turn.abort(cause)
         for child in list(self._children.values()):
             if child._has_work(keep_inbox):
-                child._cancel(ParentCancel(parent_id=self.id), keep_inbox)
+                child._cancel(cause.for_child(self.id), keep_inbox)
         self._notify()
 
     async def when_idle(self) -> None:

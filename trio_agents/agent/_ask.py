@@ -8,18 +8,23 @@ Rules:
   after the turn's last ``ToolCall`` (a tool-calling step's own text is preamble, not the
   answer; ``""`` if the final step said nothing), any other stop reason raises
   :class:`TurnFailedError` carrying the record.
+- A turn asked for a typed answer (``_output``) answers with the JSON text of its accepted
+  ``OutputProduced`` (:attr:`AnswerFold.output`); ended ``error`` after a refused one, it
+  raises :class:`OutputError` with that last answer.
 - :meth:`AnswerFold.feed` takes records in ``seq`` order, each once; it never blocks. The
   waiting is :meth:`Agent.ask`'s.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import final
 
 from ..session import (
     AssistantMessage,
     InboxSpliced,
+    OutputProduced,
     Record,
     StopReason,
     ToolCall,
@@ -27,6 +32,7 @@ from ..session import (
     UserMessage,
 )
 from ._errors import MessageDroppedError, TurnFailedError
+from ._output import OutputError
 
 __all__ = ["AnswerFold"]
 
@@ -35,13 +41,15 @@ __all__ = ["AnswerFold"]
 class AnswerFold:
     """The answer to message ``message_id`` of agent ``agent_id``, as far as the records go."""
 
-    __slots__ = ("_agent_id", "_answer", "_message_id", "_turn_id")
+    __slots__ = ("_agent_id", "_answer", "_message_id", "_turn_id", "output")
 
     def __init__(self, agent_id: str, message_id: str) -> None:
         self._agent_id = agent_id
         self._message_id = message_id
         self._turn_id: str | None = None
         self._answer = ""
+        #: The turn's latest typed answer (the accepted one, once there is one), or ``None``.
+        self.output: OutputProduced | None = None
 
     @property
     def turn_id(self) -> str | None:
@@ -63,6 +71,9 @@ class AnswerFold:
                     self._answer = record.content
                 elif isinstance(record, ToolCall):
                     self._answer = ""
+                elif isinstance(record, OutputProduced):
+                    if self.output is None or self.output.problems:
+                        self.output = record
                 elif isinstance(record, TurnEnded):
                     return self._ended(record)
         return None
@@ -84,8 +95,19 @@ class AnswerFold:
             )
 
     def _ended(self, record: TurnEnded) -> str:
+        output = self.output
         if record.stop_reason is StopReason.COMPLETED:
+            if output is not None and not output.problems:
+                return json.dumps(output.answer, ensure_ascii=False)
             return self._answer
+        if record.stop_reason is StopReason.ERROR and output is not None and output.problems:
+            raise OutputError(
+                f"turn {record.turn_id} of agent {self._agent_id} ended error: {record.error} "
+                f"(the last answer: {_clip(json.dumps(output.answer, ensure_ascii=False))})",
+                record,
+                output.answer,
+                output.problems,
+            )
         why = f" by {record.cause!r}" if record.cause is not None else ""
         detail = f": {record.error}" if record.error else ""
         raise TurnFailedError(
@@ -94,3 +116,7 @@ class AnswerFold:
             f"answer; the agent's session records show what the turn did)",
             record,
         )
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"

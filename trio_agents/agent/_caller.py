@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..cancel import CauseScope
     from ..model import Model, ToolSpec
     from ._approval import Approvals, Approver
+    from ._budget import Budget
     from ._config import Maybe, ToolNames
     from ._like import AgentLike
     from ._results import ToolResult
@@ -116,6 +117,7 @@ class ChildAgents(Protocol):
         ask: ToolNames = ...,
         approver: Approver | None = ...,
         deps: Maybe[object] = ...,
+        budget: Budget | None = ...,
     ) -> object:
         """Create an agent owned by ``parent``; returns its ``AgentHandle``."""
 
@@ -124,8 +126,9 @@ class ToolCalls(Protocol):
     """What an agent's turns use of the tools registry (``ToolRegistry`` is one): the specs
     the model is told about, and calls made as a :class:`Caller`."""
 
-    def specs(self, *, agent: str | None = None) -> tuple[ToolSpec, ...]:
-        """What the model is told about every tool the agent ``agent`` sees."""
+    def specs(self, *, agent: str | None = None, explicit: bool = True) -> tuple[ToolSpec, ...]:
+        """What the model is told about every tool the agent ``agent`` sees (``explicit``:
+        with the tools only agents that name them see)."""
 
     async def invoke(
         self,

@@ -12,6 +12,8 @@ Rules:
   recorded as such, and a resume uses the default of the runtime that resumes it.
 - A session stored before definitions were recorded has none: it resumes with the defaults.
 - ``cwd`` is stored absolute; ``ask`` (like ``tools``) sorted and without duplicates.
+- ``budget`` is stored as its limits by name; ``created_at`` (the wall clock at creation) is
+  set once by ``create()`` and kept by every resume.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import attrs
 
 from ..model import Model
 from ..session import AgentConfigured, Record
+from ._budget import Budget
 
-__all__ = ["UNSET", "AgentConfig", "Unset", "latest_config"]
+__all__ = ["ALL_TOOLS", "UNSET", "AgentConfig", "Unset", "latest_config"]
 
 
 class Unset(enum.Enum):
@@ -40,6 +43,10 @@ class Unset(enum.Enum):
 
 #: A keyword that ``resume()`` was not given: the stored value stays.
 UNSET: Final = Unset.UNSET
+
+#: In an agent's ``tools``, every tool not marked ``explicit``: ``tools=["*", "task"]`` is
+#: every tool and the ``task`` tool, which ``tools=None`` does not give.
+ALL_TOOLS: Final = "*"
 
 T = TypeVar("T")
 Maybe: TypeAlias = "T | Unset"
@@ -84,6 +91,8 @@ class AgentConfig:
         cwd: the absolute working directory of its shell commands, or ``None``.
         ask: the sorted names of the tools whose calls need approval in this agent (besides
             the tools marked ``ask``).
+        budget: what the agent and its descendants may spend, or ``None``.
+        created_at: when the agent was created (seconds since the epoch), or ``None``.
     """
 
     instructions: str | None = None
@@ -95,6 +104,8 @@ class AgentConfig:
     cwd: str | None = None
     ask: tuple[str, ...] = ()
     model_object: bool = False
+    budget: Budget | None = None
+    created_at: float | None = None
 
     @classmethod
     def of(cls, record: AgentConfigured | None) -> AgentConfig:
@@ -111,6 +122,8 @@ class AgentConfig:
             cwd=record.cwd,
             ask=_tools(record.ask) or (),
             model_object=record.model_object,
+            budget=Budget.of(record.budget) if record.budget else None,
+            created_at=record.created_at,
         )
 
     def record(self) -> AgentConfigured:
@@ -125,6 +138,8 @@ class AgentConfig:
             cwd=self.cwd,
             ask=list(self.ask),
             model_object=self.model_object,
+            budget=self.budget.limits() if self.budget else None,
+            created_at=self.created_at,
         )
 
     def given(
@@ -137,6 +152,7 @@ class AgentConfig:
         max_steps: Maybe[int] = UNSET,
         cwd: Maybe[str | os.PathLike[str] | None] = UNSET,
         ask: Maybe[ToolNames] = UNSET,
+        budget: Maybe[Budget | None] = UNSET,
     ) -> AgentConfig:
         """This definition with every value that was given replaced (checked)."""
         changes: dict[str, Any] = {}
@@ -162,6 +178,10 @@ class AgentConfig:
             changes["cwd"] = _cwd(cwd)
         if not isinstance(ask, Unset):
             changes["ask"] = _tools(ask) or ()
+        if not isinstance(budget, Unset):
+            if budget is not None and not isinstance(budget, Budget):
+                raise TypeError(f"budget is a Budget or None; got {type(budget).__name__}")
+            changes["budget"] = budget if budget else None
         return attrs.evolve(self, **changes)
 
 

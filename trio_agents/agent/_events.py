@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from ..cancel import CancelCause
+from ..session import StopReason
 from ._status import AgentStatus
 
 __all__ = [
@@ -13,6 +14,8 @@ __all__ = [
     "AgentDisposed",
     "AgentOutput",
     "AgentStatusChanged",
+    "TaskEnded",
+    "TaskStarted",
 ]
 
 
@@ -58,3 +61,25 @@ class AgentDisposed:
 
     agent_id: str
     session_id: str
+
+
+@attrs.frozen
+class TaskStarted:
+    """Agent ``agent_id``'s ``task`` tool call ``call_id`` started the child ``child_id``."""
+
+    agent_id: str
+    call_id: str | None
+    child_id: str
+    definition: str
+    background: bool = False
+
+
+@attrs.frozen
+class TaskEnded:
+    """The child ``child_id`` that agent ``agent_id``'s call ``call_id`` started ended."""
+
+    agent_id: str
+    call_id: str | None
+    child_id: str
+    stop_reason: StopReason
+    cause: CancelCause | None = None

@@ -22,6 +22,7 @@ import attrs
 from typing_extensions import TypeVar
 
 from ..kernel import Context, ServiceKey
+from ..model import DEFAULT_PRICES, PriceTable
 from ._agent import Agent, new_agent
 from ._compaction import COMPACTION
 from ._driver import Built
@@ -66,6 +67,7 @@ class AgentRequest(Generic[A]):
         tools: the tools registry.
         deps: the application's dependencies the agent's tools see as ``ctx.deps``.
         agents: the registry asking (what the agent's tools start children through).
+        prices: the runtime's price table (what each request of the agent costs).
     """
 
     session: Session
@@ -78,6 +80,7 @@ class AgentRequest(Generic[A]):
     tools: ToolRegistry = attrs.field(repr=False)
     deps: object = attrs.field(default=None, repr=False)
     agents: ChildAgents | None = attrs.field(default=None, repr=False)
+    prices: PriceTable = attrs.field(default=DEFAULT_PRICES, repr=False)
 
 
 class AgentFactory(abc.ABC, Generic[A]):
@@ -126,6 +129,7 @@ class DefaultAgentFactory(AgentFactory[Agent]):
             approver=request.approver,
             deps=request.deps,
             agents=request.agents,
+            prices=request.prices,
         )
 
     def __repr__(self) -> str:

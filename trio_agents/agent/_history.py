@@ -5,6 +5,8 @@ Rules:
   it in the same step → one assistant message; ``ToolCallEnded`` → tool output.
 - A tool call with no recorded result (a crash cut the turn) gets a synthetic error output, so
   every call the model made is answered.
+- An ``OutputProduced`` refused in the model's text (no ``call_id``) → the user text that told
+  the model what was wrong (:func:`._output.text_feedback`); a call's answer is its tool output.
 - An ``ImageAttached`` goes with the user message (``message_id``) or the tool output
   (``call_id``) it names, recorded after it; an image whose message never comes is never sent.
 - Records that the model never saw (inbox bookkeeping, turn markers) are skipped.
@@ -48,6 +50,7 @@ from ..session import (
     AssistantMessage,
     Compacted,
     ImageAttached,
+    OutputProduced,
     Record,
     Session,
     ToolCall,
@@ -56,6 +59,7 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
+from ._output import text_feedback
 from ._results import cap_result
 
 __all__ = ["SUMMARY_HEADING", "History", "Messages", "TurnMark", "message_chars"]
@@ -302,6 +306,12 @@ class History:
             return ()
         return tuple(self._images.pop((kind, id), ()))
 
+    def _output(self, record: OutputProduced) -> None:
+        if record.call_id is None and record.problems:
+            self._close_assistant()
+            self._answer_missing()
+            self._append(UserText(text_feedback(record.problems)))
+
     def _turn_ended(self, record: TurnEnded) -> None:
         self._close_assistant()
         self._answer_missing()
@@ -358,5 +368,6 @@ def _feed_of(kind: type) -> _Feed | None:
         (TurnEnded, History._turn_ended),
         (TurnStarted, History._turn_started),
         (Compacted, History._compacted),
+        (OutputProduced, History._output),
     )
     return next((feed for base, feed in feeds if issubclass(kind, base)), None)

@@ -13,7 +13,10 @@ import attrs
 from ..kernel import Context
 from ..model import MODELS
 from ..session import SESSIONS
+from ._budget import Budget
+from ._definitions import AgentDefinition
 from ._registry import AGENTS, AgentRegistry
+from ._task import TaskTools
 from ._tools import TOOLS
 
 __all__ = ["AgentLoop", "DeclaredAgent"]
@@ -22,6 +25,11 @@ __all__ = ["AgentLoop", "DeclaredAgent"]
 def _check_max_steps(_: object, __: object, value: int) -> None:
     if value < 1:
         raise ValueError(f"max_steps is the most model requests per turn, >= 1; got {value!r}")
+
+
+def _check_budget(_: object, __: object, value: dict[str, float] | None) -> None:
+    if value is not None:
+        Budget.of(value)
 
 
 @attrs.frozen
@@ -36,6 +44,8 @@ class DeclaredAgent:
     cwd: str | None = None
     #: The tools whose calls need approval in this agent (see :doc:`/tools`).
     ask: list[str] | None = None
+    #: What the agent and its descendants may spend: limits by name (see :class:`Budget`).
+    budget: dict[str, float] | None = attrs.field(default=None, validator=_check_budget)
 
 
 @final
@@ -55,6 +65,8 @@ class AgentLoop:
         """Agents to create when the loop starts."""
 
         agents: list[DeclaredAgent] = attrs.Factory(list)
+        #: Agent definitions the ``task`` tool starts children from, owned by the loop.
+        definitions: list[AgentDefinition] = attrs.Factory(list)
 
     async def apply(self, ctx: Context, config: AgentLoop.Config) -> None:
         sessions = ctx.service(SESSIONS)
@@ -62,6 +74,9 @@ class AgentLoop:
             ctx, sessions, ctx.service(TOOLS), ctx.service(MODELS), deps=self.deps
         )
         ctx.provide(AGENTS, registry)
+        TaskTools(ctx, registry, registry.definitions, ctx.service(TOOLS)).register()
+        for definition in config.definitions:
+            registry.definitions.define(definition)
         for declared in config.agents:
             # Created from this fiber's task, so the loop is the only owner (the handle is
             # not kept: the loop's unload disposes these agents). A declared id that is
@@ -76,6 +91,7 @@ class AgentLoop:
                     max_steps=declared.max_steps,
                     cwd=declared.cwd,
                     ask=declared.ask,
+                    budget=_budget(declared),
                 )
                 continue
             await registry.create(
@@ -86,7 +102,12 @@ class AgentLoop:
                 max_steps=declared.max_steps,
                 cwd=declared.cwd,
                 ask=declared.ask,
+                budget=_budget(declared),
             )
+
+
+def _budget(declared: DeclaredAgent) -> Budget | None:
+    return Budget.of(declared.budget) if declared.budget else None
 
 
 agent_loop = AgentLoop()

@@ -15,18 +15,21 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
-from ..model import Model, ToolSpec
+from ..model import DEFAULT_PRICES, Model, PriceTable, ToolSpec
 from ..session import ModelUsage, Session, SessionStore, SessionWriteError
 from ._approval import Approvals
 from ._caller import Caller, ToolCalls
 from ._compaction import Compactor, SummarizingCompactor
+from ._config import ALL_TOOLS
 from ._history import History
 from ._inbox import Inbox
 from ._meter import ContextMeter, ContextUsage
+from ._output import Outputs
 from ._usage import AgentUsage
 
 if TYPE_CHECKING:
     from ..cancel import CauseScope
+    from ._budget import Ledger
     from ._caller import ChildAgents, ToolCalls
     from ._like import AgentLike
 
@@ -47,6 +50,9 @@ class AgentParts:
         usage: token usage summed over every model request of the session.
         deps: the application's dependencies the agent was given (its tools' ``ctx.deps``).
         agents: the registry its tools start its children through, or ``None``.
+        prices: the price table its requests are costed with.
+        budget: its ledger against the budgets on its path to the root, or ``None``: none
+            of them has a budget.
     """
 
     __slots__ = (
@@ -57,6 +63,7 @@ class AgentParts:
         "agents",
         "allowed",
         "approvals",
+        "budget",
         "deps",
         "emit",
         "history",
@@ -66,6 +73,8 @@ class AgentParts:
         "max_steps",
         "meter",
         "model",
+        "outputs",
+        "prices",
         "session",
         "tools",
         "usage",
@@ -90,6 +99,8 @@ class AgentParts:
         find_compactor: Callable[[], Compactor | None] | None,
         deps: object = None,
         agents: ChildAgents | None = None,
+        prices: PriceTable | None = None,
+        budget: Ledger | None = None,
     ) -> None:
         self.id = session.id
         self.agent: AgentLike | None = agent
@@ -109,6 +120,10 @@ class AgentParts:
         self.max_steps = max_steps
         self.deps = deps
         self.agents = agents
+        self.prices = prices if prices is not None else DEFAULT_PRICES
+        self.budget = budget
+        #: The agent's typed-output settings (``_output``), made when first set.
+        self.outputs: Outputs | None = None
         # The runtime's compaction service, looked up at each use (shared by the agents of
         # one context: a callable per agent would be held by every idle one).
         self._find_compactor = find_compactor
@@ -130,15 +145,26 @@ class AgentParts:
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """What the model is told about the tools this agent may call."""
         names = self.allowed
-        specs = self.tools.specs(agent=self.id)
+        plain = self.tools.specs(agent=self.id, explicit=False)
         if names is None:
-            return specs
+            return plain
+        specs = self.tools.specs(agent=self.id)
         seen = self._specs_seen
-        # Invariant: the registry returns the same tuple until its tools change, so the
+        # Invariant: the registry returns the same tuples until its tools change, so the
         # identity check is the whole invalidation.
         if seen is None or seen[0] is not specs:
-            seen = self._specs_seen = (specs, tuple(s for s in specs if s.name in names))
+            # "*" names every tool not marked explicit (``tools=["*", "task"]``).
+            every = {s.name for s in plain} if ALL_TOOLS in names else set()
+            seen = self._specs_seen = (
+                specs,
+                tuple(s for s in specs if s.name in names or s.name in every),
+            )
         return seen[1]
+
+    def may_call(self, name: str) -> bool:
+        """Whether the agent's definition allows calling the tool ``name``."""
+        names = self.allowed
+        return names is None or name in names or ALL_TOOLS in names
 
     def context(self) -> ContextUsage:
         """The size of the next model request, against the model's window."""
@@ -152,6 +178,8 @@ class AgentParts:
         self.usage = self.usage.plus(record)
         chars, messages = self.history.update(self.session).size()
         self.meter.measured(record, chars, messages, self.tool_specs())
+        if self.budget is not None:
+            self.budget.spend(record)
 
     def compacted(self) -> None:
         """A ``Compacted`` record was appended: fold it, and start metering afresh."""

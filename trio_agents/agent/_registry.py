@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Generic, final
 
@@ -52,13 +53,17 @@ from ..session import (
 )
 from ._agent import Agent
 from ._approval import Approver
-from ._config import UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
+from ._budget import Budget
+from ._children import close_open_children
+from ._config import ALL_TOOLS, UNSET, AgentConfig, Maybe, ToolNames, Unset, latest_config
+from ._definitions import TASK_TOOLS, AgentDefinition, Definitions
 from ._driver import AgentDriver, Built
 from ._errors import AgentIdInUseError, ModelRequiredError
 from ._events import AgentCreated, AgentDisposed
 from ._factory import AGENT_FACTORY, AgentFactory, AgentRequest, DefaultAgentFactory
 from ._handle import AgentHandle
 from ._like import AgentLike
+from ._output import OutputKind, OutputType, output_of
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -269,6 +274,8 @@ class AgentRegistry(Generic[A]):
         self._co_owners: dict[A, Entry] = {}
         # Invariant: the agents whose AgentCreated was emitted and AgentDisposed not yet.
         self._published: set[A] = set()
+        #: The agent definitions in force (``define``), that the ``task`` tool starts from.
+        self.definitions = Definitions()
         ctx.on(SessionWriteFailed, self._on_write_failed)
 
     def get(self, agent_id: str) -> A | None:
@@ -278,6 +285,50 @@ class AgentRegistry(Generic[A]):
     def list(self) -> tuple[A, ...]:
         """Every live agent, oldest first."""
         return tuple(self._live.values())
+
+    def lead_tools(self) -> tuple[str, ...] | None:
+        """The ``tools`` of an agent a front end starts for a person (``run``, ``chat``, an
+        editor's session): every tool, and while agent definitions exist the task tools too
+        (``None`` when there are none, so nothing is recorded that a resume would keep)."""
+        if not self.definitions.list():
+            return None
+        return (ALL_TOOLS, *TASK_TOOLS)
+
+    async def define(
+        self,
+        name: str,
+        *,
+        description: str,
+        instructions: str | None = None,
+        model: Model | str | None = None,
+        tools: ToolNames = None,
+        ask: ToolNames = None,
+        max_steps: int = 50,
+        budget: Budget | None = None,
+    ) -> Entry:
+        """Define a named template of child agents for as long as the calling fiber is
+        loaded (see :class:`AgentDefinition` for the arguments); the ``task`` tool starts
+        children from it.
+
+        Returns:
+            The calling fiber's entry; ``await entry.close()`` undefines it early.
+
+        Raises:
+            DefinitionNameInUseError: a definition of that name is in force.
+            ValueError: a value is invalid (the name, ``max_steps``).
+        """
+        definition = AgentDefinition(
+            name=name,
+            description=description,
+            instructions=instructions,
+            model=model,
+            tools=tools,
+            ask=ask,
+            max_steps=max_steps,
+            budget=budget,
+        )
+        await trio.lowlevel.checkpoint()
+        return self.definitions.define(definition)
 
     async def create(
         self,
@@ -292,6 +343,8 @@ class AgentRegistry(Generic[A]):
         ask: ToolNames = None,
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
+        output: OutputKind | None = None,
+        budget: Budget | None = None,
     ) -> AgentHandle[A]:
         """Create an agent on a new session; its definition is recorded in the session.
 
@@ -299,7 +352,9 @@ class AgentRegistry(Generic[A]):
             model: a :class:`Model`, a model spec such as ``"echo?delay=1"``, or ``None`` for
                 the runtime's default.
             session_id: the id (of agent and session); generated when ``None``.
-            tools: the names of the tools the agent may call; ``None`` means all.
+            tools: the names of the tools the agent may call; ``None`` means every tool not
+                marked ``explicit`` (so not ``task``), and a name ``"*"`` those same tools
+                (``["*", "task"]``: all of them and ``task``).
             instructions: the system prompt.
             parent: make a child agent owned by ``parent`` (``ParentCancel`` reaches it).
             max_steps: the most model requests one turn may make.
@@ -311,6 +366,10 @@ class AgentRegistry(Generic[A]):
                 :attr:`Agent.approver`).
             deps: the application's dependencies the agent's tools see as ``ctx.deps``
                 (a live object, not recorded); by default the runtime's.
+            output: the typed answer of every turn (:attr:`Agent.output`, not recorded):
+                an attrs class or an :class:`OutputSchema`.
+            budget: what the agent and its descendants may spend (recorded; see
+                :class:`Budget`); ``None``: no limit of its own (its ancestors' still count).
 
         Returns:
             A handle to the running agent. If the call fails or is cancelled, nothing of the
@@ -321,6 +380,7 @@ class AgentRegistry(Generic[A]):
             SessionExistsError: a stored session has ``session_id`` (resume it instead).
             ModelError: the model cannot answer as configured (a missing API key).
         """
+        typed = output_of(output) if output is not None else None
         config = AgentConfig().given(
             model=model,
             tools=tools,
@@ -329,6 +389,7 @@ class AgentRegistry(Generic[A]):
             max_steps=max_steps,
             cwd=cwd,
             ask=ask,
+            budget=budget,
         )
         resolved = self.models.resolve(model)
         # A str check first: an unhashable id (a list) is an invalid id, not a TypeError.
@@ -344,9 +405,10 @@ class AgentRegistry(Generic[A]):
                 f"session {session.id!r} is already stored; resume it "
                 f"(ctx.agents.resume({session.id!r})), or delete it first"
             )
-        config = attrs.evolve(config, model_name=resolved.name)
+        config = attrs.evolve(config, model_name=resolved.name, created_at=time.time())
         session.append(config.record())
-        return await self._host(session, config, resolved, parent, approver, deps)
+        handle = await self._host(session, config, resolved, parent, approver, deps)
+        return handle if typed is None else await _give_output(handle, typed)
 
     async def resume(
         self,
@@ -361,6 +423,7 @@ class AgentRegistry(Generic[A]):
         ask: Maybe[ToolNames] = UNSET,
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
+        budget: Maybe[Budget | None] = UNSET,
     ) -> AgentHandle[A]:
         """Bring back a stored session as the same agent: its definition, history and inbox.
 
@@ -395,6 +458,7 @@ class AgentRegistry(Generic[A]):
                 max_steps=max_steps,
                 cwd=cwd,
                 ask=ask,
+                budget=budget,
             )
             if isinstance(model, Unset) and stored.model_object:
                 raise ModelRequiredError(_model_required(session_id, stored.model_name))
@@ -402,6 +466,7 @@ class AgentRegistry(Generic[A]):
             config = attrs.evolve(config, model_name=resolved.name)
             if config != stored:
                 session.append(config.record())
+            await close_open_children(self.store, session)
         except BaseException:
             with trio.CancelScope(shield=True):
                 await self.store.abandon(session)
@@ -435,6 +500,7 @@ class AgentRegistry(Generic[A]):
             tools=self.tools,
             deps=self.deps if isinstance(deps, Unset) else deps,
             agents=self,
+            prices=self.models.prices,
         )
         hosted = _Hosted(self, session, lambda: self.factory.build(request))
         co_owner: Entry | None = None
@@ -601,3 +667,21 @@ def _model_required(agent_id: str, name: str | None) -> str:
 
 def _in_use(agent_id: str) -> str:
     return f"agent id {agent_id!r} is in use by a live agent; dispose it first, or pick another id"
+
+
+async def _give_output(handle: AgentHandle[A], output: OutputType[Any]) -> AgentHandle[A]:
+    """``handle`` with its new agent's :attr:`~Agent.output` set (``create(output=)``).
+
+    Raises:
+        TypeError: the runtime's factory builds agents without typed output; the agent is
+            disposed first.
+    """
+    agent = handle.agent
+    if not hasattr(agent, "output"):
+        await handle.dispose()
+        raise TypeError(
+            f"the runtime's agent factory builds {type(agent).__name__} agents, which have no "
+            f"typed output; create(output=) needs the default factory's Agent"
+        )
+    setattr(agent, "output", output.kind)  # noqa: B010 (the protocol has no output)
+    return handle

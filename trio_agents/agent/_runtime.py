@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..kernel import Context, open_root
-from ..model import Model, ModelsPlugin
+from ..model import DEFAULT_PRICES, Model, ModelsPlugin, Price, PriceTable
 from ..session import MemoryStore, SessionStore, store_from_spec
 from ..tracing import open_tracing
 from ._compaction import CompactionPlugin, Compactor
+from ._definitions import AgentDefinition
 from ._events import AgentCancelRequested, AgentCreated, AgentDisposed
 from ._factory import AgentFactory, DefaultAgentFactory, FactoryPlugin
 from ._loop import AgentLoop, DeclaredAgent, agent_loop
@@ -35,6 +36,8 @@ async def open_runtime(
     tracer_provider: TracerProvider | None = None,
     meter_provider: MeterProvider | None = None,
     deps: object = None,
+    definitions: list[AgentDefinition] | None = None,
+    prices: PriceTable | Mapping[str, Price] | None = None,
 ) -> AsyncIterator[Context]:
     """Open a runtime and yield its root :class:`Context`.
 
@@ -58,6 +61,12 @@ async def open_runtime(
         deps: the application's own dependencies (a database pool, a client, settings):
             every agent's tools see them as ``ctx.deps`` unless the agent was given its own
             (``create(..., deps=...)``). Held by the agent loop, never stored.
+        definitions: agent definitions the ``task`` tool starts children from, owned by the
+            agent loop (``ctx.agents.define`` adds more, owned by the caller).
+        prices: what each model's tokens cost (US dollars per million): a
+            :class:`PriceTable`, or prices by model name added to ``DEFAULT_PRICES``.
+            A request's cost is recorded on its ``ModelUsage`` and counts against a
+            ``cost`` budget.
 
     Leaving the block tears everything down in reverse order of set-up: the agent loop (and so
     every agent, each flushing its session) before the factory, the compaction policy, the
@@ -79,10 +88,15 @@ async def open_runtime(
     ):
         if core:
             await root.plugin(store if store is not None else MemoryStore())
-            await root.plugin(ModelsPlugin(model))
+            if prices is not None and not isinstance(prices, PriceTable):
+                prices = DEFAULT_PRICES.with_prices(prices)
+            await root.plugin(ModelsPlugin(model, prices))
             await root.plugin(tools_plugin)
             await root.plugin(CompactionPlugin(compactor))
             await root.plugin(FactoryPlugin(factory or DefaultAgentFactory()))
             loop = agent_loop if deps is None else AgentLoop(deps=deps)
-            await root.plugin(loop, AgentLoop.Config(agents=list(agents or ())))
+            await root.plugin(
+                loop,
+                AgentLoop.Config(agents=list(agents or ()), definitions=list(definitions or ())),
+            )
         yield root

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ..model import Model
     from ._agent import Agent
     from ._approval import Approver
+    from ._budget import Budget
     from ._handle import AgentHandle
     from ._like import AgentLike
     from ._usage import AgentUsage
@@ -143,6 +144,7 @@ class ToolContext(Generic[Deps]):
         ask: ToolNames = None,
         approver: Approver | None = None,
         deps: Maybe[object] = UNSET,
+        budget: Budget | None = None,
     ) -> AgentHandle[Agent]:
         """Start a child agent owned by the calling agent: ``ctx.agents.create(...,
         parent=ctx.agent)``, with the same arguments and rules (disposing the caller
@@ -150,6 +152,8 @@ class ToolContext(Generic[Deps]):
 
         Args:
             deps: the child's dependencies; by default the calling agent's own.
+            budget: the child's own budget; the calling agent's (and every ancestor's)
+                counts the child's spending too.
 
         Returns:
             The child's handle (disposing it early is the tool's choice).
@@ -183,6 +187,7 @@ class ToolContext(Generic[Deps]):
             ask=ask,
             approver=approver,
             deps=caller.deps if isinstance(deps, Unset) else deps,
+            budget=budget,
         )
         # The agent type is the factory's, as for ``ctx.agent`` (typed as the default's).
         return cast("AgentHandle[Agent]", handle)
@@ -248,6 +253,9 @@ class Tool:
             schema); the model's arguments then reach ``fn`` as a ``dict``, unchecked.
         ask: every call needs approval: the calling agent's approver is asked first (see
             :doc:`/tools`).
+        explicit: only agents that name the tool in their ``tools`` see it; one given every
+            tool (``tools=None``) does not (the ``task`` tool: a subagent does not start
+            subagents unless its definition says so).
 
     Raises:
         ValueError: the name is not valid.
@@ -263,6 +271,9 @@ class Tool:
         default=None, kw_only=True, validator=_check_schema, hash=False
     )
     ask: bool = attrs.field(
+        default=False, kw_only=True, validator=attrs.validators.instance_of(bool)
+    )
+    explicit: bool = attrs.field(
         default=False, kw_only=True, validator=attrs.validators.instance_of(bool)
     )
 
@@ -359,7 +370,7 @@ class ToolRegistry:
         self._private: dict[str, dict[str, _Registration]] = {}
         # Invariant: the specs each agent id (None: no agent's own) sees now; emptied on
         # every register and unregister.
-        self._specs: dict[str | None, tuple[ToolSpec, ...]] = {}
+        self._specs: dict[tuple[str | None, bool], tuple[ToolSpec, ...]] = {}
         # Invariant: guards run in the order they were added.
         self._guards: list[_Guard] = []
         # The names require_approval() asks about, each with how many entries hold it.
@@ -546,19 +557,42 @@ class ToolRegistry:
         agent), in registration order."""
         return tuple(self._visible(agent))
 
-    def specs(self, *, agent: str | None = None) -> tuple[ToolSpec, ...]:
+    def specs(self, *, agent: str | None = None, explicit: bool = True) -> tuple[ToolSpec, ...]:
         """What the model is told about every tool the agent ``agent`` sees, in registration
         order.
 
-        The same tuple is returned until a tool is registered or unregistered; it is shared,
-        so treat it (and each spec's ``parameters``) as read-only.
+        The same tuple is returned until a tool is registered, replaced or unregistered; it
+        is shared, so treat it (and each spec's ``parameters``) as read-only.
+
+        Args:
+            agent: the agent whose own tools are included.
+            explicit: include the tools marked ``explicit`` (``False``: what an agent given
+                every tool sees).
         """
         # Agents without tools of their own share the one tuple (10,000 agents, one copy).
-        key = agent if agent in self._private else None
+        key = (agent if agent in self._private else None, explicit)
         specs = self._specs.get(key)
         if specs is None:
-            specs = self._specs[key] = tuple(r.tool.spec() for r in self._visible(key).values())
+            specs = self._specs[key] = tuple(
+                r.tool.spec()
+                for r in self._visible(key[0]).values()
+                if explicit or not r.tool.explicit
+            )
         return specs
+
+    def replace(self, tool: Tool) -> None:
+        """Put ``tool`` in the place of the registered tool of its name (for every agent),
+        keeping that registration's owner: a tool whose description changes (``task``
+        lists the agent definitions) is replaced, not unregistered and registered again.
+
+        Raises:
+            KeyError: no tool of that name is registered for every agent.
+        """
+        registration = self._tools.get(tool.name)
+        if registration is None:
+            raise KeyError(f"no tool {tool.name!r} is registered for every agent")
+        registration.tool = tool
+        self._specs.clear()
 
     async def invoke(
         self,

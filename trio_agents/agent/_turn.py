@@ -13,7 +13,12 @@ Rules:
   cancelled while running is ``started=True`` (side effects possible).
 - Stop reason of a cancelled turn: ``blocked`` for a :class:`HookCancel`, else ``cancelled``;
   the cause is ``DisposedCancel`` whenever the agent is being disposed (:meth:`Turn.dispose`).
+- A turn asked for a typed answer offers the final-answer tool, and ends ``completed`` when
+  an answer is accepted or ``error`` after too many refusals (``_output``).
 - A :class:`Turn` reaches its agent through :class:`AgentParts` only.
+- Budgets (``_budget``) are checked before each model request and each tool call; a spent one
+  cancels its owner with ``BudgetExhausted`` and this turn's scope with it. A tool call it
+  refuses is recorded not started.
 """
 
 from __future__ import annotations
@@ -36,10 +41,12 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
+from ._budget import tool_refusal, within_budget
 from ._caller import Caller
 from ._compaction import CompactionError, compact_after, fit_window
 from ._events import AgentOutput
 from ._inbox import QueuedMessage
+from ._output import OutputFailed, turn_output
 from ._parts import AgentParts
 from ._results import ToolResult
 from ._usage import usage_record
@@ -65,6 +72,7 @@ class Turn:
         "_claimed",
         "_disposed",
         "_open",
+        "_output",
         "_parts",
         "_started",
         "ending",
@@ -86,6 +94,8 @@ class Turn:
         self._started: set[str] | None = None
         # Who calls the turn's tools: made at the first call, shared by every call.
         self._caller: Caller | None = None
+        # The typed answer the turn must give (``ask(output=)``, ``_output``), or None.
+        self._output = turn_output(parts.outputs, parts.session, turn_id, claimed)
 
     def abort(self, cause: CancelCause) -> None:
         """Cancel the turn with ``cause`` (the first cause given is the one recorded)."""
@@ -101,6 +111,8 @@ class Turn:
         # Invariant: no checkpoint before the claimed messages are recorded (see Agent.cancel).
         self._parts.session.append(TurnStarted(turn_id=self.id))
         self._record_claimed(self._claimed)
+        if self._parts.budget is not None:
+            self._parts.budget.turn_started()
         stop = StopReason.COMPLETED
         error: str | None = None
         cause: CancelCause | None = None
@@ -110,7 +122,7 @@ class Turn:
                 stop = await self._steps()
             if scope.cancelled_caught:
                 cause = scope.cause
-        except (ModelError, CompactionError) as exc:
+        except (ModelError, CompactionError, OutputFailed) as exc:
             stop, error = StopReason.ERROR, str(exc)
         except Exception as exc:
             log.exception("turn %s of agent %s failed", self.id, self._parts.id)
@@ -179,6 +191,7 @@ class Turn:
         for step in range(parts.max_steps):
             if step > 0:
                 self._record_claimed(parts.inbox.claim_step())
+            await within_budget(parts.budget, self.scope, first=step == 0)
             await fit_window(parts, self.id)
             try:
                 calls = await self._ask_model()
@@ -186,6 +199,13 @@ class Turn:
                 if not await compact_after(parts, self.id, exc):
                     raise
                 calls = await self._ask_model()  # once: a second "too long" ends the turn
+            if self._output is not None:
+                calls = self._output.review(calls, self._open)
+                if calls:
+                    await self._call_tools(calls)
+                if self._output.accepted:
+                    return StopReason.COMPLETED
+                continue
             if calls:
                 await self._call_tools(calls)
                 continue
@@ -202,6 +222,8 @@ class Turn:
         request = ModelRequest(
             messages=parts.history.update(session).messages(), tools=parts.tool_specs()
         )
+        if self._output is not None:
+            request = self._output.request(request)
         text: list[str] = []
         calls: list[ToolCallRequested] = []
         finished: Finished | None = None
@@ -234,7 +256,7 @@ class Turn:
                     )
                 )
         if finished is not None:
-            parts.record_usage(usage_record(self.id, finished, parts.model))
+            parts.record_usage(usage_record(self.id, finished, parts.model, parts.prices))
         for call in calls:
             session.append(
                 ToolCall(
@@ -269,13 +291,16 @@ class Turn:
             return  # recorded as not started when the turn ends
         parts = self._parts
         allowed = parts.allowed
-        if allowed is not None and call.name not in allowed:
+        if not parts.may_call(call.name):
+            assert allowed is not None
             result = ToolResult(
                 content=f"tool {call.name!r} is not available to this agent; "
                 f"available: {', '.join(sorted(allowed)) or 'none'}",
                 is_error=True,
                 started=False,
             )
+        elif (refused := tool_refusal(parts.budget, self.scope)) is not None:
+            result = refused
         else:
             caller = self._caller
             if caller is None:

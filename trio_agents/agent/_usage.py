@@ -7,13 +7,15 @@ Rules:
   and records none (:func:`usage_record`).
 - The totals are folded from those records, so a resumed agent's totals include every turn
   it ever ran.
+- A record's ``cost`` is priced by the runtime's :class:`PriceTable` (``None`` for a model
+  it has no price of); ``AgentUsage.cost`` sums the known ones (``None``: none known).
 """
 
 from __future__ import annotations
 
 import attrs
 
-from ..model import Finished, Model
+from ..model import DEFAULT_PRICES, Finished, Model, PriceTable
 from ..session import ModelUsage
 
 __all__ = ["AgentUsage", "usage_record"]
@@ -29,6 +31,8 @@ class AgentUsage:
         requests: how many model requests finished (and so reported usage).
         cache_creation_tokens: of the input tokens, those written to the prompt cache.
         cache_read_tokens: of the input tokens, those read from the prompt cache.
+        cost: US dollars, summed over the requests whose model has a price; ``None`` when
+            none had one.
     """
 
     input_tokens: int = 0
@@ -36,6 +40,7 @@ class AgentUsage:
     requests: int = 0
     cache_creation_tokens: int = 0
     cache_read_tokens: int = 0
+    cost: float | None = None
 
     def plus(self, record: ModelUsage) -> AgentUsage:
         """These totals with one more request's usage added."""
@@ -45,18 +50,29 @@ class AgentUsage:
             self.requests + 1,
             self.cache_creation_tokens + record.cache_creation_tokens,
             self.cache_read_tokens + record.cache_read_tokens,
+            self.cost if record.cost is None else (self.cost or 0.0) + record.cost,
         )
 
 
-def usage_record(turn_id: str, finished: Finished, model: Model) -> ModelUsage:
+def usage_record(
+    turn_id: str, finished: Finished, model: Model, prices: PriceTable = DEFAULT_PRICES
+) -> ModelUsage:
     """The ``ModelUsage`` of a request of ``turn_id`` to ``model`` that ended with
-    ``finished``."""
+    ``finished``, costed with ``prices``."""
     usage = finished.usage
+    name = finished.model if finished.model is not None else model.name
     return ModelUsage(
         turn_id=turn_id,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_creation_tokens=usage.cache_creation_tokens,
         cache_read_tokens=usage.cache_read_tokens,
-        model=finished.model if finished.model is not None else model.name,
+        model=name,
+        cost=prices.cost(
+            name,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_creation_tokens,
+        ),
     )

@@ -1,5 +1,6 @@
 """Typed cancellation: causes as values, carried by cancel scopes (``docs/ownership.rst``)."""
 
+from ._causes import BudgetExhausted as BudgetExhausted
 from ._causes import CancelCause as CancelCause
 from ._causes import DisposedCancel as DisposedCancel
 from ._causes import HookCancel as HookCancel
@@ -12,6 +13,7 @@ from ._scope import current_cause as current_cause
 from ._scope import forget_inherited_scopes as forget_inherited_scopes
 
 __all__ = [
+    "BudgetExhausted",
     "CancelCause",
     "CauseScope",
     "DisposedCancel",

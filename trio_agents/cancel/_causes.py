@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 __all__ = [
+    "BudgetExhausted",
     "CancelCause",
     "DisposedCancel",
     "HookCancel",
@@ -22,6 +23,11 @@ class CancelCause:
     def describe(self) -> str:
         """A short human-readable form, used as trio's ``Cancelled.reason``."""
         return repr(self)
+
+    def for_child(self, parent_id: str) -> CancelCause:
+        """The cause with which this cancel reaches a child of the agent ``parent_id``:
+        :class:`ParentCancel` unless the cause says otherwise (:class:`BudgetExhausted`)."""
+        return ParentCancel(parent_id=parent_id)
 
 
 @attrs.frozen
@@ -59,6 +65,41 @@ class LeaseLost(CancelCause):
     """
 
     holder: str
+
+
+@attrs.frozen
+class BudgetExhausted(CancelCause):
+    """A budget on the path from an agent to the root of its tree is spent: the work under
+    the agent that owns the budget stops. The same cause reaches every descendant, so each
+    stopped turn records whose budget and which limit stopped it.
+
+    Attributes:
+        owner_id: the agent whose budget is spent (the root of the stopped subtree).
+        limit: which limit of the budget: ``"input_tokens"``, ``"output_tokens"``,
+            ``"tokens"``, ``"requests"``, ``"tool_calls"``, ``"turns"``, ``"seconds"`` or
+            ``"cost"``.
+        spent: what was spent of it when the check stopped the work.
+        allowed: the limit's value (``Budget.output_tokens``, ...).
+    """
+
+    owner_id: str
+    limit: str
+    spent: float
+    allowed: float = 0.0
+
+    def describe(self) -> str:
+        """``output_tokens budget 100 spent (117)``: which budget and what was spent."""
+        return f"{self.limit} budget {_number(self.allowed)} spent ({_number(self.spent)})"
+
+    def for_child(self, parent_id: str) -> CancelCause:
+        """The subtree of the owner stops with the owner's own cause."""
+        return self
+
+
+def _number(value: float) -> str:
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.4g}"
 
 
 def check_cause(cause: object) -> CancelCause:

@@ -60,6 +60,7 @@ HELP = (
     "/steer TEXT   steer the running turn (its next step sees TEXT)\n"
     "/cancel       cancel the running turn and clear the queue\n"
     "/jobs         the background jobs of this agent\n"
+    "/agents       this agent and the children its task calls started, live ones\n"
     "/compact      summarize the older turns now (the session file keeps them)\n"
     "/help         this list\n"
     "/quit         leave (Ctrl-D waits for the answer first; Ctrl-C at the prompt leaves)\n"
@@ -191,6 +192,9 @@ def _handle(
     elif command == "/jobs":
         for row in _jobs(root, agent, jobs) or ["no background jobs"]:
             view.note(row)
+    elif command == "/agents":
+        for row in _agents(agent):
+            view.note(row)
     elif command == "/compact":
         root.start_soon(_compact, agent, view)
     elif command == "/help":
@@ -321,4 +325,14 @@ def _jobs(root: Context, agent: Agent, done: dict[str, JobDone]) -> list[str]:
         ended = done.get(job_id)
         state = "running" if ended is None else job_state(ended.status, ended.exit_code)
         rows.append(f"{job_id}  {state}  {commands[record.call_id]}")
+    return rows
+
+
+def _agents(agent: Agent, depth: int = 0) -> list[str]:
+    """``agent`` and its live children, indented by generation, each with its status."""
+    turn = agent.statistics().running_turn
+    running = f", turn {turn}" if turn is not None else ""
+    rows = [f"{'  ' * depth}{agent.id}  {agent.status.value}{running}  {agent.model.name}"]
+    for child in agent.children:
+        rows.extend(_agents(child, depth + 1))
     return rows

@@ -31,7 +31,15 @@ from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
-from ..agent import Agent, AgentOutput, AgentStatus, AgentStatusChanged, AgentUsage
+from ..agent import (
+    Agent,
+    AgentOutput,
+    AgentStatus,
+    AgentStatusChanged,
+    AgentUsage,
+    TaskEnded,
+    TaskStarted,
+)
 from ..kernel import Context, PluginReloaded
 from ..session import (
     AssistantMessage,
@@ -46,6 +54,7 @@ from ..session import (
     UserMessage,
 )
 from ..workspace import format_plan, plan_entries
+from ._budget import stopped_line
 from ._controls import visible_controls
 
 if TYPE_CHECKING:
@@ -77,6 +86,8 @@ class ChatView:
         self._asked = False
         self._working = False  # with an editor: from a turn's start until the agent is idle
         self._usage_at_start = AgentUsage()
+        # The children (and theirs) the agent's task calls started: how deep each is.
+        self._depth: dict[str, int] = {}
 
     def listen(self, root: Context) -> None:
         """Subscribe to the events this view draws (entries of ``root``'s fiber)."""
@@ -84,6 +95,8 @@ class ChatView:
         root.on(SessionAppended, self._on_record)
         root.on(AgentStatusChanged, self._on_status)
         root.on(PluginReloaded, self._on_reload)
+        root.on(TaskStarted, self._on_task)
+        root.on(TaskEnded, self._on_task_ended)
 
     # -- the parts -------------------------------------------------------------------------
 
@@ -199,6 +212,9 @@ class ChatView:
 
     def _on_record(self, event: SessionAppended) -> None:
         if event.session_id != self._agent_id:
+            depth = self._depth.get(event.session_id)
+            if depth is not None:
+                self._child_record(event.record, "  " * depth)
             return
         record = event.record
         if isinstance(record, TurnStarted):
@@ -241,6 +257,35 @@ class ChatView:
             if self._editor is not None:
                 self.note(_usage(self._usage_at_start, self._agent.usage))
 
+    def _on_task(self, event: TaskStarted) -> None:
+        depth = 0 if event.agent_id == self._agent_id else self._depth.get(event.agent_id)
+        if depth is None:
+            return
+        self._depth[event.child_id] = depth + 1
+        how = " in the background" if event.background else ""
+        self.note(f"{'  ' * (depth + 1)}↳ {event.definition} {event.child_id} started{how}", "cyan")
+
+    def _on_task_ended(self, event: TaskEnded) -> None:
+        depth = self._depth.pop(event.child_id, None)
+        if depth is not None:
+            why = f" by {event.cause!r}" if event.cause is not None else ""
+            state = f"{event.stop_reason.value}{why}"
+            style = "cyan" if event.stop_reason is StopReason.COMPLETED else "yellow"
+            self.note(f"{'  ' * depth}↳ {event.child_id} ended {state}", style)
+
+    def _child_record(self, record: object, indent: str) -> None:
+        """A child's work, as indented lines: its tool calls and what it said."""
+        if isinstance(record, ToolCall):
+            args = json.dumps(dict(record.arguments), ensure_ascii=False, default=str)
+            self.note(f"{indent}  → {record.name} {args}", "yellow")
+        elif isinstance(record, ToolCallEnded):
+            first = (record.content.splitlines() or [""])[0]
+            self.note(f"{indent}  ← {first}", "red" if record.is_error else "dim yellow")
+        elif isinstance(record, AssistantMessage) and record.content:
+            lines = record.content.splitlines()
+            more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+            self.note(f"{indent}  {lines[0]}{more}", "green")
+
     def _on_status(self, event: AgentStatusChanged) -> None:
         if event.agent_id == self._agent_id and event.new is AgentStatus.IDLE:
             self.prompt()
@@ -282,6 +327,9 @@ def _usage(before: AgentUsage, after: AgentUsage) -> str:
 
 
 def _ending(record: TurnEnded) -> str:
+    stopped = stopped_line(record.cause)
+    if stopped is not None:
+        return f"turn {record.turn_id} {stopped}"
     text = f"turn {record.turn_id} {record.stop_reason.value}"
     if record.cause is not None:
         text += f" ({type(record.cause).__name__})"

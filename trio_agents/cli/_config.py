@@ -27,6 +27,20 @@ The format::
     instructions = "You are terse."
     tools = ["bash"]
     ask = ["bash"]                    # optional: tools whose calls need approval in this agent
+    budget = { tokens = 1000, cost = 0.5 }  # optional: what it and its children may spend
+
+    [prices]                          # optional: US dollars per million tokens, by model name
+    "gpt-4o" = { input = 2.5, output = 10.0, cache_read = 1.25 }
+
+    [[agent_definitions]]             # a child the model may start with the task tool
+    name = "reviewer"                 # (then the command's own agent is given task,
+    description = "Reviews a diff"    # task_output and task_cancel)
+    instructions = "Review strictly."
+    model = "echo"                    # optional: the default model otherwise
+    tools = ["read_file", "grep"]     # optional: every tool but task when absent
+    ask = ["bash"]                    # optional, as for agents
+    max_steps = 20                    # optional
+    budget = { output_tokens = 5000 } # optional: what each such child may spend
 
     [approval]                        # optional: tools whose calls need approval in every agent
     ask = ["bash", "files__write_file"]
@@ -83,10 +97,10 @@ from typing import Any, Final, final
 import attrs
 
 from .._base import StrictConverter, count_problems, list_problems
-from ..agent import DeclaredAgent
+from ..agent import AgentDefinition, Budget, DeclaredAgent
 from ..kernel import ConfigError, config_converter
 from ..mcp import McpServer
-from ..model import ModelSpecError, model_from_spec
+from ..model import ModelSpecError, Price, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
 from ..shell import SANDBOX_POLICIES
 from ..workspace import ToolFiles
@@ -96,6 +110,7 @@ __all__ = [
     "Approval",
     "Config",
     "ConfigFileError",
+    "DefinitionTable",
     "LoadedPlugin",
     "PluginEntry",
     "Sandbox",
@@ -122,6 +137,20 @@ class PluginEntry:
 #: names them (``bash_output``, ``read_file``, ``list_files``, ``glob``, ``grep`` and ``plan``
 #: only read, and run unasked).
 ASKED_BY_DEFAULT: Final = ("bash", "bash_kill", "write_file", "edit_file")
+
+
+@attrs.frozen
+class DefinitionTable:
+    """One ``[[agent_definitions]]`` table (:class:`AgentDefinition`, a model by its spec)."""
+
+    name: str
+    description: str
+    instructions: str | None = None
+    model: str | None = None
+    tools: list[str] | None = None
+    ask: list[str] | None = None
+    max_steps: int = 50
+    budget: dict[str, float] | None = None
 
 
 @attrs.frozen
@@ -161,6 +190,8 @@ class _File:
     plugins: list[PluginEntry] = attrs.Factory(list)
     mcp_servers: list[McpServer] = attrs.Factory(list)
     agents: list[DeclaredAgent] = attrs.Factory(list)
+    agent_definitions: list[DefinitionTable] = attrs.Factory(list)
+    prices: dict[str, Price] = attrs.Factory(dict)
 
 
 @final
@@ -207,6 +238,10 @@ class Config:
     sandbox: Sandbox | None = None
     #: The ``[files]`` table (``add_dirs`` made absolute): where the file tools may reach.
     files: ToolFiles.Config = attrs.Factory(ToolFiles.Config)
+    #: The ``[[agent_definitions]]`` tables: children the ``task`` tool starts.
+    definitions: tuple[AgentDefinition, ...] = ()
+    #: The ``[prices]`` table: model prices added to (or replacing) the default table.
+    prices: Mapping[str, Price] = attrs.Factory(dict)
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -297,6 +332,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
                     f"(agents[{seen[agent_id]}]); ids are unique"
                 )
             seen.setdefault(agent_id, index)
+    definitions = _definitions(raw, data, problems)
     names: dict[str, int] = {}
     for index, server in enumerate(_tables(data, "mcp_servers")):
         name = _text(server, "name")
@@ -341,7 +377,37 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         forget_approvals=raw.approval.forget_approvals,
         sandbox=_sandbox(raw.sandbox, path),
         files=_files(raw.files, path),
+        definitions=definitions,
+        prices=raw.prices,
     )
+
+
+def _definitions(
+    raw: _File | None, data: Mapping[str, Any], problems: list[str]
+) -> tuple[AgentDefinition, ...]:
+    """The ``[[agent_definitions]]`` as definitions; their problems added to ``problems``."""
+    for index, raw_table in enumerate(_tables(data, "agent_definitions")):
+        where = f"agent_definitions[{index}].model"
+        problems.extend(_check_model(where, _text(raw_table, "model")))
+    if raw is None:
+        return ()
+    made: list[AgentDefinition] = []
+    seen: dict[str, int] = {}
+    for index, table in enumerate(raw.agent_definitions):
+        where = f"agent_definitions[{index}]"
+        if table.name in seen:
+            problems.append(
+                f"{where}.name: {table.name!r} is defined already "
+                f"(agent_definitions[{seen[table.name]}]); names are unique"
+            )
+            continue
+        seen[table.name] = index
+        try:
+            budget = Budget.of(table.budget) if table.budget is not None else None
+            made.append(AgentDefinition(**{**attrs.asdict(table), "budget": budget}))
+        except (TypeError, ValueError) as exc:
+            problems.append(f"{where}: {exc}")
+    return tuple(made)
 
 
 def _files(files: ToolFiles.Config, path: Path | None) -> ToolFiles.Config:

@@ -1,7 +1,8 @@
 """``trio-agents demo``: the lifecycle end to end on the embedded model.
 
-Queue, steer, cancel, a background job and its owner, a plugin reload, dispose: each step
-narrated, with the live events that show the ownership rules at work.
+Queue, steer, cancel, a background job and its owner, a plugin reload, a subagent and a
+budget that stops its subtree, dispose: each step narrated, with the live events that show the
+ownership rules at work.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from ..agent import (
     AgentHandle,
     AgentStatus,
     AgentStatusChanged,
+    Budget,
+    TaskEnded,
+    TaskStarted,
     open_runtime,
 )
 from ..kernel import Context
@@ -77,8 +81,9 @@ async def demo(args: argparse.Namespace) -> int:
         out.print(f"{queued} ran: {queued in ran};  {later} ran: {later in ran}")
 
         await _shell_steps(root, agent, out)
+        await _subagent_steps(root, model.name, spec, out)
 
-        out.rule("5. dispose")
+        out.rule("6. dispose")
         await handle.dispose()
         out.print(f"live agents after dispose: {len(root.agents.list())}")
         path = session_path(root, agent.id)
@@ -166,3 +171,35 @@ async def _shell_steps(root: Context, agent: Agent, out: Console) -> None:
     )
     out.print(f"completion notice injected into the owner: {agent.queued()[-1].content!r}")
     await other.dispose()
+
+
+async def _subagent_steps(root: Context, model_name: str, spec: str, out: Console) -> None:
+    out.rule("5. a subagent, and a budget that stops its subtree")
+    if model_name != "echo":
+        out.print("skipped: the scripted tool calls need the embedded echo model")
+        return
+    root.on(
+        TaskStarted,
+        lambda e: out.print(f"  [blue]task[/] {e.agent_id} started child {e.child_id}"),
+    )
+    root.on(
+        TaskEnded,
+        lambda e: out.print(
+            f"  [blue]task[/] child {e.child_id} ended {e.stop_reason.value}"
+            + (f", cause {e.cause!r}" if e.cause is not None else "")
+        ),
+    )
+    await root.agents.define("helper", description="repeats what it is told", model=spec)
+    lead = await root.agents.create(
+        session_id="lead", tools=["*", "task"], budget=Budget(output_tokens=12)
+    )
+    lead.agent.prompt('!tool task {"agent": "helper", "prompt": "a short errand"}')
+    await lead.agent.when_idle()
+    out.print(
+        f"the child answered and is gone (live children: {len(lead.agent.children)}); what it "
+        f"spent counts against the lead's budget of 12 output tokens"
+    )
+    lead.agent.prompt("one more errand")
+    await lead.agent.when_idle()
+    out.print("the budget is spent: the next turn stopped before its first model request")
+    await lead.dispose()

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import trio
 
 from .._errors import TrioAgentsError
+from ._budget import add_budget_options
 from ._logs import CliLog
 from ._options import common_parents, settings_from
 from ._signals import Terminated, Termination, guarded, stoppable
@@ -85,6 +86,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--yes", action="store_true", help="allow the tool calls that need approval, unasked"
     )
+    run.add_argument(
+        "--output-schema",
+        default=None,
+        metavar="FILE",
+        help="answer with JSON validated by the JSON Schema in FILE (printed on stdout)",
+    )
+    add_budget_options(run)
 
     stored = common_parents()
     sessions = commands.add_parser("sessions", help="manage stored sessions")

@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from .._errors import TrioAgentsError
-from ..agent import Agent, AgentHandle, open_runtime
+from ..agent import Agent, AgentHandle, Budget, open_runtime
 from ..kernel import Context, watch_plugins
 from ..model import Model, ModelError, model_from_spec, preflight
 from ..session import (
@@ -323,7 +323,9 @@ async def open_cli_runtime(
             store=make_store(settings.store),
             model=settings.model,
             agents=declared,
+            definitions=list(config.definitions),
             tracer_provider=tracer_provider,
+            prices=config.prices or None,
         ) as root,
     ):
         with terminable(root):
@@ -367,7 +369,11 @@ async def open_cli_runtime(
 
 
 async def attach(
-    root: Context, session_id: str | None, *, project_files: bool = True
+    root: Context,
+    session_id: str | None,
+    *,
+    project_files: bool = True,
+    budget: Budget | None = None,
 ) -> tuple[Agent, AgentHandle | None]:
     """The agent a ``chat`` or ``run`` talks to, and its handle when this command owns it.
 
@@ -379,6 +385,11 @@ async def attach(
 
     A new agent's system prompt is the project instructions of the working directory
     (:func:`~trio_agents.workspace.project_instructions`), unless ``project_files`` is false.
+    ``budget`` (the ``--max-*`` options) is a new or resumed agent's budget; a declared
+    agent takes its budget from the config file, so it is refused there.
+
+    Raises:
+        CliError: a ``budget`` for an agent declared in the config file.
     """
     agents = root.agents
     here = os.getcwd()  # the agent's shell commands run where the command was started
@@ -388,14 +399,34 @@ async def attach(
     if session_id is not None:
         live = agents.get(session_id)
         if live is not None:
-            return live, None
+            return _declared(live, budget), None
         try:
-            handle = await agents.resume(session_id, cwd=here)
+            if budget is None:
+                handle = await agents.resume(session_id, cwd=here)
+            else:
+                handle = await agents.resume(session_id, cwd=here, budget=budget)
         except SessionNotFoundError:
-            handle = await agents.create(session_id=session_id, cwd=here, instructions=instructions)
+            handle = await agents.create(
+                session_id=session_id,
+                cwd=here,
+                instructions=instructions,
+                tools=agents.lead_tools(),
+                budget=budget,
+            )
         return handle.agent, handle
     declared = agents.list()
     if declared:
-        return declared[0], None
-    handle = await agents.create(cwd=here, instructions=instructions)
+        return _declared(declared[0], budget), None
+    handle = await agents.create(
+        cwd=here, instructions=instructions, tools=agents.lead_tools(), budget=budget
+    )
     return handle.agent, handle
+
+
+def _declared(agent: Agent, budget: Budget | None) -> Agent:
+    if budget is not None:
+        raise CliError(
+            f"agent {agent.id!r} is declared in the config file, which gives its budget; "
+            f"set budget = {{...}} in its [[agents]] table instead of --max-* options"
+        )
+    return agent

@@ -17,7 +17,7 @@ import trio
 
 from ..cancel import UserCancel
 from ..session import AssistantMessage
-from ..workers import AgentDefinition, PromptClaimed, RemotePrompt, open_remote
+from ..workers import AgentTemplate, PromptClaimed, RemotePrompt, open_remote
 from ._worker import dsn_of
 
 __all__ = ["run_remote"]
@@ -30,7 +30,7 @@ async def run_remote(args: argparse.Namespace, prompt: str) -> int:
     session_id = args.session or f"s-{uuid.uuid4().hex[:12]}"
     model = getattr(args, "model", None)
     async with open_remote(dsn) as remote:
-        submitted = await remote.submit(session_id, prompt, agent=AgentDefinition(model=model))
+        submitted = await remote.submit(session_id, prompt, agent=AgentTemplate(model=model))
         with trio.open_signal_receiver(signal.SIGINT) as interrupts:
             async with trio.open_nursery() as nursery:
 

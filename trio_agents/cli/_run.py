@@ -10,12 +10,15 @@ Rules:
 - On a terminal, the answer's control characters (but newline and tab) are shown as visible
   escapes (:mod:`._controls`): the model does not control the terminal. A pipe gets the text
   as it is.
-- stdout carries the answer only; the spinner (a terminal only) and notes go to stderr.
+- stdout carries the answer only; the spinner (a terminal only) and notes go to stderr. With
+  ``--output-schema FILE`` the answer is the turn's typed answer, validated JSON on one line
+  (:mod:`._output_schema`).
 - A tool call that needs approval (``bash`` and ``bash_kill`` by default) is refused unless
   ``--yes`` (:mod:`._ask`); the model reads the refusal and the turn goes on, and the exit
   status is the turn's (a refusal alone does not change it).
-- The exit status says how the turn ended: 0 completed; 1 error, max steps or blocked (one
-  line on stderr); 130 cancelled by Ctrl-C, which cancels the turn with ``UserCancel`` so the
+- The exit status says how the turn ended: 0 completed; 1 error, max steps, blocked or
+  stopped by a spent budget (``--max-*``; one line on stderr that says which budget and what
+  was spent); 130 cancelled by Ctrl-C, which cancels the turn with ``UserCancel`` so the
   session records it.
 - The store is checked at start: one that cannot be written fails the command before any
   model call. If writing the session fails later, the turn is cancelled at once, nothing more
@@ -48,9 +51,11 @@ from ..session import (
 )
 from ..workspace import format_plan, plan_entries
 from ._ask import RunApprover, restored_note
+from ._budget import budget_from, stopped_line
 from ._controls import visible_controls
 from ._images import read_attached_images
 from ._options import CliError, Settings, attach, open_cli_runtime, session_path
+from ._output_schema import accepted_json, load_output_schema
 
 __all__ = ["run"]
 
@@ -62,15 +67,25 @@ async def run(args: argparse.Namespace) -> int:
     wrote = False
     failed: SessionWriteError | None = None
     prompt = await _prompt(args.prompt)
+    budget = budget_from(args)
+    schema = load_output_schema(getattr(args, "output_schema", None))
     images = await read_attached_images(prompt)  # @path of an image (see _images)
     if getattr(args, "remote", None) is not None:
+        if budget is not None:
+            raise CliError("--max-* options are not taken with --remote (a worker runs it)")
+        if schema is not None:
+            raise CliError("--output-schema does not work with --remote; run the prompt here")
         from ._remote import run_remote
 
         return await run_remote(args, prompt)
     async with open_cli_runtime(settings) as root:
-        agent, handle = await attach(root, args.session, project_files=settings.project_files)
+        agent, handle = await attach(
+            root, args.session, project_files=settings.project_files, budget=budget
+        )
         forget = settings.forget_approvals
         agent.approver = RunApprover(getattr(args, "yes", False), forget_stored=forget)
+        if schema is not None:
+            agent.output = schema
         restored = restored_note(agent.session.records, forgotten=forget)
         if restored is not None:
             print(f"trio-agents: {restored}", file=sys.stderr)
@@ -79,7 +94,7 @@ async def run(args: argparse.Namespace) -> int:
 
         def show(event: AgentOutput) -> None:
             nonlocal wrote
-            if event.agent_id == agent.id and failed is None:
+            if event.agent_id == agent.id and failed is None and schema is None:
                 status.stop()
                 wrote = True
                 try:
@@ -125,6 +140,7 @@ async def run(args: argparse.Namespace) -> int:
         finally:
             status.stop()
         ended = _turn_of(agent.session.records, message_id)
+        typed = accepted_json(agent.session.records, ended.turn_id) if ended else None
         path = session_path(root, agent.id)
         if handle is not None:
             try:
@@ -142,10 +158,16 @@ async def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         sys.stdout.flush()
     where = f" ({path})" if path is not None else ""
+    stopped = stopped_line(ended.cause if ended is not None else None)
+    if stopped is not None:
+        print(f"trio-agents: {stopped}; session {agent.id}{where}", file=sys.stderr)
+        return 1
     if ended is None or ended.stop_reason is StopReason.CANCELLED:
         print(f"trio-agents: cancelled; session {agent.id}{where}", file=sys.stderr)
         return 130
     if ended.stop_reason is StopReason.COMPLETED:
+        if schema is not None:
+            print(typed)
         err.print(f"[dim]session {agent.id}{where}[/dim]")
         return 0
     detail = f": {ended.error}" if ended.error else ""

@@ -10,6 +10,13 @@ Rules:
 - ``repair`` (JSONL only) keeps the longest valid start of a corrupt session file and moves
   the rest to a side file beside it (:meth:`JsonlStore.repair`), and says what it did.
 - ``list`` shows a damaged session as a row with the reason, beside the others.
+- Child sessions (of agents made with ``create(parent=...)``) are listed under their parent,
+  indented two spaces a level (the first column of a piped table is still the id for ``awk``);
+  a session whose parent is not stored is top-level (``SessionTree``). ``list --json`` prints
+  the sessions in the same order, each with its ``parent_id``.
+- ``show`` of a session with children ends with their tree: each child's id, how its last
+  turn ended and that turn's prompt. ``delete`` deletes the sessions under the one named too,
+  and names them.
 - ``show`` prints at most :data:`SHOWN` characters of each message, then a note of how many
   more there are; the time is linear in the size of the session. ``--full`` prints messages
   whole (written as they are, not laid out, so that too is linear); ``--json`` prints every
@@ -37,15 +44,19 @@ from ..session import (
     InboxSpliced,
     JsonlStore,
     ModelUsage,
+    Record,
+    SessionFormatError,
     SessionInfo,
     SessionNotFoundError,
     SessionRepair,
     SessionStore,
+    SessionTree,
     SqliteStore,
     ToolApproval,
     ToolCall,
     ToolCallEnded,
     TurnEnded,
+    TurnStarted,
     UserMessage,
     dump_record,
 )
@@ -72,8 +83,7 @@ async def sessions(args: argparse.Namespace) -> int:
             elif args.action == "repair":
                 _repaired(await _repair(store, args.id), args.id)
             else:
-                await store.delete(args.id)
-                out.print(f"deleted {args.id}")
+                _deleted(await store.delete(args.id))
         except SessionNotFoundError:
             where = store_place(args.store)
             place = f" in {where}" if where is not None else ""
@@ -102,25 +112,34 @@ def _repaired(done: SessionRepair | None, session_id: str) -> None:
     print(f"repaired: {done}" if done is not None else f"session {session_id!r} needs no repair")
 
 
+def _deleted(ids: tuple[str, ...]) -> None:
+    *under, asked = ids
+    sessions = "session" if len(under) == 1 else "sessions"
+    below = f" and {len(under)} {sessions} under it: {', '.join(under)}" if under else ""
+    print(f"deleted {asked}{below}")
+
+
 async def _list(store: SessionStore, out: Console, *, as_json: bool) -> None:
-    infos = await store.list()
+    shown = list(SessionTree.of(await store.list()).walk())
     if as_json:
-        sys.stdout.writelines(json.dumps(_info_json(i), ensure_ascii=False) + "\n" for i in infos)
+        rows = (json.dumps(_info_json(i), ensure_ascii=False) + "\n" for _, i in shown)
+        sys.stdout.writelines(rows)
         sys.stdout.flush()
         return
-    if not infos:
+    if not shown:
         out.print("no stored sessions")
         return
     # Box drawing only on a terminal: piped, the rows are plain columns for grep and cut.
     table = Table(
         "id", "records", "updated", "title", box=box.HEAVY_HEAD if out.is_terminal else None
     )
-    for info in infos:
+    for depth, info in shown:
         updated = f"{info.updated:%Y-%m-%d %H:%M}" if info.updated is not None else ""
+        name = "  " * depth + info.id
         if info.damaged is not None:
-            table.add_row(info.id, "-", updated, f"[red]damaged: {escape(info.damaged)}[/]")
+            table.add_row(name, "-", updated, f"[red]damaged: {escape(info.damaged)}[/]")
         else:
-            table.add_row(info.id, str(info.records), updated, escape(info.title or ""))
+            table.add_row(name, str(info.records), updated, escape(info.title or ""))
     out.print(table)
 
 
@@ -129,6 +148,7 @@ def _info_json(info: SessionInfo) -> dict[str, object]:
         "id": info.id,
         "title": info.title,
         "cwd": info.cwd,
+        "parent_id": info.parent_id,
         "records": info.records,
         "updated": info.updated.isoformat() if info.updated is not None else None,
         "damaged": info.damaged,
@@ -214,11 +234,64 @@ async def _show(store: SessionStore, session_id: str, say: _Shower, *, as_json: 
         say.line(f"queued ({escape(message_id)}): ", content, style="dim")
     if total.requests:
         say.line(f"usage: {_tokens(total)}", style="dim")
+    await _show_children(store, session_id, say)
+
+
+async def _show_children(store: SessionStore, session_id: str, say: _Shower) -> None:
+    """The tree of the sessions under ``session_id``: id, how the last turn ended, its
+    prompt."""
+    below = list(SessionTree.of(await store.list()).walk(session_id))
+    if not below:
+        return
+    say.line("[bold]child sessions[/]:")
+    for depth, info in below:
+        name = "  " * depth + escape(info.id)
+        if info.damaged is not None:
+            say.line(f"{name} · [red]damaged[/]: ", info.damaged)
+            continue
+        try:
+            records = (await store.load(info.id)).records
+        except (SessionNotFoundError, SessionFormatError, OSError) as exc:
+            # Deleted or damaged since the listing: that is its status.
+            say.line(f"{name} · [red]cannot be read[/]: ", str(exc))
+            continue
+        status, prompt = _last_turn(records)
+        if prompt:
+            say.line(f"{name} · {status} · last turn: ", prompt)
+        else:
+            say.line(f"{name} · {status}")
+
+
+def _last_turn(records: tuple[Record, ...]) -> tuple[str, str]:
+    """How the last turn of ``records`` ended (markup, or ``no turns``), and its prompt's
+    first line."""
+    turn: str | None = None
+    prompt = ""
+    ended: TurnEnded | None = None
+    for record in records:
+        if isinstance(record, TurnStarted):
+            turn, prompt, ended = record.turn_id, "", None
+        elif isinstance(record, UserMessage) and record.turn_id == turn and not prompt:
+            prompt = _first_line(record.content)
+        elif isinstance(record, TurnEnded) and record.turn_id == turn:
+            ended = record
+    if ended is None:
+        return "no turns", ""
+    cause = f" by {_describe(ended.cause)}" if ended.cause is not None else ""
+    return f"{ended.stop_reason.value}{cause}", prompt
+
+
+def _first_line(text: str, limit: int = 60) -> str:
+    """The first line of ``text`` with any, at most ``limit`` characters (a tree is one line a
+    session)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _tokens(usage: AgentUsage) -> str:
     """``11 in, 4 out tokens (1 request)``; with a prompt cache
-    ``143 in (40 read from the cache, 100 written to it), 2 out tokens (1 request)``."""
+    ``143 in (40 read from the cache, 100 written to it), 2 out tokens (1 request)``; with a
+    price for the model, its cost after it: ``11 in, 4 out tokens (1 request), $0.0012``."""
     plural = "" if usage.requests == 1 else "s"
     cached = ""
     if usage.cache_read_tokens or usage.cache_creation_tokens:
@@ -226,9 +299,10 @@ def _tokens(usage: AgentUsage) -> str:
             f" ({usage.cache_read_tokens:,} read from the cache, "
             f"{usage.cache_creation_tokens:,} written to it)"
         )
+    cost = f", ${usage.cost:,.4f}" if usage.cost is not None else ""
     return (
         f"{usage.input_tokens:,} in{cached}, {usage.output_tokens:,} out tokens "
-        f"({usage.requests:,} request{plural})"
+        f"({usage.requests:,} request{plural}){cost}"
     )
 
 

@@ -21,6 +21,7 @@ from ._messages import ChatMessage as ChatMessage
 from ._messages import ImageError as ImageError
 from ._messages import ImagePart as ImagePart
 from ._messages import ModelRequest as ModelRequest
+from ._messages import OutputSpec as OutputSpec
 from ._messages import SystemText as SystemText
 from ._messages import ToolCallPart as ToolCallPart
 from ._messages import ToolOutput as ToolOutput
@@ -29,6 +30,9 @@ from ._messages import UserText as UserText
 from ._messages import image_placeholder as image_placeholder
 from ._messages import text_with_images as text_with_images
 from ._openai import OpenAIChatModel as OpenAIChatModel
+from ._prices import DEFAULT_PRICES as DEFAULT_PRICES
+from ._prices import Price as Price
+from ._prices import PriceTable as PriceTable
 from ._protocol import Model as Model
 from ._protocol import preflight as preflight
 from ._scripted import CallTool as CallTool
@@ -50,6 +54,7 @@ from ._stream import ToolCallRequested as ToolCallRequested
 from ._stream import Usage as Usage
 
 __all__ = [
+    "DEFAULT_PRICES",
     "FALLBACK_KINDS",
     "IMAGE_TYPES",
     "MAX_IMAGE_BYTES",
@@ -74,6 +79,9 @@ __all__ = [
     "ModelSpecError",
     "ModelsPlugin",
     "OpenAIChatModel",
+    "OutputSpec",
+    "Price",
+    "PriceTable",
     "Reply",
     "Say",
     "ScriptedModel",

@@ -14,7 +14,10 @@ Rules:
   - consecutive messages of one role are merged into one message, as the API requires
     (alternating roles); in a user message the ``tool_result`` blocks come first;
   - empty text blocks are left out (the API refuses them), and a message left with no
-    block is dropped.
+    block is dropped;
+  - a request that asks for a typed answer (``ModelRequest.output``) keeps the final-answer
+    tool and sets ``tool_choice: {"type": "any"}`` (the API has no JSON-schema mode): the
+    model must call a tool, its own tools or the final answer.
 - ``EventAssembler`` takes each server-sent event (its ``type`` is the one in the data).
   Text deltas come out at once; a ``tool_use`` block is assembled from its
   ``content_block_start`` and the ``input_json_delta`` pieces of its index, and comes out,
@@ -178,6 +181,8 @@ def request_body(
         ]
         if cache:
             body["tools"][-1]["cache_control"] = _cache_mark()
+        if request.output is not None:
+            body["tool_choice"] = {"type": "any"}
     if cache:
         # The end of this request (its last user message) is the prefix of the next one, and
         # the end of the previous request (the user message before) is where it is read from.

@@ -30,6 +30,7 @@ __all__ = [
     "ImageError",
     "ImagePart",
     "ModelRequest",
+    "OutputSpec",
     "SystemText",
     "ToolCallPart",
     "ToolOutput",
@@ -219,13 +220,29 @@ class ToolSpec:
 
 
 @attrs.frozen
+class OutputSpec:
+    """The typed final answer a request asks for: JSON that matches ``schema``.
+
+    The same request offers the final-answer tool (the :class:`ToolSpec` named ``tool``, whose
+    parameters are ``schema``). A provider with a native JSON-schema mode may use it instead:
+    it leaves that tool out and the model answers with the JSON as its text. Any other
+    provider sends the request as it is, and the model answers by calling the tool.
+    """
+
+    tool: str
+    schema: Mapping[str, Any] = attrs.field(converter=_copy, hash=False)
+
+
+@attrs.frozen
 class ModelRequest:
     """One model call: the conversation so far and the tools on offer.
 
     ``messages`` is any read-only sequence: a tuple, or the agent's own snapshot view of its
     history (which costs nothing to take however long the conversation is). Providers iterate
-    it; they do not change it.
+    it; they do not change it. ``output`` is the typed final answer the request asks for, or
+    ``None`` (see :class:`OutputSpec`).
     """
 
     messages: Sequence[ChatMessage]
     tools: tuple[ToolSpec, ...] = ()
+    output: OutputSpec | None = None

@@ -2,7 +2,11 @@
 
 Rules:
 - ``request_body`` maps provider-neutral messages and tools to the JSON the endpoint takes,
-  always streaming with usage (``stream_options.include_usage``).
+  always streaming with usage (``stream_options.include_usage``). A request that asks for a
+  typed answer (``ModelRequest.output``) uses the endpoint's native JSON-schema mode:
+  ``response_format: {"type": "json_schema", ...}``, ``strict`` when the schema qualifies
+  (every object closed and every property required, no defaults), and the final-answer tool
+  left out, so the model answers with the JSON as its text.
 - ``ChunkAssembler`` takes the ``data`` of each server-sent event in order. Text deltas come
   out at once; tool-call deltas are assembled by ``index`` (the first delta of an index has
   the id and name, later ones append to the arguments JSON) and come out, parsed, when the
@@ -149,7 +153,16 @@ def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    if request.tools:
+    output = request.output
+    tools = request.tools
+    if output is not None:
+        tools = tuple(spec for spec in tools if spec.name != output.tool)
+        schema = dict(output.schema)
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": output.tool, "schema": schema, "strict": _strict(schema)},
+        }
+    if tools:
         body["tools"] = [
             {
                 "type": "function",
@@ -159,9 +172,28 @@ def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
                     "parameters": dict(spec.parameters),
                 },
             }
-            for spec in request.tools
+            for spec in tools
         ]
     return body
+
+
+def _strict(schema: object) -> bool:
+    """Whether ``schema`` fits OpenAI's strict structured outputs: every object closed with
+    every property required, and no ``default`` (the mode refuses any other schema)."""
+    if not isinstance(schema, dict):
+        return True
+    if "default" in schema:
+        return False
+    properties = schema.get("properties") or {}
+    if schema.get("type") == "object" or "properties" in schema:
+        if schema.get("additionalProperties") is not False:
+            return False
+        if set(schema.get("required", ())) != set(properties):
+            return False
+    parts = [*properties.values(), *schema.get("anyOf", ())]
+    if isinstance(schema.get("items"), dict):
+        parts.append(schema["items"])
+    return all(_strict(part) for part in parts)
 
 
 @attrs.define

@@ -36,10 +36,13 @@ from ._postgres import PostgresStore as PostgresStore
 from ._postgres import SessionLeaseLostError as SessionLeaseLostError
 from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage
+from ._records import ChildEnded as ChildEnded
+from ._records import ChildStarted as ChildStarted
 from ._records import Compacted as Compacted
 from ._records import ImageAttached as ImageAttached
 from ._records import InboxSpliced as InboxSpliced
 from ._records import ModelUsage as ModelUsage
+from ._records import OutputProduced as OutputProduced
 from ._records import Record as Record
 from ._records import StopReason as StopReason
 from ._records import ToolApproval as ToolApproval
@@ -60,11 +63,14 @@ from ._state import SessionState as SessionState
 from ._store import SessionStore as SessionStore
 from ._store import StoreStatistics as StoreStatistics
 from ._summary import SessionInfo as SessionInfo
+from ._tree import SessionTree as SessionTree
 
 __all__ = [
     "SESSIONS",
     "AgentConfigured",
     "AssistantMessage",
+    "ChildEnded",
+    "ChildStarted",
     "Compacted",
     "ImageAttached",
     "InboxSpliced",
@@ -72,6 +78,7 @@ __all__ = [
     "JsonlStore",
     "MemoryStore",
     "ModelUsage",
+    "OutputProduced",
     "PostgresStore",
     "Record",
     "Session",
@@ -92,6 +99,7 @@ __all__ = [
     "SessionStatistics",
     "SessionStore",
     "SessionStoreClosedError",
+    "SessionTree",
     "SessionWriteError",
     "SessionWriteFailed",
     "SqliteStore",

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import abc
 import builtins
+import contextlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Generic, cast
 
 import attrs
 from typing_extensions import TypeVar
 
 from ._entry import Entry
+from ._errors import SessionNotFoundError
 from ._records import Record
 from ._session import Session
 from ._summary import SessionInfo
@@ -103,7 +106,27 @@ class StoreBackend(abc.ABC, Generic[S]):
 
     @abc.abstractmethod
     async def _remove(self, session_id: str) -> None:
-        """Delete the stored session (raises ``SessionNotFoundError``)."""
+        """Delete the stored session, which has no session under it (raises
+        ``SessionNotFoundError``; ``SessionInUseError`` when it is live elsewhere)."""
+
+    async def _remove_tree(self, session_ids: Sequence[str]) -> None:
+        """Delete the stored sessions ``session_ids``, the last being the one asked for and
+        the others the sessions under it, each listed after the sessions under it (raises
+        ``SessionNotFoundError`` when the last is not stored; ``SessionInUseError`` when one
+        is live elsewhere). By default one ``_remove`` each, in that order; a backend that
+        can do it in one transaction does."""
+        *under, asked = session_ids
+        for session_id in under:
+            # One deleted meanwhile (by another process) is as good as deleted here.
+            with contextlib.suppress(SessionNotFoundError):
+                await self._remove(session_id)
+        await self._remove(asked)
+
+    async def _stored_parents(self) -> dict[str, str | None]:
+        """The parent of every stored session (its ``SessionInfo.parent_id``): what a delete
+        needs to find the sessions under one. By default from ``_list_stored``; a backend that
+        can tell it without reading whole sessions does."""
+        return {info.id: info.parent_id for info in await self._list_stored()}
 
     @abc.abstractmethod
     async def _list_stored(self) -> builtins.list[SessionInfo]:

@@ -26,6 +26,7 @@ from cattrs.gen import make_dict_unstructure_fn
 
 from .._base import StrictConverter, StrictTypeError, TagRegistry, Wording
 from ..cancel import (
+    BudgetExhausted,
     CancelCause,
     DisposedCancel,
     HookCancel,
@@ -70,7 +71,7 @@ def register_cause(cls: C, tag: str | None = None) -> C:
     return cls
 
 
-for _cause in (UserCancel, ParentCancel, DisposedCancel, HookCancel, LeaseLost):
+for _cause in (UserCancel, ParentCancel, DisposedCancel, HookCancel, LeaseLost, BudgetExhausted):
     register_cause(_cause)
 
 

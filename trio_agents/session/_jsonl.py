@@ -31,7 +31,7 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
@@ -443,13 +443,20 @@ class JsonlStore(SessionStore[_File]):
         return Stored(loaded.records, loaded)
 
     async def _remove(self, session_id: str) -> None:
+        await self._remove_tree((session_id,))
+
+    async def _remove_tree(self, session_ids: Sequence[str]) -> None:
         if self._read_only:
-            raise self._refuse_write(f"delete session {session_id!r}")
+            raise self._refuse_write(f"delete session {session_ids[-1]!r}")
         try:
-            await trio.to_thread.run_sync(io.remove_session, self.path_of(session_id), session_id)
+            await trio.to_thread.run_sync(io.remove_sessions, self._root, session_ids)
         except io.LockHeld as held:
+            asked = session_ids[-1]
+            which = held.session_id or asked
+            under, then = ("", "it") if which == asked else (f", under {asked!r},", repr(asked))
             raise SessionInUseError(
-                f"session {session_id!r} is live in {held.holder}; end it there, then delete it"
+                f"session {which!r}{under} is live in {held.holder}; end it there, then "
+                f"delete {then}"
             ) from None
 
     async def repair(self, session_id: str) -> SessionRepair | None:
@@ -491,6 +498,9 @@ class JsonlStore(SessionStore[_File]):
             return None
         return SessionRepair(session_id, done.records, done.removed, done.side, done.reason)
 
+    async def _stored_parents(self) -> dict[str, str | None]:
+        return await trio.to_thread.run_sync(io.scan_parents, self._root)
+
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         found = await trio.to_thread.run_sync(io.scan_root, self._root)
         return [
@@ -502,6 +512,7 @@ class JsonlStore(SessionStore[_File]):
                 title=f.title,
                 damaged=f.damaged,
                 cwd=f.cwd,
+                parent_id=f.parent_id,
             )
             for f in found
         ]

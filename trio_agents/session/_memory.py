@@ -116,6 +116,7 @@ class MemoryStore(SessionStore[None]):
                     live=False,
                     title=summary.title,
                     cwd=summary.cwd,
+                    parent_id=summary.parent_id,
                 )
             )
         return infos

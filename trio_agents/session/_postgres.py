@@ -33,7 +33,7 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC
 from functools import partial
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, final
@@ -281,6 +281,7 @@ class PostgresStore(SessionStore[_Row]):
                     tuple(state.log.take()),
                     state.summary.title,
                     state.summary.cwd,
+                    state.summary.parent_id,
                 )
             )
         outcomes: builtins.list[sql.Outcome] | None = None
@@ -469,7 +470,15 @@ class PostgresStore(SessionStore[_Row]):
         return Stored(await self._pool.run(sql.read_session, session_id))
 
     async def _remove(self, session_id: str) -> None:
-        await self._pool.run(sql.delete_session, session_id)
+        await self._remove_tree((session_id,))
+
+    async def _remove_tree(self, session_ids: Sequence[str]) -> None:
+        # The database finds the tree itself, in the delete's own transaction: it also takes
+        # a child another worker stored since this one listed the sessions.
+        await self._pool.run(sql.delete_tree, session_ids[-1])
+
+    async def _stored_parents(self) -> dict[str, str | None]:
+        return await self._pool.run(sql.parents)
 
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         rows = await self._pool.run(sql.list_sessions)
@@ -481,6 +490,7 @@ class PostgresStore(SessionStore[_Row]):
                 live=False,
                 title=row.title,
                 cwd=row.cwd,
+                parent_id=row.parent_id,
             )
             for row in rows
         ]

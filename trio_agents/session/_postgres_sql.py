@@ -7,10 +7,11 @@ is one transaction, so a caller never sees half of one. The connection is in aut
 Rules (the schema, format version 1):
 - ``trio_agents_format`` holds one row: the format version of the database. A database of a
   newer version is refused, never written.
-- ``trio_agents_sessions`` holds one row per session: how many records it has, and its lease
-  (``owner``, ``epoch``, ``expires``). ``owner IS NULL`` is a free session; a lease whose
-  ``expires`` is past (by the database's clock, the one clock every worker shares) may be
-  taken over. Every take-over increments ``epoch``.
+- ``trio_agents_sessions`` holds one row per session: how many records it has, what
+  ``list()`` shows of it (``title``, ``cwd``, ``parent_id``: the summary of its records, kept
+  by each write), and its lease (``owner``, ``epoch``, ``expires``). ``owner IS NULL`` is a
+  free session; a lease whose ``expires`` is past (by the database's clock, the one clock
+  every worker shares) may be taken over. Every take-over increments ``epoch``.
 - ``trio_agents_records`` holds the records, one JSON line each (``dump_record``), keyed by
   ``(session_id, seq)``, with the epoch of the lease that wrote it.
 - Fencing: a write updates the session row ``WHERE owner = me AND epoch = mine AND records =
@@ -19,6 +20,11 @@ Rules (the schema, format version 1):
   lease was taken over is rejected, never interleaved.
 - Row locks are taken in id order within a transaction, so two workers' batches cannot
   deadlock.
+- ``parent_id`` came after format version 1 was first released: preparing the schema adds the
+  column to a database that lacks it and fills it from the records (the latest
+  ``agent_configured`` record of each session), once; an older trio_agents ignores it.
+- A delete removes a session and every session under it (``parent_id``, recursively) in one
+  transaction, or nothing when a worker holds any of them.
 """
 
 from __future__ import annotations
@@ -65,10 +71,11 @@ __all__ = [
     "WriteJob",
     "close_quietly",
     "connect",
-    "delete_session",
+    "delete_tree",
     "discard_session",
     "is_stored",
     "list_sessions",
+    "parents",
     "prepare_schema",
     "read_session",
     "release_lease",
@@ -95,7 +102,8 @@ CREATE TABLE IF NOT EXISTS trio_agents_sessions (
     expires timestamptz,
     updated timestamptz NOT NULL DEFAULT now(),
     title text,
-    cwd text
+    cwd text,
+    parent_id text
 );
 CREATE TABLE IF NOT EXISTS trio_agents_records (
     session_id text NOT NULL REFERENCES trio_agents_sessions (id) ON DELETE CASCADE,
@@ -139,6 +147,7 @@ def prepare_schema(conn: Conn) -> int:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
         conn.execute(_SCHEMA)
+        _add_parents(conn)
         row = conn.execute("SELECT max(version) FROM trio_agents_format").fetchone()
         version = row[0] if row is not None else None
         if version is None:
@@ -150,6 +159,26 @@ def prepare_schema(conn: Conn) -> int:
             f"versions up to {FORMAT_VERSION}; upgrade trio_agents to use it"
         )
     return int(version)
+
+
+def _add_parents(conn: Conn) -> None:
+    """Add ``parent_id`` to a database made before it, filled from the records (see the
+    module's rules)."""
+    found = conn.execute(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = 'trio_agents_sessions' AND column_name = 'parent_id'"
+    ).fetchone()
+    if found is not None:
+        return
+    conn.execute("ALTER TABLE trio_agents_sessions ADD COLUMN parent_id text")
+    # Invariant: dump_record writes the tag first, so the prefix finds every such record
+    # without parsing the others.
+    conn.execute(
+        "UPDATE trio_agents_sessions AS s SET parent_id = c.parent_id FROM ("
+        "SELECT DISTINCT ON (session_id) session_id, line::jsonb ->> 'parent_id' AS parent_id "
+        'FROM trio_agents_records WHERE starts_with(line, \'{"type":"agent_configured"\') '
+        "ORDER BY session_id, seq DESC) AS c WHERE s.id = c.session_id"
+    )
 
 
 def _in_use(session_id: str, owner: str, expires: datetime | None) -> SessionIdInUseError:
@@ -270,6 +299,7 @@ class WriteJob:
     lines: tuple[str, ...]
     title: str | None
     cwd: str | None
+    parent_id: str | None = None
 
 
 #: What a write did for one session: written, or refused and why.
@@ -309,9 +339,9 @@ def write_batch(
         updated = conn.execute(
             "UPDATE trio_agents_sessions AS s SET records = job.first + job.count, "
             "updated = now(), expires = clock_timestamp() + make_interval(secs => %s), "
-            "title = coalesce(job.title, s.title), cwd = job.cwd "
-            "FROM unnest(%b::text[], %b::bigint[], %b::int[], %b::int[], %b::text[], %b::text[])"
-            " AS job(id, epoch, first, count, title, cwd) "
+            "title = coalesce(job.title, s.title), cwd = job.cwd, parent_id = job.parent_id "
+            "FROM unnest(%b::text[], %b::bigint[], %b::int[], %b::int[], %b::text[], %b::text[], "
+            "%b::text[]) AS job(id, epoch, first, count, title, cwd, parent_id) "
             "WHERE s.id = job.id AND s.owner = %s AND s.epoch = job.epoch "
             "AND s.records = job.first RETURNING s.id",
             (
@@ -322,6 +352,7 @@ def write_batch(
                 [len(job.lines) for job in jobs],
                 [job.title for job in jobs],
                 [job.cwd for job in jobs],
+                [job.parent_id for job in jobs],
                 owner,
             ),
         )
@@ -413,37 +444,62 @@ class Listed:
     updated: datetime
     title: str | None
     cwd: str | None
+    parent_id: str | None
 
 
 def list_sessions(conn: Conn) -> builtins.list[Listed]:
     """Every stored session."""
     rows = conn.execute(
-        "SELECT id, records, updated, title, cwd FROM trio_agents_sessions"
+        "SELECT id, records, updated, title, cwd, parent_id FROM trio_agents_sessions"
     ).fetchall()
     return [Listed(*row) for row in rows]
 
 
-def delete_session(conn: Conn, session_id: str) -> None:
-    """Delete a session that no worker holds.
+def parents(conn: Conn) -> dict[str, str | None]:
+    """The parent of every stored session (``parent_id``)."""
+    rows = conn.execute("SELECT id, parent_id FROM trio_agents_sessions").fetchall()
+    return dict(rows)
+
+
+#: The session asked for and every session under it (one row each, ids in order).
+_SUBTREE = (
+    "WITH RECURSIVE tree(id) AS (SELECT %s::text UNION "
+    "SELECT s.id FROM trio_agents_sessions AS s JOIN tree ON s.parent_id = tree.id) "
+    "SELECT s.id, s.owner, s.expires > clock_timestamp() FROM trio_agents_sessions AS s "
+    "JOIN tree ON s.id = tree.id ORDER BY s.id FOR UPDATE OF s"
+)
+
+
+def delete_tree(conn: Conn, session_id: str) -> builtins.list[str]:
+    """Delete a session and every session under it, in one transaction, when no worker holds
+    any of them; the ids deleted.
 
     Raises:
-        SessionInUseError: a worker holds its lease.
+        SessionInUseError: a worker holds the lease of one of them (nothing was deleted).
         SessionNotFoundError: no session has this id.
     """
     with conn.transaction():
-        row = conn.execute(
-            "SELECT owner, expires > clock_timestamp() FROM trio_agents_sessions "
-            "WHERE id = %s FOR UPDATE",
-            (session_id,),
-        ).fetchone()
-        if row is None:
+        rows: builtins.list[tuple[str, str | None, bool | None]] = []
+        while True:
+            # Each statement sees what was committed when it began: a child committed since
+            # the previous one (before its parent's row was locked) is found, and locked, here.
+            found = conn.execute(_SUBTREE, (session_id,)).fetchall()
+            if len(found) == len(rows):
+                break
+            rows = found
+        if not rows:
             raise _not_found(session_id)
-        if row[0] is not None and row[1]:
-            raise SessionInUseError(
-                f"session {session_id!r} is in use by another worker ({row[0]}); end it "
-                f"there, then delete it"
-            )
-        conn.execute("DELETE FROM trio_agents_sessions WHERE id = %s", (session_id,))
+        for doomed, holder, held in rows:
+            if holder is not None and held:
+                under = doomed != session_id
+                which = f"{doomed!r}, under {session_id!r}," if under else repr(doomed)
+                raise SessionInUseError(
+                    f"session {which} is in use by another worker ({holder}); end it "
+                    f"there, then delete {repr(session_id) if under else 'it'}"
+                )
+        ids = [row[0] for row in rows]
+        conn.execute("DELETE FROM trio_agents_sessions WHERE id = ANY(%s)", (ids,))
+    return ids
 
 
 def close_quietly(conn: Conn) -> None:

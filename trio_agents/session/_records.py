@@ -21,10 +21,13 @@ from ..cancel import CancelCause
 __all__ = [
     "AgentConfigured",
     "AssistantMessage",
+    "ChildEnded",
+    "ChildStarted",
     "Compacted",
     "ImageAttached",
     "InboxSpliced",
     "ModelUsage",
+    "OutputProduced",
     "Record",
     "StopReason",
     "ToolApproval",
@@ -180,6 +183,8 @@ class ModelUsage(Record):
         cache_read_tokens: of those, the ones read from the provider's prompt cache.
         model: the name of the model that answered (of a fallback chain, the member), or
             ``None`` in records written before it was recorded.
+        cost: what the request cost in US dollars, by the runtime's price table, or
+            ``None`` when the model's price is unknown (or the record predates costs).
     """
 
     turn_id: str
@@ -188,6 +193,7 @@ class ModelUsage(Record):
     cache_creation_tokens: int = 0
     cache_read_tokens: int = 0
     model: str | None = None
+    cost: float | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -234,6 +240,49 @@ class Compacted(Record):
 
 
 @attrs.frozen(kw_only=True)
+class ChildStarted(Record):
+    """The agent started a child agent through its ``task`` tool.
+
+    Attributes:
+        turn_id: the turn whose tool call started it.
+        call_id: that tool call's id.
+        child_id: the child's agent (and session) id.
+        definition: the name of the agent definition it was made from.
+        background: whether the call answered at once (the child runs on alone).
+    """
+
+    turn_id: str | None = None
+    call_id: str | None = None
+    child_id: str
+    definition: str
+    background: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ChildEnded(Record):
+    """A child the agent started (:class:`ChildStarted`) ended its work.
+
+    Attributes:
+        child_id: the child's id.
+        stop_reason: how the child's turn ended; ``interrupted`` when the process ended
+            while it ran (written when the parent is resumed).
+        cause: the typed cause of a cancelled child, or ``None``.
+        error: the child's error, or ``None``.
+        input_tokens: the tokens the child's model requests read.
+        output_tokens: the tokens they wrote.
+        requests: how many model requests the child made.
+    """
+
+    child_id: str
+    stop_reason: StopReason
+    cause: CancelCause | None = None
+    error: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+
+
+@attrs.frozen(kw_only=True)
 class AgentConfigured(Record):
     """What defines the agent of this session; the latest one is in force.
 
@@ -255,6 +304,10 @@ class AgentConfigured(Record):
             process's own.
         ask: the names of the tools whose calls need approval in this agent (besides the
             tools marked ``ask`` themselves), sorted.
+        budget: the agent's budget, its limits by name (``{"output_tokens": 100}``), or
+            ``None`` for none (see ``trio_agents.agent.Budget``).
+        created_at: when the agent was first created, in seconds since the epoch (wall
+            clock; what a ``seconds`` budget counts from), or ``None`` in older records.
     """
 
     instructions: str | None = None
@@ -266,6 +319,29 @@ class AgentConfigured(Record):
     cwd: str | None = None
     ask: list[str] = attrs.Factory(list)
     model_object: bool = False
+    budget: dict[str, float] | None = None
+    created_at: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class OutputProduced(Record):
+    """A typed final answer the model gave in a turn that asked for one (``ask(output=)``).
+
+    Every answer is recorded, the refused ones too; the turn's typed output is its accepted
+    one (``problems`` empty), which ends the turn.
+
+    Attributes:
+        turn_id: the turn.
+        answer: the JSON the model answered with; the text itself when it was not JSON.
+        problems: why it was refused, one line each with its path; empty when accepted.
+        call_id: the call of the final-answer tool that carried it, or ``None`` for an
+            answer in the model's text (the model is told the problems in a user message).
+    """
+
+    turn_id: str
+    answer: Any
+    problems: list[str] = attrs.Factory(list)
+    call_id: str | None = None
 
 
 _RECORDS: TagRegistry[Record] = TagRegistry(
@@ -328,6 +404,9 @@ for _cls in (
     TurnStarted,
     TurnEnded,
     Compacted,
+    ChildStarted,
+    ChildEnded,
+    OutputProduced,
 ):
     register_record(_cls)
 # The tool's answer is ``agent.ToolResult``; the record of it kept its format-1 tag.

@@ -29,7 +29,7 @@ import builtins
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -315,10 +315,20 @@ class SqliteStore(SessionStore[_Row]):
         return Stored(records=records)
 
     async def _remove(self, session_id: str) -> None:
+        await self._remove_tree((session_id,))
+
+    async def _remove_tree(self, session_ids: Sequence[str]) -> None:
         if self._read_only or self._writer_db is None:
-            raise self._refuse_write(f"delete session {session_id!r}")
+            raise self._refuse_write(f"delete session {session_ids[-1]!r}")
         db = self._writer_db
-        await self._writing(partial(db.remove, session_id))
+        await self._writing(partial(db.remove, session_ids[-1], *session_ids[:-1]))
+
+    async def _stored_parents(self) -> dict[str, str | None]:
+        db = self._reader_db
+        if db is None:
+            await trio.lowlevel.checkpoint()
+            return {}
+        return await self._reading(db.parents)
 
     async def _list_stored(self) -> builtins.list[SessionInfo]:
         db = self._reader_db
@@ -335,6 +345,7 @@ class SqliteStore(SessionStore[_Row]):
                 title=f.title,
                 damaged=f.damaged,
                 cwd=f.cwd,
+                parent_id=f.parent_id,
             )
             for f in found
         ]

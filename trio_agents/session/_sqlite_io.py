@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import sqlite3
 import threading
@@ -76,6 +77,9 @@ CREATE TABLE records (
 
 _BUSY_TIMEOUT = 5.0
 
+#: How the line of every ``AgentConfigured`` record begins (``dump_record`` writes the tag first).
+_CONFIGURED = '{"type":"agent_configured",'
+
 
 @attrs.frozen
 class WriteJob:
@@ -106,6 +110,7 @@ class StoredRow:
     title: str | None
     damaged: str | None = None
     cwd: str | None = None
+    parent_id: str | None = None
 
 
 def _uri(path: Path, mode: str) -> str:
@@ -351,19 +356,21 @@ class Database:
                 raise
         return results
 
-    def remove(self, session_id: str) -> None:
-        """Delete a stored session.
+    def remove(self, session_id: str, *under: str) -> None:
+        """Delete a stored session, and the sessions ``under`` it, in one transaction.
 
         Raises:
-            SessionNotFoundError: there is none.
+            SessionNotFoundError: ``session_id`` is not stored (nothing was deleted).
         """
         with self._using() as conn:
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.execute("DELETE FROM records WHERE session_id = ?", (session_id,))
-                gone = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
-                conn.execute("COMMIT")
+                gone = 0
+                for doomed in (*under, session_id):
+                    conn.execute("DELETE FROM records WHERE session_id = ?", (doomed,))
+                    gone = conn.execute("DELETE FROM sessions WHERE id = ?", (doomed,)).rowcount
+                conn.execute("COMMIT" if gone else "ROLLBACK")
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
@@ -423,6 +430,26 @@ class Database:
             records.append(record)
         return records
 
+    def parents(self) -> dict[str, str | None]:
+        """The ``parent_id`` of the latest ``AgentConfigured`` record of every stored session
+        (``None`` without one), reading no other record: what a delete needs."""
+        with self._using() as conn, _snapshot(conn):
+            ids = conn.execute("SELECT id FROM sessions ORDER BY id").fetchall()
+            rows = conn.execute(
+                "SELECT session_id, line FROM records WHERE substr(line, 1, ?) = ? "
+                "ORDER BY session_id, seq",
+                (len(_CONFIGURED), _CONFIGURED),
+            ).fetchall()
+        parents: dict[str, str | None] = {session_id: None for (session_id,) in ids}
+        for session_id, line in rows:
+            try:
+                record = json.loads(line)
+            except (TypeError, ValueError, RecursionError):
+                continue  # a damaged record: the listing says so; its parent is unknown
+            parent = record.get("parent_id") if isinstance(record, dict) else None
+            parents[session_id] = parent if isinstance(parent, str) else None
+        return parents
+
     def scan(self) -> list[StoredRow]:
         """Every stored session, read as :meth:`read_session` does; a session that cannot be
         read is listed with the reason (``damaged``)."""
@@ -449,6 +476,7 @@ class Database:
                     updated=updated,
                     title=summary.title,
                     cwd=summary.cwd,
+                    parent_id=summary.parent_id,
                 )
             )
         return found

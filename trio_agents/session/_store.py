@@ -10,6 +10,9 @@ Rules (one session's life in a store):
 - ``flush`` is the durability checkpoint. ``detach`` is the final flush and the end of the
   session (memoized). ``abandon`` rolls back a failed creation: it undoes ``enter`` and removes
   what a *new* session persisted; ``SessionDisposed`` only follows an ``announce``.
+- ``delete`` removes a session with every session under it (its child agents' sessions, theirs,
+  ...; :mod:`._tree`), children first, and refuses it all when any of them is live. While it
+  runs, those ids can be neither loaded nor entered.
 - The store is a plugin. Its teardown unwinds LIFO: the service is withdrawn first (so the
   fibers that inject it flush and detach their sessions while it still works), then the close
   detaches every session still live and refuses further work, then backend tasks stop.
@@ -42,6 +45,7 @@ from ._records import Record, StopReason, TurnEnded, open_turns
 from ._session import Session
 from ._state import SessionState
 from ._summary import SessionInfo, Summary
+from ._tree import subtree
 
 if TYPE_CHECKING:
     from ..kernel import Context
@@ -89,6 +93,8 @@ class SessionStore(StoreBackend[S]):
         self._live: dict[str, Session] = {}
         # Ids whose session is being entered: taken, though not live yet.
         self._entering: set[str] = set()
+        # Ids a delete is removing: neither loaded nor entered until it ends.
+        self._deleting: set[str] = set()
         # Bound once, shared by every session of this store (not a bound method per session).
         self._on_append = self._appended
         self._write_batches = 0
@@ -377,25 +383,57 @@ class SessionStore(StoreBackend[S]):
                 live=True,
                 title=summary.title or (stored.title if stored is not None else None),
                 cwd=summary.cwd,
+                parent_id=summary.parent_id,
             )
         epoch = datetime.fromtimestamp(0, UTC)
         return sorted(infos.values(), key=lambda i: (i.updated or epoch, i.id), reverse=True)
 
-    async def delete(self, session_id: str) -> None:
-        """Delete the stored session ``session_id``.
+    async def delete(self, session_id: str) -> tuple[str, ...]:
+        """Delete the stored session ``session_id`` and every session under it: the sessions
+        of its child agents (``create(parent=...)``), theirs, and so on.
+
+        The children go before their parent, in one transaction where the backend has them
+        (SQLite, PostgreSQL); elsewhere a delete cut short (a crash) leaves no child whose
+        parent is gone. When any of them is live, nothing is deleted.
+
+        Returns:
+            The ids deleted, each after the sessions under it: ``session_id`` last.
 
         Raises:
-            SessionInUseError: the session is live; dispose its agent first.
+            SessionInUseError: the session, or one under it, is live (here, or in another
+                process or worker); dispose its agent first.
             SessionNotFoundError: no stored session has this id.
             SessionStoreClosedError: the store is not running.
         """
         self._check_open("delete a session")
         check_session_id(session_id)
+        self._check_deletable(session_id, session_id)
+        parents = await self._stored_parents()
+        for live in self._live.values():
+            if live.id not in parents:  # entered, not written yet
+                parents[live.id] = Summary.of(live.records).parent_id
+        doomed = subtree(parents, session_id)
+        for under in doomed:
+            self._check_deletable(under, session_id)
+        self._deleting.update(doomed)
+        try:
+            if len(doomed) == 1:
+                await self._remove(session_id)
+            else:
+                await self._remove_tree(doomed)
+        finally:
+            self._deleting.difference_update(doomed)
+        return doomed
+
+    def _check_deletable(self, session_id: str, asked: str) -> None:
+        which = repr(session_id) if session_id == asked else f"{session_id!r}, under {asked!r},"
+        if session_id in self._deleting:
+            raise SessionInUseError(f"session {which} is being deleted already")
         if session_id in self._live or session_id in self._entering:
+            then = "it" if session_id == asked else repr(asked)
             raise SessionInUseError(
-                f"session {session_id!r} is live; dispose the agent that uses it, then delete it"
+                f"session {which} is live; dispose the agent that uses it, then delete {then}"
             )
-        await self._remove(session_id)
 
     def statistics(self) -> StoreStatistics:
         """A frozen snapshot of this store."""
@@ -428,6 +466,10 @@ class SessionStore(StoreBackend[S]):
         return cast("Entry[S]", Entry.of(session, self))
 
     def _check_not_live(self, session_id: str) -> None:
+        if session_id in self._deleting:
+            raise SessionIdInUseError(
+                f"session {session_id!r} is being deleted; wait for the delete to end"
+            )
         if session_id in self._live or session_id in self._entering:
             raise SessionIdInUseError(
                 f"session id {session_id!r} is already live; choose another id, or detach "

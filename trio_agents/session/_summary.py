@@ -1,12 +1,13 @@
-"""What ``SessionStore.list()`` says about a session: its title and working directory.
+"""What ``SessionStore.list()`` says about a session: its title, working directory and parent.
 
 Rules:
 - The title is the first line of the first user message with any text, shortened to 60
   characters; with none, the first queued prompt's (``InboxSpliced`` add); else ``None``.
-- The working directory is the latest ``AgentConfigured`` record's ``cwd``.
-- A :class:`Summary` is built record by record (a backend that stores the title beside the
-  records keeps one per session); ``Summary.of(records)`` reads a whole history. Both give the
-  same answer for the same records.
+- The working directory is the latest ``AgentConfigured`` record's ``cwd``, and the parent
+  that record's ``parent_id`` (the session of the agent that created this one as its child).
+- A :class:`Summary` is built record by record (a backend that stores the title, cwd and
+  parent beside the records keeps one per session); ``Summary.of(records)`` reads a whole
+  history. Both give the same answer for the same records.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class SessionInfo:
             ...), or ``None``; a damaged session has ``records == 0`` and no title.
         cwd: the working directory the latest ``AgentConfigured`` record gives the session's
             agent, or ``None`` (none recorded, or the process's own).
+        parent_id: the session of the agent that created this session's agent as its child
+            (``create(parent=...)``), from the latest ``AgentConfigured`` record; ``None`` for
+            a top-level session, and when the store does not know (a damaged session).
     """
 
     id: str
@@ -46,6 +50,7 @@ class SessionInfo:
     title: str | None
     damaged: str | None = None
     cwd: str | None = None
+    parent_id: str | None = None
 
 
 def title_of(contents: Iterable[str]) -> str | None:
@@ -59,11 +64,13 @@ def title_of(contents: Iterable[str]) -> str | None:
 
 @attrs.define(eq=False)
 class Summary:
-    """The title and working directory of a session, record by record (see the rules)."""
+    """The title, working directory and parent of a session, record by record (see the
+    rules)."""
 
     claimed_title: str | None = None
     queued_title: str | None = None
     cwd: str | None = None
+    parent_id: str | None = None
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> Summary:
@@ -88,3 +95,4 @@ class Summary:
                 self.queued_title = title_of([record.content])
         elif isinstance(record, AgentConfigured):
             self.cwd = record.cwd
+            self.parent_id = record.parent_id

@@ -12,7 +12,7 @@ from ._errors import PromptNotFoundError as PromptNotFoundError
 from ._errors import QueueFormatError as QueueFormatError
 from ._ledger import Attempt as Attempt
 from ._ledger import Ledger as Ledger
-from ._records import AgentDefinition as AgentDefinition
+from ._records import AgentTemplate as AgentTemplate
 from ._records import CancelRequested as CancelRequested
 from ._records import Policy as Policy
 from ._records import PromptClaimed as PromptClaimed
@@ -25,7 +25,7 @@ from ._worker import WorkerStatistics as WorkerStatistics
 from ._worker import serve_worker as serve_worker
 
 __all__ = [
-    "AgentDefinition",
+    "AgentTemplate",
     "Attempt",
     "CancelRequested",
     "Ledger",

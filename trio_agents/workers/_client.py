@@ -37,7 +37,7 @@ from ..session import (
     load_record,
 )
 from ._errors import PromptCancelledError, PromptFailedError, PromptNotFoundError
-from ._records import AgentDefinition, CancelRequested, Policy, PromptClaimed
+from ._records import AgentTemplate, CancelRequested, Policy, PromptClaimed
 
 if TYPE_CHECKING:
     from . import _pg
@@ -222,7 +222,7 @@ class Remote:
         content: str,
         *,
         prompt_id: str | None = None,
-        agent: AgentDefinition | None = None,
+        agent: AgentTemplate | None = None,
         policy: Policy = "retry",
         retries: int = 1,
     ) -> RemotePrompt:

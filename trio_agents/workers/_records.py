@@ -22,7 +22,7 @@ from ..cancel import CancelCause
 from ..session import Record, register_cause, register_record
 
 __all__ = [
-    "AgentDefinition",
+    "AgentTemplate",
     "CancelRequested",
     "Policy",
     "PromptClaimed",
@@ -95,7 +95,7 @@ class CancelRequested(Record):
 
 
 @attrs.frozen(kw_only=True)
-class AgentDefinition:
+class AgentTemplate:
     """How a worker creates the agent of a session that is not stored yet.
 
     Attributes:

@@ -18,10 +18,11 @@ Rules (the queue's schema, version 1; its tables sit beside the session store's)
 - Claims take ``FOR UPDATE SKIP LOCKED`` on the prompt rows, so concurrent claimers pass each
   other; the route row is then taken with an upsert that only succeeds for a free route.
 - Every change a client or a worker must hear of is a ``NOTIFY`` in the same transaction
-  (delivered at commit): ``trio_agents_queue`` (payload ``submit:<session>``,
-  ``cancel:<prompt>``, ``free:<session>``) for workers, ``trio_agents_prompts`` (payload the
-  prompt id) when a prompt settles, ``trio_agents_records`` (payload the session id) when a
-  running prompt's records were flushed.
+  (delivered at commit): ``trio_agents_queue`` (payload ``submit:<session> <route owner>``
+  with the owner empty for a free route, ``cancel:<prompt>``, ``free:<session>``) for
+  workers, ``trio_agents_prompts`` (payload the prompt id) when a prompt settles,
+  ``trio_agents_records`` (payload the session id) when a running prompt's records were
+  flushed.
 """
 
 from __future__ import annotations
@@ -248,6 +249,8 @@ _COLUMNS = (
     "id, seq, session_id, content, agent, policy, retries, state, worker, claim, cancel, "
     "answer, error, submitted, finished"
 )
+#: The same columns, of the prompts table named ``p`` (in a statement that joins another).
+_PREFIXED = ", ".join(f"p.{name}" for name in _COLUMNS.split(", "))
 
 
 def submit(
@@ -273,7 +276,17 @@ def submit(
             (prompt_id, session_id, content, agent, policy, retries),
         ).fetchone()
         if row is not None:
-            conn.execute("SELECT pg_notify(%s, 'submit:' || %s)", (QUEUE_CHANNEL, session_id))
+            # The session's live route owner, if any, is named: only it can claim the
+            # prompt, so the other workers need not wake (``submit:<session> <owner>``).
+            conn.execute(
+                """
+                SELECT pg_notify(%(channel)s, 'submit:' || %(s)s || ' ' || coalesce((
+                    SELECT r.worker FROM trio_agents_routes AS r
+                    JOIN trio_agents_workers AS w ON w.id = r.worker
+                    WHERE r.session_id = %(s)s AND w.expires > clock_timestamp()), ''))
+                """,
+                {"channel": QUEUE_CHANNEL, "s": session_id},
+            )
             return PromptRow(*row)
         found = read_prompt(conn, prompt_id)
     assert found is not None  # rows are never deleted
@@ -326,15 +339,18 @@ class Claimed:
 def claim(conn: Conn, worker: str, limit: int, busy: Sequence[str]) -> builtins.list[Claimed]:
     """Claim up to ``limit`` prompts for ``worker``: the first unfinished prompt of each
     session whose route is ``worker``'s or free, skipping ``busy`` sessions (running here
-    already) and prompts another worker runs now; take their routes."""
-    claimed: builtins.list[Claimed] = []
-    with conn.transaction():
-        rows = conn.execute(
-            f"""
-            WITH live AS (
-                SELECT id FROM trio_agents_workers WHERE expires > clock_timestamp()
-            )
-            SELECT {_COLUMNS} FROM trio_agents_prompts AS p
+    already) and prompts another worker runs now; take their routes.
+
+    One statement, one round trip, whatever ``limit`` is: the candidates are locked (``SKIP
+    LOCKED``), their routes taken where free (a route another worker took meanwhile leaves its
+    prompt unclaimed), and those prompts marked running, in submission order.
+    """
+    rows = conn.execute(
+        f"""
+        WITH live AS (
+            SELECT id FROM trio_agents_workers WHERE expires > clock_timestamp()
+        ), candidates AS (
+            SELECT p.id, p.session_id, p.seq FROM trio_agents_prompts AS p
             WHERE p.state IN ('queued', 'running')
               AND NOT (p.session_id = ANY(%(busy)s))
               AND NOT (p.state = 'running' AND p.worker IN (SELECT id FROM live))
@@ -348,31 +364,22 @@ def claim(conn: Conn, worker: str, limit: int, busy: Sequence[str]) -> builtins.
             ORDER BY p.seq
             LIMIT %(limit)s
             FOR UPDATE OF p SKIP LOCKED
-            """,
-            {"busy": list(busy), "me": worker, "limit": limit},
-        ).fetchall()
-        for raw in rows:
-            row = PromptRow(*raw)
-            routed = conn.execute(
-                """
-                INSERT INTO trio_agents_routes AS r (session_id, worker) VALUES (%(s)s, %(me)s)
-                ON CONFLICT (session_id) DO UPDATE SET worker = %(me)s, since = clock_timestamp()
-                WHERE r.worker = %(me)s OR r.worker NOT IN (
-                    SELECT id FROM trio_agents_workers WHERE expires > clock_timestamp())
-                RETURNING session_id
-                """,
-                {"s": row.session_id, "me": worker},
-            ).fetchone()
-            if routed is None:
-                continue  # another worker took the session's route meanwhile
-            taken = conn.execute(
-                f"UPDATE trio_agents_prompts SET state = 'running', worker = %s, "
-                f"claim = claim + 1 WHERE id = %s RETURNING {_COLUMNS}",
-                (worker, row.id),
-            ).fetchone()
-            assert taken is not None  # the row is locked
-            claimed.append(Claimed(PromptRow(*taken)))
-    return claimed
+        ), routed AS (
+            INSERT INTO trio_agents_routes AS r (session_id, worker)
+            SELECT session_id, %(me)s FROM candidates
+            ON CONFLICT (session_id) DO UPDATE SET worker = %(me)s, since = clock_timestamp()
+            WHERE r.worker = %(me)s OR r.worker NOT IN (SELECT id FROM live)
+            RETURNING session_id
+        )
+        UPDATE trio_agents_prompts AS p
+        SET state = 'running', worker = %(me)s, claim = p.claim + 1
+        FROM candidates AS c
+        WHERE p.id = c.id AND c.session_id IN (SELECT session_id FROM routed)
+        RETURNING {_PREFIXED}
+        """,
+        {"busy": list(busy), "me": worker, "limit": limit},
+    ).fetchall()
+    return sorted((Claimed(PromptRow(*raw)) for raw in rows), key=lambda c: c.row.seq)
 
 
 def settle(

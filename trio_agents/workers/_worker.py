@@ -57,7 +57,7 @@ from ..session import (
 )
 from ._ledger import Ledger, decide
 from ._records import (
-    AgentDefinition,
+    AgentTemplate,
     CancelRequested,
     PromptClaimed,
     PromptFailed,
@@ -254,7 +254,11 @@ class Worker:
 
     def _on_notify(self, channel: str, payload: str) -> None:
         kind, _, what = payload.partition(":")
-        if kind == "cancel":
+        if kind == "submit":
+            owner = what.partition(" ")[2]
+            if owner and owner != self.id:
+                return  # the session is routed to a live worker: only it may claim it
+        elif kind == "cancel":
             for run in self._runs.values():
                 if run.row.id == what:
                     self._kick(run.row.session_id)
@@ -442,7 +446,7 @@ class Worker:
         if held is not None and not held.agent.done:
             agent: Agent = held.agent
             return agent
-        definition = AgentDefinition(**json.loads(row.agent)) if row.agent is not None else None
+        definition = AgentTemplate(**json.loads(row.agent)) if row.agent is not None else None
         while not self._handing_back:
             try:
                 handle = await self._agents.resume(row.session_id)
@@ -456,7 +460,7 @@ class Worker:
                 if definition is None:
                     raise SessionNotFoundError(
                         f"no session {row.session_id!r} is stored; submit its first prompt "
-                        f"with an agent definition (agent=AgentDefinition(...)) to create it"
+                        f"with an agent definition (agent=AgentTemplate(...)) to create it"
                     ) from None
                 try:
                     handle = await self._agents.create(

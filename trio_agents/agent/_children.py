@@ -1,0 +1,132 @@
+"""What an agent's session says about the children its ``task`` tool started.
+
+Rules:
+- A child is open from its :class:`ChildStarted` until its :class:`ChildEnded`, both in the
+  parent's session. A parent whose process ended with children open is repaired when it is
+  resumed: each open child's stored session is loaded (which closes its open turn as
+  ``interrupted``, as every load does), written back, and the parent records the child's end
+  as ``interrupted``; the parent may then start (or resume) it again.
+- A child's session that is live elsewhere (resumed by another owner) is left alone: its
+  owner closes it.
+- The answer of a child is read from its own session: the text the model said after the last
+  tool call of its latest turn, as ``ask`` returns it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+import trio
+
+from ..cancel import CancelCause
+from ..session import (
+    AgentConfigured,
+    AssistantMessage,
+    ChildEnded,
+    ChildStarted,
+    Record,
+    Session,
+    SessionIdInUseError,
+    SessionNotFoundError,
+    SessionStore,
+    StopReason,
+    ToolCall,
+    TurnEnded,
+    TurnStarted,
+)
+
+__all__ = ["ChildOutcome", "child_outcome", "close_open_children", "open_children", "parent_of"]
+
+
+@attrs.frozen
+class ChildOutcome:
+    """How a child's latest turn ended, and what it answered.
+
+    Attributes:
+        stop_reason: its stop reason, or ``None`` while no turn has ended.
+        answer: the text after its last tool call (``""`` if none).
+        cause: the typed cause of a cancelled turn.
+        error: the turn's error.
+    """
+
+    stop_reason: StopReason | None = None
+    answer: str = ""
+    cause: CancelCause | None = None
+    error: str | None = None
+
+
+def open_children(records: Sequence[Record]) -> list[ChildStarted]:
+    """The children started and not ended, in the order they started."""
+    started: dict[str, ChildStarted] = {}
+    for record in records:
+        if isinstance(record, ChildStarted):
+            started[record.child_id] = record
+        elif isinstance(record, ChildEnded):
+            started.pop(record.child_id, None)
+    return list(started.values())
+
+
+def parent_of(records: Sequence[Record]) -> str | None:
+    """The parent id of the latest definition in ``records``, or ``None``."""
+    for record in reversed(records):
+        if isinstance(record, AgentConfigured):
+            return record.parent_id
+    return None
+
+
+def child_outcome(records: Sequence[Record]) -> ChildOutcome:
+    """How the latest turn of a child's session ended (see the module rules)."""
+    end: TurnEnded | None = None
+    for record in reversed(records):
+        if isinstance(record, TurnEnded):
+            end = record
+            break
+    if end is None:
+        return ChildOutcome()
+    answer = ""
+    for record in records:
+        if getattr(record, "turn_id", None) != end.turn_id:
+            continue
+        if isinstance(record, TurnStarted | ToolCall):
+            answer = ""
+        elif isinstance(record, AssistantMessage):
+            answer = record.content
+    return ChildOutcome(end.stop_reason, answer, end.cause, end.error)
+
+
+async def close_open_children(store: SessionStore, parent: Session) -> None:
+    """Repair the children ``parent``'s records leave open (see the module rules)."""
+    for started in open_children(parent.records):
+        try:
+            child = await store.load(started.child_id)
+        except SessionNotFoundError:
+            # Its creation never reached the disk: nothing of it ran.
+            parent.append(
+                ChildEnded(
+                    child_id=started.child_id,
+                    stop_reason=StopReason.INTERRUPTED,
+                    error="the process ended before the child's session was stored",
+                )
+            )
+            continue
+        except SessionIdInUseError:
+            continue
+        try:
+            await store.enter(child)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await store.abandon(child)
+            raise
+        with trio.CancelScope(shield=True):
+            await store.detach(child)
+        # A child whose turn ended before the process did keeps its own stop reason.
+        outcome = child_outcome(child.records)
+        parent.append(
+            ChildEnded(
+                child_id=started.child_id,
+                stop_reason=outcome.stop_reason or StopReason.INTERRUPTED,
+                cause=outcome.cause,
+                error=outcome.error,
+            )
+        )
