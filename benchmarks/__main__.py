@@ -23,6 +23,7 @@ from . import (
     bench_cancel,
     bench_compaction,
     bench_fibers,
+    bench_hooks,
     bench_instructions,
     bench_many,
     bench_memory,
@@ -59,6 +60,7 @@ OTHERS = (
     "shell",
     "tracing",
     "task",
+    "hooks",
 )
 
 
@@ -329,6 +331,7 @@ def main() -> None:
         "shell": bench_shell.main,
         "tracing": bench_tracing.main,
         "task": bench_task.main,
+        "hooks": bench_hooks.main,
     }
     if args.child is not None:
         figures = runs[args.child]()

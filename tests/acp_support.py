@@ -167,10 +167,12 @@ async def serve_bridge(
     project_files: bool = True,
     compactor: ag.Compactor | None = None,
     commands: tuple[PromptCommand, ...] = (),
+    models: tuple[str, ...] = (),
 ) -> AsyncIterator[Served]:
     """A runtime (the real local shell and ``bash`` tools, with ``workspace`` the file tools
     and the plan too; ``store`` or a new memory store) serving one bridge, traced with
-    ``tracer_provider`` if given (and compacting with ``compactor`` if given)."""
+    ``tracer_provider`` if given (and compacting with ``compactor`` if given); ``models``
+    are the specs its sessions' ``model`` option offers."""
     store = store if store is not None else MemoryStore()
     async with ag.open_runtime(
         store=store, model=model, tracer_provider=tracer_provider, compactor=compactor
@@ -183,7 +185,11 @@ async def serve_bridge(
             await root.plugin(tool_plan)
         ours, theirs = trio.testing.memory_stream_pair()
         bridge = AcpBridge(
-            ours, allow_bash=allow_bash, project_files=project_files, commands=commands
+            ours,
+            allow_bash=allow_bash,
+            project_files=project_files,
+            commands=commands,
+            models=models,
         )
         fiber = await root.plugin(bridge)
         yield Served(root, bridge, Client(theirs), store)

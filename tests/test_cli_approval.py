@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from pty_support import Terminal
 from support import TRIO_AGENTS
-from test_cli_chat import Terminal
 
 from trio_agents.cli._config import ConfigFileError, parse
 from trio_agents.cli._options import Settings, open_cli_runtime, resolve_model

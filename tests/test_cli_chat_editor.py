@@ -25,8 +25,8 @@ import trio
 import trio.testing
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
+from pty_support import DEADLINE, Terminal
 from rich.console import Console
-from test_cli_chat import DEADLINE, Terminal
 
 from trio_agents.agent import open_runtime
 from trio_agents.cli import main

@@ -69,6 +69,15 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.acp._client_fs": frozenset({"ClientFileSystem", "offers_fs"}),
     "trio_agents.acp._jsonrpc": frozenset({"Event"}),
     "trio_agents.acp._mcp": frozenset({"parse_mcp_servers", "start_mcp_servers"}),
+    "trio_agents.acp._modes": frozenset(
+        {
+            "SessionSettings",
+            "config_option_update",
+            "config_options",
+            "current_mode_update",
+            "mode_state",
+        }
+    ),
     "trio_agents.acp._permission": frozenset({"Permissions", "restored_notice"}),
     "trio_agents.acp._prompts": frozenset({"AcpSession", "Prompt", "Sessions"}),
     "trio_agents.acp._terminal": frozenset(
@@ -129,6 +138,23 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"CHARS_PER_TOKEN", "TOKENS_PER_MESSAGE", "ContextMeter", "estimate"}
     ),
     "trio_agents.agent._inbox": frozenset({"Inbox"}),
+    "trio_agents.agent._guardrails": frozenset({"InputGuardrail", "OutputGuardrail"}),
+    "trio_agents.agent._hook_calls": frozenset(
+        {
+            "after_compact",
+            "after_model",
+            "after_tool",
+            "agent_gone",
+            "before_compact",
+            "before_model",
+            "before_tool",
+            "child_starting",
+            "message_accepted",
+            "turn_ending",
+            "turn_started",
+            "vetoed_by",
+        }
+    ),
     "trio_agents.agent._parts": frozenset({"AgentParts"}),
     "trio_agents.agent._restore": frozenset({"restore"}),
     "trio_agents.agent._status": frozenset({"check_status"}),
@@ -151,6 +177,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.agent._results": frozenset({"RESULT_CAP", "cap_result"}),
     "trio_agents.agent._tools": frozenset({"ToolFn", "ToolsPlugin", "tools_converter"}),
+    "trio_agents.agent._snapshot": frozenset({"agent_snapshot", "describe_agent", "turn_snapshot"}),
     "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.agent._output": frozenset(
         {
@@ -171,7 +198,21 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),
     "trio_agents.cli._budget": frozenset({"add_budget_options", "budget_from", "stopped_line"}),
     "trio_agents.cli._chat": frozenset({"chat"}),
+    "trio_agents.cli._chat_modes": frozenset(
+        {
+            "HELP",
+            "MENTION_LIMIT",
+            "NEW",
+            "ChatCommands",
+            "Handled",
+            "expand_mentions",
+            "latest_here",
+        }
+    ),
     "trio_agents.cli._chat_view": frozenset({"ChatView", "split_blocks"}),
+    "trio_agents.cli._command_hooks": frozenset(
+        {"DEFAULT_COMMAND_TIMEOUT", "CommandHook", "CommandHooks", "HookEntry", "hook_problems"}
+    ),
     "trio_agents.cli._images": frozenset({"attached_images", "read_attached_images"}),
     "trio_agents.cli._config": frozenset(
         {
@@ -217,6 +258,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.cli._usage": frozenset({"Parser", "UsageExit", "suggestion", "version"}),
     "trio_agents.cli._worker": frozenset({"add_worker_parser", "dsn_of", "worker"}),
     "trio_agents.cli._sessions": frozenset({"SHOWN", "sessions"}),
+    "trio_agents.cli._tree_view": frozenset({"HEADING", "age", "render_tree", "tree_of"}),
     "trio_agents.cli._signals": frozenset(
         {
             "FORCE_GRACE",
@@ -233,6 +275,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.kernel._plugin": frozenset({"PluginSpec", "describe_plugin"}),
     "trio_agents.kernel._reload": frozenset({"reload"}),
     "trio_agents.kernel._service_key": frozenset({"service_name"}),
+    "trio_agents.kernel._snapshot": frozenset({"snapshot_of"}),
     "trio_agents.kernel._stack": frozenset({"OwnedStack"}),
     "trio_agents.kernel._states": frozenset({"Halt", "check_transition", "end_state", "halt_with"}),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
@@ -401,6 +444,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.session._summary": frozenset({"Summary", "title_of"}),
     "trio_agents.session._writelog": frozenset({"WriteLog"}),
     "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
+    "trio_agents.shell._snapshot": frozenset({"describe_shell"}),
     "trio_agents.tracing._metrics": frozenset({"Metrics"}),
     "trio_agents.tracing._otel": frozenset({"Tracer", "cause_attributes"}),
     "trio_agents.tracing._protocols": frozenset({"EventT", "RequestT"}),
@@ -410,7 +454,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     # The work queue's internals: its SQL, its database access and its decisions.
     "trio_agents.workers._ledger": frozenset({"Decision", "decide"}),
-    "trio_agents.workers._pg": frozenset({"Listener", "Pool", "where"}),
+    "trio_agents.workers._pg": frozenset({"Listener", "pool", "where"}),
     "trio_agents.workers._sql": frozenset(
         {
             "Claimed",

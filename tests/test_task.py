@@ -75,11 +75,11 @@ async def test_a_definition_is_listed_in_the_task_tool_while_its_fiber_is_loaded
     async with ag.open_runtime() as root:
         await root.agents.define("writer", description="writes prose")
         fiber = await root.plugin(P("definer", define, inject=("agents",)))
-        (spec,) = [s for s in root.tools.specs() if s.name == "task"]
+        (spec,) = [s for s in root.tools.specs(explicit=True) if s.name == "task"]
         assert spec.parameters["properties"]["agent"]["enum"] == ["writer", "reviewer"]
         assert "- writer: writes prose\n- reviewer: reviews code" in spec.description
         await fiber.dispose()
-        (spec,) = [s for s in root.tools.specs() if s.name == "task"]
+        (spec,) = [s for s in root.tools.specs(explicit=True) if s.name == "task"]
         assert spec.parameters["properties"]["agent"]["enum"] == ["writer"]
         assert "reviewer" not in spec.description
 
@@ -464,3 +464,26 @@ async def test_a_definitions_budget_stops_only_the_child_it_made(
         by_call = {r.call_id: r for r in results(parent)}
         assert len(by_call) == 2
         assert sorted(r.is_error for r in by_call.values()) == [False, True]
+
+
+async def test_a_plan_mode_agent_starts_children_that_only_read() -> None:
+    """In plan mode task runs (it reads, by its children); the child is in plan mode too, so
+    its call of a changing tool is refused."""
+    child_model = ScriptedModel([[CallTool("bash", {"command": "touch x"})], "could not"])
+    model = ScriptedModel([[CallTool("task", {"agent": "worker", "prompt": "go"})], "ok"])
+    modes: list[str] = []
+    async with ag.open_runtime() as root:
+        root.on(ag.TaskStarted, lambda e: modes.append(root.agents.get(e.child_id).mode.id))
+        await root.agents.define("worker", description="w", model=child_model)
+        parent = (await root.agents.create(model, tools=TASK_TOOLS)).agent
+        parent.set_mode("plan")
+        assert await parent.ask("go") == "ok"
+        (result,) = results(parent)
+        assert not result.is_error
+        assert result.content.startswith("could not\n\n")
+        assert modes == ["plan"]
+        (started,) = of(parent.session.records, ChildStarted)
+        stored = await stored_records(root, started.child_id)
+        (refused,) = of(stored, ToolCallEnded)
+        assert refused.is_error
+        assert not refused.started

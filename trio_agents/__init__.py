@@ -18,6 +18,7 @@ from . import workers as workers
 from . import workspace as workspace
 from ._errors import TrioAgentsError as TrioAgentsError
 from .agent import AGENTS as AGENTS
+from .agent import HOOKS as HOOKS
 from .agent import TOOLS as TOOLS
 from .agent import Agent as Agent
 from .agent import AgentClosedError as AgentClosedError
@@ -29,6 +30,7 @@ from .agent import ApprovalRequest as ApprovalRequest
 from .agent import Approver as Approver
 from .agent import Budget as Budget
 from .agent import Decision as Decision
+from .agent import HookRefusedError as HookRefusedError
 from .agent import MessageDroppedError as MessageDroppedError
 from .agent import ModelRequiredError as ModelRequiredError
 from .agent import NoCallingAgentError as NoCallingAgentError
@@ -58,6 +60,7 @@ from .events import AgentDisposed as AgentDisposed
 from .events import AgentOutput as AgentOutput
 from .events import AgentStatusChanged as AgentStatusChanged
 from .events import FiberFailed as FiberFailed
+from .events import HookFailed as HookFailed
 from .events import JobDone as JobDone
 from .events import ListenerFailed as ListenerFailed
 from .events import PluginReloaded as PluginReloaded
@@ -87,6 +90,7 @@ from .workers import serve_worker as serve_worker
 
 __all__ = [
     "AGENTS",
+    "HOOKS",
     "MODELS",
     "SESSIONS",
     "SHELL",
@@ -115,6 +119,8 @@ __all__ = [
     "FiberFailed",
     "FiberState",
     "HookCancel",
+    "HookFailed",
+    "HookRefusedError",
     "JobDone",
     "JsonlStore",
     "LeaseLost",

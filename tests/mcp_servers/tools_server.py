@@ -28,6 +28,12 @@ def add(a: int, b: int) -> str:
     return str(a + b)
 
 
+@server.tool(annotations=mt.ToolAnnotations(read_only_hint=True))
+def peek() -> str:
+    """A tool the server marks read-only."""
+    return "peeked"
+
+
 @server.tool(name="dotted.name")
 def dotted() -> str:
     """A tool whose name has a character model APIs refuse."""

@@ -1,11 +1,14 @@
 """The base layer: what every layer uses, below the kernel (``CONTRIBUTING.md``, "The layers").
 
 Private to the package: state tables, the strict structuring policy and its wording, tag
-registries for tagged unions, and the low-level one-shot signal. It imports nothing of the
+registries for tagged unions, the low-level one-shot signal, and a pool of blocking database
+connections used from worker threads. It imports nothing of the
 package but the error base, and any package may import it (``tests/test_layers.py``); no other
 package's private module is imported across packages.
 """
 
+from ._connections import BlockingConnection as BlockingConnection
+from ._connections import ThreadConnections as ThreadConnections
 from ._primitives import Signal as Signal
 from ._primitives import Wake as Wake
 from ._states import InvalidTransitionError as InvalidTransitionError
@@ -20,12 +23,14 @@ from ._wording import json_type as json_type
 from ._wording import list_problems as list_problems
 
 __all__ = [
+    "BlockingConnection",
     "InvalidTransitionError",
     "Signal",
     "StateTable",
     "StrictConverter",
     "StrictTypeError",
     "TagRegistry",
+    "ThreadConnections",
     "Wake",
     "Wording",
     "count_problems",

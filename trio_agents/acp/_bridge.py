@@ -26,6 +26,12 @@ a ``session/cancel``, which aborts the compaction); a prompt command is queued a
 text; an unknown name is answered ``end_turn`` with one line naming the commands, the model
 never seeing it.
 
+Rules (modes and config options, :mod:`._modes`): a session's answer to ``session/new``,
+``session/load`` and ``session/resume`` offers its agent's modes and the ``mode`` and
+``model`` config options; ``session/set_mode`` and ``session/set_config_option`` switch the
+running agent (recorded in its session) and are announced with ``current_mode_update`` and
+``config_option_update`` after the answer.
+
 Rules (ownership):
 - The bridge is a plugin. Its agents are created from the tasks of a child fiber (the *host*),
   so that fiber co-owns them, and each ACP session's record holds its handle's disposer.
@@ -62,6 +68,7 @@ import trio
 from ..agent import (
     AGENTS,
     TOOLS,
+    Agent,
     AgentClosedError,
     AgentDisposed,
     AgentHandle,
@@ -103,6 +110,7 @@ from ._client_fs import ClientFileSystem, offers_fs
 from ._framing import MAX_FRAME
 from ._jsonrpc import ErrorCode, Request, Response, RpcError
 from ._mcp import parse_mcp_servers, start_mcp_servers
+from ._modes import SessionSettings
 from ._permission import Permissions, restored_notice
 from ._prompts import AcpSession, Prompt, Sessions
 from ._protocol import (
@@ -180,6 +188,8 @@ class AcpBridge:
             client had gone.
         commands: prompt commands every session offers (``/name``), besides ``/compact`` and
             the ``.trio-agents/commands/*.md`` files of its ``cwd`` (which win on a name).
+        models: the model specs a session's ``model`` config option offers, besides its
+            agent's own (see :mod:`._modes`).
 
     Apply it with ``await ctx.plugin(bridge)``; it serves until the client closes its side
     (then :meth:`wait_closed` returns) or until its fiber is disposed.
@@ -199,6 +209,7 @@ class AcpBridge:
         max_frame: int = MAX_FRAME,
         max_unsent: int = MAX_UNSENT,
         commands: Iterable[PromptCommand] = (),
+        models: Iterable[str] = (),
     ) -> None:
         if receive_stream is None:
             if not isinstance(send_stream, trio.abc.ReceiveStream):
@@ -221,6 +232,8 @@ class AcpBridge:
                 "authenticate": self._authenticate,
                 "logout": self._logout,
                 "session/prompt": self._prompt,
+                "session/set_mode": self._set_mode,
+                "session/set_config_option": self._set_config_option,
             },
             concurrent={
                 "session/new": self._new,
@@ -238,6 +251,7 @@ class AcpBridge:
             initialized=lambda: self._client_capabilities is not None,
         )
         self._sessions = Sessions(self._serving)
+        self._settings = SessionSettings(models)
         self._calls = ClientCalls(self._serving, lambda: self._closed)
         self._permissions = Permissions(
             self._calls,
@@ -448,7 +462,8 @@ class AcpBridge:
             cwd,
         )
         await self._start_servers(session, servers)
-        return self._answer_then_commands(request, {"sessionId": session.agent.id}, session)
+        result = {"sessionId": session.agent.id, **self._settings.offer(session.agent)}
+        return self._answer_then_commands(request, result, session)
 
     def _answer_then_commands(
         self, request: Request, result: Mapping[str, Any], session: AcpSession
@@ -500,13 +515,34 @@ class AcpBridge:
         # in the session is streamed after the replay.
         self._sessions.replay(session)
         self._notice(session)
-        return self._answer_then_commands(request, {}, session)
+        return self._answer_then_commands(request, self._settings.offer(session.agent), session)
 
     async def _resume(self, request: Request) -> Any:
         # As session/load, without replaying the conversation.
         session = await self._open(params_object(request.params), "resumed")
         self._notice(session)
-        return self._answer_then_commands(request, {}, session)
+        return self._answer_then_commands(request, self._settings.offer(session.agent), session)
+
+    def _set_mode(self, request: Request) -> Any:
+        params = params_object(request.params)
+        session = self._sessions.lookup(params)
+        agent = self._settings.set_mode(session.agent, params)
+        return self._answer_then_settings(request, {}, agent)
+
+    def _set_config_option(self, request: Request) -> Any:
+        params = params_object(request.params)
+        session = self._sessions.lookup(params)
+        agent, options = self._settings.set_option(session.agent, params)
+        return self._answer_then_settings(request, {"configOptions": options}, agent)
+
+    def _answer_then_settings(
+        self, request: Request, result: Mapping[str, Any], agent: Agent
+    ) -> object:
+        """Answer ``request``, then announce the session's mode and options (see _modes)."""
+        self._serving.send(self._serving.rpc.respond(request.id, result))
+        for update in self._settings.updates(agent):
+            self._serving.update(agent.id, update)
+        return LATER
 
     def _notice(self, session: AcpSession) -> None:
         notice = restored_notice(

@@ -37,7 +37,15 @@ from typing import Any, Final, final
 import attrs
 
 from .. import tracing
-from ..agent import Agent, AgentClosedError, AgentDisposed, AgentOutput, TaskEnded, TaskStarted
+from ..agent import (
+    Agent,
+    AgentClosedError,
+    AgentDisposed,
+    AgentOutput,
+    HookRefusedError,
+    TaskEnded,
+    TaskStarted,
+)
 from ..session import (
     InboxSpliced,
     Record,
@@ -241,6 +249,8 @@ class Sessions:
             message_id = agent.prompt(text, images=images) if images else agent.prompt(text)
         except AgentClosedError as exc:
             raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+        except HookRefusedError as exc:  # a prompt_accepted hook vetoed it: nothing queued
+            raise RpcError(ErrorCode.INVALID_PARAMS, str(exc)) from None
         session.prompt = Prompt(request.id, str(message_id))
         params = request.params
         tracing.remote_parent(

@@ -36,8 +36,43 @@ from ._events import TaskStarted as TaskStarted
 from ._factory import AgentFactory as AgentFactory
 from ._factory import AgentRequest as AgentRequest
 from ._factory import DefaultAgentFactory as DefaultAgentFactory
+from ._guardrails import GuardrailCheck as GuardrailCheck
 from ._handle import AgentHandle as AgentHandle
 from ._history import TurnMark as TurnMark
+from ._hook_points import AGENT_DISPOSE as AGENT_DISPOSE
+from ._hook_points import CHILD_END as CHILD_END
+from ._hook_points import CHILD_START as CHILD_START
+from ._hook_points import HOOK_POINTS as HOOK_POINTS
+from ._hook_points import POST_COMPACT as POST_COMPACT
+from ._hook_points import POST_MODEL as POST_MODEL
+from ._hook_points import POST_TOOL as POST_TOOL
+from ._hook_points import PRE_COMPACT as PRE_COMPACT
+from ._hook_points import PRE_MODEL as PRE_MODEL
+from ._hook_points import PRE_TOOL as PRE_TOOL
+from ._hook_points import PROMPT_ACCEPTED as PROMPT_ACCEPTED
+from ._hook_points import TURN_END as TURN_END
+from ._hook_points import TURN_START as TURN_START
+from ._hook_points import AgentDispose as AgentDispose
+from ._hook_points import ChildEnd as ChildEnd
+from ._hook_points import ChildStart as ChildStart
+from ._hook_points import HookPoint as HookPoint
+from ._hook_points import PostCompact as PostCompact
+from ._hook_points import PostModel as PostModel
+from ._hook_points import PostTool as PostTool
+from ._hook_points import PreCompact as PreCompact
+from ._hook_points import PreModel as PreModel
+from ._hook_points import PreTool as PreTool
+from ._hook_points import PromptAccepted as PromptAccepted
+from ._hook_points import TurnEnd as TurnEnd
+from ._hook_points import TurnStart as TurnStart
+from ._hooks import HOOKS as HOOKS
+from ._hooks import HookFailed as HookFailed
+from ._hooks import HookFn as HookFn
+from ._hooks import HookPolicy as HookPolicy
+from ._hooks import HookRefusedError as HookRefusedError
+from ._hooks import HookRegistry as HookRegistry
+from ._hooks import HooksPlugin as HooksPlugin
+from ._hooks import hooks_plugin as hooks_plugin
 from ._inbox import Lane as Lane
 from ._inbox import MessageId as MessageId
 from ._inbox import QueuedMessage as QueuedMessage
@@ -46,6 +81,14 @@ from ._loop import AgentLoop as AgentLoop
 from ._loop import DeclaredAgent as DeclaredAgent
 from ._loop import agent_loop as agent_loop
 from ._meter import ContextUsage as ContextUsage
+from ._modes import EDIT_TOOLS as EDIT_TOOLS
+from ._modes import MODES as MODES
+from ._modes import READ_TOOLS as READ_TOOLS
+from ._modes import Mode as Mode
+from ._modes import ToolKind as ToolKind
+from ._modes import UnknownModeError as UnknownModeError
+from ._modes import mode_named as mode_named
+from ._modes import tool_kind as tool_kind
 from ._output import OutputError as OutputError
 from ._output import OutputSchema as OutputSchema
 from ._registry import AGENTS as AGENTS
@@ -53,6 +96,9 @@ from ._registry import AgentRegistry as AgentRegistry
 from ._registry import AgentScope as AgentScope
 from ._results import ToolResult as ToolResult
 from ._runtime import open_runtime as open_runtime
+from ._snapshot import AgentSnapshot as AgentSnapshot
+from ._snapshot import ToolCallSnapshot as ToolCallSnapshot
+from ._snapshot import TurnSnapshot as TurnSnapshot
 from ._status import AgentStatus as AgentStatus
 from ._tool_signature import tool as tool
 from ._tools import TOOLS as TOOLS
@@ -67,14 +113,32 @@ from ._usage import AgentUsage as AgentUsage
 
 __all__ = [
     "AGENTS",
+    "AGENT_DISPOSE",
+    "CHILD_END",
+    "CHILD_START",
     "COMPACTION",
+    "EDIT_TOOLS",
+    "HOOKS",
+    "HOOK_POINTS",
+    "MODES",
+    "POST_COMPACT",
+    "POST_MODEL",
+    "POST_TOOL",
+    "PRE_COMPACT",
+    "PRE_MODEL",
+    "PRE_TOOL",
+    "PROMPT_ACCEPTED",
+    "READ_TOOLS",
     "TOOLS",
+    "TURN_END",
+    "TURN_START",
     "Agent",
     "AgentCancelRequested",
     "AgentClosedError",
     "AgentConfig",
     "AgentCreated",
     "AgentDefinition",
+    "AgentDispose",
     "AgentDisposed",
     "AgentDriver",
     "AgentFactory",
@@ -86,6 +150,7 @@ __all__ = [
     "AgentRegistry",
     "AgentRequest",
     "AgentScope",
+    "AgentSnapshot",
     "AgentStatistics",
     "AgentStatus",
     "AgentStatusChanged",
@@ -95,6 +160,8 @@ __all__ = [
     "Budget",
     "Built",
     "Caller",
+    "ChildEnd",
+    "ChildStart",
     "Compaction",
     "CompactionError",
     "CompactionPlugin",
@@ -105,29 +172,54 @@ __all__ = [
     "DeclaredAgent",
     "DefaultAgentFactory",
     "DefinitionNameInUseError",
+    "GuardrailCheck",
+    "HookFailed",
+    "HookFn",
+    "HookPoint",
+    "HookPolicy",
+    "HookRefusedError",
+    "HookRegistry",
+    "HooksPlugin",
     "Lane",
     "MessageDroppedError",
     "MessageId",
+    "Mode",
     "ModelRequiredError",
     "NoCallingAgentError",
     "OutputError",
     "OutputSchema",
+    "PostCompact",
+    "PostModel",
+    "PostTool",
+    "PreCompact",
+    "PreModel",
+    "PreTool",
+    "PromptAccepted",
     "QueuedMessage",
     "Refusal",
     "SummarizingCompactor",
     "TaskEnded",
     "TaskStarted",
     "Tool",
+    "ToolCallSnapshot",
     "ToolContext",
     "ToolGuard",
+    "ToolKind",
     "ToolNameInUseError",
     "ToolRegistry",
     "ToolResult",
+    "TurnEnd",
     "TurnFailedError",
     "TurnMark",
+    "TurnSnapshot",
+    "TurnStart",
+    "UnknownModeError",
     "agent_loop",
+    "hooks_plugin",
+    "mode_named",
     "open_runtime",
     "standing_answers",
     "tool",
+    "tool_kind",
     "tools_plugin",
 ]

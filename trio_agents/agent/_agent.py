@@ -48,8 +48,12 @@ from ._config import AgentConfig
 from ._driver import AgentDriver, Built
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
+from ._hook_calls import message_accepted
+from ._hook_points import PROMPT_ACCEPTED
+from ._hooks import HookRegistry
 from ._inbox import Lane, MessageId, QueuedMessage
 from ._meter import ContextUsage
+from ._modes import Mode, switched_model
 from ._output import (
     DEFAULT_RETRIES,
     OutputKind,
@@ -62,6 +66,7 @@ from ._output import (
 )
 from ._parts import AgentParts
 from ._restore import restore
+from ._snapshot import AgentSnapshot, TurnSnapshot, agent_snapshot
 from ._status import AgentStatus, check_status
 from ._turn import Turn
 from ._usage import AgentUsage
@@ -139,6 +144,7 @@ class Agent:
         deps: object = None,
         agents: ChildAgents | None = None,
         prices: PriceTable | None = None,
+        hooks: HookRegistry | None = None,
     ) -> None:
         self.session = session
         self.parent = parent
@@ -195,6 +201,7 @@ class Agent:
             agents=agents,
             prices=prices,
             budget=ledger,
+            hooks=hooks,
         )
         self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []
@@ -255,6 +262,24 @@ class Agent:
     def usage(self) -> AgentUsage:
         """Token usage summed over every model request of the session, resumed ones too."""
         return self._parts.usage
+
+    @property
+    def mode(self) -> Mode:
+        """The agent's mode (``ask``, ``edit``, ``plan``: see :mod:`._modes`)."""
+        return self._approvals.mode
+
+    def set_mode(self, mode: str | Mode) -> Mode:
+        """Put the agent in ``mode`` from its next tool call on (recorded: a resumed agent is
+        in it). Raises :class:`UnknownModeError` for an id that is no mode."""
+        turn = self._turn
+        return self._approvals.set_mode(mode, turn.id if turn is not None else None)
+
+    def set_model(self, model: Model | str) -> Model:
+        """Make ``model`` (a spec or a :class:`Model`) the agent's from its next model request
+        on, recorded as its definition (see :func:`._modes.switched_model`); returns it."""
+        self._config, self._parts.model = switched_model(self._config, model)
+        self.session.append(self._config.record())
+        return self._parts.model
 
     def caller(self) -> Caller:
         """The record of this agent calling a tool outside its turns' own calls (a script's
@@ -344,6 +369,15 @@ class Agent:
             children=tuple(self._children),
         )
 
+    def describe(self, now: float) -> AgentSnapshot:
+        """What the agent is doing now, for a snapshot of the ownership tree (``now`` is
+        trio's clock; see :meth:`Context.snapshot`)."""
+        work = self._work
+        turn = work.describe(now) if isinstance(work, Turn) else None
+        if isinstance(work, CompactJob):
+            turn = TurnSnapshot(work.id, None)
+        return agent_snapshot(self, turn, self._inbox.queued(), self.children)
+
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self._status.value}>"
 
@@ -362,6 +396,7 @@ class Agent:
             UnstorableRecordError: ``content`` is not Unicode text (it holds a lone
                 surrogate), so the session could not record it (a ``ValueError``).
             AgentClosedError: the agent is being disposed.
+            HookRefusedError: a ``prompt_accepted`` hook vetoed it (see :doc:`/hooks`).
         """
         return self._enqueue("next_turn", content, wake=True, images=tuple(images))
 
@@ -419,6 +454,7 @@ class Agent:
 
         Raises:
             AgentClosedError: the agent is being disposed, before or while waiting.
+            HookRefusedError: a ``prompt_accepted`` hook vetoed the message.
             MessageDroppedError: the message was discarded or cancelled before it ran.
             OutputError: the model's answer was refused once more than ``output_retries``.
             TurnFailedError: the turn ended cancelled, in error, blocked or at max steps.
@@ -527,6 +563,8 @@ class Agent:
                 f"agent {self.id} is {self._status.value}; it takes no more messages "
                 f"(create or resume an agent to continue)"
             )
+        if self._parts.hooks.at(PROMPT_ACCEPTED):
+            message_accepted(self._parts.hooks, self.id, lane, content)
         message = self._inbox.add(lane, content, wake=wake)
         try:
             for image in images:

@@ -27,6 +27,9 @@ Rules:
   ``*_always`` answer to the first stands for the rest.
 - Every answer is a :class:`~trio_agents.session.ToolApproval` record, written before the call
   runs or is refused; a standing answer is recorded too (``by="standing answer"``).
+- The agent's mode (:mod:`._modes`) is part of its approval state: it is read from the
+  records with the standing answers, a child without a mode of its own follows its parent's,
+  and :meth:`Approvals.set_mode` records the change.
 - Asking is a checkpoint like any other: a cancel while the question is open propagates
   (:class:`trio.Cancelled`), nothing runs and nothing is recorded; the turn records the call
   as cancelled before it started. An approver that raises refuses the call (fail closed).
@@ -44,7 +47,8 @@ import attrs
 import trio
 
 from .. import tracing
-from ..session import Record, ToolApproval
+from ..session import ModeChanged, Record, ToolApproval
+from ._modes import MODES, Mode, mode_named, recorded_mode
 
 __all__ = [
     "ApprovalRequest",
@@ -163,7 +167,16 @@ class Approvals:
     """The approval state of one agent: who asks, what its definition asks about, and the
     standing answers of its session (see the module rules)."""
 
-    __slots__ = ("_append", "_asking", "_own", "_parent", "_restored", "_standing", "ask")
+    __slots__ = (
+        "_append",
+        "_asking",
+        "_mode",
+        "_own",
+        "_parent",
+        "_restored",
+        "_standing",
+        "ask",
+    )
 
     def __init__(
         self,
@@ -179,7 +192,10 @@ class Approvals:
         # A child agent's: what it asks about and who answers, when it has none of its own.
         self._parent = parent
         self._append = append
+        records = tuple(records)
         self._standing = standing_answers(records)
+        # The agent's own mode (its latest ModeChanged), or None: its parent's, else the first.
+        self._mode: Mode | None = recorded_mode(records)
         # The tools whose standing answer came from the records (not given in this process).
         self._restored = frozenset(self._standing) or _NO_TOOLS
         # One question at a time per agent: the calls of one step are asked in turn, and an
@@ -197,6 +213,25 @@ class Approvals:
     @approver.setter
     def approver(self, approver: Approver | None) -> None:
         self._own = approver
+
+    @property
+    def mode(self) -> Mode:
+        """The mode in force: the agent's own, else its parent's, else the first of
+        :data:`MODES` (``ask``)."""
+        if self._mode is not None:
+            return self._mode
+        return self._parent.mode if self._parent is not None else MODES[0]
+
+    def set_mode(self, mode: str | Mode, turn_id: str | None = None) -> Mode:
+        """Put the agent in ``mode`` from its next tool call on, and record it.
+
+        Raises:
+            UnknownModeError: no mode has that id.
+        """
+        chosen = mode_named(mode)
+        self._append(ModeChanged(mode=chosen.id, turn_id=turn_id))
+        self._mode = chosen
+        return chosen
 
     def asks(self, name: str) -> bool:
         """Whether the agent's definition (a child without an ``ask`` of its own: its

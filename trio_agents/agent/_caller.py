@@ -126,7 +126,7 @@ class ToolCalls(Protocol):
     """What an agent's turns use of the tools registry (``ToolRegistry`` is one): the specs
     the model is told about, and calls made as a :class:`Caller`."""
 
-    def specs(self, *, agent: str | None = None, explicit: bool = True) -> tuple[ToolSpec, ...]:
+    def specs(self, *, agent: str | None = None, explicit: bool = False) -> tuple[ToolSpec, ...]:
         """What the model is told about every tool the agent ``agent`` sees (``explicit``:
         with the tools only agents that name them see)."""
 

@@ -61,13 +61,16 @@ from ..model import (
     model_from_spec,
 )
 from ..session import Compacted
+from . import _hook_calls as hook_calls
 from ._history import TurnMark, message_chars
+from ._hook_points import POST_COMPACT, PRE_COMPACT
 from ._meter import CHARS_PER_TOKEN, TOKENS_PER_MESSAGE, ContextUsage, estimate
 
 if TYPE_CHECKING:
     from ..model import ToolSpec
     from ..session import Session
     from ._history import History
+    from ._hooks import HookRegistry
     from ._meter import ContextMeter
 
 __all__ = [
@@ -396,6 +399,7 @@ class CompactionParts(Protocol):
     model: Model
     history: History
     meter: ContextMeter
+    hooks: HookRegistry
 
     def compactor(self) -> Compactor:
         """The compaction policy in force now."""
@@ -472,6 +476,12 @@ async def compact_history(
         context=before,
         turn_id=turn_id,
     )
+    if parts.hooks.at(PRE_COMPACT):
+        veto = await hook_calls.before_compact(parts, turn_id, before)
+        if veto is not None:
+            raise CompactionError(
+                f"compaction blocked by a hook: {veto.reason}; the history is unchanged", veto
+            )
     try:
         answer = await compactor.compact(request)
     except CompactionError:
@@ -500,4 +510,6 @@ async def compact_history(
         attrs.evolve(draft, turn_id=turn_id, tokens_before=metered.tokens, tokens_after=after)
     )
     parts.compacted()
+    if parts.hooks.at(POST_COMPACT):
+        await hook_calls.after_compact(parts, turn_id, record)
     return record

@@ -26,6 +26,7 @@ from ..model import DEFAULT_PRICES, PriceTable
 from ._agent import Agent, new_agent
 from ._compaction import COMPACTION
 from ._driver import Built
+from ._hooks import HOOKS
 from ._like import AgentLike
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ class DefaultAgentFactory(AgentFactory[Agent]):
             deps=request.deps,
             agents=request.agents,
             prices=request.prices,
+            hooks=context.get(HOOKS),
         )
 
     def __repr__(self) -> str:

@@ -46,6 +46,9 @@ class DeclaredAgent:
     ask: list[str] | None = None
     #: What the agent and its descendants may spend: limits by name (see :class:`Budget`).
     budget: dict[str, float] | None = attrs.field(default=None, validator=_check_budget)
+    #: The sandbox policy of this agent's shell commands when the shell is sandboxed
+    #: (``read-only``, ...): the stricter of it and the shell's applies (``tool_bash``).
+    sandbox: str | None = None
 
 
 @final

@@ -22,6 +22,7 @@ from ._caller import Caller, ToolCalls
 from ._compaction import Compactor, SummarizingCompactor
 from ._config import ALL_TOOLS
 from ._history import History
+from ._hooks import NO_HOOKS, HookRegistry
 from ._inbox import Inbox
 from ._meter import ContextMeter, ContextUsage
 from ._output import Outputs
@@ -67,6 +68,7 @@ class AgentParts:
         "deps",
         "emit",
         "history",
+        "hooks",
         "id",
         "inbox",
         "listens",
@@ -101,6 +103,7 @@ class AgentParts:
         agents: ChildAgents | None = None,
         prices: PriceTable | None = None,
         budget: Ledger | None = None,
+        hooks: HookRegistry | None = None,
     ) -> None:
         self.id = session.id
         self.agent: AgentLike | None = agent
@@ -124,6 +127,8 @@ class AgentParts:
         self.budget = budget
         #: The agent's typed-output settings (``_output``), made when first set.
         self.outputs: Outputs | None = None
+        #: The runtime's hooks (``ctx.hooks``), or a registry that never has any.
+        self.hooks = hooks if hooks is not None else NO_HOOKS
         # The runtime's compaction service, looked up at each use (shared by the agents of
         # one context: a callable per agent would be held by every idle one).
         self._find_compactor = find_compactor
@@ -148,7 +153,7 @@ class AgentParts:
         plain = self.tools.specs(agent=self.id, explicit=False)
         if names is None:
             return plain
-        specs = self.tools.specs(agent=self.id)
+        specs = self.tools.specs(agent=self.id, explicit=True)
         seen = self._specs_seen
         # Invariant: the registry returns the same tuples until its tools change, so the
         # identity check is the whole invalidation.

@@ -51,6 +51,7 @@ from ..session import (
     SessionWriteError,
     SessionWriteFailed,
 )
+from . import _hook_calls as hook_calls
 from ._agent import Agent
 from ._approval import Approver
 from ._budget import Budget
@@ -62,8 +63,11 @@ from ._errors import AgentIdInUseError, ModelRequiredError
 from ._events import AgentCreated, AgentDisposed
 from ._factory import AGENT_FACTORY, AgentFactory, AgentRequest, DefaultAgentFactory
 from ._handle import AgentHandle
+from ._hook_points import AGENT_DISPOSE, CHILD_END, CHILD_START
+from ._hooks import HOOKS
 from ._like import AgentLike
 from ._output import OutputKind, OutputType, output_of
+from ._snapshot import describe_agent
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -179,6 +183,11 @@ class _Hosted(Generic[A]):
         registry._attach(agent)
         ctx.defer(registry._detach, self)
         self.scope = ctx.section("agent-scope")
+
+    def describe(self, now: float) -> object | None:
+        """The agent, for a snapshot of the ownership tree (see ``_snapshot``)."""
+        agent = self.agent
+        return describe_agent(agent, now) if agent is not None else None
 
     def commit(self) -> A:
         """Publish the agent and start its loop; synchronous, so it is all or nothing.
@@ -505,6 +514,9 @@ class AgentRegistry(Generic[A]):
         hosted = _Hosted(self, session, lambda: self.factory.build(request))
         co_owner: Entry | None = None
         try:
+            hooks = self._ctx.get(HOOKS)
+            if parent is not None and hooks is not None and hooks.at(CHILD_START):
+                await hook_calls.child_starting(hooks, parent.id, session.id)
             if caller is not None and not caller.fiber.state.is_open:
                 raise FiberClosedError(_closed_caller(session.id, caller))
             owner = self._scope_of(parent) if parent is not None else self._ctx
@@ -600,6 +612,10 @@ class AgentRegistry(Generic[A]):
         if co_owner is not None:
             co_owner.discard()
         if agent in self._published:
+            hooks = self._ctx.get(HOOKS)
+            if hooks is not None and (hooks.at(CHILD_END) or hooks.at(AGENT_DISPOSE)):
+                parent = agent.parent.id if agent.parent is not None else None
+                await hook_calls.agent_gone(hooks, agent.id, parent)
             self._published.discard(agent)
             self._ctx.emit(AgentDisposed(agent_id=agent.id, session_id=agent.session.id))
 

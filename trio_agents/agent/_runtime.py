@@ -14,6 +14,7 @@ from ._compaction import CompactionPlugin, Compactor
 from ._definitions import AgentDefinition
 from ._events import AgentCancelRequested, AgentCreated, AgentDisposed
 from ._factory import AgentFactory, DefaultAgentFactory, FactoryPlugin
+from ._hooks import hooks_plugin
 from ._loop import AgentLoop, DeclaredAgent, agent_loop
 from ._tools import tools_plugin
 
@@ -92,6 +93,7 @@ async def open_runtime(
                 prices = DEFAULT_PRICES.with_prices(prices)
             await root.plugin(ModelsPlugin(model, prices))
             await root.plugin(tools_plugin)
+            await root.plugin(hooks_plugin)
             await root.plugin(CompactionPlugin(compactor))
             await root.plugin(FactoryPlugin(factory or DefaultAgentFactory()))
             loop = agent_loop if deps is None else AgentLoop(deps=deps)

@@ -42,6 +42,7 @@ from ..session import (
 from ._children import ChildOutcome, child_outcome, parent_of
 from ._errors import AgentClosedError, MessageDroppedError, TurnFailedError
 from ._events import TaskEnded, TaskStarted
+from ._hooks import HookRefusedError
 from ._results import ToolResult
 from ._tool_schema import ArgumentsError, params_schema, structure_arguments
 from ._tools import Tool, ToolContext
@@ -200,7 +201,7 @@ class TaskTools:
             )
         try:
             handle = await self._start(call, parent, definition, args.resume)
-        except _Refused as exc:
+        except (_Refused, HookRefusedError) as exc:  # a child_start hook may veto the child
             return ToolResult(str(exc), is_error=True, started=False)
         child = handle.agent
         # Invariant: no checkpoint between the child's creation and its recorded start.

@@ -17,6 +17,8 @@ Rules:
 - Guards (``add_guard``) run in order after the arguments validated and before the tool's
   function; the first that answers with a result stops the call (``started=False``). A guard,
   like a tool, is an entry of the fiber that added it.
+- The calling agent's mode (:mod:`._modes`) comes first: a tool it refuses is an error
+  result before the arguments are read; a tool it runs unasked skips approval.
 - Approval (:mod:`._approval`) comes after the guards: a call that needs it runs only when the
   calling agent's approver allows it; a refusal is an error result with ``started=False``.
 - Every result is capped in one place, at the end of ``ToolRegistry.invoke``: past
@@ -256,6 +258,11 @@ class Tool:
         explicit: only agents that name the tool in their ``tools`` see it; one given every
             tool (``tools=None``) does not (the ``task`` tool: a subagent does not start
             subagents unless its definition says so).
+        read_only: the tool only reads (changes nothing): it runs in the ``plan`` mode,
+            which refuses every other tool (see :mod:`._modes`).
+        sandboxed: what the tool changes is confined by a sandbox whose policy follows the
+            calling agent's mode (``bash`` under a sandboxed shell): the ``plan`` mode runs
+            it, read-only, instead of refusing it.
 
     Raises:
         ValueError: the name is not valid.
@@ -274,6 +281,12 @@ class Tool:
         default=False, kw_only=True, validator=attrs.validators.instance_of(bool)
     )
     explicit: bool = attrs.field(
+        default=False, kw_only=True, validator=attrs.validators.instance_of(bool)
+    )
+    read_only: bool = attrs.field(
+        default=False, kw_only=True, validator=attrs.validators.instance_of(bool)
+    )
+    sandboxed: bool = attrs.field(
         default=False, kw_only=True, validator=attrs.validators.instance_of(bool)
     )
 
@@ -516,9 +529,14 @@ class ToolRegistry:
         return registration is not None and self._needs(registration.tool, caller)
 
     def _needs(self, tool: Tool, caller: Caller) -> bool:
+        approvals = caller.approvals
+        # The calling agent's mode first: ``edit`` runs the file edits unasked (see _modes).
+        if approvals is not None and approvals.mode.runs_unasked(
+            tool.name, read_only=tool.read_only
+        ):
+            return False
         if tool.ask or tool.name in self._asked:
             return True
-        approvals = caller.approvals
         return approvals is not None and approvals.asks(tool.name)
 
     async def _approved(
@@ -552,12 +570,17 @@ class ToolRegistry:
         registration = self._visible(agent).get(name)
         return None if registration is None else registration.tool
 
-    def names(self, *, agent: str | None = None) -> tuple[str, ...]:
+    def names(self, *, agent: str | None = None, explicit: bool = False) -> tuple[str, ...]:
         """The names of the tools the agent ``agent`` sees (``None``: the tools of every
-        agent), in registration order."""
-        return tuple(self._visible(agent))
+        agent), in registration order; with ``explicit``, also the tools marked ``explicit``
+        (``task``), which only agents that name them see."""
+        return tuple(
+            name
+            for name, registration in self._visible(agent).items()
+            if explicit or not registration.tool.explicit
+        )
 
-    def specs(self, *, agent: str | None = None, explicit: bool = True) -> tuple[ToolSpec, ...]:
+    def specs(self, *, agent: str | None = None, explicit: bool = False) -> tuple[ToolSpec, ...]:
         """What the model is told about every tool the agent ``agent`` sees, in registration
         order.
 
@@ -566,8 +589,8 @@ class ToolRegistry:
 
         Args:
             agent: the agent whose own tools are included.
-            explicit: include the tools marked ``explicit`` (``False``: what an agent given
-                every tool sees).
+            explicit: include the tools marked ``explicit`` (by default, what an agent given
+                every tool sees: not them).
         """
         # Agents without tools of their own share the one tuple (10,000 agents, one copy).
         key = (agent if agent in self._private else None, explicit)
@@ -647,11 +670,19 @@ class ToolRegistry:
         visible = self._visible(caller.agent_id)
         registration = visible.get(name)
         if registration is None:
-            available = ", ".join(sorted(visible)) or "none"
+            # The tools an agent given every tool sees (not the explicit ones, ``task``).
+            plain = (n for n, r in visible.items() if not r.tool.explicit)
+            available = ", ".join(sorted(plain)) or "none"
             return ToolResult(
                 f"unknown tool {name!r}; available: {available}", is_error=True, started=False
             )
         tool = registration.tool
+        if caller.approvals is not None:
+            refusal = caller.approvals.mode.refusal(
+                name, read_only=tool.read_only, sandboxed=tool.sandboxed
+            )
+            if refusal is not None:  # the ``plan`` mode: nothing that changes anything runs
+                return ToolResult(refusal, is_error=True, started=False)
         params = self._structure(tool, arguments)
         if isinstance(params, ToolResult):
             return params

@@ -41,14 +41,17 @@ from ..session import (
     TurnStarted,
     UserMessage,
 )
+from . import _hook_calls as hook_calls
 from ._budget import tool_refusal, within_budget
 from ._caller import Caller
 from ._compaction import CompactionError, compact_after, fit_window
 from ._events import AgentOutput
+from ._hook_points import POST_MODEL, POST_TOOL, PRE_MODEL, PRE_TOOL, TURN_END, TURN_START
 from ._inbox import QueuedMessage
 from ._output import OutputFailed, turn_output
 from ._parts import AgentParts
 from ._results import ToolResult
+from ._snapshot import TurnSnapshot, turn_snapshot
 from ._usage import usage_record
 
 __all__ = ["Turn"]
@@ -78,6 +81,7 @@ class Turn:
         "ending",
         "id",
         "scope",
+        "since",
     )
 
     def __init__(self, parts: AgentParts, turn_id: str, claimed: list[QueuedMessage]) -> None:
@@ -91,11 +95,18 @@ class Turn:
         # at the first call (most turns call no tool, and each object alive across a turn's
         # checkpoints is one more for the cyclic collector to traverse, issue #17).
         self._open: dict[str, ToolCallRequested] | None = None
-        self._started: set[str] | None = None
+        # The calls that began, with when (trio's clock; a snapshot's running_for).
+        self._started: dict[str, float] | None = None
         # Who calls the turn's tools: made at the first call, shared by every call.
         self._caller: Caller | None = None
         # The typed answer the turn must give (``ask(output=)``, ``_output``), or None.
         self._output = turn_output(parts.outputs, parts.session, turn_id, claimed)
+        #: When the turn began, on trio's clock.
+        self.since = trio.current_time()
+
+    def describe(self, now: float) -> TurnSnapshot:
+        """The turn and its tool calls in flight, for a snapshot of the ownership tree."""
+        return turn_snapshot(self.id, self.since, now, self._open, self._started)
 
     def abort(self, cause: CancelCause) -> None:
         """Cancel the turn with ``cause`` (the first cause given is the one recorded)."""
@@ -120,10 +131,13 @@ class Turn:
         try:
             with scope:
                 stop = await self._steps()
+                if self._parts.hooks.at(TURN_END):
+                    await hook_calls.turn_ending(self._parts, self, stop)
             if scope.cancelled_caught:
                 cause = scope.cause
         except (ModelError, CompactionError, OutputFailed) as exc:
             stop, error = StopReason.ERROR, str(exc)
+            cause = hook_calls.vetoed_by(exc)  # a compaction a hook refused: blocked
         except Exception as exc:
             log.exception("turn %s of agent %s failed", self.id, self._parts.id)
             # The failure itself, not the group a nursery of tool calls wraps it in.
@@ -165,7 +179,7 @@ class Turn:
         self.ending = True
         append = self._parts.session.append
         open_calls = self._open if self._open is not None else {}
-        started = self._started if self._started is not None else set()
+        started = self._started if self._started is not None else {}
         for call_id, call in open_calls.items():
             ran = call_id in started
             append(
@@ -188,6 +202,8 @@ class Turn:
 
     async def _steps(self) -> StopReason:
         parts = self._parts
+        if parts.hooks.at(TURN_START):
+            await hook_calls.turn_started(parts, self, [m.content for m in self._claimed])
         for step in range(parts.max_steps):
             if step > 0:
                 self._record_claimed(parts.inbox.claim_step())
@@ -224,6 +240,8 @@ class Turn:
         )
         if self._output is not None:
             request = self._output.request(request)
+        if parts.hooks.at(PRE_MODEL):
+            request = await hook_calls.before_model(parts, self, request)
         text: list[str] = []
         calls: list[ToolCallRequested] = []
         finished: Finished | None = None
@@ -269,6 +287,8 @@ class Turn:
             if self._open is None:
                 self._open = {}
             self._open[call.call_id] = call
+        if parts.hooks.at(POST_MODEL):
+            await hook_calls.after_model(parts, self, text, calls)
         return calls
 
     async def _call_tools(self, calls: list[ToolCallRequested]) -> None:
@@ -283,8 +303,8 @@ class Turn:
 
     def _start(self, call_id: str) -> None:
         if self._started is None:
-            self._started = set()
-        self._started.add(call_id)
+            self._started = {}
+        self._started[call_id] = trio.current_time()
 
     async def _call_tool(self, call: ToolCallRequested) -> None:
         if self.scope.cancel_called:
@@ -305,13 +325,18 @@ class Turn:
             caller = self._caller
             if caller is None:
                 caller = self._caller = parts.caller(self.id, self.scope)
-            result = await parts.tools.invoke(
+            arguments, answer = call.arguments, None
+            if parts.hooks.at(PRE_TOOL):
+                arguments, answer = await hook_calls.before_tool(parts, self.id, call)
+            result = answer or await parts.tools.invoke(
                 call.name,
-                call.arguments,
+                arguments,
                 caller,
                 call_id=call.call_id,
                 on_start=lambda: self._start(call.call_id),
             )
+            if parts.hooks.at(POST_TOOL):
+                result = await hook_calls.after_tool(parts, self.id, call, arguments, result)
         if self._open is not None:
             self._open.pop(call.call_id, None)
         for image in result.images:  # before the result they go with (see _history)

@@ -58,13 +58,16 @@ async def acp(args: argparse.Namespace) -> int:
         receive = trio.lowlevel.FdStream(receive_fd)
         send = trio.lowlevel.FdStream(send_fd)
         allow = ("bash", "bash_kill") if args.allow_bash else ()
+        # A sandboxed command cannot leave the sandbox: the client is not asked (as Codex).
+        unasked = bool(args.allow_bash) or args.settings.sandbox is not None
         async with open_cli_runtime(args.settings, allow=allow) as root:
             bridge = AcpBridge(
                 send,
                 receive,
-                allow_bash=bool(args.allow_bash),
+                allow_bash=unasked,
                 forget_approvals=args.settings.forget_approvals,
                 project_files=args.settings.project_files,
+                models=args.settings.config.models,
             )
             fiber = await root.plugin(bridge)
             await bridge.wait_closed()

@@ -23,6 +23,10 @@ Rules:
   is the answer, offered to the asker before anything else.
 - A resumed session shows its last few exchanges first, then one line naming the standing
   ``allow_always`` approvals it restored (ignored with ``--forget-approvals``).
+- ``/mode``, Shift-Tab, ``/model``, ``/clear``, ``/resume``, ``--continue``, ``/cost`` and
+  ``@path`` mentions are :mod:`._chat_modes`'s; ``/clear`` and ``/resume N`` switch the chat
+  to another agent (the input goes on: one reader for the whole chat), disposing the one it
+  owned.
 - On exit the last line says where the session is stored.
 """
 
@@ -32,23 +36,36 @@ import argparse
 import errno
 import os
 import signal
+from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 import trio
 from rich.console import Console
 
-from ..agent import Agent, AgentClosedError, AgentStatus, CompactionError
+from .._errors import TrioAgentsError
+from ..agent import (
+    Agent,
+    AgentClosedError,
+    AgentHandle,
+    AgentStatus,
+    CompactionError,
+    HookRefusedError,
+)
 from ..cancel import UserCancel
 from ..kernel import Context
 from ..session import ToolCall, ToolCallEnded
 from ..shell import JobDone, JobNotFoundError, job_state
+from ..workspace import project_instructions
 from ._ask import TerminalAsker, restored_note
+from ._chat_modes import HELP as MORE_HELP
+from ._chat_modes import ChatCommands, Handled, latest_here
 from ._chat_view import ChatView
 from ._images import attached_images
 from ._keys import Key
 from ._logs import CliLog
 from ._options import CliError, Settings, attach, open_cli_runtime, session_place, store_root
+from ._tree_view import render_tree
 
 if TYPE_CHECKING:
     from ._input import LineEditor
@@ -61,7 +78,9 @@ HELP = (
     "/cancel       cancel the running turn and clear the queue\n"
     "/jobs         the background jobs of this agent\n"
     "/agents       this agent and the children its task calls started, live ones\n"
+    "/tree         who owns what now: the runtime's ownership tree\n"
     "/compact      summarize the older turns now (the session file keeps them)\n"
+    f"{MORE_HELP}\n"
     "/help         this list\n"
     "/quit         leave (Ctrl-D waits for the answer first; Ctrl-C at the prompt leaves)\n"
     "a line ending with \\ (or Alt-Enter) continues on the next; Up/Down recall earlier lines"
@@ -74,29 +93,58 @@ async def chat(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
     log: CliLog | None = getattr(args, "log", None)
     terminal = os.isatty(0) and os.isatty(1)
+    commands = ChatCommands(models=settings.config.models)
     async with open_cli_runtime(settings) as root:
-        agent, handle = await attach(root, args.session, project_files=settings.project_files)
+        session = args.session
+        if getattr(args, "latest", False) and session is None:
+            session = await latest_here(root, os.getcwd())
+            if session is None:
+                console.print("no stored session in this directory: a new one", style="dim")
+        agent, handle = await attach(root, session, project_files=settings.project_files)
         editor = _editor(settings) if terminal else None
         with editor.screen() if editor is not None else nullcontext():
             view = ChatView(console, agent, editor)
             view.listen(root)
             forget = settings.forget_approvals
             asker = TerminalAsker(view.note, view.asked, forget_stored=forget)
-            agent.approver = asker
             jobs: dict[str, JobDone] = {}
             root.on(JobDone, lambda event: jobs.__setitem__(event.job_id, event))
-            where = session_place(root, agent.id)
-            owner = "" if handle is not None else " (declared in the config file)"
-            view.note(f"chatting with {agent.id}{owner} on {agent.model.name}; /help for commands")
-            view.history(agent.session.records)
-            restored = restored_note(agent.session.records, forgotten=forget)
-            if restored is not None:
-                view.note(restored, "yellow")
+            _greet(view, agent, handle, asker)
             if log is not None:
                 log.go_live()
+
+            async def switch(old: Agent) -> Agent:
+                nonlocal agent, handle
+                instructions = (
+                    await trio.to_thread.run_sync(project_instructions, os.getcwd())
+                    if settings.project_files
+                    else None
+                )
+                try:
+                    agent, new = await commands.next_agent(root, instructions=instructions)
+                except (TrioAgentsError, OSError) as exc:
+                    view.note(str(exc), "red")
+                    return old
+                if handle is not None:
+                    await handle.dispose()
+                handle = new
+                view.switch(agent)
+                _greet(view, agent, handle, asker)
+                await commands.refresh(root)
+                return agent
+
+            await commands.refresh(root)
             try:
                 await _converse(
-                    root, agent, view, jobs, interactive=os.isatty(0), editor=editor, asker=asker
+                    root,
+                    agent,
+                    view,
+                    jobs,
+                    interactive=os.isatty(0),
+                    editor=editor,
+                    asker=asker,
+                    commands=commands,
+                    switch=switch,
                 )
             finally:
                 if log is not None:
@@ -104,10 +152,23 @@ async def chat(args: argparse.Namespace) -> int:
                 view.close()
                 if editor is not None:
                     await editor.aclose()
+        where = session_place(root, agent.id)
         if handle is not None:
             await handle.dispose()
     console.print(f"session {agent.id}: {where}")
     return 0
+
+
+def _greet(view: ChatView, agent: Agent, handle: AgentHandle | None, asker: TerminalAsker) -> None:
+    """Put ``agent`` in the asker's hands and say who the chat is with (and what it resumed)."""
+    agent.approver = asker
+    view.mode(agent)
+    owner = "" if handle is not None else " (declared in the config file)"
+    view.note(f"chatting with {agent.id}{owner} on {agent.model.name}; /help for commands")
+    view.history(agent.session.records)
+    restored = restored_note(agent.session.records, forgotten=asker.forget_stored)
+    if restored is not None:
+        view.note(restored, "yellow")
 
 
 def _editor(settings: Settings) -> LineEditor:
@@ -125,44 +186,108 @@ async def _converse(
     interactive: bool,
     editor: LineEditor | None = None,
     asker: TerminalAsker | None = None,
+    commands: ChatCommands | None = None,
+    switch: Callable[[Agent], Awaitable[Agent]] | None = None,
 ) -> None:
     send, lines = trio.open_memory_channel[str | Key](0)
     async with trio.open_nursery() as nursery:
-        await nursery.start(_interrupts, agent, view, nursery.cancel_scope)
         if editor is not None:
             nursery.start_soon(_read_editor, send, editor)
         else:
             nursery.start_soon(_read_lines, send)
-        view.prompt()
         async with lines:
-            async for line in lines:
-                if line is Key.EOF:
+            # Invariant: one reader for the whole chat; a switch only changes the agent.
+            while True:
+                going = await _talk(root, agent, view, jobs, lines, interactive, asker, commands)
+                if not going or switch is None:
                     break
-                if line is Key.INTERRUPT:
-                    if not _interrupt(agent, view):
-                        nursery.cancel_scope.cancel()
-                        return
-                    continue
-                if not interactive:
-                    view.echo(line)
-                if asker is not None and asker.offer(line):
-                    if not interactive:
-                        await asker.until_idle_or_asked(agent)
-                    continue
-                if not _handle(line.strip(), root, agent, view, jobs):
-                    nursery.cancel_scope.cancel()
-                    return
-                if not interactive:
-                    await (agent.when_idle() if asker is None else asker.until_idle_or_asked(agent))
-        # End of input: let the running turn answer, then leave.
-        await agent.when_idle()
+                agent = await switch(agent)
         nursery.cancel_scope.cancel()
 
 
-def _handle(
-    line: str, root: Context, agent: Agent, view: ChatView, jobs: dict[str, JobDone]
+async def _talk(
+    root: Context,
+    agent: Agent,
+    view: ChatView,
+    jobs: dict[str, JobDone],
+    lines: trio.MemoryReceiveChannel[str | Key],
+    interactive: bool,
+    asker: TerminalAsker | None,
+    commands: ChatCommands | None,
 ) -> bool:
-    """Act on one input line; ``False`` means leave."""
+    """Talk with ``agent`` until the chat ends (``False``) or switches agents (``True``)."""
+    switching = False
+    async with trio.open_nursery() as nursery:
+        await nursery.start(_interrupts, agent, view, nursery.cancel_scope)
+        view.prompt()
+        async for line in lines:
+            if line is Key.EOF:
+                break
+            if line is Key.INTERRUPT:
+                if not _interrupt(agent, view):
+                    nursery.cancel_scope.cancel()
+                    return False
+                continue
+            if line is Key.MODE:
+                if commands is not None:
+                    commands.cycle(agent, view)
+                continue
+            if not interactive:
+                view.echo(line)
+            if asker is not None and asker.offer(line):
+                if not interactive:
+                    await asker.until_idle_or_asked(agent)
+                continue
+            going = _handle(line.strip(), root, agent, view, jobs, commands)
+            if going is False:
+                nursery.cancel_scope.cancel()
+                return False
+            if going is Handled.SWITCH:
+                switching = True
+                break
+            if not interactive:
+                await (agent.when_idle() if asker is None else asker.until_idle_or_asked(agent))
+        if not switching:
+            # End of input: let the running turn answer, then leave.
+            await agent.when_idle()
+        nursery.cancel_scope.cancel()
+    return switching
+
+
+def _handle(
+    line: str,
+    root: Context,
+    agent: Agent,
+    view: ChatView,
+    jobs: dict[str, JobDone],
+    commands: ChatCommands | None = None,
+) -> bool | Handled:
+    """Act on one input line; ``False`` means leave, :data:`Handled.SWITCH` go to another
+    agent (see :mod:`._chat_modes`)."""
+    try:
+        return _act(line, root, agent, view, jobs, commands)
+    except HookRefusedError as exc:  # a prompt_accepted hook vetoed the message
+        view.note(str(exc), "red")
+        return True
+
+
+def _act(
+    line: str,
+    root: Context,
+    agent: Agent,
+    view: ChatView,
+    jobs: dict[str, JobDone],
+    commands: ChatCommands | None,
+) -> bool | Handled:
+    extra = commands.handle(line, agent, view) if commands is not None else None
+    if extra is Handled.SWITCH:
+        return extra
+    if extra is Handled.DONE:
+        if not _busy(agent):
+            view.prompt()
+        return True
+    if isinstance(extra, str):
+        line = extra
     command, _, rest = line.partition(" ")
     rest = rest.strip()
     if line and not line.startswith("/"):
@@ -195,6 +320,8 @@ def _handle(
     elif command == "/agents":
         for row in _agents(agent):
             view.note(row)
+    elif command == "/tree":
+        view.note(render_tree(root.snapshot(), width=view.console.width), "")
     elif command == "/compact":
         root.start_soon(_compact, agent, view)
     elif command == "/help":

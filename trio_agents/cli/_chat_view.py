@@ -89,6 +89,14 @@ class ChatView:
         # The children (and theirs) the agent's task calls started: how deep each is.
         self._depth: dict[str, int] = {}
 
+    def switch(self, agent: Agent) -> None:
+        """Show ``agent``'s conversation from now on (``/clear``, ``/resume``)."""
+        self._stop_spinner()
+        self._agent = agent
+        self._agent_id = agent.id
+        self._pending = ""
+        self._usage_at_start = agent.usage
+
     def listen(self, root: Context) -> None:
         """Subscribe to the events this view draws (entries of ``root``'s fiber)."""
         root.on(AgentOutput, self._on_output)
@@ -159,6 +167,11 @@ class ChatView:
             tail = "\n".join(self._pending.splitlines()[-_LIVE_LINES:])
             status = THINKING if self._thinking and not self._asked else ""
             self._editor.show(tail, status, busy=self._working, asked=self._asked)
+
+    def mode(self, agent: Agent) -> None:
+        """Show the agent's mode before the input line's prompt (none for the first mode)."""
+        if self._editor is not None:
+            self._editor.badge("" if agent.mode.id == "ask" else agent.mode.id)
 
     def asked(self, waiting: bool) -> None:
         """A question waits for the next line (``True``), or no longer (``False``): the

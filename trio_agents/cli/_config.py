@@ -6,6 +6,9 @@ The format::
                                       # of specs is a fallback chain
     store = "sqlite:~/agents.db"      # the session store (``--store`` wins over it): DIR,
                                       # memory, sqlite:PATH or postgresql://...
+    models = ["openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5"]
+                                      # optional: the models a session may switch to
+                                      # (chat's /model, an editor's model selector)
 
     [[plugins]]
     module = "my_plugins.greeter"     # imported with the file's directory first on sys.path
@@ -28,6 +31,8 @@ The format::
     tools = ["bash"]
     ask = ["bash"]                    # optional: tools whose calls need approval in this agent
     budget = { tokens = 1000, cost = 0.5 }  # optional: what it and its children may spend
+    sandbox = "read-only"             # optional: its commands' sandbox policy, when the shell
+                                      # is sandboxed (the stricter of this and the shell's)
 
     [prices]                          # optional: US dollars per million tokens, by model name
     "gpt-4o" = { input = 2.5, output = 10.0, cache_read = 1.25 }
@@ -62,6 +67,13 @@ The format::
     writable = ["../shared"]          # optional: more writable directories (relative to
                                       # the file's directory)
     network = false                   # optional: whether commands reach the network
+
+    [[hooks]]                         # a command hook (docs/hooks.rst): the event as JSON
+    event = "pre_tool"                # on stdin; exit 0 allows, 2 blocks (stderr: why)
+    match = "bash"                    # optional: the tool name (a regular expression)
+    command = "./check.sh"
+    timeout = 10                      # optional: seconds, then it is killed (default 10)
+    policy = "fail_closed"            # optional: if it fails (default fail_open)
 
 Rules:
 - Validation collects every problem (types, unknown keys, model specs, imports, plugin shapes
@@ -104,6 +116,7 @@ from ..model import ModelSpecError, Price, model_from_spec
 from ..session import InvalidSessionIdError, StoreSpecError, check_session_id, parse_store_spec
 from ..shell import SANDBOX_POLICIES
 from ..workspace import ToolFiles
+from ._command_hooks import HookEntry, hook_problems
 
 __all__ = [
     "ASKED_BY_DEFAULT",
@@ -183,6 +196,7 @@ class _File:
 
     model: str | None = None
     store: str | None = None
+    models: list[str] = attrs.Factory(list)
     approval: Approval = attrs.Factory(Approval)
     # A policy name is made a table before structuring.
     sandbox: Sandbox | None = None
@@ -192,6 +206,7 @@ class _File:
     agents: list[DeclaredAgent] = attrs.Factory(list)
     agent_definitions: list[DefinitionTable] = attrs.Factory(list)
     prices: dict[str, Price] = attrs.Factory(dict)
+    hooks: list[HookEntry] = attrs.Factory(list)
 
 
 @final
@@ -238,10 +253,14 @@ class Config:
     sandbox: Sandbox | None = None
     #: The ``[files]`` table (``add_dirs`` made absolute): where the file tools may reach.
     files: ToolFiles.Config = attrs.Factory(ToolFiles.Config)
+    #: The ``models`` list: the specs a session may switch to (``/model``, ACP's option).
+    models: tuple[str, ...] = ()
     #: The ``[[agent_definitions]]`` tables: children the ``task`` tool starts.
     definitions: tuple[AgentDefinition, ...] = ()
     #: The ``[prices]`` table: model prices added to (or replacing) the default table.
     prices: Mapping[str, Price] = attrs.Factory(dict)
+    #: The ``[[hooks]]`` tables: command hooks (:mod:`._command_hooks`).
+    hooks: tuple[HookEntry, ...] = ()
 
 
 #: The converter of the config file: the kernel's strict policy, in its config wording.
@@ -317,6 +336,9 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
     # type errors still gets them (every problem at once).
     problems.extend(_check_model("model", _text(data, "model")))
     problems.extend(_check_store("store", _text(data, "store")))
+    models = data.get("models")
+    for index, spec in enumerate(models if isinstance(models, list) else []):
+        problems.extend(_check_model(f"models[{index}]", spec if isinstance(spec, str) else None))
     seen: dict[str, int] = {}
     for index, agent in enumerate(_tables(data, "agents")):
         problems.extend(_check_model(f"agents[{index}].model", _text(agent, "model")))
@@ -332,6 +354,12 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
                     f"(agents[{seen[agent_id]}]); ids are unique"
                 )
             seen.setdefault(agent_id, index)
+        policy = agent.get("sandbox")
+        if isinstance(policy, str) and policy not in SANDBOX_POLICIES:
+            problems.append(
+                f"agents[{index}].sandbox: {policy!r} is not a policy; use one of "
+                f"{', '.join(SANDBOX_POLICIES)}"
+            )
     definitions = _definitions(raw, data, problems)
     names: dict[str, int] = {}
     for index, server in enumerate(_tables(data, "mcp_servers")):
@@ -345,6 +373,7 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
             names.setdefault(name, index)
     problems.extend(_check_allow(data))
     problems.extend(_check_sandbox(data))
+    problems.extend(hook_problems(_tables(data, "hooks")))
     plugins = []
     for index, table in enumerate(_tables(data, "plugins")):
         entry = _entry(table)
@@ -377,8 +406,10 @@ def parse(data: Mapping[str, Any], *, path: Path | None = None) -> Config:
         forget_approvals=raw.approval.forget_approvals,
         sandbox=_sandbox(raw.sandbox, path),
         files=_files(raw.files, path),
+        models=tuple(raw.models),
         definitions=definitions,
         prices=raw.prices,
+        hooks=tuple(raw.hooks),
     )
 
 

@@ -15,7 +15,8 @@ Rules:
   history, kept in a file across runs; a line ending with ``\\`` (or Alt-Enter) continues on
   the next line; Ctrl-C clears a line that has text and otherwise is :data:`Key.INTERRUPT`
   (the chat decides: cancel the running turn, or leave); Ctrl-D on an empty line is
-  :data:`Key.EOF`.
+  :data:`Key.EOF`; Shift-Tab is :data:`Key.MODE` (the chat goes to the next mode), and the
+  line being typed comes back with the next prompt.
 - :meth:`LineEditor.ask` puts a question in place of the prompt (a tool approval, a
   ``/command`` that needs an answer): the line being typed is kept and given back after.
 - :meth:`LineEditor.aclose` ends a prompt still running and waits (bounded) for its thread,
@@ -65,8 +66,20 @@ class _Closed:
     """A prompt stopped because the editor is closing."""
 
 
+@attrs.frozen
+class _Cycled:
+    """Shift-Tab: the line being typed is ``draft``, kept for the next prompt."""
+
+    draft: str
+
+
 _STYLE = Style.from_dict(
-    {"prompt": "bold ansicyan", "live": "ansigreen", "status": "ansibrightblack"}
+    {
+        "prompt": "bold ansicyan",
+        "live": "ansigreen",
+        "status": "ansibrightblack",
+        "badge": "bold ansiyellow",
+    }
 )
 
 
@@ -101,6 +114,10 @@ def _bindings() -> KeyBindings:
             buffer.reset()
         else:
             event.app.exit(result=Key.INTERRUPT)
+
+    @keys.add("s-tab")
+    def _mode(event: KeyPressEvent) -> None:
+        event.app.exit(result=_Cycled(event.current_buffer.text))
 
     @keys.add("c-d")
     def _eof(event: KeyPressEvent) -> None:
@@ -145,6 +162,9 @@ class LineEditor:
         self._running: PromptSession[Any] | None = None
         self._idle = threading.Event()
         self._idle.set()
+        # What was typed when Shift-Tab ended a prompt: the next prompt starts with it.
+        self._carry = ""
+        self._badge = ""
 
     @contextmanager
     def screen(self) -> Iterator[None]:
@@ -175,9 +195,19 @@ class LineEditor:
         if session is not None:
             session.app.invalidate()
 
+    def badge(self, text: str) -> None:
+        """Show ``text`` in brackets before the prompt (the agent's mode, when it is not the
+        first one: ``[plan] you>``); ``""`` shows none. Thread-safe; redrawn at once."""
+        self._badge = text
+        session = self._running
+        if session is not None:
+            session.app.invalidate()
+
     def _message(self) -> FormattedText:
         text = ANSWER_PROMPT if self._asked else BUSY_PROMPT if self._busy else PROMPT
         prompt = [("class:prompt", text)]
+        if self._badge:
+            prompt.insert(0, ("class:badge", f"[{self._badge}] "))
         if get_app().is_done:  # the line as it stays on screen once entered
             return FormattedText(prompt)
         return FormattedText([*self._live, *prompt])
@@ -189,7 +219,7 @@ class LineEditor:
 
         Waits while a question (:meth:`ask`) is on screen; what was typed before it is kept.
         """
-        draft = ""
+        draft, self._carry = self._carry, ""
         while True:
             await self._answered.wait()
             async with self._lock:
@@ -197,6 +227,9 @@ class LineEditor:
             if isinstance(result, _Preempted):
                 draft = result.draft
                 continue
+            if isinstance(result, _Cycled):
+                self._carry = result.draft
+                return Key.MODE
             return Key.EOF if isinstance(result, _Closed) else result
 
     async def ask(self, question: str) -> str | Key:
@@ -221,7 +254,7 @@ class LineEditor:
 
     async def _run(
         self, session: PromptSession[Any], message: Any, draft: str
-    ) -> str | Key | _Preempted | _Closed:
+    ) -> str | Key | _Preempted | _Closed | _Cycled:
         self._idle.clear()
 
         def started() -> None:
@@ -229,9 +262,9 @@ class LineEditor:
             if self._closing or (session is self._session and self._questions):
                 self._stop(preempt=True)
 
-        def prompt() -> str | Key | _Preempted | _Closed:
+        def prompt() -> str | Key | _Preempted | _Closed | _Cycled:
             try:
-                result: str | Key | _Preempted | _Closed = session.prompt(
+                result: str | Key | _Preempted | _Closed | _Cycled = session.prompt(
                     message,
                     default=draft,
                     pre_run=started,

@@ -13,3 +13,4 @@ class Key(enum.Enum):
 
     INTERRUPT = "interrupt"  # Ctrl-C on an empty line
     EOF = "eof"  # Ctrl-D on an empty line
+    MODE = "mode"  # Shift-Tab: the next mode (the line being typed is kept)

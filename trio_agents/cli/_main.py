@@ -63,9 +63,17 @@ def _parser() -> argparse.ArgumentParser:
         parents=runtime,
         help="a conversation with one agent in the terminal",
         description="Talk to one agent. Ctrl-C cancels a running turn; at the prompt it exits. "
-        "Commands: /steer TEXT, /jobs, /cancel, /help, /quit.",
+        "Commands: /steer TEXT, /jobs, /cancel, /mode, /model, /clear, /resume, /cost, "
+        "/help, /quit (Shift-Tab cycles the modes; @path attaches a file).",
     )
-    chat.add_argument("--session", default=None, help="resume (or create) this session id")
+    which = chat.add_mutually_exclusive_group()
+    which.add_argument("--session", default=None, help="resume (or create) this session id")
+    which.add_argument(
+        "--continue",
+        dest="latest",
+        action="store_true",
+        help="resume the most recently updated session of this directory",
+    )
 
     commands.add_parser(
         "demo", parents=common_parents(model=True), help="show the agent lifecycle end to end"

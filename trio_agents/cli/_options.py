@@ -45,6 +45,7 @@ from ..session import (
 from ..shell import SANDBOX_POLICIES, LocalShell, SandboxShell, tool_bash
 from ..tracing import open_environ_tracing
 from ..workspace import LocalFiles, project_instructions, tool_files, tool_plan
+from ._command_hooks import CommandHooks
 from ._config import ASKED_BY_DEFAULT, Config, check_asks, load_config
 from ._signals import terminable
 from ._usage import Parser
@@ -339,7 +340,9 @@ async def open_cli_runtime(
                 root.get("tools").require_approval(sorted(asked))
             if shell and settings.sandbox is not None:
                 await root.plugin(SandboxShell(), settings.sandbox)
-                await root.plugin(tool_bash)
+                # A declared agent's own sandbox holds its commands more tightly.
+                held_agents = {a.id: a.sandbox for a in config.agents if a.id and a.sandbox}
+                await root.plugin(tool_bash, {"sandboxes": held_agents})
             elif shell:
                 await root.plugin(LocalShell())
                 await root.plugin(tool_bash)
@@ -348,6 +351,8 @@ async def open_cli_runtime(
                 await root.plugin(LocalFiles())
                 await root.plugin(tool_files, config.files)
                 await root.plugin(tool_plan)
+            if config.hooks:
+                await root.plugin(CommandHooks(config.hooks))
             for loaded in config.plugins:
                 try:
                     await root.plugin(loaded.plugin, loaded.config)
@@ -359,7 +364,7 @@ async def open_cli_runtime(
                     ) from exc
             for server in config.mcp_servers:
                 await root.plugin(server)
-            check_asks(config, root.get("tools").names())
+            check_asks(config, root.get("tools").names(explicit=True))
             if settings.watch:
                 files = sorted({p.file for p in config.plugins if p.file is not None})
                 if files:

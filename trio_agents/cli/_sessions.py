@@ -43,6 +43,7 @@ from ..session import (
     Compacted,
     InboxSpliced,
     JsonlStore,
+    ModeChanged,
     ModelUsage,
     Record,
     SessionFormatError,
@@ -225,6 +226,8 @@ async def _show(store: SessionStore, session_id: str, say: _Shower, *, as_json: 
                 f"tokens): the model sees a summary, then the records from seq "
                 f"{record.kept_from_seq} on --[/]"
             )
+        elif isinstance(record, ModeChanged):
+            say.line(f"[magenta]mode[/] {escape(record.mode)}")
         elif isinstance(record, InboxSpliced):
             if record.op == "add" and record.wake:
                 pending[record.message_id] = record.content or ""

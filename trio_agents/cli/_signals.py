@@ -21,10 +21,14 @@ Rules:
   (bounded), prints one line naming the plugins still tearing down, and exits at once with
   ``os._exit``. On Linux the job supervisors see their control socket close and end every job
   process on their own.
+- SIGUSR1 prints the ownership tree of each runtime the command opened (``ctx.snapshot()``,
+  drawn as chat's ``/tree`` draws it) to stderr, and changes nothing: the command goes on.
+  Before a runtime is open it prints one line that says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import os
 import signal
@@ -36,6 +40,7 @@ from typing import final
 import trio
 
 from ..kernel import Context, FiberState
+from ._tree_view import render_tree
 
 __all__ = [
     "FORCE_GRACE",
@@ -53,6 +58,8 @@ FORCE_GRACE = 3.0
 _FLUSH_BOUND = 1.0
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: The signal that prints the ownership tree (none where the platform has no SIGUSR1).
+_TREE = getattr(signal, "SIGUSR1", None)
 _WORDS = {
     signal.SIGINT: "interrupted",
     signal.SIGTERM: "terminated (SIGTERM)",
@@ -134,6 +141,30 @@ class Termination:
                 elif not self._forcing:
                     self._forcing = True
                     nursery.start_soon(self._force)
+
+    def print_trees(self) -> None:
+        """Print the ownership tree of every runtime of the command to stderr."""
+        if not self._roots:
+            print("trio-agents: no runtime is open yet (no tree to show)", file=sys.stderr)
+        width = os.get_terminal_size(2).columns if os.isatty(2) else 100
+        for root in self._roots:
+            try:
+                tree = render_tree(root.snapshot(), width=width)
+            except Exception as exc:  # a debugging aid must not end the command
+                tree = f"trio-agents: the ownership tree could not be drawn: {exc!r}"
+            print(tree, file=sys.stderr)
+        sys.stderr.flush()
+
+    async def show_trees(
+        self,
+        signals: trio.abc.ReceiveChannel[int],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Print the trees (:meth:`print_trees`) on every signal received."""
+        task_status.started()
+        async for _ in signals:
+            self.print_trees()
 
     async def _force(self) -> None:
         await trio.sleep(FORCE_GRACE)
@@ -231,12 +262,16 @@ async def guarded(termination: Termination, command: Callable[[], Awaitable[int]
     """Run ``command()`` with SIGINT, SIGTERM and SIGHUP ending it as the rules say."""
     error: BaseException | None = None
     status = 1
-    with trio.open_signal_receiver(*_SIGNALS) as signals:
+    with contextlib.ExitStack() as stack:
+        signals = stack.enter_context(trio.open_signal_receiver(*_SIGNALS))
+        trees = stack.enter_context(trio.open_signal_receiver(_TREE)) if _TREE else None
         token = _CURRENT.set(termination)
         try:
             async with trio.open_nursery() as nursery:
                 scope = trio.CancelScope()
                 await nursery.start(termination.watch, signals, scope)
+                if trees is not None:
+                    await nursery.start(termination.show_trees, trees)
                 with scope:
                     status = await command()
                 nursery.cancel_scope.cancel()

@@ -19,6 +19,9 @@ from ._plugin import config_converter as config_converter
 from ._runtime import Runtime as Runtime
 from ._runtime import open_root as open_root
 from ._service_key import ServiceKey as ServiceKey
+from ._snapshot import Describer as Describer
+from ._snapshot import EntrySnapshot as EntrySnapshot
+from ._snapshot import FiberSnapshot as FiberSnapshot
 from ._stack import Entry as Entry
 from ._states import FiberState as FiberState
 from ._watch import watch_plugins as watch_plugins
@@ -26,10 +29,13 @@ from ._watch import watch_plugins as watch_plugins
 __all__ = [
     "ConfigError",
     "Context",
+    "Describer",
     "Entry",
+    "EntrySnapshot",
     "Fiber",
     "FiberClosedError",
     "FiberFailed",
+    "FiberSnapshot",
     "FiberState",
     "FiberStatistics",
     "InvalidTransitionError",

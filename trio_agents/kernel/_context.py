@@ -28,6 +28,7 @@ from ._stack import Entry, OwnedStack
 
 if TYPE_CHECKING:
     from ._fiber import Fiber
+    from ._snapshot import FiberSnapshot
 
 __all__ = ["Context", "current_context"]
 
@@ -247,6 +248,11 @@ class Context:
     async def emit_concurrent(self, event: object) -> None:
         """Run the listeners of ``event`` all at once and await them (failures contained)."""
         await self._fiber.runtime.bus.emit_concurrent(event)
+
+    def snapshot(self) -> FiberSnapshot:
+        """The live ownership tree of this context's fiber (see :meth:`Fiber.snapshot`);
+        the root context's is the whole runtime's."""
+        return self._fiber.snapshot()
 
     # -- development ----------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from ._context import _CURRENT, Context
 from ._errors import FiberClosedError
 from ._events import FiberFailed
 from ._plugin import PluginSpec
+from ._snapshot import FiberSnapshot, snapshot_of
 from ._stack import Entry, OwnedStack
 from ._states import FiberState, Halt, check_transition, end_state, halt_with
 
@@ -158,6 +159,12 @@ class Fiber:
             entries=self._stack.labels() if self._stack is not None else (),
             children=len(self._children),
         )
+
+    def snapshot(self) -> FiberSnapshot:
+        """The live tree of this fiber, as plain data: its entries in stack order (teardown
+        takes them newest first), its child fibers nested in their entries, and what its
+        plugin and services describe of themselves (see :class:`Describer`)."""
+        return snapshot_of(self)
 
     async def dispose(self) -> None:
         """Tear the fiber down and return when the teardown is complete.

@@ -47,8 +47,11 @@ class Runtime:
 
     bus: EventBus = attrs.field(factory=EventBus, init=False)
     _ids: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
-    # Invariant: insertion order is creation order; only fibers that are not final.
-    _fibers: dict[Fiber, None] = attrs.field(factory=dict, init=False)
+    # Invariant: insertion order is creation order; only fibers that are not final. The value
+    # is when the fiber was made, on trio's clock (a snapshot's running_for), kept in the
+    # entry the fiber has here anyway rather than in a slot of its own: the float is the whole
+    # cost, about 40 B per idle agent (python -m benchmarks --only memory).
+    _fibers: dict[Fiber, float] = attrs.field(factory=dict, init=False)
     _services: dict[str, _Service] = attrs.field(factory=dict, init=False)
 
     def _next_id(self) -> int:
@@ -78,7 +81,7 @@ class Runtime:
         _, nursery = parent._check_open(f"the child fiber {fiber.id}", section)
         fiber._entry = parent._push(Entry("fiber", fiber._dispose, about=fiber.id), section)
         parent._children[fiber] = None
-        self._fibers[fiber] = None
+        self._fibers[fiber] = trio.current_time()
         await nursery.start(fiber._run, name=f"fiber {fiber.id}")
         # A caller cancelled while the fiber loaded sees Cancelled (trio's checkpoint rule), not
         # a fiber that the same cancellation already unwound.
@@ -189,7 +192,7 @@ async def open_root() -> AsyncIterator[Context]:
     """
     runtime = Runtime()
     root = Fiber(runtime, PluginSpec.of(_Root()), None, None, None)
-    runtime._fibers[root] = None
+    runtime._fibers[root] = trio.current_time()
     error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:

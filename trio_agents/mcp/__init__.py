@@ -11,6 +11,7 @@ from ._events import McpServerRestarted as McpServerRestarted
 from ._events import McpToolsChanged as McpToolsChanged
 from ._restart import McpRestart as McpRestart
 from ._server import McpServer as McpServer
+from ._snapshot import McpServerSnapshot as McpServerSnapshot
 
 __all__ = [
     "McpConfigError",
@@ -20,5 +21,6 @@ __all__ = [
     "McpServerError",
     "McpServerFailed",
     "McpServerRestarted",
+    "McpServerSnapshot",
     "McpToolsChanged",
 ]

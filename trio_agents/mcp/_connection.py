@@ -318,8 +318,17 @@ class Connection:
         async def call(call: ToolContext, arguments: Mapping[str, Any]) -> ToolResult:
             return await self._call(remote.name, arguments)
 
+        # The server's word that the tool only reads: it runs in the plan mode, and "*" does
+        # not ask about it.
+        read_only = remote.annotations is not None and remote.annotations.read_only_hint is True
         return Tool(
-            name, description, None, call, schema=schema, ask=self._server.asks(remote.name)
+            name,
+            description,
+            None,
+            call,
+            schema=schema,
+            ask=self._server.asks(remote.name, read_only=read_only),
+            read_only=read_only,
         )
 
     async def _call(self, remote: str, arguments: Mapping[str, Any]) -> ToolResult:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 from typing import Any, ClassVar, final
 
 import attrs
@@ -26,6 +27,7 @@ from ..agent import TOOLS, ToolRegistry
 from ..kernel import Context, ServiceKey
 from ._errors import McpConfigError, McpError
 from ._restart import McpRestart
+from ._snapshot import McpServerSnapshot
 
 __all__ = ["McpServer"]
 
@@ -110,7 +112,8 @@ class McpServer:
             still stops it).
         agent: the id of the one agent that sees these tools; ``None``, every agent.
         ask: the server's tools (their names on the server) whose every call needs approval,
-            ``["*"]`` for all of them (see :doc:`/tools`).
+            ``["*"]`` for all of them but those the server marks read-only
+            (``readOnlyHint``; see :doc:`/tools`).
         restart: what happens when the server goes away after it started: restarted with
             backoff under this policy (the default: :class:`McpRestart`'s defaults);
             ``None`` or ``False``, it stays down with its tools removed.
@@ -145,9 +148,10 @@ class McpServer:
         default=attrs.Factory(McpRestart), kw_only=True, converter=_restart
     )
 
-    def asks(self, tool: str) -> bool:
-        """Whether calls of the server's tool ``tool`` need approval."""
-        return "*" in self.ask or tool in self.ask
+    def asks(self, tool: str, *, read_only: bool = False) -> bool:
+        """Whether calls of the server's tool ``tool`` need approval: named in ``ask``, or
+        ``ask`` is ``["*"]`` and the server does not mark the tool ``read_only``."""
+        return tool in self.ask or ("*" in self.ask and not read_only)
 
     def __attrs_post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
@@ -183,6 +187,11 @@ class McpServer:
     def transport(self) -> str:
         """``"stdio"`` or ``"http"``."""
         return "stdio" if self.command is not None else "http"
+
+    def describe(self, now: float) -> McpServerSnapshot:
+        """Which server this is, for a snapshot of the ownership tree."""
+        target = shlex.join([self.command, *self.args]) if self.command else self.url or ""
+        return McpServerSnapshot(self.name, self.transport, target, self.agent)
 
     async def apply(self, ctx: Context, config: None) -> None:
         """Connect, register the server's tools, and follow it while the fiber is loaded."""

@@ -41,6 +41,7 @@ from ._records import ChildStarted as ChildStarted
 from ._records import Compacted as Compacted
 from ._records import ImageAttached as ImageAttached
 from ._records import InboxSpliced as InboxSpliced
+from ._records import ModeChanged as ModeChanged
 from ._records import ModelUsage as ModelUsage
 from ._records import OutputProduced as OutputProduced
 from ._records import Record as Record
@@ -77,6 +78,7 @@ __all__ = [
     "InvalidSessionIdError",
     "JsonlStore",
     "MemoryStore",
+    "ModeChanged",
     "ModelUsage",
     "OutputProduced",
     "PostgresStore",

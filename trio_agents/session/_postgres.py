@@ -33,15 +33,15 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC
 from functools import partial
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, final
+from typing import TYPE_CHECKING, ParamSpec, TypeVar, final
 
 import attrs
-import outcome
 import trio
 
+from .._base import ThreadConnections
 from ._backend import Stored
 from ._batches import Batch, BatchWriter, check_interval
 from ._convert import dump_record
@@ -117,57 +117,22 @@ def _check_dsn(dsn: str) -> str:
     return dsn
 
 
-def _call(
-    pool: _Pool, conn: sql.Conn | None, fn: Callable[..., T], args: tuple[Any, ...]
-) -> tuple[sql.Conn | None, outcome.Outcome[T]]:
-    """In a worker thread: run ``fn(conn, *args)`` on ``conn`` (or a new connection)."""
-    if conn is None or conn.closed:
-        try:
-            conn = sql.connect(pool.dsn, pool.stalled_after)
-        except BaseException as exc:
-            return None, outcome.Error(exc)
-    result = outcome.capture(fn, conn, *args)
-    if conn.broken:
-        sql.close_quietly(conn)
-        return None, result
-    return conn, result
+def _pool(dsn: str, connections: int, lease: float) -> ThreadConnections[sql.Conn]:
+    """The store's connections: at most ``connections``, each ended by the server when it
+    idles ``lease`` seconds inside a transaction (see ``sql.connect``), so a take-over never
+    waits longer than that."""
 
+    def unreachable(exc: BaseException) -> Exception | None:
+        if not isinstance(exc, sql.OperationalError):
+            return None
+        return ConnectionError(
+            f"cannot reach the session database, {_where(dsn)}: {_one_line(exc)}; check that "
+            f"the server runs and the DSN is right"
+        )
 
-@attrs.define(eq=False)
-class _Pool:
-    """A few connections, each used by one worker thread at a time."""
-
-    dsn: str
-    limit: trio.CapacityLimiter
-    # Invariant: a connection idle in a transaction this long belongs to a stalled process
-    # (see sql.connect); the lease's length, so a take-over never waits longer than that.
-    stalled_after: float
-    idle: builtins.list[sql.Conn] = attrs.field(factory=builtins.list)
-    closed: bool = False
-
-    async def run(self, fn: Callable[Concatenate[sql.Conn, P], T], *args: Any) -> T:
-        async with self.limit:
-            conn = self.idle.pop() if self.idle else None
-            # The thread cannot be cancelled; shielding keeps the connection's bookkeeping whole.
-            with trio.CancelScope(shield=True):
-                kept, result = await trio.to_thread.run_sync(_call, self, conn, fn, args)
-            if kept is not None:
-                if self.closed:
-                    sql.close_quietly(kept)
-                else:
-                    self.idle.append(kept)
-        if isinstance(result, outcome.Error) and isinstance(result.error, sql.OperationalError):
-            raise ConnectionError(
-                f"cannot reach the session database, {_where(self.dsn)}: "
-                f"{_one_line(result.error)}; check that the server runs and the DSN is right"
-            ) from result.error
-        return result.unwrap()
-
-    async def aclose(self) -> None:
-        self.closed = True
-        conns, self.idle = self.idle, []
-        for conn in conns:
-            await trio.to_thread.run_sync(sql.close_quietly, conn)
+    return ThreadConnections(
+        lambda: sql.connect(dsn, lease), trio.CapacityLimiter(connections), unreachable
+    )
 
 
 @attrs.define(eq=False)
@@ -233,7 +198,7 @@ class PostgresStore(SessionStore[_Row]):
         self._renew_every = float(renew)
         self._batches = BatchWriter(check_interval(flush_interval), self._run_batch)
         self._connections = connections
-        self._pool = _Pool(dsn, trio.CapacityLimiter(connections), self._lease)
+        self._pool = _pool(dsn, connections, self._lease)
         self._owner = ""
         self._leased: dict[str, tuple[Session, _Row]] = {}
         # The error of the latest failed batch, until a batch commits (see _batch_failure).
@@ -256,7 +221,7 @@ class PostgresStore(SessionStore[_Row]):
 
     async def _open(self, ctx: Context) -> None:
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._pool = _Pool(self._dsn, trio.CapacityLimiter(self._connections), self._lease)
+        self._pool = _pool(self._dsn, self._connections, self._lease)
         # Invariant: pushed first, so the connections close after every task and session.
         ctx.defer(self._pool.aclose)
         await self._pool.run(sql.prepare_schema)

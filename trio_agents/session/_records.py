@@ -26,6 +26,7 @@ __all__ = [
     "Compacted",
     "ImageAttached",
     "InboxSpliced",
+    "ModeChanged",
     "ModelUsage",
     "OutputProduced",
     "Record",
@@ -324,6 +325,24 @@ class AgentConfigured(Record):
 
 
 @attrs.frozen(kw_only=True)
+class ModeChanged(Record):
+    """The agent's mode changed (tag ``mode_changed``); the latest one is in force.
+
+    A mode (``ask``, ``edit``, ``plan``: ``trio_agents.agent.MODES``) says which tool calls
+    run unasked, which are asked about and which are refused; a resumed agent is in the mode
+    its session's latest ``ModeChanged`` names (its first mode without one).
+
+    Attributes:
+        mode: the id of the mode now in force.
+        turn_id: the turn running when it changed, or ``None`` (it applies from the next
+            tool call).
+    """
+
+    mode: str
+    turn_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class OutputProduced(Record):
     """A typed final answer the model gave in a turn that asked for one (``ask(output=)``).
 
@@ -407,6 +426,7 @@ for _cls in (
     ChildStarted,
     ChildEnded,
     OutputProduced,
+    ModeChanged,
 ):
     register_record(_cls)
 # The tool's answer is ``agent.ToolResult``; the record of it kept its format-1 tag.

@@ -17,14 +17,17 @@ from ._routes import SHELL_ROUTES as SHELL_ROUTES
 from ._routes import ShellRoutes as ShellRoutes
 from ._routes import Terminal as Terminal
 from ._routes import TerminalChooser as TerminalChooser
-from ._sandbox import SANDBOX_POLICIES as SANDBOX_POLICIES
 from ._sandbox import SandboxShell as SandboxShell
 from ._sandbox import SandboxUnavailableError as SandboxUnavailableError
 from ._sandbox import bwrap_argv as bwrap_argv
+from ._sandbox import stricter as stricter
+from ._snapshot import JobSnapshot as JobSnapshot
+from ._snapshot import ShellSnapshot as ShellSnapshot
 from ._tool_bash import BashArgs as BashArgs
 from ._tool_bash import JobArgs as JobArgs
 from ._tool_bash import ToolBash as ToolBash
 from ._tool_bash import tool_bash as tool_bash
+from ._types import SANDBOX_POLICIES as SANDBOX_POLICIES
 from ._types import BashTask as BashTask
 from ._types import JobDone as JobDone
 from ._types import JobOutput as JobOutput
@@ -45,6 +48,7 @@ __all__ = [
     "JobListener",
     "JobNotFoundError",
     "JobOutput",
+    "JobSnapshot",
     "JobStatus",
     "LocalShell",
     "LocalShellExecutor",
@@ -58,6 +62,7 @@ __all__ = [
     "ShellRequestError",
     "ShellResult",
     "ShellRoutes",
+    "ShellSnapshot",
     "ShellStatistics",
     "SupervisedChild",
     "Terminal",
@@ -65,6 +70,7 @@ __all__ = [
     "ToolBash",
     "bwrap_argv",
     "job_state",
+    "stricter",
     "supervisor_available",
     "tool_bash",
 ]

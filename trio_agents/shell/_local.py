@@ -40,7 +40,9 @@ from ._child import Child, GroupChild, SupervisedChild, supervisor_available
 from ._errors import JobNotFoundError, ShellRequestError
 from ._executor import SHELL, JobListener, ShellExecutor
 from ._output import OutputBuffer
+from ._snapshot import ShellSnapshot, describe_shell
 from ._types import (
+    SANDBOX_POLICIES,
     BashTask,
     JobDone,
     JobOutput,
@@ -96,6 +98,8 @@ class _Process:
     killed: bool = False
     timed_out: bool = False
     term_at: float | None = None
+    #: When it started, on trio's clock (a snapshot's running_for).
+    since: float = attrs.Factory(trio.current_time)
 
     @property
     def stdout(self) -> trio.abc.ReceiveStream:
@@ -148,6 +152,10 @@ class LocalShellExecutor(ShellExecutor):
     def statistics(self) -> ShellStatistics:
         """A frozen snapshot: running processes, jobs ever started, whether closed."""
         return ShellStatistics(len(self._running), len(self._jobs), self._closing)
+
+    def describe(self, now: float) -> ShellSnapshot:
+        """The running jobs and foreground runs, for a snapshot of the ownership tree."""
+        return describe_shell(self._running, now)
 
     # -- resolution ----------------------------------------------------------------------------
 
@@ -205,6 +213,7 @@ class LocalShellExecutor(ShellExecutor):
             owner=request.owner,
             background=request.background,
             sandboxed=bool(request.sandboxed),
+            policy=_policy(request.policy),
         )
 
     # -- foreground ----------------------------------------------------------------------------
@@ -500,3 +509,10 @@ class LocalShell:
         executor = LocalShellExecutor(ctx, config)
         ctx.defer(executor.aclose)
         ctx.provide(SHELL, executor)
+
+
+def _policy(policy: str | None) -> str | None:
+    """A request's sandbox policy, checked (the names of ``SANDBOX_POLICIES``)."""
+    if policy is not None and policy not in SANDBOX_POLICIES:
+        raise ShellRequestError(f"policy is one of {', '.join(SANDBOX_POLICIES)}; got {policy!r}")
+    return policy

@@ -9,6 +9,8 @@ Rules:
   (when its first process dies the kernel kills every other one), ``--die-with-parent`` and
   ``--new-session`` (no terminal to inject input into).
 - ``danger-full-access`` is no sandbox at all: the executor is ``LocalShell``'s, unwrapped.
+- A request may ask for a stricter policy (``ShellExecRequest.policy``: a ``read-only``
+  agent or mode); the stricter of the two applies, so a request never loosens the sandbox.
 - Starting the plugin runs ``bwrap`` once with the same options (``/bin/true``): a missing
   ``bwrap``, or one that cannot create namespaces, fails the start with one line that says
   how to fix it (:class:`SandboxUnavailableError`); there is never a silent fallback to an
@@ -24,7 +26,7 @@ import math
 import os
 import shutil
 import subprocess
-from typing import Any, Final, final
+from typing import Any, final
 
 import attrs
 import trio
@@ -34,19 +36,30 @@ from ._child import supervisor_available
 from ._errors import ShellError
 from ._executor import SHELL
 from ._local import LocalShell, LocalShellExecutor
-from ._types import ShellExecSpec
+from ._types import SANDBOX_POLICIES, ShellExecSpec
 
-__all__ = ["SANDBOX_POLICIES", "SandboxShell", "SandboxUnavailableError", "bwrap_argv"]
+__all__ = [
+    "SANDBOX_POLICIES",
+    "SandboxShell",
+    "SandboxUnavailableError",
+    "bwrap_argv",
+    "stricter",
+]
 
-#: The policies, by Codex's names: a read-only file system; the workspace writable; no
-#: sandbox.
-SANDBOX_POLICIES: Final = ("read-only", "workspace-write", "danger-full-access")
 
 _FIX = "or run without the sandbox (--sandbox danger-full-access)"
 
 
 class SandboxUnavailableError(ShellError):
     """bubblewrap is missing, or cannot create a sandbox on this machine."""
+
+
+def stricter(policy: str, asked: str | None) -> str:
+    """The stricter of two policies (``asked`` ``None``: ``policy``): read-only before
+    workspace-write before danger-full-access."""
+    if asked is None:
+        return policy
+    return min(policy, asked, key=SANDBOX_POLICIES.index)
 
 
 def _policy(_: object, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -150,7 +163,7 @@ class SandboxShell:
                 return bwrap_argv(
                     bwrap,
                     spec.cwd,
-                    policy=config.policy,
+                    policy=stricter(config.policy, spec.policy),
                     writable=writable,
                     network=config.network,
                 )

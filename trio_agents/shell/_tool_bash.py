@@ -18,11 +18,17 @@ Rules:
 - With a sandboxed executor (``executor.sandbox``), a fourth tool, ``bash_unsandboxed``, runs
   a command outside the sandbox; it is marked ``ask`` (every call needs approval), so the
   one way out of the sandbox is asked about, whatever ``bash`` is.
+- With a sandboxed executor, each ``bash`` command runs under the stricter of the executor's
+  policy, the calling agent's mode's (``plan``: ``read-only``) and the agent's own
+  (``ToolBash.Config.sandboxes``, by agent id; a child agent without one has its nearest
+  ancestor's): a mode or an agent never loosens the sandbox. ``bash`` is then marked
+  ``sandboxed``, so the ``plan`` mode runs it (read-only) instead of refusing it.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from typing import final
 
 import attrs
@@ -33,7 +39,15 @@ from ..kernel import Context, FiberClosedError
 from ._errors import JobNotFoundError, ShellRequestError
 from ._executor import SHELL, ShellExecutor
 from ._routes import SHELL_ROUTES, ShellRoutes
-from ._types import JobDone, JobOutput, JobStatus, ShellExecRequest, ShellResult, job_state
+from ._types import (
+    SANDBOX_POLICIES,
+    JobDone,
+    JobOutput,
+    JobStatus,
+    ShellExecRequest,
+    ShellResult,
+    job_state,
+)
 
 __all__ = ["BashArgs", "JobArgs", "ToolBash", "tool_bash"]
 
@@ -116,10 +130,18 @@ def notice(event: JobDone) -> str:
 class _BashTools:
     """The tools of one application of the plugin (nothing here survives a reload)."""
 
-    def __init__(self, ctx: Context, executor: ShellExecutor, routes: ShellRoutes) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        executor: ShellExecutor,
+        sandboxes: Mapping[str, str] | None = None,
+        *,
+        routes: ShellRoutes | None = None,
+    ) -> None:
         self._ctx = ctx
         self._executor = executor
-        self._routes = routes
+        self._sandboxes: Mapping[str, str] = sandboxes or {}
+        self._routes = routes if routes is not None else ShellRoutes()
 
     def tools(self) -> tuple[Tool, ...]:
         outside: tuple[Tool, ...] = ()
@@ -142,6 +164,7 @@ class _BashTools:
                 "output and exit code. With run_in_background: returns the job id at once.",
                 BashArgs,
                 self.bash,
+                sandboxed=self._executor.sandbox is not None,
             ),
             Tool(
                 "bash_output",
@@ -168,6 +191,7 @@ class _BashTools:
             owner=_token(call),
             background=args.run_in_background,
             sandboxed=sandboxed,
+            policy=self._policy(call.agent) if sandboxed else None,
         )
         try:
             spec = executor.resolve(request)
@@ -197,6 +221,21 @@ class _BashTools:
                     f"agent {call.agent.id} is closing; {task.id} was killed", is_error=True
                 )
         return ToolResult(task.id)
+
+    def _policy(self, agent: Agent | None) -> str | None:
+        """The sandbox policy the agent's commands ask for (see the module rules)."""
+        if agent is None or self._executor.sandbox is None:
+            return None
+        mode = getattr(agent, "mode", None)
+        asked = [mode.sandbox] if mode is not None else []
+        ancestor: Agent | None = agent
+        while ancestor is not None:
+            own = self._sandboxes.get(ancestor.id)
+            if own is not None:
+                asked.append(own)
+                break
+            ancestor = getattr(ancestor, "parent", None)
+        return min(asked, key=SANDBOX_POLICIES.index) if asked else None
 
     async def _tie(self, agent: Agent, job_id: str) -> bool:
         """Make the agent's scope own the job: its teardown kills and awaits it."""
@@ -254,6 +293,15 @@ class _BashTools:
                     agent.inject(notice(event))
 
 
+def _policies(_: object, __: object, sandboxes: Mapping[str, str]) -> None:
+    for agent_id, policy in sandboxes.items():
+        if policy not in SANDBOX_POLICIES:
+            raise ValueError(
+                f"the sandbox of agent {agent_id!r} is one of {', '.join(SANDBOX_POLICIES)}; "
+                f"got {policy!r}"
+            )
+
+
 @final
 class ToolBash:
     """The plugin ``tool-bash``; apply it with ``await ctx.plugin(tool_bash)``."""
@@ -261,13 +309,25 @@ class ToolBash:
     name = "tool-bash"
     inject = (SHELL, TOOLS)
 
-    async def apply(self, ctx: Context, config: None) -> None:
+    @attrs.frozen
+    class Config:
+        """Where the commands of some agents are held more tightly than the sandbox's own.
+
+        Attributes:
+            sandboxes: a sandbox policy by agent id (``[[agents]] sandbox`` in the config
+                file): that agent's commands, and its children's, run under the stricter
+                of it and the executor's (with a sandboxed executor; otherwise unused).
+        """
+
+        sandboxes: dict[str, str] = attrs.field(factory=dict, validator=_policies)
+
+    async def apply(self, ctx: Context, config: ToolBash.Config) -> None:
         """Register the three tools, the completion listener and the routes (``shell_routes``),
         all owned by this fiber."""
         shell, registry = ctx.service(SHELL), ctx.service(TOOLS)
         routes = ShellRoutes()
         ctx.provide(SHELL_ROUTES, routes)
-        tools = _BashTools(ctx, shell, routes)
+        tools = _BashTools(ctx, shell, config.sandboxes, routes=routes)
         shell.on_job_done(tools.notify)
         for tool in tools.tools():
             registry.register(tool)

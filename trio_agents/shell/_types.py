@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Final
 
 import attrs
 
 __all__ = [
+    "SANDBOX_POLICIES",
     "BashTask",
     "JobDone",
     "JobOutput",
@@ -26,6 +28,10 @@ __all__ = [
     "ShellResult",
     "job_state",
 ]
+
+#: The sandbox policies, by Codex's names, strictest first: a read-only file system; the
+#: workspace writable; no sandbox.
+SANDBOX_POLICIES: Final = ("read-only", "workspace-write", "danger-full-access")
 
 
 class JobStatus(enum.Enum):
@@ -76,6 +82,10 @@ class ShellExecRequest:
         background: whether the command is meant for ``start`` rather than ``run``.
         sandboxed: run it inside the executor's sandbox, if it has one (``False``: outside
             it; the ``bash_unsandboxed`` tool, which always needs approval).
+        policy: a sandbox policy this command asks for (``read-only``: the calling agent's
+            mode is ``plan``, or its definition says so); the stricter of it and the
+            executor's own applies. ``None``: the executor's. Without a sandbox it changes
+            nothing.
     """
 
     command: str
@@ -85,6 +95,7 @@ class ShellExecRequest:
     owner: str | None = None
     background: bool = False
     sandboxed: bool = True
+    policy: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -101,6 +112,7 @@ class ShellExecSpec:
         owner: the opaque owner token (``None``: unowned). Required: never defaulted.
         background: whether this spec is meant for ``start``.
         sandboxed: whether it runs inside the executor's sandbox (when it has one).
+        policy: the sandbox policy the request asked for, or ``None`` (the executor's).
     """
 
     command: str
@@ -111,6 +123,7 @@ class ShellExecSpec:
     owner: str | None
     background: bool
     sandboxed: bool
+    policy: str | None = None
 
 
 @attrs.frozen

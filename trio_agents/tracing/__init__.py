@@ -21,6 +21,7 @@ from ._points import shell_job as shell_job
 from ._protocols import ShellJob as ShellJob
 from ._protocols import StreamingModel as StreamingModel
 from ._protocols import ToolAnswer as ToolAnswer
+from ._records import TurnTraced as TurnTraced
 from ._runtime import CAPTURE_CONTENT_ENV as CAPTURE_CONTENT_ENV
 from ._runtime import open_tracing as open_tracing
 
@@ -30,6 +31,7 @@ __all__ = [
     "StreamingModel",
     "ToolAnswer",
     "TracingConfigError",
+    "TurnTraced",
     "approved",
     "chat",
     "compaction",

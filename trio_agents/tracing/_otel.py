@@ -30,13 +30,22 @@ import trio
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    Link,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+)
 from opentelemetry.util.types import AttributeValue
 
 from ..cancel import CancelCause, ParentCancel, current_cause
 from ..session import Record, Session, TurnEnded, UserMessage
 from ._metrics import Metrics
 from ._protocols import RequestT, ShellJob, StreamingModel
+from ._records import TurnTraced
 
 __all__ = ["Tracer", "cause_attributes"]
 
@@ -147,6 +156,31 @@ def _current(span: Span) -> Iterator[_Ending]:
             raise
 
 
+def _record(session: Session, turn_id: str, context: SpanContext) -> None:
+    """Record the span of the turn ``turn_id``, the first of its agent in this runtime."""
+    if context.is_valid:
+        trace_id, span_id = (
+            trace.format_trace_id(context.trace_id),
+            trace.format_span_id(context.span_id),
+        )
+        session.append(TurnTraced(turn_id=turn_id, trace_id=trace_id, span_id=span_id))
+
+
+def _resumed_from(records: Sequence[Record]) -> list[Link] | None:
+    """The link from a resumed session's first turn to its latest traced turn, if any."""
+    for record in reversed(records):
+        if isinstance(record, TurnTraced):
+            context = SpanContext(
+                trace_id=int(record.trace_id, 16),
+                span_id=int(record.span_id, 16),
+                is_remote=True,
+                trace_flags=TraceFlags(TraceFlags.SAMPLED),
+            )
+            attributes = {"trio_agents.link": "resumed_from", "trio_agents.turn.id": record.turn_id}
+            return [Link(context, attributes)]
+    return None
+
+
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr)
 
@@ -188,7 +222,15 @@ class Tracer:
         meter_provider: the meter provider; OpenTelemetry's global one when ``None``.
     """
 
-    __slots__ = ("_causes", "_parents", "_running", "_tracer", "capture_content", "metrics")
+    __slots__ = (
+        "_causes",
+        "_fresh",
+        "_parents",
+        "_running",
+        "_tracer",
+        "capture_content",
+        "metrics",
+    )
 
     def __init__(
         self,
@@ -205,6 +247,17 @@ class Tracer:
         # cancel (linked from the turn the cancel ends), by agent id.
         self._running: dict[str, SpanContext] = {}
         self._causes: dict[str, SpanContext] = {}
+        # The agents created or resumed in this runtime whose first turn has not begun: it
+        # links to the session's latest traced turn (see _records).
+        self._fresh: set[str] = set()
+
+    def agent_created(self, agent_id: str) -> None:
+        """The agent ``agent_id`` was created or resumed: its next turn is its first here."""
+        self._fresh.add(agent_id)
+
+    def agent_disposed(self, agent_id: str) -> None:
+        """The agent ``agent_id`` left the runtime."""
+        self._fresh.discard(agent_id)
 
     def cancel_requested(self, agent_id: str, cause: object) -> None:
         """Remember what caused a cancel of the agent ``agent_id``: the parent's running turn
@@ -253,12 +306,17 @@ class Tracer:
         }
         if parent_id is not None:
             attributes["trio_agents.agent.parent_id"] = parent_id
+        fresh = agent_id in self._fresh
         span = self._tracer.start_span(
             f"invoke_agent {agent_id}",
             context=self._parents.pop(agent_id, None),
             kind=SpanKind.INTERNAL,
             attributes=attributes,
+            links=_resumed_from(session.records) if fresh else None,
         )
+        if fresh:
+            self._fresh.discard(agent_id)
+            _record(session, turn_id, span.get_span_context())
         first = session.statistics().records
         self._causes.pop(agent_id, None)  # a cancel before this turn is not its cause
         self._running[agent_id] = span.get_span_context()

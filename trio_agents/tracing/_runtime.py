@@ -6,8 +6,10 @@ Rules:
 - With one, the tracer is active in the calling task from the start of the block to its end,
   and so in every task started from it meanwhile (the runtime's fibers, agents, turns, jobs);
   a plugin on the root fiber (``tracing``) counts the live agents from the agent layer's
-  events. Applied before the core plugins, it is torn down after them, so the agents disposed
-  during teardown are still counted down.
+  events, and tells the tracer which agents were just created or resumed (their first
+  turn links to where their session left off, ``_records``). Applied before the core
+  plugins, it is torn down after them, so the agents disposed during teardown are still
+  counted down.
 """
 
 from __future__ import annotations
@@ -45,10 +47,17 @@ class _TracingPlugin:
     async def apply(self, ctx: Context, config: None) -> None:
         if self._live is not None:
             created, disposed, cancel_requested = self._live
-            agents = self._tracer.metrics.agents
-            ctx.on(created, lambda event: agents.add(1))
-            ctx.on(disposed, lambda event: agents.add(-1))
+            ctx.on(created, self._created)
+            ctx.on(disposed, self._disposed)
             ctx.on(cancel_requested, self._cancel_requested)
+
+    def _created(self, event: Any) -> None:
+        self._tracer.metrics.agents.add(1)
+        self._tracer.agent_created(event.agent_id)
+
+    def _disposed(self, event: Any) -> None:
+        self._tracer.metrics.agents.add(-1)
+        self._tracer.agent_disposed(event.agent_id)
 
     def _cancel_requested(self, event: Any) -> None:
         self._tracer.cancel_requested(event.agent_id, event.cause)

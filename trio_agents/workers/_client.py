@@ -209,7 +209,7 @@ class Remote:
         self.dsn = dsn
         self.poll_interval = poll_interval
         self._store = store
-        self._pool = _pg.Pool(dsn)
+        self._pool = _pg.pool(dsn)
         self._prompt_events: dict[str, trio.Event] = {}
         self._record_events: dict[str, trio.Event] = {}
         self.listener = _pg.Listener(

@@ -2,9 +2,8 @@
 ``LISTEN`` connection that waits in a thread of its own.
 
 Rules:
-- A call runs ``fn(conn, *args)`` in a worker thread, shielded (a thread cannot be
-  cancelled; shielding keeps the connection's bookkeeping whole); a broken connection is
-  dropped and the next call opens a new one.
+- Calls run in worker threads on a :class:`ThreadConnections` (the session store's kind):
+  shielded, a broken connection dropped and the next call opening a new one.
 - The listener's thread waits in ``select`` on its connection and on a pipe; the listener's
   task writes the pipe when it is cancelled, so the thread ends at once and the task returns
   only after it has (no thread outlives the fiber that owns the listener). Notifications
@@ -22,17 +21,17 @@ import os
 import select
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import attrs
-import outcome
 import psycopg
 import trio
 from psycopg import sql as pgsql
 
+from .._base import ThreadConnections
 from . import _sql as sql
 
-__all__ = ["Listener", "Pool", "where"]
+__all__ = ["Listener", "pool", "where"]
 
 log = logging.getLogger("trio_agents")
 
@@ -49,58 +48,22 @@ def where(dsn: str) -> str:
     return f"PostgreSQL at {host}:{port}" + (f" (database {db})" if db else "")
 
 
-def _call(
-    pool: Pool, conn: sql.Conn | None, fn: Callable[..., T], args: tuple[Any, ...]
-) -> tuple[sql.Conn | None, outcome.Outcome[T]]:
-    if conn is None or conn.closed:
-        try:
-            conn = sql.connect(pool.dsn, pool.stalled_after)
-        except BaseException as exc:
-            return None, outcome.Error(exc)
-    result = outcome.capture(fn, conn, *args)
-    if conn.broken:
-        sql.close_quietly(conn)
-        return None, result
-    return conn, result
+def pool(dsn: str, stalled_after: float = 30.0) -> ThreadConnections[sql.Conn]:
+    """A few connections to the queue's database (at most 4 at once), each ended by the server
+    when it idles ``stalled_after`` seconds in a transaction (a stopped process's: the worker's
+    lease)."""
 
+    def unreachable(exc: BaseException) -> Exception | None:
+        if not isinstance(exc, psycopg.OperationalError):
+            return None
+        return ConnectionError(
+            f"cannot reach the work queue's database, {where(dsn)}: "
+            f"{' '.join(str(exc).split())}; check that the server runs and the DSN is right"
+        )
 
-@attrs.define(eq=False)
-class Pool:
-    """A few connections, each used by one thread at a time."""
-
-    dsn: str
-    #: Seconds idle in a transaction after which the server ends a connection (a stopped
-    #: process's): the worker's lease.
-    stalled_after: float = 30.0
-    limit: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(4))
-    idle: builtins.list[sql.Conn] = attrs.field(factory=builtins.list)
-    closed: bool = False
-
-    async def run(self, fn: Callable[Concatenate[sql.Conn, P], T], *args: Any) -> T:
-        async with self.limit:
-            conn = self.idle.pop() if self.idle else None
-            with trio.CancelScope(shield=True):
-                kept, result = await trio.to_thread.run_sync(_call, self, conn, fn, args)
-            if kept is not None:
-                if self.closed:
-                    sql.close_quietly(kept)
-                else:
-                    self.idle.append(kept)
-        if isinstance(result, outcome.Error) and isinstance(result.error, psycopg.OperationalError):
-            raise ConnectionError(
-                f"cannot reach the work queue's database, {where(self.dsn)}: "
-                f"{' '.join(str(result.error).split())}; check that the server runs and the "
-                f"DSN is right"
-            ) from result.error
-        return result.unwrap()
-
-    async def aclose(self) -> None:
-        self.closed = True
-        conns, self.idle = self.idle, []
-        # Shielded: a teardown under a cancel (the worker's task was cancelled) still closes.
-        with trio.CancelScope(shield=True):
-            for conn in conns:
-                await trio.to_thread.run_sync(sql.close_quietly, conn)
+    return ThreadConnections(
+        lambda: sql.connect(dsn, stalled_after), trio.CapacityLimiter(4), unreachable
+    )
 
 
 @attrs.define(eq=False)

@@ -170,7 +170,7 @@ class Worker:
             raise ValueError(f"max_sessions must be at least 1; got {max_sessions!r}")
         self.max_sessions = max_sessions
         self.id = ""
-        self._pool = _pg.Pool(dsn)
+        self._pool = _pg.pool(dsn)
         self.listener: _pg.Listener | None = None
         self._wake = trio.Event()
         self._draining = False
@@ -213,7 +213,7 @@ class Worker:
         agents: AgentRegistry[Any] = ctx.get("agents")
         self._agents = agents
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._pool = _pg.Pool(self.dsn, self.lease_seconds)
+        self._pool = _pg.pool(self.dsn, self.lease_seconds)
         ctx.defer(self._pool.aclose)
         await self._pool.run(sql.prepare_queue)
         await self._pool.run(sql.register_worker, self.id, self.lease_seconds)
