@@ -114,7 +114,7 @@ async def test_initialize_answers_version_1_and_the_capabilities() -> None:
             "delete": {},
         }
         assert capabilities["promptCapabilities"] == {
-            "image": False,
+            "image": True,
             "audio": False,
             "embeddedContext": True,
         }

@@ -97,7 +97,7 @@ def test_initialize_announces_exactly_the_session_and_prompt_capabilities() -> N
             sessions = answer.agent_capabilities.session_capabilities
             assert None not in (sessions.list, sessions.resume, sessions.close, sessions.delete)
             prompts = answer.agent_capabilities.prompt_capabilities
-            assert (prompts.image, prompts.audio, prompts.embedded_context) == (False, False, True)
+            assert (prompts.image, prompts.audio, prompts.embedded_context) == (True, False, True)
             assert answer.auth_methods == []
 
     run(main)

@@ -91,7 +91,6 @@ def test_prompt_text_joins_text_links_and_embedded_text_resources_in_order() -> 
 @pytest.mark.parametrize(
     "block",
     [
-        {"type": "image", "data": "AAAA", "mimeType": "image/png"},
         {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
         {"type": "resource", "resource": {"uri": "file:///b", "blob": "AAAA"}},
         {"type": "resource", "resource": "file:///b"},
@@ -102,7 +101,7 @@ def test_prompt_text_joins_text_links_and_embedded_text_resources_in_order() -> 
     ],
 )
 def test_unsupported_prompt_blocks_are_refused_by_index(block: object) -> None:
-    """Images, audio, binary resources and malformed blocks are -32602 naming the index."""
+    """Audio, binary resources and malformed blocks are -32602 naming the index."""
     with pytest.raises(RpcError, match=r"^invalid params: prompt\[1\] is not supported ") as caught:
         prompt_text({"prompt": [{"type": "text", "text": "ok"}, block]})
     assert caught.value.code == ErrorCode.INVALID_PARAMS

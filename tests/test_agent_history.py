@@ -103,7 +103,7 @@ def test_a_view_is_not_equal_to_text() -> None:
     """A view compares with sequences of messages, not with a string."""
     assert Messages([], 0) != ""
     assert Messages([], 0) == ()
-    assert repr(Messages([UserText("hi")], 1)) == "Messages([UserText(content='hi')])"
+    assert repr(Messages([UserText("hi")], 1)) == "Messages([UserText(content='hi', images=())])"
 
 
 def test_a_call_cut_off_by_the_next_user_message_is_answered_as_interrupted() -> None:

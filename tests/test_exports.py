@@ -80,6 +80,9 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.acp._permission": frozenset({"Permissions", "restored_notice"}),
     "trio_agents.acp._prompts": frozenset({"AcpSession", "Prompt", "Sessions"}),
+    "trio_agents.acp._terminal": frozenset(
+        {"ClientTerminal", "offers_terminal", "terminal_content"}
+    ),
     "trio_agents.acp._protocol": frozenset(
         {
             "PERMISSION_OPTIONS",
@@ -93,6 +96,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "optional_str",
             "params_object",
             "plan_update",
+            "prompt_images",
             "prompt_text",
             "replay",
             "required_str",
@@ -209,6 +213,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.cli._command_hooks": frozenset(
         {"DEFAULT_COMMAND_TIMEOUT", "CommandHook", "CommandHooks", "HookEntry", "hook_problems"}
     ),
+    "trio_agents.cli._images": frozenset({"attached_images", "read_attached_images"}),
     "trio_agents.cli._config": frozenset(
         {
             "ASKED_BY_DEFAULT",

@@ -15,7 +15,7 @@ from trio_agents.mcp._results import describe, to_result, tool_name
         (mt.TextContent(type="text", text="hello"), "hello"),
         (
             mt.ImageContent(type="image", data="aGVsbG8=", mime_type="image/png"),
-            "[image: image/png, 6 bytes; not shown to the model]",
+            "[image: image/png, 5 bytes]",
         ),
         (
             mt.AudioContent(type="audio", data="AAAA", mime_type="audio/wav"),

@@ -122,10 +122,11 @@ async def test_bad_arguments_are_the_servers_to_refuse(root: Context) -> None:
 
 
 async def test_other_content_kinds_are_described(root: Context) -> None:
-    """Text passes as is; an image is a bracketed note, not dropped."""
+    """Text passes as is; an image is a bracketed note and goes with the result."""
     await root.plugin(tools_server())
     result = await invoke(root, "t__picture")
-    assert result.content == "a picture:\n[image: image/png, 6 bytes; not shown to the model]"
+    assert result.content == "a picture:\n[image: image/png, 5 bytes]"
+    assert [image.data for image in result.images] == ["aGVsbG8="]
 
 
 async def test_list_changed_registers_added_and_removes_dropped_tools(root: Context) -> None:

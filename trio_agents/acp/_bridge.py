@@ -5,7 +5,9 @@ The bridge owns the lifecycle and the sessions' handles; :mod:`._serving` moves 
 is the approver of its sessions' agents (it asks the client before a call that needs approval,
 ``write_file`` and ``edit_file``, and ``bash`` and ``bash_kill`` unless ``allow_bash``),
 :mod:`._client_calls` holds every request the bridge sends the client, and
-:mod:`._client_fs` is the file system of a session whose client offers ``fs/*``.
+:mod:`._client_fs` is the file system of a session whose client offers ``fs/*``, and
+:mod:`._terminal` runs its foreground ``bash`` commands when the client offers ``terminal``
+(the bridge adds a chooser to the service ``shell_routes``, an effect of its fiber).
 
 Rules (the workspace): when the runtime has the service ``files``, the bridge adds a chooser
 (an effect of its fiber) that gives the agents of its sessions, and their children, their
@@ -91,6 +93,7 @@ from ..session import (
     SessionNotFoundError,
     SessionTree,
 )
+from ..shell import SHELL_ROUTES, Terminal
 from ..workspace import (
     ARGUMENTS,
     FILES,
@@ -122,6 +125,7 @@ from ._protocol import (
     text_chunk,
 )
 from ._serving import LATER, Serving
+from ._terminal import ClientTerminal, offers_terminal
 
 __all__ = ["AcpBridge", "BridgeStatistics"]
 
@@ -291,6 +295,9 @@ class AcpBridge:
         self._files = ctx.get(FILES)
         if self._files is not None:
             self._files.add_chooser(self._file_system)
+        routes = ctx.get(SHELL_ROUTES)
+        if routes is not None:
+            routes.add_chooser(self._terminal)
         # Invariant: pushed last, so a teardown shuts the connection down first.
         ctx.defer(self.aclose)
         host.start_soon(self._serve, name="acp serve")
@@ -347,6 +354,12 @@ class AcpBridge:
                 return session.files
             agent = getattr(agent, "parent", None)
         return None
+
+    def _terminal(self, agent: Any) -> Terminal | None:
+        """The client's terminals, for the agent of a session whose client offers them (its
+        calls are the ones the session shows; a child agent's commands run locally)."""
+        session = self._sessions.get(getattr(agent, "id", None))
+        return session.terminal if session is not None and session.agent is agent else None
 
     # -- the lifecycle ------------------------------------------------------------------------
 
@@ -407,6 +420,10 @@ class AcpBridge:
         if (read or write) and self._files is not None:
             session.files = ClientFileSystem(
                 self._calls, handle.agent.id, self._files.default, read=read, write=write
+            )
+        if offers_terminal(self._client_capabilities):
+            session.terminal = ClientTerminal(
+                self._calls, handle.agent.id, lambda *ids: self._sessions.terminal(session, *ids)
             )
         self._sessions.add(session)
         return session

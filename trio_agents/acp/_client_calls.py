@@ -1,11 +1,14 @@
-"""The bridge's requests to the client (``session/request_permission``, ``fs/*``): each one
-waits for its response, and no answer is ever lost or left waiting.
+"""The bridge's requests to the client (``session/request_permission``, ``fs/*``,
+``terminal/*``): each one waits for its response, and no answer is ever lost or left waiting.
 
 Rules:
 - :meth:`ClientCalls.call` sends one request and waits for its response; it answers ``None``
   when the request was withdrawn (``session/cancel`` or ``session/close`` of its session) or
   the connection closed, and when the caller is cancelled it abandons the request (a late
   response is dropped by the connection).
+- :meth:`ClientCalls.send` sends a request whose answer nobody waits for (a terminal's
+  ``kill`` and ``release`` when its call is cancelled: the cancelled call must not wait for
+  the client); its response is taken (a waiter nobody waits on) and dropped.
 - Every open request has one waiter, and both are dropped together (a response, a withdrawal,
   a cancelled caller), so a response always finds its waiter.
 """
@@ -64,6 +67,15 @@ class ClientCalls:
         """The connection is closing: every caller gets ``None``."""
         for waiter in self._waiters.values():
             waiter.done.set()
+
+    def send(self, session_id: str, method: str, params: Mapping[str, Any]) -> None:
+        """Send the request and wait for nothing (nothing is sent once the connection is
+        closing); its response is taken and dropped."""
+        if self._closed():
+            return
+        request_id, frame = self._serving.rpc.request(method, params)
+        self._waiters[request_id] = _Waiter(session_id, method)
+        self._serving.send(frame)
 
     async def call(
         self, session_id: str, method: str, params: Mapping[str, Any]

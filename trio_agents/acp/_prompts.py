@@ -13,8 +13,13 @@ Rules (ordering):
   session's :class:`~._protocol.UpdateMapper`, which gives a write's or an edit's end the
   diff its :class:`~trio_agents.workspace.FileChanged` told, and a plan call's end its plan).
 - A call is ``in_progress`` when it is about to run (:meth:`Sessions.started`: the bridge's
-  guard for a call that needs no approval, the permission's allow for one that does). A call
-  allowed by a standing answer is not announced ``in_progress`` (the seam does not say when).
+  guard for a call that needs no approval, the permission's allow for one that does, and the
+  ``ToolApproval`` record of a standing ``allow_always`` answer, written just before the call
+  runs, for one that nobody is asked about).
+- A call that runs in the client's terminal (:mod:`._terminal`) is announced ``in_progress``
+  again with the terminal as its content (:meth:`Sessions.terminal`), and its end keeps it.
+- A prompt's ``image`` blocks go with its text (``agent.prompt(text, images=...)``); an agent
+  of another factory takes text only, so a prompt with images is refused for it.
 - A prompt a command answers itself (``/compact``) is *held* (:meth:`Sessions.hold`): pending
   with no message, so a cancel or a dispose reaches it as any prompt; :meth:`Sessions.answer`
   answers it unless that already happened.
@@ -27,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, final
+from typing import Any, Final, final
 
 import attrs
 
@@ -46,11 +51,13 @@ from ..session import (
     Record,
     SessionAppended,
     StopReason,
+    ToolApproval,
     ToolCall,
     ToolCallEnded,
     TurnEnded,
     UserMessage,
 )
+from ..shell import Terminal
 from ..workspace import FileChanged, FileSystem, PromptCommand
 from ._framing import TEXT_SLOT, TextTemplate
 from ._jsonrpc import ErrorCode, Request, RequestId, RpcError
@@ -59,6 +66,7 @@ from ._protocol import (
     child_progress,
     in_progress,
     params_object,
+    prompt_images,
     prompt_text,
     replay,
     required_str,
@@ -69,10 +77,14 @@ from ._protocol import (
     usage_update,
 )
 from ._serving import Serving
+from ._terminal import terminal_content
 
 __all__ = ["AcpSession", "Prompt", "Sessions"]
 
 log = logging.getLogger("trio_agents.acp")
+
+#: Who a ``ToolApproval`` record names when an earlier ``*_always`` answer stood for the call.
+_STANDING: Final = "standing answer"
 
 
 @final
@@ -97,6 +109,8 @@ class AcpSession:
     prompt: Prompt | None = None
     #: The file system of its file tools when the client offers ``fs/*`` (else ``None``).
     files: FileSystem | None = attrs.field(default=None, repr=False)
+    #: Where its agent's foreground commands run when the client offers ``terminal``.
+    terminal: Terminal | None = attrs.field(default=None, repr=False)
     #: The title announced (or found in its records), once it has one.
     title: str | None = None
     #: What its records stream as (open calls, their diffs).
@@ -221,10 +235,18 @@ class Sessions:
         """Queue the claimed prompt ``text``; its answer comes when its turn ends.
 
         Raises:
-            RpcError: a closed agent.
+            RpcError: a closed agent, an image that cannot be sent.
         """
+        images = prompt_images(request.params)
+        agent = session.agent
+        if images and not isinstance(agent, Agent):
+            # Another factory's agent (an AgentLike) takes text only.
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                "invalid params: this session's agent takes no images; send text only",
+            )
         try:
-            message_id = session.agent.prompt(text)
+            message_id = agent.prompt(text, images=images) if images else agent.prompt(text)
         except AgentClosedError as exc:
             raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
         except HookRefusedError as exc:  # a prompt_accepted hook vetoed it: nothing queued
@@ -325,6 +347,9 @@ class Sessions:
         elif isinstance(record, ToolCall | ToolCallEnded):
             for update in session.mapper.updates(record):
                 self._serving.update(session.agent.id, update)
+        elif isinstance(record, ToolApproval):
+            if record.by == _STANDING and record.decision == "allow_always":
+                self.started(session.agent.id, record.call_id)
         elif isinstance(record, InboxSpliced):
             if (
                 prompt is not None
@@ -363,6 +388,15 @@ class Sessions:
         session = self._live.get(agent_id)
         if session is not None and call_id is not None:
             self._serving.update(agent_id, in_progress(call_id))
+
+    def terminal(self, session: AcpSession, call_id: str | None, terminal_id: str) -> None:
+        """A call of ``session`` runs in the client's terminal ``terminal_id``: the call
+        shows it from now on (its end too)."""
+        if call_id is None or self._live.get(session.agent.id) is not session:
+            return
+        content = terminal_content(terminal_id)
+        session.mapper.attach(call_id, content)
+        self._serving.update(session.agent.id, in_progress(call_id, [content]))
 
     def on_disposed(self, event: AgentDisposed) -> None:
         """Forget a disposed agent's session (answering its prompt, which will never run)."""

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, final
 
 from ..cancel import BudgetExhausted, CancelCause
+from ..model import ImageError, ImagePart
 from ..session import (
     AssistantMessage,
     Record,
@@ -49,6 +50,7 @@ __all__ = [
     "optional_str",
     "params_object",
     "plan_update",
+    "prompt_images",
     "prompt_text",
     "replay",
     "required_str",
@@ -86,10 +88,11 @@ _STOP_REASONS: Final = {
 
 def agent_capabilities() -> dict[str, Any]:
     """What ``initialize`` announces: exactly what the bridge handles (sessions loaded,
-    resumed, listed, closed and deleted; text, resource links and embedded text resources)."""
+    resumed, listed, closed and deleted; text, images, resource links and embedded text
+    resources)."""
     return {
         "loadSession": True,
-        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+        "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
         # stdio servers need no announcement; http is the streamable HTTP transport.
         "mcpCapabilities": {"http": True, "sse": False},
         "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
@@ -154,8 +157,8 @@ def prompt_text(params: Mapping[str, Any]) -> str:
     """The text of a ``session/prompt``'s content blocks, in order.
 
     Text blocks give their text; a resource link gives its URI (baseline ACP); an embedded
-    text resource (``embeddedContext``) gives its URI on one line, then its text. Images,
-    audio and binary resources are refused.
+    text resource (``embeddedContext``) gives its URI on one line, then its text; an image
+    gives no text (:func:`prompt_images`). Audio and binary resources are refused.
     """
     blocks = params.get("prompt")
     if not isinstance(blocks, list):
@@ -169,6 +172,8 @@ def prompt_text(params: Mapping[str, Any]) -> str:
             parts.append(block["text"])
         elif kind == "resource_link" and isinstance(block.get("uri"), str):
             parts.append(block["uri"])
+        elif kind == "image":
+            continue
         elif (
             kind == "resource"
             and isinstance(block.get("resource"), Mapping)
@@ -180,9 +185,34 @@ def prompt_text(params: Mapping[str, Any]) -> str:
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
                 f"invalid params: prompt[{index}] is not supported (this agent takes text, "
-                f"resource_link and embedded text resource blocks; see promptCapabilities)",
+                f"image, resource_link and embedded text resource blocks; see "
+                f"promptCapabilities)",
             )
     return "\n".join(parts)
+
+
+def prompt_images(params: Mapping[str, Any]) -> tuple[ImagePart, ...]:
+    """The images of a ``session/prompt``'s content blocks, in order (base64 ``data`` with
+    its ``mimeType``, each checked: :class:`~trio_agents.model.ImagePart`)."""
+    blocks = params.get("prompt")
+    images: list[ImagePart] = []
+    for index, block in enumerate(blocks if isinstance(blocks, list) else ()):
+        if not isinstance(block, Mapping) or block.get("type") != "image":
+            continue
+        mime, data = block.get("mimeType"), block.get("data")
+        if not isinstance(mime, str) or not isinstance(data, str):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"invalid params: prompt[{index}] is an image without a string 'mimeType' "
+                f"and 'data' (base64)",
+            )
+        try:
+            images.append(ImagePart(mime, data))
+        except ImageError as exc:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"invalid params: prompt[{index}]: {exc}"
+            ) from None
+    return tuple(images)
 
 
 # -- updates -----------------------------------------------------------------------------------
@@ -287,9 +317,11 @@ def tool_call(record: ToolCall, cwd: str | None = None) -> dict[str, Any]:
     }
 
 
-def in_progress(call_id: str) -> dict[str, Any]:
-    """The ``tool_call_update`` saying a call started running."""
-    return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+def in_progress(call_id: str, content: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The ``tool_call_update`` saying a call started running (with ``content``, if any)."""
+    update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+    listed = [dict(c) for c in content]
+    return {**update, "content": listed} if listed else update
 
 
 def child_progress(call_id: str, text: str) -> dict[str, Any]:
@@ -365,7 +397,8 @@ class UpdateMapper:
     """The updates of one session's records, in order (live and in a replay).
 
     It remembers the calls still open, so that a call's end carries the ``diff`` of the files
-    it changed (told with :meth:`file_changed`) and a ``plan`` call's end sends the plan.
+    it changed (told with :meth:`file_changed`) and the client's terminal it ran in
+    (:meth:`attach`), and a ``plan`` call's end sends the plan.
     """
 
     __slots__ = ("_calls", "_cwd", "_diffs")
@@ -377,8 +410,12 @@ class UpdateMapper:
 
     def file_changed(self, call_id: str, path: str, old_text: str | None, new_text: str) -> None:
         """The open call ``call_id`` changed the file ``path``."""
+        self.attach(call_id, diff_content(path, old_text, new_text))
+
+    def attach(self, call_id: str, content: Mapping[str, Any]) -> None:
+        """Show ``content`` (a diff, a client's terminal) in the open call ``call_id``'s end."""
         if call_id in self._calls:
-            self._diffs.setdefault(call_id, []).append(diff_content(path, old_text, new_text))
+            self._diffs.setdefault(call_id, []).append(dict(content))
 
     def updates(self, record: Record) -> list[dict[str, Any]]:
         """The ``session/update`` payloads of ``record`` (see the module rules)."""

@@ -20,7 +20,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, final, overload
 
 import attrs
@@ -29,8 +29,15 @@ import trio
 from .. import tracing
 from .._base import Signal, Wake
 from ..cancel import CancelCause, UserCancel, current_cause
-from ..model import Model, PriceTable
-from ..session import Compacted, InboxSpliced, Session, SessionStore, check_recordable_cause
+from ..model import ImagePart, Model, PriceTable
+from ..session import (
+    Compacted,
+    ImageAttached,
+    InboxSpliced,
+    Session,
+    SessionStore,
+    check_recordable_cause,
+)
 from ._approval import Approvals, Approver
 from ._ask import AnswerFold
 from ._budget import Ledger
@@ -376,8 +383,11 @@ class Agent:
 
     # -- the inbox ------------------------------------------------------------------------------
 
-    def prompt(self, content: str) -> MessageId:
+    def prompt(self, content: str, *, images: Iterable[ImagePart] = ()) -> MessageId:
         """Queue ``content`` as the input of a turn of its own; wakes the agent.
+
+        ``images`` go with it (each an ``ImageAttached`` record): a model whose API takes
+        images sees them, another reads a line saying each was attached.
 
         ``steer`` and ``inject`` raise the same errors; a refused message is not queued.
 
@@ -388,7 +398,7 @@ class Agent:
             AgentClosedError: the agent is being disposed.
             HookRefusedError: a ``prompt_accepted`` hook vetoed it (see :doc:`/hooks`).
         """
-        return self._enqueue("next_turn", content, wake=True)
+        return self._enqueue("next_turn", content, wake=True, images=tuple(images))
 
     def steer(self, content: str) -> MessageId:
         """Queue ``content`` for the next step of the running turn; wakes an idle agent."""
@@ -543,7 +553,9 @@ class Agent:
         record = latest_output(self.session.records)
         return typed.structure(record.answer) if record is not None else None
 
-    def _enqueue(self, lane: Lane, content: str, *, wake: bool) -> MessageId:
+    def _enqueue(
+        self, lane: Lane, content: str, *, wake: bool, images: tuple[ImagePart, ...] = ()
+    ) -> MessageId:
         if not isinstance(content, str):
             raise TypeError(f"messages are text (str); got {type(content).__name__}")
         if self._closing:
@@ -555,6 +567,10 @@ class Agent:
             message_accepted(self._parts.hooks, self.id, lane, content)
         message = self._inbox.add(lane, content, wake=wake)
         try:
+            for image in images:
+                self.session.append(
+                    ImageAttached(message_id=message.id, mime_type=image.mime_type, data=image.data)
+                )
             self.session.append(
                 InboxSpliced(op="add", lane=lane, message_id=message.id, content=content, wake=wake)
             )

@@ -7,6 +7,8 @@ Rules:
   every call the model made is answered.
 - An ``OutputProduced`` refused in the model's text (no ``call_id``) → the user text that told
   the model what was wrong (:func:`._output.text_feedback`); a call's answer is its tool output.
+- An ``ImageAttached`` goes with the user message (``message_id``) or the tool output
+  (``call_id``) it names, recorded after it; an image whose message never comes is never sent.
 - Records that the model never saw (inbox bookkeeping, turn markers) are skipped.
 - A tool output is re-sent at every step, so it is bounded here too: a ``ToolCallEnded``
   over the tool result cap (one stored before the registry capped results, or written by
@@ -35,10 +37,19 @@ from typing import Any, TypeAlias, final, overload
 
 import attrs
 
-from ..model import AssistantText, ChatMessage, SystemText, ToolCallPart, ToolOutput, UserText
+from ..model import (
+    AssistantText,
+    ChatMessage,
+    ImagePart,
+    SystemText,
+    ToolCallPart,
+    ToolOutput,
+    UserText,
+)
 from ..session import (
     AssistantMessage,
     Compacted,
+    ImageAttached,
     OutputProduced,
     Record,
     Session,
@@ -153,6 +164,7 @@ class History:
         "_answered",
         "_calls",
         "_chars",
+        "_images",
         "_marks",
         "_messages",
         "_open",
@@ -176,6 +188,9 @@ class History:
         self._answered: dict[str, None] = {}
         # Invariant: the records of the session with seq < _seen have been folded in.
         self._seen = 0
+        # The images waiting for their message, by ("message", id) or ("call", id); made by
+        # the first image (most sessions have none).
+        self._images: dict[tuple[str, str], list[ImagePart]] | None = None
 
     def update(self, session: Session) -> History:
         """Fold in the records of ``session`` not folded yet (and only those)."""
@@ -269,12 +284,27 @@ class History:
         self._close_assistant()
         self._answered[record.call_id] = None
         content = cap_result(record.content)
-        self._append(ToolOutput(record.call_id, record.name, content, record.is_error))
+        images = self._attached("call", record.call_id)
+        self._append(ToolOutput(record.call_id, record.name, content, record.is_error, images))
 
     def _user(self, record: UserMessage) -> None:
         self._close_assistant()
         self._answer_missing()
-        self._append(UserText(record.content))
+        self._append(UserText(record.content, self._attached("message", record.message_id)))
+
+    def _image(self, record: ImageAttached) -> None:
+        key = ("message", record.message_id) if record.message_id is not None else None
+        if key is None and record.call_id is not None:
+            key = ("call", record.call_id)
+        if key is not None:
+            if self._images is None:
+                self._images = {}
+            self._images.setdefault(key, []).append(ImagePart(record.mime_type, record.data))
+
+    def _attached(self, kind: str, id: str) -> tuple[ImagePart, ...]:
+        if not self._images:
+            return ()
+        return tuple(self._images.pop((kind, id), ()))
 
     def _output(self, record: OutputProduced) -> None:
         if record.call_id is None and record.problems:
@@ -334,6 +364,7 @@ def _feed_of(kind: type) -> _Feed | None:
         (ToolCall, History._tool_call),
         (ToolCallEnded, History._tool_ended),
         (UserMessage, History._user),
+        (ImageAttached, History._image),
         (TurnEnded, History._turn_ended),
         (TurnStarted, History._turn_started),
         (Compacted, History._compacted),

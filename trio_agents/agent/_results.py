@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import attrs
 
+from ..model import ImagePart
+
 __all__ = ["RESULT_CAP", "ToolResult", "cap_result"]
 
 
@@ -24,11 +26,14 @@ class ToolResult:
         is_error: whether the call failed (the model sees it as an error).
         started: whether the tool's function had begun; for a cancelled call, ``True`` means
             side effects are possible.
+        images: images the model sees with the text (an MCP tool's, say); recorded in the
+            session, each at most ``trio_agents.model.MAX_IMAGE_BYTES``.
     """
 
     content: str
     is_error: bool = False
     started: bool = True
+    images: tuple[ImagePart, ...] = ()
 
 
 #: The most UTF-8 bytes of a tool result that are kept, stored and sent to a model.

@@ -33,6 +33,7 @@ from ..cancel import CancelCause, CauseScope, DisposedCancel, HookCancel, curren
 from ..model import Finished, ModelError, ModelRequest, TextDelta, ToolCallRequested
 from ..session import (
     AssistantMessage,
+    ImageAttached,
     StopReason,
     ToolCall,
     ToolCallEnded,
@@ -338,6 +339,10 @@ class Turn:
                 result = await hook_calls.after_tool(parts, self.id, call, arguments, result)
         if self._open is not None:
             self._open.pop(call.call_id, None)
+        for image in result.images:  # before the result they go with (see _history)
+            parts.session.append(
+                ImageAttached(call_id=call.call_id, mime_type=image.mime_type, data=image.data)
+            )
         parts.session.append(
             ToolCallEnded(
                 turn_id=self.id,

@@ -61,9 +61,10 @@ from ._ask import TerminalAsker, restored_note
 from ._chat_modes import HELP as MORE_HELP
 from ._chat_modes import ChatCommands, Handled, latest_here
 from ._chat_view import ChatView
+from ._images import attached_images
 from ._keys import Key
 from ._logs import CliLog
-from ._options import Settings, attach, open_cli_runtime, session_place, store_root
+from ._options import CliError, Settings, attach, open_cli_runtime, session_place, store_root
 from ._tree_view import render_tree
 
 if TYPE_CHECKING:
@@ -291,7 +292,15 @@ def _act(
     rest = rest.strip()
     if line and not line.startswith("/"):
         busy = _busy(agent)
-        agent.prompt(line)
+        try:
+            # A few local files (each at most 5 MiB), read here to keep the prompts' order.
+            images = attached_images(line)
+        except CliError as exc:
+            view.note(str(exc), "red")  # nothing sent; the line can be typed again
+            if not busy:
+                view.prompt()
+            return True
+        agent.prompt(line, images=images)
         if busy:
             first, *more = line.splitlines()
             view.note(f"queued: {first}{' …' if more else ''} (sent when this turn ends)")

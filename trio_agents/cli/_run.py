@@ -4,6 +4,7 @@ Rules:
 - The prompt is the argument; ``-`` reads it from stdin instead. Otherwise, text piped to stdin
   (a pipe or a file, not a terminal) is sent after the argument, separated by a blank line,
   so ``git diff | trio-agents run "review this"`` works.
+- ``@path`` of an image file in the prompt attaches the image (:mod:`._images`).
 - A resumed session's standing ``allow_always`` approvals are named in one stderr line
   (ignored with ``--forget-approvals``).
 - On a terminal, the answer's control characters (but newline and tab) are shown as visible
@@ -52,6 +53,7 @@ from ..workspace import format_plan, plan_entries
 from ._ask import RunApprover, restored_note
 from ._budget import budget_from, stopped_line
 from ._controls import visible_controls
+from ._images import read_attached_images
 from ._options import CliError, Settings, attach, open_cli_runtime, session_path
 from ._output_schema import accepted_json, load_output_schema
 
@@ -67,6 +69,7 @@ async def run(args: argparse.Namespace) -> int:
     prompt = await _prompt(args.prompt)
     budget = budget_from(args)
     schema = load_output_schema(getattr(args, "output_schema", None))
+    images = await read_attached_images(prompt)  # @path of an image (see _images)
     if getattr(args, "remote", None) is not None:
         if budget is not None:
             raise CliError("--max-* options are not taken with --remote (a worker runs it)")
@@ -121,7 +124,7 @@ async def run(args: argparse.Namespace) -> int:
         root.on(AgentOutput, show)
         root.on(SessionAppended, show_plan)
         root.on(SessionWriteFailed, on_write_failed)
-        message_id = agent.prompt(prompt)
+        message_id = agent.prompt(prompt, images=images)
         status.start()
         try:
             with trio.open_signal_receiver(signal.SIGINT) as interrupts:

@@ -2,8 +2,12 @@
 
 Rules:
 - Text content is passed as is; every other kind of content is described in one bracketed
-  line (an image, audio, a link or an embedded binary resource is not text a model reads
-  here), so nothing the server said is silently dropped. An embedded text resource is text.
+  line (audio, a link or an embedded binary resource is not text a model reads here), so
+  nothing the server said is silently dropped. An embedded text resource is text.
+- An image is passed to the model with the result (``ToolResult.images``: a provider that
+  takes images shows it, another reads that it was there), and named in the text by one
+  bracketed line; one that cannot be sent (not PNG, JPEG, GIF or WebP, or over the size
+  bound) is only named, with the reason.
 - With no content at all, the structured content (if any) is the answer, as JSON.
 - ``isError`` makes an error result: the model reads what the server said went wrong.
 - A registered name is ``<prefix><tool>``; characters model APIs refuse become ``_`` and the
@@ -18,6 +22,7 @@ import re
 import mcp.types as mt
 
 from ..agent import ToolResult
+from ..model import ImageError, ImagePart
 
 __all__ = ["describe", "to_result", "tool_name"]
 
@@ -39,7 +44,11 @@ def describe(block: mt.ContentBlock) -> str:
     if isinstance(block, mt.TextContent):
         return block.text
     if isinstance(block, mt.ImageContent):
-        return f"[image: {block.mime_type}, {_size(block.data)}; not shown to the model]"
+        try:
+            image = ImagePart(block.mime_type, block.data)
+        except ImageError as exc:
+            return f"[image: {block.mime_type}, {_size(block.data)}; not shown to the model: {exc}]"
+        return f"[image: {block.mime_type}, {image.size} bytes]"
     if isinstance(block, mt.AudioContent):
         return f"[audio: {block.mime_type}, {_size(block.data)}; not played to the model]"
     if isinstance(block, mt.ResourceLink):
@@ -57,4 +66,11 @@ def to_result(result: mt.CallToolResult) -> ToolResult:
     parts = [describe(block) for block in result.content]
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content))
-    return ToolResult("\n".join(parts), is_error=bool(result.is_error))
+    images = []
+    for block in result.content:
+        if isinstance(block, mt.ImageContent):
+            try:
+                images.append(ImagePart(block.mime_type, block.data))
+            except ImageError:
+                continue  # named in the text, with the reason
+    return ToolResult("\n".join(parts), is_error=bool(result.is_error), images=tuple(images))

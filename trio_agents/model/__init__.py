@@ -14,8 +14,12 @@ from ._errors import ModelError as ModelError
 from ._errors import ModelErrorKind as ModelErrorKind
 from ._errors import ModelSpecError as ModelSpecError
 from ._fallback import FallbackModel as FallbackModel
+from ._messages import IMAGE_TYPES as IMAGE_TYPES
+from ._messages import MAX_IMAGE_BYTES as MAX_IMAGE_BYTES
 from ._messages import AssistantText as AssistantText
 from ._messages import ChatMessage as ChatMessage
+from ._messages import ImageError as ImageError
+from ._messages import ImagePart as ImagePart
 from ._messages import ModelRequest as ModelRequest
 from ._messages import OutputSpec as OutputSpec
 from ._messages import SystemText as SystemText
@@ -23,6 +27,8 @@ from ._messages import ToolCallPart as ToolCallPart
 from ._messages import ToolOutput as ToolOutput
 from ._messages import ToolSpec as ToolSpec
 from ._messages import UserText as UserText
+from ._messages import image_placeholder as image_placeholder
+from ._messages import text_with_images as text_with_images
 from ._openai import OpenAIChatModel as OpenAIChatModel
 from ._prices import DEFAULT_PRICES as DEFAULT_PRICES
 from ._prices import Price as Price
@@ -50,6 +56,8 @@ from ._stream import Usage as Usage
 __all__ = [
     "DEFAULT_PRICES",
     "FALLBACK_KINDS",
+    "IMAGE_TYPES",
+    "MAX_IMAGE_BYTES",
     "MODELS",
     "AnthropicModel",
     "AssistantText",
@@ -59,6 +67,8 @@ __all__ = [
     "FallbackModel",
     "FinishReason",
     "Finished",
+    "ImageError",
+    "ImagePart",
     "Model",
     "ModelCatalog",
     "ModelError",
@@ -85,8 +95,10 @@ __all__ = [
     "Usage",
     "UserText",
     "Wait",
+    "image_placeholder",
     "model_from_spec",
     "preflight",
     "register_model_scheme",
     "split_words",
+    "text_with_images",
 ]

@@ -48,7 +48,15 @@ from typing import Any, final
 import attrs
 
 from ._errors import ModelError, ModelErrorKind
-from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
+from ._messages import (
+    AssistantText,
+    ChatMessage,
+    ImagePart,
+    ModelRequest,
+    SystemText,
+    ToolOutput,
+    UserText,
+)
 from ._retry import Failure, StreamFailure, reported_limit
 from ._stream import FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
 from ._wire import (
@@ -93,10 +101,17 @@ _UNSHOWN = {"thinking_delta": "thinking", "signature_delta": "signature"}
 _INPUT_COUNTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
+def _image(image: ImagePart) -> dict[str, Any]:
+    """An ``image`` content block with its base64 source."""
+    source = {"type": "base64", "media_type": image.mime_type, "data": image.data}
+    return {"type": "image", "source": source}
+
+
 def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
     """The role and content blocks of one non-system message."""
     if isinstance(message, UserText):
-        return "user", [{"type": "text", "text": message.content}]
+        text = [{"type": "text", "text": message.content}]
+        return "user", text + [_image(image) for image in message.images]
     if isinstance(message, AssistantText):
         blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
         blocks += [
@@ -106,7 +121,11 @@ def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
         return "assistant", blocks
     if isinstance(message, ToolOutput):
         result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id}
-        if message.content:
+        if message.images:
+            # A result with images is a list of blocks: its text (if any), then the images.
+            text = [{"type": "text", "text": message.content}] if message.content else []
+            result["content"] = text + [_image(image) for image in message.images]
+        elif message.content:
             result["content"] = message.content
         if message.is_error:
             result["is_error"] = True

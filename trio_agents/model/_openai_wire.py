@@ -29,12 +29,21 @@ Rules:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, final
 
 import attrs
 
 from ._errors import ModelError, ModelErrorKind
-from ._messages import AssistantText, ChatMessage, ModelRequest, SystemText, ToolOutput, UserText
+from ._messages import (
+    AssistantText,
+    ChatMessage,
+    ImagePart,
+    ModelRequest,
+    SystemText,
+    ToolOutput,
+    UserText,
+)
 from ._retry import Failure, reported_limit, retry_after
 from ._stream import FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
 from ._wire import (
@@ -71,11 +80,28 @@ _UNSHOWN = ("reasoning_content", "reasoning", "refusal")
 _RETRY_STATUS = frozenset({408, 409, 429})
 
 
+def _image_url(image: ImagePart) -> dict[str, Any]:
+    """An image content part: a ``data:`` URL of its base64."""
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"},
+    }
+
+
+def _with_images(text: str, images: tuple[ImagePart, ...]) -> list[dict[str, Any]]:
+    """The content parts of a user message: its text (if any), then its images."""
+    parts = [{"type": "text", "text": text}] if text else []
+    return parts + [_image_url(image) for image in images]
+
+
 def message_json(message: ChatMessage) -> dict[str, Any]:
-    """One message as the chat-completions API takes it."""
+    """One message as the chat-completions API takes it (a tool output with images is two:
+    see :func:`messages_json`)."""
     if isinstance(message, SystemText):
         return {"role": "system", "content": message.content}
     if isinstance(message, UserText):
+        if message.images:
+            return {"role": "user", "content": _with_images(message.content, message.images)}
         return {"role": "user", "content": message.content}
     if isinstance(message, AssistantText):
         out: dict[str, Any] = {"role": "assistant", "content": message.content}
@@ -100,11 +126,30 @@ def message_json(message: ChatMessage) -> dict[str, Any]:
     raise TypeError(f"not a chat message: {type(message).__name__} {message!r}")
 
 
+def messages_json(messages: Iterable[ChatMessage]) -> list[dict[str, Any]]:
+    """The API's ``messages`` for a conversation. A tool message is text only, so the images
+    of tool outputs follow the run of tool messages they belong to, as one user message that
+    names their calls."""
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for message in messages:
+        if pending and not isinstance(message, ToolOutput):
+            out.append({"role": "user", "content": pending})
+            pending = []
+        out.append(message_json(message))
+        if isinstance(message, ToolOutput) and message.images:
+            text = f"the images of the result of tool call {message.call_id} ({message.name}):"
+            pending += _with_images(text, message.images)
+    if pending:
+        out.append({"role": "user", "content": pending})
+    return out
+
+
 def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
     """The JSON body of a streaming ``POST /chat/completions`` for ``request``."""
     body: dict[str, Any] = {
         "model": model,
-        "messages": [message_json(m) for m in request.messages],
+        "messages": messages_json(request.messages),
         "stream": True,
         "stream_options": {"include_usage": True},
     }

@@ -15,6 +15,8 @@ Rules:
   the model was sent: the messages and the tool specs), also when the script has run out: the
   latest 1,000 of them, so that a long-lived agent on the embedded default
   (``echo``, which never runs out) does not grow by a request per turn.
+- The scripted models see no images: the echo reads a placeholder line for each image of a
+  user message or a tool output (:func:`~._messages.text_with_images`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ import attrs
 import trio
 
 from ._errors import ModelError
-from ._messages import AssistantText, ChatMessage, ModelRequest, ToolOutput, UserText
+from ._messages import (
+    AssistantText,
+    ChatMessage,
+    ModelRequest,
+    ToolOutput,
+    UserText,
+    text_with_images,
+)
 from ._protocol import check_context_window
 from ._stream import Finished, FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
 
@@ -328,7 +337,8 @@ def _echo_steps(messages: Sequence[ChatMessage], delay: float) -> tuple[Step, ..
     match = _TOOL.fullmatch(latest.content)
     if match is not None:
         return _tool_steps(match["name"], match["arguments"], delay)
-    return (Say(latest.content, delay),)
+    # A model that sees no images: it is told each one was there (text_with_images).
+    return (Say(text_with_images(latest), delay),)
 
 
 def _tool_steps(name: str, text: str, delay: float) -> tuple[Step, ...]:
@@ -357,4 +367,4 @@ def _report(output: ToolOutput, messages: Sequence[ChatMessage]) -> str:
     command = arguments.get("command")
     what = f"bash `{command}`" if output.name == "bash" and command else f"tool {output.name}"
     verb = "failed" if output.is_error else ("exited" if output.name == "bash" else "returned")
-    return f"{what} {verb}: {output.content}"
+    return f"{what} {verb}: {text_with_images(output)}"

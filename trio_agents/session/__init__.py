@@ -39,6 +39,7 @@ from ._records import AssistantMessage as AssistantMessage
 from ._records import ChildEnded as ChildEnded
 from ._records import ChildStarted as ChildStarted
 from ._records import Compacted as Compacted
+from ._records import ImageAttached as ImageAttached
 from ._records import InboxSpliced as InboxSpliced
 from ._records import ModeChanged as ModeChanged
 from ._records import ModelUsage as ModelUsage
@@ -72,6 +73,7 @@ __all__ = [
     "ChildEnded",
     "ChildStarted",
     "Compacted",
+    "ImageAttached",
     "InboxSpliced",
     "InvalidSessionIdError",
     "JsonlStore",

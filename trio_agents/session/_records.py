@@ -24,6 +24,7 @@ __all__ = [
     "ChildEnded",
     "ChildStarted",
     "Compacted",
+    "ImageAttached",
     "InboxSpliced",
     "ModeChanged",
     "ModelUsage",
@@ -91,6 +92,22 @@ class UserMessage(Record):
     message_id: str
     content: str
     turn_id: str
+
+
+@attrs.frozen(kw_only=True)
+class ImageAttached(Record):
+    """An image that goes with a user message or a tool call's result (written before it).
+
+    It names ``message_id`` (the queued message it was prompted with) or ``call_id`` (the
+    call whose result it is part of); the model reads it with that message or result. The
+    image is stored whole: base64 ``data`` and its ``mime_type`` (bounded by
+    :data:`trio_agents.model.MAX_IMAGE_BYTES` where images are made).
+    """
+
+    message_id: str | None = None
+    call_id: str | None = None
+    mime_type: str
+    data: str = attrs.field(repr=False)
 
 
 @attrs.frozen(kw_only=True)
@@ -397,6 +414,7 @@ def record_tags() -> tuple[str, ...]:
 for _cls in (
     AgentConfigured,
     InboxSpliced,
+    ImageAttached,
     UserMessage,
     AssistantMessage,
     ToolCall,

@@ -13,6 +13,10 @@ from ._local import LocalShell as LocalShell
 from ._local import LocalShellExecutor as LocalShellExecutor
 from ._local import ShellStatistics as ShellStatistics
 from ._output import OutputBuffer as OutputBuffer
+from ._routes import SHELL_ROUTES as SHELL_ROUTES
+from ._routes import ShellRoutes as ShellRoutes
+from ._routes import Terminal as Terminal
+from ._routes import TerminalChooser as TerminalChooser
 from ._sandbox import SandboxShell as SandboxShell
 from ._sandbox import SandboxUnavailableError as SandboxUnavailableError
 from ._sandbox import bwrap_argv as bwrap_argv
@@ -36,6 +40,7 @@ from ._types import job_state as job_state
 __all__ = [
     "SANDBOX_POLICIES",
     "SHELL",
+    "SHELL_ROUTES",
     "BashArgs",
     "BashTask",
     "JobArgs",
@@ -56,9 +61,12 @@ __all__ = [
     "ShellExecutor",
     "ShellRequestError",
     "ShellResult",
+    "ShellRoutes",
     "ShellSnapshot",
     "ShellStatistics",
     "SupervisedChild",
+    "Terminal",
+    "TerminalChooser",
     "ToolBash",
     "bwrap_argv",
     "job_state",

@@ -13,6 +13,8 @@ Rules:
   ``ctx.get("agents").list()``: the listener runs in the executor's task, a foreign fiber.
   A completion that lands while this plugin is reloading drops its one notice.
 - A foreground ``bash`` cancelled with its turn kills its command (the executor's ``run``).
+- A foreground ``bash`` of an agent that a front end routes (:mod:`._routes`: the ACP bridge,
+  for a client that offers ``terminal``) runs in that terminal instead of the executor.
 - With a sandboxed executor (``executor.sandbox``), a fourth tool, ``bash_unsandboxed``, runs
   a command outside the sandbox; it is marked ``ask`` (every call needs approval), so the
   one way out of the sandbox is asked about, whatever ``bash`` is.
@@ -36,6 +38,7 @@ from ..agent import AGENTS, TOOLS, Agent, AgentClosedError, Tool, ToolContext, T
 from ..kernel import Context, FiberClosedError
 from ._errors import JobNotFoundError, ShellRequestError
 from ._executor import SHELL, ShellExecutor
+from ._routes import SHELL_ROUTES, ShellRoutes
 from ._types import (
     SANDBOX_POLICIES,
     JobDone,
@@ -128,11 +131,17 @@ class _BashTools:
     """The tools of one application of the plugin (nothing here survives a reload)."""
 
     def __init__(
-        self, ctx: Context, executor: ShellExecutor, sandboxes: Mapping[str, str] | None = None
+        self,
+        ctx: Context,
+        executor: ShellExecutor,
+        sandboxes: Mapping[str, str] | None = None,
+        *,
+        routes: ShellRoutes | None = None,
     ) -> None:
         self._ctx = ctx
         self._executor = executor
         self._sandboxes: Mapping[str, str] = sandboxes or {}
+        self._routes = routes if routes is not None else ShellRoutes()
 
     def tools(self) -> tuple[Tool, ...]:
         outside: tuple[Tool, ...] = ()
@@ -189,8 +198,13 @@ class _BashTools:
         except ShellRequestError as exc:
             return ToolResult(str(exc), is_error=True, started=False)
         if not spec.background:
+            # Invariant: a sandboxed command never leaves its sandbox for a routed terminal.
+            terminal = self._routes.for_agent(call.agent) if executor.sandbox is None else None
             try:
-                result = await executor.run(spec)
+                if terminal is not None:
+                    result = await terminal.run(spec, call.call_id)
+                else:
+                    result = await executor.run(spec)
             except ShellRequestError as exc:  # refused at the start (too long for exec)
                 return ToolResult(str(exc), is_error=True, started=False)
             failed = result.status is not JobStatus.EXITED or result.exit_code != 0
@@ -308,9 +322,12 @@ class ToolBash:
         sandboxes: dict[str, str] = attrs.field(factory=dict, validator=_policies)
 
     async def apply(self, ctx: Context, config: ToolBash.Config) -> None:
-        """Register the three tools and the completion listener, all owned by this fiber."""
+        """Register the three tools, the completion listener and the routes (``shell_routes``),
+        all owned by this fiber."""
         shell, registry = ctx.service(SHELL), ctx.service(TOOLS)
-        tools = _BashTools(ctx, shell, config.sandboxes)
+        routes = ShellRoutes()
+        ctx.provide(SHELL_ROUTES, routes)
+        tools = _BashTools(ctx, shell, config.sandboxes, routes=routes)
         shell.on_job_done(tools.notify)
         for tool in tools.tools():
             registry.register(tool)
