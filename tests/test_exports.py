@@ -120,7 +120,14 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._budget": frozenset({"LIMITS", "Ledger", "tool_refusal", "within_budget"}),
     "trio_agents.agent._caller": frozenset({"ChildAgents", "HasCaller", "HasUsage", "ToolCalls"}),
     "trio_agents.agent._children": frozenset(
-        {"ChildOutcome", "child_outcome", "close_open_children", "open_children", "parent_of"}
+        {
+            "ChildOutcome",
+            "child_ended",
+            "child_outcome",
+            "close_open_children",
+            "open_children",
+            "parent_of",
+        }
     ),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
     "trio_agents.agent._definitions": frozenset({"Definitions", "TASK_TOOLS"}),

@@ -487,3 +487,25 @@ async def test_a_plan_mode_agent_starts_children_that_only_read() -> None:
         (refused,) = of(stored, ToolCallEnded)
         assert refused.is_error
         assert not refused.started
+
+
+async def test_a_resumed_parent_counts_what_its_ended_children_spent() -> None:
+    """A parent's budget after a resume includes its children's spending, folded from its
+    ChildEnded records: 1 output token of its own and 3 of its child's, then 2 more spend a
+    budget of 5, so the next turn stops at its first request."""
+    store = MemoryStore()
+    first = ScriptedModel([[CallTool("task", {"agent": "echoer", "prompt": "a b c"})], "ok"])
+    async with ag.open_runtime(store=store) as root:
+        await root.agents.define("echoer", description="echoes", model="echo")
+        handle = await root.agents.create(
+            first, session_id="p", tools=TASK_TOOLS, budget=ag.Budget(output_tokens=5)
+        )
+        assert await handle.agent.ask("go") == "ok"
+        (ended,) = of(handle.agent.session.records, ChildEnded)
+        assert (ended.output_tokens, ended.requests, ended.turns) == (3, 1, 1)
+        await handle.dispose()
+        again = (await root.agents.resume("p", model=ScriptedModel(["x y", "z"]))).agent
+        assert await again.ask("more") == "x y"  # the request that spends it ends its turn
+        with pytest.raises(ag.TurnFailedError) as failed:
+            await again.ask("again")
+        assert failed.value.record.cause == BudgetExhausted("p", "output_tokens", 6, 5)

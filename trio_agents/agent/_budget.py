@@ -7,8 +7,9 @@ Rules:
   ``AgentConfigured``, so a resumed agent keeps it.
 - What an agent spent is folded from its session's records (``ModelUsage`` for tokens,
   requests and cost; ``TurnStarted`` for turns; ``ToolCallEnded`` that started for tool
-  calls), so it survives a resume and is the same in any process that takes the session
-  over; while the agent lives, its :class:`Ledger` adds each new spending as it happens.
+  calls; ``ChildEnded`` for what each ended ``task`` child spent), so it survives a resume
+  and is the same in any process that takes the session over; while the agent lives, its
+  :class:`Ledger` adds each new spending as it happens.
 - A child's spending counts against its own budget and every ancestor's: a spending is added
   to the ledger of the agent and of each live ancestor (an ancestor counts what its live
   descendants spend from the moment they are its descendants).
@@ -38,7 +39,7 @@ import attrs
 import trio
 
 from ..cancel import BudgetExhausted, CancelCause, CauseScope
-from ..session import ModelUsage, Record, ToolCallEnded, TurnStarted
+from ..session import ChildEnded, ModelUsage, Record, ToolCallEnded, TurnStarted
 from ._results import ToolResult
 
 __all__ = ["LIMITS", "Budget", "Ledger", "tool_refusal", "within_budget"]
@@ -153,6 +154,15 @@ class _Spent:
         self.requests += 1
         self.cost += record.cost or 0.0
 
+    def add_child(self, record: ChildEnded) -> None:
+        """What a child of a ``task`` call spent, as its parent recorded it at its end."""
+        self.input_tokens += record.input_tokens
+        self.output_tokens += record.output_tokens
+        self.requests += record.requests
+        self.cost += record.cost or 0.0
+        self.turns += record.turns
+        self.tool_calls += record.tool_calls
+
 
 @final
 class Ledger:
@@ -220,6 +230,8 @@ class Ledger:
                 spent.turns += 1
             elif isinstance(record, ToolCallEnded) and record.started:
                 spent.tool_calls += 1
+            elif isinstance(record, ChildEnded):
+                spent.add_child(record)
         return ledger
 
     def _chain(self) -> Iterator[Ledger]:

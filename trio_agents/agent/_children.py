@@ -25,6 +25,7 @@ from ..session import (
     AssistantMessage,
     ChildEnded,
     ChildStarted,
+    ModelUsage,
     Record,
     Session,
     SessionIdInUseError,
@@ -32,11 +33,19 @@ from ..session import (
     SessionStore,
     StopReason,
     ToolCall,
+    ToolCallEnded,
     TurnEnded,
     TurnStarted,
 )
 
-__all__ = ["ChildOutcome", "child_outcome", "close_open_children", "open_children", "parent_of"]
+__all__ = [
+    "ChildOutcome",
+    "child_ended",
+    "child_outcome",
+    "close_open_children",
+    "open_children",
+    "parent_of",
+]
 
 
 @attrs.frozen
@@ -95,6 +104,31 @@ def child_outcome(records: Sequence[Record]) -> ChildOutcome:
     return ChildOutcome(end.stop_reason, answer, end.cause, end.error)
 
 
+def child_ended(
+    child_id: str,
+    records: Sequence[Record],
+    stop_reason: StopReason,
+    cause: CancelCause | None = None,
+    error: str | None = None,
+) -> ChildEnded:
+    """The parent's record of a child's end, with what the child's ``records`` say it spent
+    (its own requests, turns and started tool calls)."""
+    usages = [r for r in records if isinstance(r, ModelUsage)]
+    costs = [u.cost for u in usages if u.cost is not None]
+    return ChildEnded(
+        child_id=child_id,
+        stop_reason=stop_reason,
+        cause=cause,
+        error=error,
+        input_tokens=sum(u.input_tokens for u in usages),
+        output_tokens=sum(u.output_tokens for u in usages),
+        requests=len(usages),
+        cost=sum(costs) if costs else None,
+        turns=sum(isinstance(r, TurnStarted) for r in records),
+        tool_calls=sum(isinstance(r, ToolCallEnded) and r.started for r in records),
+    )
+
+
 async def close_open_children(store: SessionStore, parent: Session) -> None:
     """Repair the children ``parent``'s records leave open (see the module rules)."""
     for started in open_children(parent.records):
@@ -122,11 +156,7 @@ async def close_open_children(store: SessionStore, parent: Session) -> None:
             await store.detach(child)
         # A child whose turn ended before the process did keeps its own stop reason.
         outcome = child_outcome(child.records)
+        stop = outcome.stop_reason or StopReason.INTERRUPTED
         parent.append(
-            ChildEnded(
-                child_id=started.child_id,
-                stop_reason=outcome.stop_reason or StopReason.INTERRUPTED,
-                cause=outcome.cause,
-                error=outcome.error,
-            )
+            child_ended(started.child_id, child.records, stop, outcome.cause, outcome.error)
         )

@@ -32,14 +32,13 @@ import trio
 from ..cancel import ParentCancel
 from ..kernel import Context
 from ..session import (
-    ChildEnded,
     ChildStarted,
     SessionClosedError,
     SessionIdInUseError,
     SessionNotFoundError,
     StopReason,
 )
-from ._children import ChildOutcome, child_outcome, parent_of
+from ._children import ChildOutcome, child_ended, child_outcome, parent_of
 from ._errors import AgentClosedError, MessageDroppedError, TurnFailedError
 from ._events import TaskEnded, TaskStarted
 from ._hooks import HookRefusedError
@@ -308,20 +307,10 @@ class TaskTools:
     def _ended(
         self, parent: Agent, child: Agent, call_id: str | None, outcome: ChildOutcome
     ) -> None:
-        usage = child.usage
         stop = outcome.stop_reason or StopReason.CANCELLED
+        ended = child_ended(child.id, child.session.records, stop, outcome.cause, outcome.error)
         with contextlib.suppress(SessionClosedError):  # the parent is gone already
-            parent.session.append(
-                ChildEnded(
-                    child_id=child.id,
-                    stop_reason=stop,
-                    cause=outcome.cause,
-                    error=outcome.error,
-                    input_tokens=usage.input_tokens,
-                    output_tokens=usage.output_tokens,
-                    requests=usage.requests,
-                )
-            )
+            parent.session.append(ended)
         self._ctx.emit(TaskEnded(parent.id, call_id, child.id, stop, outcome.cause))
 
     async def _run_background(

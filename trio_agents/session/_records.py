@@ -272,6 +272,12 @@ class ChildEnded(Record):
         input_tokens: the tokens the child's model requests read.
         output_tokens: the tokens they wrote.
         requests: how many model requests the child made.
+        cost: what they cost in US dollars, ``None`` when no price was known.
+        turns: how many turns the child ran.
+        tool_calls: how many of its tool calls started.
+
+    What the child spent counts against its ancestors' budgets; a resumed parent folds it
+    from this record (the child's own session holds the details).
     """
 
     child_id: str
@@ -281,6 +287,9 @@ class ChildEnded(Record):
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
+    cost: float | None = None
+    turns: int = 0
+    tool_calls: int = 0
 
 
 @attrs.frozen(kw_only=True)
