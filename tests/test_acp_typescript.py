@@ -43,12 +43,19 @@ def client_problem() -> str | None:
     return None
 
 
-async def run_client(cwd: Path, store: Path) -> dict[str, Any]:
-    """What client.mjs saw, or the test fails with its exit status and its stderr."""
+@pytest.fixture
+def typescript_client() -> Path:
+    """client.mjs, once node and the pinned SDK are there; else the test fails saying how to
+    install them (a sync fixture: the one line is not wrapped in trio's exception group)."""
     problem = client_problem()
     if problem is not None:
         pytest.fail(problem, pytrace=False)
-    command = ["node", str(CLIENT), str(TRIO_AGENTS), str(cwd), str(store)]
+    return CLIENT
+
+
+async def run_client(client: Path, cwd: Path, store: Path) -> dict[str, Any]:
+    """What client.mjs saw, or the test fails with its exit status and its stderr."""
+    command = ["node", str(client), str(TRIO_AGENTS), str(cwd), str(store)]
     with trio.fail_after(LIMIT):
         result = await trio.run_process(
             command, capture_stdout=True, capture_stderr=True, check=False
@@ -62,7 +69,7 @@ async def run_client(cwd: Path, store: Path) -> dict[str, Any]:
 
 @pytest.mark.usefixtures("cli_environment")
 async def test_the_typescript_sdk_client_prompts_edits_through_its_fs_and_loads(
-    tmp_path: Path,
+    tmp_path: Path, typescript_client: Path
 ) -> None:
     """The TypeScript SDK's client gets the echoed text, write_file as an asked-for 'edit'
     with its diff written through fs/write_text_file, and the session listed and replayed by
@@ -71,7 +78,7 @@ async def test_the_typescript_sdk_client_prompts_edits_through_its_fs_and_loads(
     cwd.mkdir()
     note = str(cwd / "note.txt")
 
-    seen = await run_client(cwd, tmp_path / "sessions")
+    seen = await run_client(typescript_client, cwd, tmp_path / "sessions")
 
     assert (seen["protocolVersion"], seen["loadSession"]) == (1, True)
     assert seen["hello"] == {
