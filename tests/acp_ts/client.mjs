@@ -93,6 +93,16 @@ async function initialize(agent) {
   });
 }
 
+/**
+ * Resolves once every message received so far has been handled. The SDK handles each incoming
+ * message in its own promise chain, so a request's answer can resolve before the handlers of
+ * the notifications sent ahead of it have run; those handlers do no I/O (microtasks only), so
+ * a macrotask turn runs after all of them.
+ */
+function handled() {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** The updates of one turn, summarized: what an editor would show. */
 function summarize(updates) {
   const text = (kind) =>
@@ -146,6 +156,7 @@ async function main() {
         sessionId: session.sessionId,
         prompt: [{ type: "text", text }],
       });
+      await handled();
       return { stopReason: response.stopReason, ...summarize(record.updates) };
     };
     const hello = await turn("hello");
@@ -170,6 +181,7 @@ async function main() {
       cwd,
       mcpServers: [],
     });
+    await handled();
     return {
       listed: list.sessions.map((s) => ({
         isTheSession: s.sessionId === first.sessionId,
