@@ -11,6 +11,8 @@ typecheck docs``, and one with more runs the suite on each. ``nox -s tests-3.11`
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -22,6 +24,9 @@ nox.options.error_on_missing_interpreters = False
 PYTHONS = ["3.11", "3.12", "3.13"]
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
+
+#: Installs the pinned TypeScript ACP SDK for tests/test_acp_typescript.py (as .ci/run does).
+NPM_CI = ["npm", "ci", "--prefix", "tests/acp_ts", "--no-audit", "--no-fund", "--loglevel=error"]
 
 
 def _groups(*names: str) -> list[str]:
@@ -35,6 +40,10 @@ def _groups(*names: str) -> list[str]:
 def tests(session: nox.Session) -> None:
     """Run the test suite under coverage (branch) and report it; below the floor fails."""
     session.install("-e", ".[otel]", *_groups("test"))
+    # The TypeScript ACP client's test (tests/test_acp_typescript.py) needs node and the SDK
+    # that tests/acp_ts/package-lock.json pins.
+    if not Path("tests/acp_ts/node_modules").is_dir():
+        session.run_install(*NPM_CI, external=True, silent=True)
     session.env["COVERAGE_PROCESS_START"] = "pyproject.toml"
     session.run("coverage", "erase")
     session.run("coverage", "run", "-m", "pytest", *session.posargs)
