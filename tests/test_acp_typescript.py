@@ -110,8 +110,9 @@ async def test_the_typescript_sdk_client_prompts_edits_through_its_fs_and_loads(
         "reject_once",
         "reject_always",
     ]
-    # The old text was asked of the client (no such file), the new one written by it.
-    assert seen["reads"] == [note]
+    # The old text was asked of the client twice (no such file): for the diff the question
+    # shows, then by the tool; the new one written by it.
+    assert seen["reads"] == [note, note]
     assert seen["writes"] == [{"path": note, "content": "hi"}]
     assert seen["onDisk"] == "hi"
 
@@ -126,3 +127,6 @@ async def test_the_typescript_sdk_client_prompts_edits_through_its_fs_and_loads(
         [note],
     )
     assert replayed["statuses"][-1] == "completed"
+    # A loaded session still shows the change (its arguments' diff), with the result.
+    assert replayed["contentTypes"] == ["diff", "content"]
+    assert replayed["diffs"] == [{"path": note, "oldText": None, "newText": "hi"}]

@@ -145,3 +145,36 @@ async def test_a_client_error_on_fs_is_the_calls_error_and_writes_follow_the_cap
         seen, _ = await s.client.until(await s.client.prompt(session_id, write))
         assert not [m for m in seen if m.get("method") == "fs/write_text_file"]
         assert (tmp_path / "new.txt").read_text() == "x"
+
+
+async def test_the_question_about_an_overwrite_shows_the_files_old_text(tmp_path: Path) -> None:
+    """write_file over an existing file: the permission request's diff has the file's text as
+    oldText (read before asking), not a new file; a load replays the call with its diff."""
+    (tmp_path / "note.txt").write_text("old\n")
+    store = MemoryStore()
+    async with serve_bridge(store=store, workspace=True) as s:
+        await s.client.initialize()
+        session_id = await s.client.new_session(str(tmp_path))
+        args = {"path": "note.txt", "content": "new\n"}
+        prompt = await s.client.prompt(session_id, f"!tool write_file {json.dumps(args)}")
+        _, response = await s.client.until(prompt)
+        assert response["result"] == {"stopReason": "end_turn"}
+        (asked,) = s.client.permission_requests
+        (diff,) = asked["params"]["toolCall"]["content"]
+        assert diff == {
+            "type": "diff",
+            "path": str(tmp_path / "note.txt"),
+            "oldText": "old\n",
+            "newText": "new\n",
+        }
+        assert (tmp_path / "note.txt").read_text() == "new\n"
+        await s.client.call("session/close", {"sessionId": session_id})
+    async with serve_bridge(store=store, workspace=True) as s:
+        await s.client.initialize()
+        replayed, _ = await s.client.until(
+            await s.client.request(
+                "session/load", {"sessionId": session_id, "cwd": str(tmp_path), "mcpServers": []}
+            )
+        )
+        (end,) = [u for u in updates(replayed, "tool_call_update") if u["status"] == "completed"]
+        assert [c["type"] for c in end["content"]] == ["diff", "content"]

@@ -261,6 +261,7 @@ class AcpBridge:
             on_allowed=lambda session, request: self._sessions.started(
                 session.agent.id, request.call_id
             ),
+            old_text=self._old_text,
         )
         self._files: FileAccess | None = None
         self._tools: ToolRegistry | None = None
@@ -344,6 +345,17 @@ class AcpBridge:
         if agent is not None and tools is not None and not tools.needs_approval(name, agent=agent):
             self._sessions.started(agent.id, call.call_id)
         return None
+
+    async def _old_text(self, session: AcpSession, path: str) -> str | None:
+        """The text of ``path`` as the session's agent would read it (through the client when
+        it offers fs), or ``None`` when there is none (a new file) or it cannot be read."""
+        files = self._files
+        if files is None:
+            return None
+        try:
+            return await files.for_agent(session.agent).read_text(path)
+        except (OSError, RpcError):  # FileAccessError is an OSError: a new file, most often
+            return None
 
     def _file_system(self, agent: Any) -> FileSystem | None:
         """The file system of an agent of this bridge's sessions (a child agent: its

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Final, final
 
 from ..agent import ApprovalRequest, Decision, Refusal, standing_answers
@@ -58,6 +58,7 @@ class Permissions:
         allow_bash: bool = False,
         forget_stored: bool = False,
         on_allowed: Callable[[AcpSession, ApprovalRequest], None] | None = None,
+        old_text: Callable[[AcpSession, str], Awaitable[str | None]] | None = None,
     ) -> None:
         #: What the bridge asks about besides the tools marked ``ask`` (see the seam's rules).
         self.ask: frozenset[str] = _WRITES if allow_bash else _SHELL | _WRITES
@@ -66,6 +67,9 @@ class Permissions:
         self._calls = calls
         self._sessions = sessions
         self._on_allowed = on_allowed
+        # Reads a file's text as the call would see it (through the client when it offers
+        # fs), so the diff asked about for a write is the change, not a new file.
+        self._old_text = old_text
         self._tool_call_ids = itertools.count(1)
 
     def __len__(self) -> int:
@@ -110,6 +114,10 @@ class Permissions:
         call = tool_call_start(request.tool, call_id, request.arguments, session.cwd)
         if call["title"] == request.tool:  # no title of its own: the request's, arguments shown
             call["title"] = request.title
+        if request.tool == "write_file" and self._old_text is not None:
+            for content in call.get("content", ()):
+                if content.get("type") == "diff" and content.get("oldText") is None:
+                    content["oldText"] = await self._old_text(session, content["path"])
         params = {
             "sessionId": session.agent.id,
             "toolCall": call,

@@ -428,7 +428,13 @@ class UpdateMapper:
             return [tool_call(record, self._cwd)]
         if isinstance(record, ToolCallEnded):
             call = self._calls.pop(record.call_id, None)
-            out = [tool_call_update(record, self._diffs.pop(record.call_id, ()))]
+            diffs = self._diffs.pop(record.call_id, None)
+            if diffs is None and call is not None and not record.is_error:
+                # Replayed (no live change was seen): the change the call's arguments asked
+                # for, so a loaded session still shows it (a write's old text is unknown).
+                asked = tool_call_start(call.name, call.call_id, call.arguments, self._cwd)
+                diffs = asked.get("content", [])
+            out = [tool_call_update(record, diffs or ())]
             if call is not None and record.name == "plan" and not record.is_error:
                 entries = plan_entries(call.arguments)
                 if entries is not None:
