@@ -15,18 +15,24 @@ bridge: ``agent.prompt(text)`` then ``await agent.when_idle()`` on a second echo
 same runtime, whose session grows by the same number of turns as the bridge's (so history
 costs match). The round trip's p50 less that turn's p50 is what the client, the socket pair
 and the bridge add to the turn; of that, the floor's p50 is what any JSON-RPC server pays.
+
+A fourth figure is an editor's edit (issue #40): a prompt whose turn calls ``edit_file``
+through a second connection whose client offers ``fs/*``, so the tool reads and writes the
+file as the client's buffer (two more requests to the client in the turn).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import trio
 
 import trio_agents as ta
 from trio_agents.acp import AcpBridge
+from trio_agents.workspace import LocalFiles, tool_files
 
 from ._common import line
 
@@ -41,6 +47,8 @@ class _Client:
         self._stream = stream
         self._buffer = bytearray()
         self._next_id = 0
+        #: Answers the agent's requests (``fs/*``, permissions): the result member.
+        self.answer: Callable[[dict[str, Any]], Any] | None = None
 
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request; read messages until its response, which is returned."""
@@ -50,6 +58,10 @@ class _Client:
         await self._stream.send_all(json.dumps(message).encode() + b"\n")
         while True:
             answer = await self._read()
+            if "method" in answer and "id" in answer and self.answer is not None:
+                reply = {"jsonrpc": "2.0", "id": answer["id"], "result": self.answer(answer)}
+                await self._stream.send_all(json.dumps(reply).encode() + b"\n")
+                continue
             if "method" not in answer and answer.get("id") == request_id:
                 if "error" in answer:
                     raise RuntimeError(f"{method} failed: {answer['error']}")
@@ -100,8 +112,9 @@ async def _echo_server(stream: trio.SocketStream) -> None:
             await stream.send_all(out + b"\n")
 
 
-async def _open(client: _Client) -> str:
-    await client.call("initialize", {"protocolVersion": 1})
+async def _open(client: _Client, *, fs: bool = False) -> str:
+    capabilities = {"fs": {"readTextFile": True, "writeTextFile": True}} if fs else {}
+    await client.call("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
     session = await client.call("session/new", {"cwd": "/tmp", "mcpServers": []})
     session_id: str = session["sessionId"]
     return session_id
@@ -125,6 +138,39 @@ async def _turns(agent: ta.Agent, count: int, into: list[float]) -> None:
         into.append(time.perf_counter() - start)
 
 
+class _Buffers:
+    """The client's side of ``fs/*``: one file's text in memory, as an editor's buffer."""
+
+    def __init__(self) -> None:
+        self.text = "a\n"
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        method, params = request["method"], request["params"]
+        if method == "fs/read_text_file":
+            return {"content": self.text}
+        if method == "fs/write_text_file":
+            self.text = params["content"]
+            return None
+        # session/request_permission: always allow, so only the first edit asks.
+        return {"outcome": {"outcome": "selected", "optionId": "allow-always"}}
+
+
+async def _edits(client: _Client, session_id: str, count: int, into: list[float]) -> None:
+    """``edit_file`` through the client's ``fs/*`` (read, then write), as an editor runs it."""
+    for i in range(count):
+        old, new = ("a", "b") if i % 2 == 0 else ("b", "a")
+        args = json.dumps({"path": "note.txt", "old_text": old, "new_text": new})
+        start = time.perf_counter()
+        await client.call(
+            "session/prompt",
+            {
+                "sessionId": session_id,
+                "prompt": [{"type": "text", "text": f"!tool edit_file {args}"}],
+            },
+        )
+        into.append(time.perf_counter() - start)
+
+
 def _p50(samples: list[float]) -> float:
     return sorted(samples)[len(samples) // 2]
 
@@ -134,6 +180,7 @@ async def measure(prompts: int = PROMPTS, rounds: int = ROUNDS) -> dict[str, flo
     floor_samples: list[float] = []
     bridge_samples: list[float] = []
     turn_samples: list[float] = []
+    edit_samples: list[float] = []
     floor_best = bridge_best = float("inf")
     async with trio.open_nursery() as nursery:
         a, b = trio.socket.socketpair()
@@ -141,6 +188,8 @@ async def measure(prompts: int = PROMPTS, rounds: int = ROUNDS) -> dict[str, flo
         floor = _Client(trio.SocketStream(b))
         floor_session = await _open(floor)
         async with ta.open_runtime(store=ta.MemoryStore()) as root:
+            await root.plugin(LocalFiles())
+            await root.plugin(tool_files)
             c, d = trio.socket.socketpair()
             server_stream = trio.SocketStream(c)
             bridge = AcpBridge(server_stream)
@@ -148,6 +197,16 @@ async def measure(prompts: int = PROMPTS, rounds: int = ROUNDS) -> dict[str, flo
             client_stream = trio.SocketStream(d)
             client = _Client(client_stream)
             session_id = await _open(client)
+            # A second connection whose client offers fs/*: edit_file goes through it.
+            e, f = trio.socket.socketpair()
+            editor_bridge = AcpBridge(trio.SocketStream(e))
+            editor_fiber = await root.plugin(editor_bridge)
+            editor_stream = trio.SocketStream(f)
+            editor = _Client(editor_stream)
+            buffers = editor.answer = _Buffers()
+            editor_session = await _open(editor, fs=True)
+            await _edits(editor, editor_session, 21, [])  # warm-up (asked once, always)
+            assert buffers.text == "b\n", "the edits did not reach the client's buffer"
             alone = await root.agents.create()
             await _prompts(floor, floor_session, 20, [])  # warm-up
             await _prompts(client, session_id, 20, [])
@@ -162,7 +221,11 @@ async def measure(prompts: int = PROMPTS, rounds: int = ROUNDS) -> dict[str, flo
                 bridge_best = min(bridge_best, sum(block))
                 bridge_samples += block
                 await _turns(alone.agent, prompts, turn_samples)
+                await _edits(editor, editor_session, prompts // 3 // 2 * 2, edit_samples)
             await alone.dispose()
+            await editor_stream.aclose()
+            await editor_bridge.wait_closed()
+            await editor_fiber.dispose()
             await client_stream.aclose()
             await bridge.wait_closed()
             await fiber.dispose()
@@ -177,6 +240,7 @@ async def measure(prompts: int = PROMPTS, rounds: int = ROUNDS) -> dict[str, flo
     r["ratio"] = r["bridge_p50"] / r["floor_p50"]
     r["turn_p50"] = _p50(turn_samples) * ms
     r["bridge_share_p50"] = r["bridge_p50"] - r["turn_p50"]
+    r["edit_p50"] = _p50(edit_samples) * ms
     return r
 
 
@@ -199,6 +263,9 @@ def main() -> dict[str, float]:
             r["bridge_share_p50"] * 1000,
             "us",
         )
+    )
+    print(
+        line("edit_file through the client's fs/* (read + write), p50:", r["edit_p50"] * 1000, "us")
     )
     return r
 
