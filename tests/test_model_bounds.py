@@ -37,6 +37,7 @@ from trio_agents.model import (
     ModelSpecError,
     OpenAIChatModel,
     TextDelta,
+    ThoughtDelta,
     ToolCallRequested,
     UserText,
     model_from_spec,
@@ -254,7 +255,8 @@ async def test_a_tool_call_of_endless_arguments_is_cut_at_max_answer(
 
 
 async def test_reasoning_counts_against_max_answer(server: FakeServer, provider: Provider) -> None:
-    """Reasoning is not shown, but endless reasoning is cut at the bound all the same."""
+    """Reasoning is streamed as thoughts, not the answer, and endless reasoning is cut at the
+    bound all the same."""
     wire = wire_of(provider)
     opening = [*wire.opening(), wire.text("hi"), *wire.reasoning_start()]
     server.script(Reply(chunks=opening, repeat=wire.reasoning("r" * 4096)))
@@ -264,7 +266,10 @@ async def test_reasoning_counts_against_max_answer(server: FakeServer, provider:
         pytest.raises(ModelError, match=answer_too_long(server, provider, 50000)),
     ):
         await collect_into(seen, provider.model(server, "max_answer=50000&max_retries=0"))
-    assert seen == [TextDelta("hi")]
+    assert seen[0] == TextDelta("hi")
+    thoughts = seen[1:]
+    assert all(isinstance(event, ThoughtDelta) for event in thoughts)
+    assert sum(len(event.text) for event in thoughts if isinstance(event, ThoughtDelta)) <= 50000
 
 
 async def test_an_answer_of_exactly_max_answer_is_whole(

@@ -5,6 +5,7 @@ from .agent import AgentCreated as AgentCreated
 from .agent import AgentDisposed as AgentDisposed
 from .agent import AgentOutput as AgentOutput
 from .agent import AgentStatusChanged as AgentStatusChanged
+from .agent import AgentThought as AgentThought
 from .agent import HookFailed as HookFailed
 from .agent import TaskEnded as TaskEnded
 from .agent import TaskStarted as TaskStarted
@@ -23,6 +24,7 @@ __all__ = [
     "AgentDisposed",
     "AgentOutput",
     "AgentStatusChanged",
+    "AgentThought",
     "FiberFailed",
     "HookFailed",
     "JobDone",

@@ -74,6 +74,7 @@ from ..agent import (
     AgentHandle,
     AgentIdInUseError,
     AgentOutput,
+    AgentThought,
     CompactionError,
     TaskEnded,
     TaskStarted,
@@ -285,6 +286,7 @@ class AcpBridge:
         # The child fiber whose tasks serve the connection (and so co-own its agents).
         host = self._host = await ctx.child("acp-sessions")
         ctx.on(AgentOutput, self._sessions.on_output)
+        ctx.on(AgentThought, self._sessions.on_thought)
         ctx.on(TaskStarted, self._sessions.on_task_started)
         ctx.on(TaskEnded, self._sessions.on_task_ended)
         ctx.on(SessionAppended, self._sessions.on_appended)

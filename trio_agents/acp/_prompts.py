@@ -42,6 +42,7 @@ from ..agent import (
     AgentClosedError,
     AgentDisposed,
     AgentOutput,
+    AgentThought,
     HookRefusedError,
     TaskEnded,
     TaskStarted,
@@ -318,6 +319,12 @@ class Sessions:
             # cost of a delta constant however long the child talks.
             child.text = (child.text + event.text)[-_CHILD_TEXT:]
             self._serving.update(child.session_id, child_progress(child.call_id, child.text))
+
+    def on_thought(self, event: AgentThought) -> None:
+        """Stream a chunk of the model's reasoning (``agent_thought_chunk``)."""
+        session = self._live.get(event.agent_id)
+        if session is not None:
+            self._text(session, "agent_thought_chunk", event.text)
 
     def on_task_started(self, event: TaskStarted) -> None:
         """A foreground ``task`` call of a session (or of one of its children) started a

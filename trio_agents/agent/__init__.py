@@ -31,6 +31,7 @@ from ._events import AgentCreated as AgentCreated
 from ._events import AgentDisposed as AgentDisposed
 from ._events import AgentOutput as AgentOutput
 from ._events import AgentStatusChanged as AgentStatusChanged
+from ._events import AgentThought as AgentThought
 from ._events import TaskEnded as TaskEnded
 from ._events import TaskStarted as TaskStarted
 from ._factory import AgentFactory as AgentFactory
@@ -154,6 +155,7 @@ __all__ = [
     "AgentStatistics",
     "AgentStatus",
     "AgentStatusChanged",
+    "AgentThought",
     "AgentUsage",
     "ApprovalRequest",
     "Approver",

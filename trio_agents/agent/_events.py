@@ -14,6 +14,7 @@ __all__ = [
     "AgentDisposed",
     "AgentOutput",
     "AgentStatusChanged",
+    "AgentThought",
     "TaskEnded",
     "TaskStarted",
 ]
@@ -49,6 +50,16 @@ class AgentCancelRequested:
 @attrs.frozen
 class AgentOutput:
     """A piece of streamed model text, as it arrives (the full text is also recorded)."""
+
+    agent_id: str
+    turn_id: str
+    text: str
+
+
+@attrs.frozen
+class AgentThought:
+    """A piece of the model's reasoning as it streams it (not recorded: it is not part of
+    the answer, and a resumed agent does not send it back)."""
 
     agent_id: str
     turn_id: str

@@ -30,7 +30,14 @@ import trio
 
 from .. import tracing
 from ..cancel import CancelCause, CauseScope, DisposedCancel, HookCancel, current_cause
-from ..model import Finished, ModelError, ModelRequest, TextDelta, ToolCallRequested
+from ..model import (
+    Finished,
+    ModelError,
+    ModelRequest,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallRequested,
+)
 from ..session import (
     AssistantMessage,
     ImageAttached,
@@ -45,7 +52,7 @@ from . import _hook_calls as hook_calls
 from ._budget import tool_refusal, within_budget
 from ._caller import Caller
 from ._compaction import CompactionError, compact_after, fit_window
-from ._events import AgentOutput
+from ._events import AgentOutput, AgentThought
 from ._hook_points import POST_MODEL, POST_TOOL, PRE_MODEL, PRE_TOOL, TURN_END, TURN_START
 from ._inbox import QueuedMessage
 from ._output import OutputFailed, turn_output
@@ -255,6 +262,11 @@ class Turn:
                         if parts.listens(AgentOutput):
                             parts.emit(
                                 AgentOutput(agent_id=parts.id, turn_id=self.id, text=event.text)
+                            )
+                    elif isinstance(event, ThoughtDelta):
+                        if parts.listens(AgentThought):
+                            parts.emit(
+                                AgentThought(agent_id=parts.id, turn_id=self.id, text=event.text)
                             )
                     elif isinstance(event, ToolCallRequested):
                         calls.append(event)

@@ -41,6 +41,7 @@ from ._scripted import Reply as Reply
 from ._scripted import Say as Say
 from ._scripted import ScriptedModel as ScriptedModel
 from ._scripted import Step as Step
+from ._scripted import Think as Think
 from ._scripted import Wait as Wait
 from ._scripted import split_words as split_words
 from ._spec import ModelFactory as ModelFactory
@@ -50,6 +51,7 @@ from ._stream import Finished as Finished
 from ._stream import FinishReason as FinishReason
 from ._stream import ModelEvent as ModelEvent
 from ._stream import TextDelta as TextDelta
+from ._stream import ThoughtDelta as ThoughtDelta
 from ._stream import ToolCallRequested as ToolCallRequested
 from ._stream import Usage as Usage
 
@@ -88,6 +90,8 @@ __all__ = [
     "Step",
     "SystemText",
     "TextDelta",
+    "Think",
+    "ThoughtDelta",
     "ToolCallPart",
     "ToolCallRequested",
     "ToolOutput",

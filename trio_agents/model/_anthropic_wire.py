@@ -31,7 +31,8 @@ Rules:
   :class:`ModelError` naming it (the rules of ``_wire``); usage counts stay lenient.
 - Tool input that is not a JSON object is a :class:`ModelError`: a tool cannot run on
   arguments nobody can read. No input at all means ``{}``.
-- The text, the thinking (``thinking_delta``, ``signature_delta``: not shown) and the tool
+- The text, the thinking (``thinking_delta``: a :class:`ThoughtDelta`; ``signature_delta``:
+  not shown) and the tool
   input (pieces, or the object a ``tool_use`` block starts with) count against
   ``max_answer`` as they arrive (``_wire.AnswerBudget``).
 - ``describe_failure`` turns an HTTP error response into one short line a user can act on,
@@ -58,7 +59,14 @@ from ._messages import (
     UserText,
 )
 from ._retry import Failure, StreamFailure, reported_limit
-from ._stream import FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
+from ._stream import (
+    FinishReason,
+    ModelEvent,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallRequested,
+    Usage,
+)
 from ._wire import (
     DEFAULT_MAX_ANSWER,
     AnswerBudget,
@@ -283,7 +291,9 @@ class EventAssembler:
             unshown = delta.get(_UNSHOWN[kind])
             if isinstance(unshown, str):
                 self._budget.charge(unshown)
-        return []  # thinking, signature and citation deltas are not part of the answer text
+                if kind == "thinking_delta" and unshown:
+                    return [ThoughtDelta(unshown)]  # shown as a thought, not the answer
+        return []  # signature and citation deltas are not part of the answer text
 
     def _start(self, event: dict[str, Any]) -> list[ModelEvent]:
         at = "content_block_start.content_block"

@@ -45,7 +45,14 @@ from ._messages import (
     UserText,
 )
 from ._retry import Failure, reported_limit, retry_after
-from ._stream import FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
+from ._stream import (
+    FinishReason,
+    ModelEvent,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallRequested,
+    Usage,
+)
 from ._wire import (
     DEFAULT_MAX_ANSWER,
     AnswerBudget,
@@ -76,6 +83,8 @@ _FINISH = {
 #: Delta fields some servers stream beside the text (reasoning, a refusal): not shown, but
 #: counted against the answer's bound.
 _UNSHOWN = ("reasoning_content", "reasoning", "refusal")
+#: Of those, the ones that carry the model's reasoning: streamed as thoughts, never answered.
+_THOUGHTS = frozenset({"reasoning_content", "reasoning"})
 #: Status codes worth another attempt (the same set as the official OpenAI clients).
 _RETRY_STATUS = frozenset({408, 409, 429})
 
@@ -266,6 +275,8 @@ class ChunkAssembler:
                 unshown = delta.get(key)
                 if isinstance(unshown, str):
                     self._budget.charge(unshown)
+                    if key in _THOUGHTS and unshown:
+                        events.append(ThoughtDelta(unshown))
             content = field(where, delta, "content", str, f"{at}.delta.content")
             if content:
                 self._budget.charge(content)

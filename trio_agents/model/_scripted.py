@@ -41,9 +41,27 @@ from ._messages import (
     text_with_images,
 )
 from ._protocol import check_context_window
-from ._stream import Finished, FinishReason, ModelEvent, TextDelta, ToolCallRequested, Usage
+from ._stream import (
+    Finished,
+    FinishReason,
+    ModelEvent,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallRequested,
+    Usage,
+)
 
-__all__ = ["CallTool", "Fail", "Reply", "Say", "ScriptedModel", "Step", "Wait", "split_words"]
+__all__ = [
+    "CallTool",
+    "Fail",
+    "Reply",
+    "Say",
+    "ScriptedModel",
+    "Step",
+    "Think",
+    "Wait",
+    "split_words",
+]
 
 # How many of its latest requests a ScriptedModel keeps in `requests`.
 _KEPT_REQUESTS = 1_000
@@ -64,6 +82,13 @@ class Say:
 
     text: str
     delay: float = attrs.field(default=0.0, validator=_non_negative)
+
+
+@attrs.frozen
+class Think:
+    """Stream ``text`` as the model's reasoning (:class:`ThoughtDelta`), word by word."""
+
+    text: str
 
 
 @attrs.frozen
@@ -89,11 +114,11 @@ class Fail:
     message: str
 
 
-Step: TypeAlias = Say | CallTool | Wait | Fail
+Step: TypeAlias = Say | Think | CallTool | Wait | Fail
 #: A reply: its steps, or a plain string as shorthand for ``(Say(text),)``.
 Reply: TypeAlias = str | Sequence[Step]
 
-_STEP_TYPES = (Say, CallTool, Wait, Fail)
+_STEP_TYPES = (Say, Think, CallTool, Wait, Fail)
 _WORDS = re.compile(r"\S+\s*|\s+")
 _BASH = re.compile(r"\s*!(?P<how>bash|bg)\s+(?P<command>\S.*?)\s*", re.DOTALL)
 # ``!tool NAME`` with optional JSON arguments after it (the rest of the message).
@@ -296,6 +321,10 @@ class ScriptedModel:
                         await trio.lowlevel.checkpoint()
                     words_out += _count_words(chunk)
                     yield TextDelta(chunk)
+            elif isinstance(step, Think):
+                for chunk in split_words(step.text):
+                    await trio.lowlevel.checkpoint()
+                    yield ThoughtDelta(chunk)
             elif isinstance(step, CallTool):
                 await trio.lowlevel.checkpoint()
                 called = True

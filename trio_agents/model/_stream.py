@@ -8,7 +8,15 @@ from typing import Any, TypeAlias
 
 import attrs
 
-__all__ = ["FinishReason", "Finished", "ModelEvent", "TextDelta", "ToolCallRequested", "Usage"]
+__all__ = [
+    "FinishReason",
+    "Finished",
+    "ModelEvent",
+    "TextDelta",
+    "ThoughtDelta",
+    "ToolCallRequested",
+    "Usage",
+]
 
 
 def _copy(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -50,6 +58,15 @@ class TextDelta:
 
 
 @attrs.frozen
+class ThoughtDelta:
+    """The next piece of the model's reasoning, as a provider streams it (Anthropic's
+    ``thinking``, an OpenAI-compatible server's ``reasoning_content``): shown to the user as
+    it arrives, not part of the answer, not recorded, never sent back."""
+
+    text: str
+
+
+@attrs.frozen
 class ToolCallRequested:
     """The model asks for one tool call."""
 
@@ -74,4 +91,4 @@ class Finished:
     model: str | None = None
 
 
-ModelEvent: TypeAlias = TextDelta | ToolCallRequested | Finished
+ModelEvent: TypeAlias = TextDelta | ThoughtDelta | ToolCallRequested | Finished
