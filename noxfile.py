@@ -44,7 +44,9 @@ def tests(session: nox.Session) -> None:
     # that tests/acp_ts/package-lock.json pins.
     if not Path("tests/acp_ts/node_modules").is_dir():
         session.run_install(*NPM_CI, external=True, silent=True)
-    session.env["COVERAGE_PROCESS_START"] = "pyproject.toml"
+    # Absolute: the suite's subprocesses run in other directories (a relative path made
+    # coverage print a traceback on the stderr of every command run from a tmp_path).
+    session.env["COVERAGE_PROCESS_START"] = str(Path("pyproject.toml").resolve())
     session.run("coverage", "erase")
     session.run("coverage", "run", "-m", "pytest", *session.posargs)
     session.run("coverage", "combine", success_codes=[0, 1])
