@@ -221,6 +221,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         {"DEFAULT_COMMAND_TIMEOUT", "CommandHook", "CommandHooks", "HookEntry", "hook_problems"}
     ),
     "trio_agents.cli._images": frozenset({"attached_images", "read_attached_images"}),
+    "trio_agents.cli._edits": frozenset({"DIFF_LINES", "diff_lines", "undo_last"}),
     "trio_agents.cli._config": frozenset(
         {
             "ASKED_BY_DEFAULT",

@@ -1,7 +1,8 @@
 """The command's approvers: ``chat`` asks on the terminal, ``run`` refuses unless ``--yes``.
 
 Rules:
-- :class:`TerminalAsker` asks one question at a time (concurrent calls of one step wait their
+- :class:`TerminalAsker` shows an edit's diff with its question (``_edits.diff_lines``) and
+  asks one question at a time (concurrent calls of one step wait their
   turn) and takes the next input line as the answer: ``y``/``yes`` allows once, ``a``/``always``
   allows the tool for the rest of the session, ``n``/``no`` refuses. Anything else asks again.
   The chat loop offers each line to :meth:`TerminalAsker.offer` first; it is the only hook,
@@ -20,6 +21,7 @@ Rules:
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterable
 from typing import TextIO, final
@@ -31,8 +33,12 @@ from ..agent import Agent, ApprovalRequest, Decision, Refusal, standing_answers
 from ..session import Record
 from ._config import ASKED_BY_DEFAULT
 from ._controls import visible_controls
+from ._edits import diff_lines
 
 __all__ = ["RunApprover", "TerminalAsker", "restored_note"]
+
+#: How a diff line shown with a question is drawn, by its first character.
+_DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 _ANSWERS = {
     "y": Decision.ALLOW_ONCE,
@@ -89,6 +95,8 @@ class TerminalAsker:
             question = self._open = _Question()
             self._asked.set()
             self._asked = trio.Event()
+            for line in await diff_lines(request, os.getcwd()):
+                self._show(line, _DIFF_STYLES.get(line[:1], "dim"))
             self._show(f"allow {request.title}?  [y]es / [n]o / [a]lways", "bold magenta")
             self._waiting(True)
             try:

@@ -61,6 +61,7 @@ from ._ask import TerminalAsker, restored_note
 from ._chat_modes import HELP as MORE_HELP
 from ._chat_modes import ChatCommands, Handled, latest_here
 from ._chat_view import ChatView
+from ._edits import undo_last
 from ._images import attached_images
 from ._keys import Key
 from ._logs import CliLog
@@ -79,6 +80,7 @@ HELP = (
     "/jobs         the background jobs of this agent\n"
     "/agents       this agent and the children its task calls started, live ones\n"
     "/tree         who owns what now: the runtime's ownership tree\n"
+    "/undo         put back the last change a file tool made in this session\n"
     "/compact      summarize the older turns now (the session file keeps them)\n"
     f"{MORE_HELP}\n"
     "/help         this list\n"
@@ -239,6 +241,13 @@ async def _talk(
                     await asker.until_idle_or_asked(agent)
                 continue
             going = _handle(line.strip(), root, agent, view, jobs, commands)
+            if isinstance(going, Undo):
+                # Awaited here, in input order: the next line sees its effect.
+                async with _UNDOING:
+                    view.note(await undo_last(agent))
+                if not _busy(agent):
+                    view.prompt()
+                going = True
             if going is False:
                 nursery.cancel_scope.cancel()
                 return False
@@ -261,7 +270,7 @@ def _handle(
     view: ChatView,
     jobs: dict[str, JobDone],
     commands: ChatCommands | None = None,
-) -> bool | Handled:
+) -> bool | Handled | Undo:
     """Act on one input line; ``False`` means leave, :data:`Handled.SWITCH` go to another
     agent (see :mod:`._chat_modes`)."""
     try:
@@ -278,7 +287,7 @@ def _act(
     view: ChatView,
     jobs: dict[str, JobDone],
     commands: ChatCommands | None,
-) -> bool | Handled:
+) -> bool | Handled | Undo:
     extra = commands.handle(line, agent, view) if commands is not None else None
     if extra is Handled.SWITCH:
         return extra
@@ -322,6 +331,8 @@ def _act(
             view.note(row)
     elif command == "/tree":
         view.note(render_tree(root.snapshot(), width=view.console.width), "")
+    elif command == "/undo":
+        return Undo()
     elif command == "/compact":
         root.start_soon(_compact, agent, view)
     elif command == "/help":
@@ -331,6 +342,14 @@ def _act(
     if not _busy(agent):
         view.prompt()
     return True
+
+
+#: One /undo at a time (each reads what the one before it recorded).
+_UNDOING = trio.Lock()
+
+
+class Undo:
+    """What ``_handle`` answers for ``/undo``: the chat loop awaits it before the next line."""
 
 
 async def _compact(agent: Agent, view: ChatView) -> None:

@@ -39,6 +39,7 @@ from ._records import AssistantMessage as AssistantMessage
 from ._records import ChildEnded as ChildEnded
 from ._records import ChildStarted as ChildStarted
 from ._records import Compacted as Compacted
+from ._records import FileEdited as FileEdited
 from ._records import ImageAttached as ImageAttached
 from ._records import InboxSpliced as InboxSpliced
 from ._records import ModeChanged as ModeChanged
@@ -73,6 +74,7 @@ __all__ = [
     "ChildEnded",
     "ChildStarted",
     "Compacted",
+    "FileEdited",
     "ImageAttached",
     "InboxSpliced",
     "InvalidSessionIdError",

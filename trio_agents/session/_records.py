@@ -24,6 +24,7 @@ __all__ = [
     "ChildEnded",
     "ChildStarted",
     "Compacted",
+    "FileEdited",
     "ImageAttached",
     "InboxSpliced",
     "ModeChanged",
@@ -293,6 +294,29 @@ class ChildEnded(Record):
 
 
 @attrs.frozen(kw_only=True)
+class FileEdited(Record):
+    """A file tool changed a file (``write_file``, ``edit_file``), or ``/undo`` put it back.
+
+    The texts are kept so a change can be shown and undone from the session alone.
+
+    Attributes:
+        turn_id: the turn of the call, or ``None``.
+        call_id: the call's id, or ``None``.
+        path: the file's absolute path.
+        old_text: its text before, or ``None``: the file did not exist.
+        new_text: its text after, or ``None``: the file was removed (an undone creation).
+        undo_of: the ``seq`` of the change this one undoes, or ``None``.
+    """
+
+    turn_id: str | None = None
+    call_id: str | None = None
+    path: str
+    old_text: str | None = None
+    new_text: str | None = None
+    undo_of: int | None = None
+
+
+@attrs.frozen(kw_only=True)
 class AgentConfigured(Record):
     """What defines the agent of this session; the latest one is in force.
 
@@ -434,6 +458,7 @@ for _cls in (
     Compacted,
     ChildStarted,
     ChildEnded,
+    FileEdited,
     OutputProduced,
     ModeChanged,
 ):

@@ -11,7 +11,9 @@ Rules:
   and ``grep`` walk the local disk (ACP has no listing).
 - ``edit_file`` reads, replaces exactly one occurrence (:func:`~._text.replace_once`) and
   writes; a file changed between the read and the write by someone else is not detected.
-- Every write or edit that changed a file emits :class:`FileChanged` (with the text before and
+- Every write or edit that changed a file is recorded in the calling agent's session
+  (``FileEdited``: the texts before and after, for ``/undo``) and emits
+  :class:`FileChanged` (with the text before and
   after), so a front end can show the diff (the ACP bridge sends it as ``diff`` content).
 - The tools ask no one themselves: like ``bash``, the front ends ask before ``write_file`` and
   ``edit_file`` by default (the command's ``[approval]``, the ACP bridge's permission).
@@ -21,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -31,6 +34,7 @@ import trio
 
 from ..agent import TOOLS, Tool, ToolContext, ToolResult
 from ..kernel import Context
+from ..session import FileEdited, SessionClosedError
 from ._access import FILES, FileAccess, FileAccessError
 from ._paths import resolve_path
 from ._text import glob_regex, replace_once, select_lines
@@ -351,7 +355,20 @@ class _FileTools:
         return ToolResult(f"edited {args.path} at line {line}")
 
     def _changed(self, call: ToolContext, path: str, old: str | None, new: str) -> None:
-        agent_id = call.agent.id if call.agent is not None else None
+        agent = call.agent
+        if agent is not None:
+            # Recorded in the agent's session: ``/undo`` (chat) and a load read it back.
+            with contextlib.suppress(SessionClosedError):
+                agent.session.append(
+                    FileEdited(
+                        turn_id=call.turn_id,
+                        call_id=call.call_id,
+                        path=path,
+                        old_text=old,
+                        new_text=new,
+                    )
+                )
+        agent_id = agent.id if agent is not None else None
         self._ctx.emit(FileChanged(agent_id, call.call_id, path, old, new))
 
     async def list_files(self, call: ToolContext, args: ListArgs) -> ToolResult:
