@@ -37,6 +37,7 @@ from ..session import (
     TurnEnded,
     TurnStarted,
 )
+from ._usage import AgentUsage
 
 __all__ = [
     "ChildOutcome",
@@ -113,17 +114,19 @@ def child_ended(
 ) -> ChildEnded:
     """The parent's record of a child's end, with what the child's ``records`` say it spent
     (its own requests, turns and started tool calls)."""
-    usages = [r for r in records if isinstance(r, ModelUsage)]
-    costs = [u.cost for u in usages if u.cost is not None]
+    usage = AgentUsage()
+    for record in records:
+        if isinstance(record, ModelUsage):
+            usage = usage.plus(record)
     return ChildEnded(
         child_id=child_id,
         stop_reason=stop_reason,
         cause=cause,
         error=error,
-        input_tokens=sum(u.input_tokens for u in usages),
-        output_tokens=sum(u.output_tokens for u in usages),
-        requests=len(usages),
-        cost=sum(costs) if costs else None,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        requests=usage.requests,
+        cost=usage.cost,
         turns=sum(isinstance(r, TurnStarted) for r in records),
         tool_calls=sum(isinstance(r, ToolCallEnded) and r.started for r in records),
     )
