@@ -17,7 +17,8 @@ from __future__ import annotations
 import trio
 
 import trio_agents as ta
-from trio_agents.agent import HOOK_POINTS, HOOKS
+from trio_agents.agent import HOOKS
+from trio_agents.agent._hook_points import HOOK_POINTS
 from trio_agents.kernel import Context
 
 from ._common import best_rates, line

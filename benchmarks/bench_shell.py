@@ -21,8 +21,9 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from trio_agents.kernel import open_root
-from trio_agents.shell import LocalShell, LocalShellExecutor, SandboxShell, ShellExecRequest
+from trio_agents.shell import LocalShell, SandboxShell, ShellExecRequest
 from trio_agents.shell._child import supervisor_available
+from trio_agents.shell._local import LocalShellExecutor
 
 from ._common import best_rates, line
 

@@ -16,7 +16,8 @@ import trio
 import trio.testing
 
 import trio_agents.agent as ag
-from trio_agents.acp import AcpBridge, LineFramer, Oversized, encode_frame
+from trio_agents.acp import AcpBridge
+from trio_agents.acp._framing import LineFramer, Oversized, encode_frame
 from trio_agents.kernel import Context
 from trio_agents.model import Model
 from trio_agents.session import MemoryStore, SessionStore

@@ -11,7 +11,7 @@ from typing import Any
 import trio
 from support import TRIO_AGENTS
 
-from trio_agents.acp import LineFramer, Oversized
+from trio_agents.acp._framing import LineFramer, Oversized
 
 # Safety net only: every wait ends on a frame or on EOF.
 LIMIT = 30

@@ -27,9 +27,10 @@ import trio
 import trio_agents.agent as ag
 from trio_agents.agent._history import History
 from trio_agents.kernel import Context, Fiber, FiberState
-from trio_agents.model import ChatMessage
+from trio_agents.model._messages import ChatMessage
 from trio_agents.session import Record
-from trio_agents.shell import LocalShellExecutor, OutputBuffer
+from trio_agents.shell._local import LocalShellExecutor
+from trio_agents.shell._output import OutputBuffer
 
 T = TypeVar("T")
 

@@ -21,7 +21,8 @@ from support import TRIO_AGENTS
 import trio_agents.agent as ag
 from trio_agents.model import Say, ScriptedModel
 from trio_agents.session import Compacted, UserMessage
-from trio_agents.workspace import CommandCall, PromptCommand, parse_command, prompt_commands
+from trio_agents.workspace import PromptCommand
+from trio_agents.workspace._commands import CommandCall, parse_command, prompt_commands
 
 acp = pytest.importorskip("acp")
 

@@ -11,25 +11,25 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_agents.acp import (
-    Connection,
-    ErrorCode,
-    Invalid,
-    LineFramer,
-    Notification,
-    Oversized,
-    ProtocolStateError,
-    Request,
-    Response,
-    _jsonrpc,
-    encode_frame,
-)
+from trio_agents.acp import _jsonrpc
 from trio_agents.acp._framing import (
     MAX_DEPTH,
     MAX_FRAME,
     TEXT_SLOT,
+    LineFramer,
+    Oversized,
     TextTemplate,
+    encode_frame,
     find_problem,
+)
+from trio_agents.acp._jsonrpc import (
+    Connection,
+    ErrorCode,
+    Invalid,
+    Notification,
+    ProtocolStateError,
+    Request,
+    Response,
 )
 
 

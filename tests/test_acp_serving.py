@@ -11,8 +11,9 @@ import trio
 import trio.testing
 
 import trio_agents.agent as ag
-from trio_agents.acp import AcpBridge, RpcError, _serving, encode_frame
-from trio_agents.acp._jsonrpc import Request, Response
+from trio_agents.acp import AcpBridge, _serving
+from trio_agents.acp._framing import encode_frame
+from trio_agents.acp._jsonrpc import Request, Response, RpcError
 from trio_agents.acp._serving import Serving
 from trio_agents.session import MemoryStore
 

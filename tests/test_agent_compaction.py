@@ -16,12 +16,12 @@ from strategies import conversations
 from support import conversation
 
 import trio_agents.agent as ag
+from trio_agents.agent._compaction import CompactionPlugin
 from trio_agents.agent._history import SUMMARY_HEADING, History, message_chars
 from trio_agents.agent._meter import estimate
 from trio_agents.cancel import UserCancel
 from trio_agents.model import (
     AssistantText,
-    ChatMessage,
     Fail,
     Finished,
     ModelEvent,
@@ -31,6 +31,7 @@ from trio_agents.model import (
     SystemText,
     UserText,
 )
+from trio_agents.model._messages import ChatMessage
 from trio_agents.session import (
     AssistantMessage,
     Compacted,
@@ -402,7 +403,7 @@ def test_a_bad_policy_setting_is_refused() -> None:
     with pytest.raises(ValueError, match=r"^keep_turns is a whole number >= 1; got 0$"):
         ag.SummarizingCompactor(keep_turns=0)
     with pytest.raises(TypeError, match=r"^a compactor has due\(context\) and async compact"):
-        ag.CompactionPlugin(object())  # type: ignore[arg-type]
+        CompactionPlugin(object())  # type: ignore[arg-type]
     assert ag.SummarizingCompactor(model="echo?context_window=50").model is not None
 
 

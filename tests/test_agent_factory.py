@@ -17,7 +17,8 @@ import trio.testing
 from support import P
 
 import trio_agents.agent as ag
-from trio_agents.acp import AcpBridge, LineFramer, encode_frame
+from trio_agents.acp import AcpBridge
+from trio_agents.acp._framing import LineFramer, encode_frame
 from trio_agents.cancel import UserCancel
 from trio_agents.kernel import Context
 from trio_agents.session import (

@@ -20,7 +20,6 @@ from trio_agents.agent._history import History, Messages
 from trio_agents.model import (
     AssistantText,
     CallTool,
-    ChatMessage,
     ModelEvent,
     ModelRequest,
     Say,
@@ -30,6 +29,7 @@ from trio_agents.model import (
     UserText,
     Wait,
 )
+from trio_agents.model._messages import ChatMessage
 from trio_agents.session import (
     InboxSpliced,
     JsonlStore,

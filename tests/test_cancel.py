@@ -13,10 +13,10 @@ from trio_agents.cancel import (
     HookCancel,
     ParentCancel,
     UserCancel,
-    check_cause,
     current_cause,
-    forget_inherited_scopes,
 )
+from trio_agents.cancel._causes import check_cause
+from trio_agents.cancel._scope import forget_inherited_scopes
 
 
 async def test_first_cause_wins_and_names_trios_cancelled_reason() -> None:

@@ -20,8 +20,8 @@ from trio_agents.cli._chat_view import ChatView
 from trio_agents.cli._config import parse
 from trio_agents.cli._options import Settings, open_cli_runtime, resolve_model
 from trio_agents.model import CallTool, ScriptedModel
-from trio_agents.workspace import INSTRUCTION_FILES, instruction_files, project_instructions
-from trio_agents.workspace._instructions import MAX_BYTES
+from trio_agents.workspace import project_instructions
+from trio_agents.workspace._instructions import INSTRUCTION_FILES, MAX_BYTES, instruction_files
 
 FILE_TOOLS = ("read_file", "write_file", "edit_file", "list_files", "glob", "grep", "plan")
 

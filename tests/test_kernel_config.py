@@ -9,7 +9,8 @@ from typing import Any, Literal
 import attrs
 import pytest
 
-from trio_agents.kernel import ConfigError, Context, PluginError, open_root
+from trio_agents.kernel import ConfigError, Context, open_root
+from trio_agents.kernel._errors import PluginError
 from trio_agents.kernel._plugin import PluginSpec, describe_plugin
 
 

@@ -19,10 +19,10 @@ from trio_agents.kernel import (
     FiberFailed,
     FiberState,
     FiberStatistics,
-    InvalidTransitionError,
-    current_context,
     open_root,
 )
+from trio_agents.kernel._context import current_context
+from trio_agents.kernel._errors import InvalidTransitionError
 from trio_agents.kernel._states import TRANSITIONS, check_transition
 
 

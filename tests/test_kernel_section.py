@@ -8,7 +8,8 @@ import trio.testing
 from support import P, rec
 
 from trio_agents.cancel import current_cause
-from trio_agents.kernel import Context, FiberClosedError, current_context, open_root
+from trio_agents.kernel import Context, FiberClosedError, open_root
+from trio_agents.kernel._context import current_context
 
 
 async def note(log: list[str], name: str) -> None:

@@ -11,14 +11,8 @@ import trio.testing
 from support import P, state_of
 
 import trio_agents as ta
-from trio_agents.kernel import (
-    Context,
-    FiberState,
-    ServiceAccessError,
-    ServiceConflictError,
-    ServiceKey,
-    open_root,
-)
+from trio_agents.kernel import Context, FiberState, ServiceKey, open_root
+from trio_agents.kernel._errors import ServiceAccessError, ServiceConflictError
 
 GREETING: ServiceKey[str] = ServiceKey("greeting")
 

@@ -12,14 +12,8 @@ import trio
 import trio.testing
 from support import P, state_of
 
-from trio_agents.kernel import (
-    Context,
-    FiberState,
-    ListenerFailed,
-    ServiceAccessError,
-    ServiceConflictError,
-    open_root,
-)
+from trio_agents.kernel import Context, FiberState, ListenerFailed, open_root
+from trio_agents.kernel._errors import ServiceAccessError, ServiceConflictError
 
 
 @attrs.frozen

@@ -24,7 +24,7 @@ from support import TRIO_AGENTS, gone, marker, processes_with
 import trio_agents.agent as ag
 from trio_agents.mcp import McpServer
 from trio_agents.mcp._process import GRACE
-from trio_agents.shell import supervisor_available
+from trio_agents.shell._child import supervisor_available
 
 pytestmark = pytest.mark.skipif(not supervisor_available(), reason="the supervisor is Linux-only")
 

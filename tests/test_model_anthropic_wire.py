@@ -20,7 +20,6 @@ from trio_agents.model import (
     ModelRequest,
     SystemText,
     TextDelta,
-    ToolCallPart,
     ToolCallRequested,
     ToolOutput,
     ToolSpec,
@@ -34,6 +33,7 @@ from trio_agents.model._anthropic_wire import (
     describe_failure,
     request_body,
 )
+from trio_agents.model._messages import ToolCallPart
 
 URL = "http://127.0.0.1:9/v1/messages"
 

@@ -12,12 +12,12 @@ from trio_agents.model import (
     ModelError,
     ModelRequest,
     ModelSpecError,
-    ToolCallPart,
     ToolCallRequested,
     ToolSpec,
     Usage,
     UserText,
 )
+from trio_agents.model._messages import ToolCallPart
 
 
 def test_messages_are_frozen() -> None:

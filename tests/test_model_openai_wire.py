@@ -19,7 +19,6 @@ from trio_agents.model import (
     OpenAIChatModel,
     SystemText,
     TextDelta,
-    ToolCallPart,
     ToolCallRequested,
     ToolOutput,
     ToolSpec,
@@ -27,6 +26,7 @@ from trio_agents.model import (
     UserText,
     model_from_spec,
 )
+from trio_agents.model._messages import ToolCallPart
 from trio_agents.model._openai_wire import (
     ChunkAssembler,
     describe_failure,

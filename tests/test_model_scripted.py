@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from trio_agents.model import (
     AssistantText,
     CallTool,
-    ChatMessage,
     Fail,
     Finished,
     FinishReason,
@@ -26,15 +25,14 @@ from trio_agents.model import (
     ScriptedModel,
     SystemText,
     TextDelta,
-    ToolCallPart,
     ToolCallRequested,
     ToolOutput,
     Usage,
     UserText,
     Wait,
-    split_words,
 )
-from trio_agents.model._scripted import _KEPT_REQUESTS
+from trio_agents.model._messages import ChatMessage, ToolCallPart
+from trio_agents.model._scripted import _KEPT_REQUESTS, split_words
 
 
 def _request(*messages: ChatMessage) -> ModelRequest:

@@ -16,7 +16,8 @@ from support import Tools
 
 import trio_agents as ta
 import trio_agents.agent as ag
-from trio_agents.model import CallTool, Reply, Say, ScriptedModel, ToolOutput, UserText, Wait
+from trio_agents.model import CallTool, Say, ScriptedModel, ToolOutput, UserText, Wait
+from trio_agents.model._scripted import Reply
 from trio_agents.session import (
     InboxSpliced,
     JsonlStore,

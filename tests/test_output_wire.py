@@ -12,7 +12,8 @@ import trio.testing
 from support import FakeServer, Reply, serve
 
 import trio_agents as ta
-from trio_agents.model import AnthropicModel, ModelRequest, OpenAIChatModel, OutputSpec, ToolSpec
+from trio_agents.model import AnthropicModel, ModelRequest, OpenAIChatModel, ToolSpec
+from trio_agents.model._messages import OutputSpec
 from trio_agents.model._openai_wire import request_body
 from trio_agents.session import OutputProduced
 

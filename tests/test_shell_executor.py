@@ -22,7 +22,6 @@ from trio_agents.shell import (
     JobNotFoundError,
     JobStatus,
     LocalShell,
-    LocalShellExecutor,
     SandboxShell,
     ShellExecRequest,
     ShellExecSpec,
@@ -30,6 +29,7 @@ from trio_agents.shell import (
     ShellResult,
     ShellStatistics,
 )
+from trio_agents.shell._local import LocalShellExecutor
 
 
 async def wait_for_output(shell: LocalShellExecutor, job_id: str, text: str) -> str:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import CountingBuffer
 
-from trio_agents.shell import OutputBuffer
+from trio_agents.shell._output import OutputBuffer
 
 
 def test_take_returns_what_was_fed_since_the_previous_take() -> None:

@@ -30,9 +30,9 @@ from trio_agents.shell import (
     ShellError,
     ShellExecRequest,
     ShellResult,
-    bwrap_argv,
     tool_bash,
 )
+from trio_agents.shell._sandbox import bwrap_argv
 
 HOST_TMP = Path("/tmp")
 

@@ -21,7 +21,8 @@ import trio_agents.agent as ag
 from trio_agents.kernel import Context
 from trio_agents.model import CallTool, Say, ScriptedModel
 from trio_agents.session import ToolCallEnded
-from trio_agents.shell import LocalShell, SandboxShell, ShellRequestError, stricter, tool_bash
+from trio_agents.shell import LocalShell, SandboxShell, ShellRequestError, tool_bash
+from trio_agents.shell._sandbox import stricter
 
 acp = pytest.importorskip("acp")
 

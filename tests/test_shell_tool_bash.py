@@ -16,6 +16,7 @@ from support import marker, processes_with, read_fifo, shell_of
 
 import trio_agents.agent as ag
 import trio_agents.shell._tool_bash as tool_bash_module
+from trio_agents.agent._tools import tools_plugin
 from trio_agents.kernel import Context, FiberState, ListenerFailed
 from trio_agents.model import ScriptedModel
 from trio_agents.session import ToolCallEnded
@@ -393,7 +394,7 @@ async def test_a_completion_without_an_agents_service_is_dropped_quietly() -> No
     """The notice looks agents up with ctx.get (it runs on the shell's fiber): with no agents
     service it is simply not delivered, and no listener fails."""
     async with ag.open_runtime(core=False) as root:
-        await root.plugin(ag.tools_plugin)
+        await root.plugin(tools_plugin)
         await root.plugin(LocalShell())
         await root.plugin(tool_bash)
         failures: list[ListenerFailed] = []

@@ -19,7 +19,7 @@ from support import Tools, read_fifo, shell_of
 
 import trio_agents as ta
 import trio_agents.agent as ag
-from trio_agents.agent._snapshot import describe_agent
+from trio_agents.agent._snapshot import ToolCallSnapshot, TurnSnapshot, describe_agent
 from trio_agents.kernel import Context, EntrySnapshot, FiberSnapshot, FiberState
 from trio_agents.mcp import McpServerSnapshot
 from trio_agents.model import CallTool, ScriptedModel
@@ -142,8 +142,8 @@ async def test_a_running_turn_shows_its_tool_calls_and_how_long_each_has_run(
         tree = fiber_of(root.snapshot(), "agent:a")
     assert tree.running_for == 8.0
     assert isinstance(tree.details, ag.AgentSnapshot)
-    assert tree.details.turn == ag.TurnSnapshot(
-        "t-1", 3.0, (ag.ToolCallSnapshot("call-1", "sleep", 3.0),)
+    assert tree.details.turn == TurnSnapshot(
+        "t-1", 3.0, (ToolCallSnapshot("call-1", "sleep", 3.0),)
     )
 
 

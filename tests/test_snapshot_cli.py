@@ -15,18 +15,13 @@ from command_support import Command, acp_prompt
 from pty_support import Terminal
 from supervision_support import wait_until
 
-from trio_agents.agent import (
-    AgentSnapshot,
-    AgentStatus,
-    MessageId,
-    QueuedMessage,
-    ToolCallSnapshot,
-    TurnSnapshot,
-)
+from trio_agents.agent import AgentSnapshot, AgentStatus, MessageId, QueuedMessage
+from trio_agents.agent._snapshot import ToolCallSnapshot, TurnSnapshot
 from trio_agents.cli._tree_view import age, render_tree
 from trio_agents.kernel import EntrySnapshot, FiberSnapshot, FiberState
 from trio_agents.mcp import McpServerSnapshot
-from trio_agents.shell import JobSnapshot, ShellSnapshot
+from trio_agents.shell import ShellSnapshot
+from trio_agents.shell._snapshot import JobSnapshot
 
 
 @pytest.fixture

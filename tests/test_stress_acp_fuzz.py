@@ -29,7 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trio_agents.agent as ag
-from trio_agents.acp import AcpBridge, LineFramer, Oversized
+from trio_agents.acp import AcpBridge
+from trio_agents.acp._framing import LineFramer, Oversized
 from trio_agents.kernel import FiberState
 
 SESSION = "<session>"  # replaced by the id of the session the example opened

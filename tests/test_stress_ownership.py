@@ -33,7 +33,8 @@ from stress_parts import OWNED, Mood, tools
 from support import Tools
 
 import trio_agents.agent as ag
-from trio_agents.acp import AcpBridge, LineFramer, Oversized, encode_frame
+from trio_agents.acp import AcpBridge
+from trio_agents.acp._framing import LineFramer, Oversized, encode_frame
 from trio_agents.kernel import Context, Fiber
 from trio_agents.session import Record, TurnEnded, TurnStarted, UserMessage
 

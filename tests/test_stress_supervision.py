@@ -39,7 +39,8 @@ from supervision_support import (
 from support import TRIO_AGENTS, alive, marker, processes_with, shell_of
 
 from trio_agents.kernel import open_root
-from trio_agents.shell import LocalShell, ShellExecRequest, supervisor_available
+from trio_agents.shell import LocalShell, ShellExecRequest
+from trio_agents.shell._child import supervisor_available
 
 pytestmark = pytest.mark.skipif(not supervisor_available(), reason="the supervisor is Linux-only")
 

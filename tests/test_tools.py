@@ -15,15 +15,9 @@ import trio
 import trio.testing
 
 import trio_agents.agent as ag
-from trio_agents.agent import (
-    Tool,
-    ToolContext,
-    ToolNameInUseError,
-    ToolRegistry,
-    ToolResult,
-    tools_plugin,
-)
+from trio_agents.agent import Tool, ToolContext, ToolNameInUseError, ToolRegistry, ToolResult
 from trio_agents.agent._tool_signature import tool
+from trio_agents.agent._tools import tools_plugin
 from trio_agents.cancel import CauseScope, UserCancel, current_cause
 from trio_agents.kernel import Context, FiberState, open_root
 from trio_agents.model import (

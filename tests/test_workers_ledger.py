@@ -18,8 +18,8 @@ from trio_agents.session import (
     TurnStarted,
     UserMessage,
 )
-from trio_agents.workers import CancelRequested, Ledger, PromptClaimed, PromptFailed, WorkerLost
-from trio_agents.workers._ledger import Decision, decide
+from trio_agents.workers import CancelRequested, PromptClaimed, PromptFailed, WorkerLost
+from trio_agents.workers._ledger import Decision, Ledger, decide
 
 
 def attempt(n: int, turn: str | None, end: StopReason | None, text: str = "hi") -> list[Record]:

@@ -8,15 +8,9 @@ import re
 import pytest
 
 from trio_agents.session import Record, ToolCall, ToolCallEnded
-from trio_agents.workspace import (
-    FileAccessError,
-    PlanEntry,
-    format_plan,
-    plan_entries,
-    plan_of,
-    plan_summary,
-    resolve_path,
-)
+from trio_agents.workspace import FileAccessError, PlanEntry, plan_of
+from trio_agents.workspace._paths import resolve_path
+from trio_agents.workspace._plan import format_plan, plan_entries, plan_summary
 from trio_agents.workspace._text import glob_regex, replace_once, select_lines
 
 

@@ -24,7 +24,8 @@ from trio_agents.session import (
     TurnEnded,
     TurnStarted,
 )
-from trio_agents.workers import Ledger, PromptClaimed, RemotePrompt, Worker, serve_worker
+from trio_agents.workers import PromptClaimed, RemotePrompt, Worker, serve_worker
+from trio_agents.workers._ledger import Ledger
 
 #: How long a test waits for the queue to do something before it fails.
 DEADLINE = 60.0

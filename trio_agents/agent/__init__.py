@@ -12,7 +12,6 @@ from ._caller import Caller as Caller
 from ._compaction import COMPACTION as COMPACTION
 from ._compaction import Compaction as Compaction
 from ._compaction import CompactionError as CompactionError
-from ._compaction import CompactionPlugin as CompactionPlugin
 from ._compaction import CompactionRequest as CompactionRequest
 from ._compaction import Compactor as Compactor
 from ._compaction import SummarizingCompactor as SummarizingCompactor
@@ -37,9 +36,7 @@ from ._events import TaskStarted as TaskStarted
 from ._factory import AgentFactory as AgentFactory
 from ._factory import AgentRequest as AgentRequest
 from ._factory import DefaultAgentFactory as DefaultAgentFactory
-from ._guardrails import GuardrailCheck as GuardrailCheck
 from ._handle import AgentHandle as AgentHandle
-from ._history import TurnMark as TurnMark
 from ._hook_points import AGENT_DISPOSE as AGENT_DISPOSE
 from ._hook_points import CHILD_END as CHILD_END
 from ._hook_points import CHILD_START as CHILD_START
@@ -68,28 +65,18 @@ from ._hook_points import TurnEnd as TurnEnd
 from ._hook_points import TurnStart as TurnStart
 from ._hooks import HOOKS as HOOKS
 from ._hooks import HookFailed as HookFailed
-from ._hooks import HookFn as HookFn
 from ._hooks import HookPolicy as HookPolicy
 from ._hooks import HookRefusedError as HookRefusedError
 from ._hooks import HookRegistry as HookRegistry
-from ._hooks import HooksPlugin as HooksPlugin
-from ._hooks import hooks_plugin as hooks_plugin
-from ._inbox import Lane as Lane
 from ._inbox import MessageId as MessageId
 from ._inbox import QueuedMessage as QueuedMessage
 from ._like import AgentLike as AgentLike
-from ._loop import AgentLoop as AgentLoop
 from ._loop import DeclaredAgent as DeclaredAgent
-from ._loop import agent_loop as agent_loop
 from ._meter import ContextUsage as ContextUsage
-from ._modes import EDIT_TOOLS as EDIT_TOOLS
 from ._modes import MODES as MODES
-from ._modes import READ_TOOLS as READ_TOOLS
 from ._modes import Mode as Mode
-from ._modes import ToolKind as ToolKind
 from ._modes import UnknownModeError as UnknownModeError
 from ._modes import mode_named as mode_named
-from ._modes import tool_kind as tool_kind
 from ._output import OutputError as OutputError
 from ._output import OutputSchema as OutputSchema
 from ._registry import AGENTS as AGENTS
@@ -98,7 +85,6 @@ from ._registry import AgentScope as AgentScope
 from ._results import ToolResult as ToolResult
 from ._runtime import open_runtime as open_runtime
 from ._snapshot import AgentSnapshot as AgentSnapshot
-from ._snapshot import ToolCallSnapshot as ToolCallSnapshot
 from ._snapshot import TurnSnapshot as TurnSnapshot
 from ._status import AgentStatus as AgentStatus
 from ._tool_signature import tool as tool
@@ -106,10 +92,8 @@ from ._tools import TOOLS as TOOLS
 from ._tools import NoCallingAgentError as NoCallingAgentError
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
-from ._tools import ToolGuard as ToolGuard
 from ._tools import ToolNameInUseError as ToolNameInUseError
 from ._tools import ToolRegistry as ToolRegistry
-from ._tools import tools_plugin as tools_plugin
 from ._usage import AgentUsage as AgentUsage
 
 __all__ = [
@@ -118,9 +102,7 @@ __all__ = [
     "CHILD_END",
     "CHILD_START",
     "COMPACTION",
-    "EDIT_TOOLS",
     "HOOKS",
-    "HOOK_POINTS",
     "MODES",
     "POST_COMPACT",
     "POST_MODEL",
@@ -129,7 +111,6 @@ __all__ = [
     "PRE_MODEL",
     "PRE_TOOL",
     "PROMPT_ACCEPTED",
-    "READ_TOOLS",
     "TOOLS",
     "TURN_END",
     "TURN_START",
@@ -146,7 +127,6 @@ __all__ = [
     "AgentHandle",
     "AgentIdInUseError",
     "AgentLike",
-    "AgentLoop",
     "AgentOutput",
     "AgentRegistry",
     "AgentRequest",
@@ -166,7 +146,6 @@ __all__ = [
     "ChildStart",
     "Compaction",
     "CompactionError",
-    "CompactionPlugin",
     "CompactionRequest",
     "Compactor",
     "ContextUsage",
@@ -174,15 +153,10 @@ __all__ = [
     "DeclaredAgent",
     "DefaultAgentFactory",
     "DefinitionNameInUseError",
-    "GuardrailCheck",
     "HookFailed",
-    "HookFn",
     "HookPoint",
-    "HookPolicy",
     "HookRefusedError",
     "HookRegistry",
-    "HooksPlugin",
-    "Lane",
     "MessageDroppedError",
     "MessageId",
     "Mode",
@@ -203,25 +177,14 @@ __all__ = [
     "TaskEnded",
     "TaskStarted",
     "Tool",
-    "ToolCallSnapshot",
     "ToolContext",
-    "ToolGuard",
-    "ToolKind",
     "ToolNameInUseError",
     "ToolRegistry",
     "ToolResult",
     "TurnEnd",
     "TurnFailedError",
-    "TurnMark",
-    "TurnSnapshot",
     "TurnStart",
     "UnknownModeError",
-    "agent_loop",
-    "hooks_plugin",
-    "mode_named",
     "open_runtime",
-    "standing_answers",
     "tool",
-    "tool_kind",
-    "tools_plugin",
 ]

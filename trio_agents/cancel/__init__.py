@@ -21,7 +21,5 @@ __all__ = [
     "LeaseLost",
     "ParentCancel",
     "UserCancel",
-    "check_cause",
     "current_cause",
-    "forget_inherited_scopes",
 ]

@@ -4,11 +4,7 @@ from ._context import Context as Context
 from ._context import current_context as current_context
 from ._errors import ConfigError as ConfigError
 from ._errors import FiberClosedError as FiberClosedError
-from ._errors import InvalidTransitionError as InvalidTransitionError
-from ._errors import PluginError as PluginError
 from ._errors import ReloadError as ReloadError
-from ._errors import ServiceAccessError as ServiceAccessError
-from ._errors import ServiceConflictError as ServiceConflictError
 from ._events import FiberFailed as FiberFailed
 from ._events import ListenerFailed as ListenerFailed
 from ._events import PluginReloaded as PluginReloaded
@@ -16,7 +12,6 @@ from ._fiber import Fiber as Fiber
 from ._fiber import FiberStatistics as FiberStatistics
 from ._plugin import Plugin as Plugin
 from ._plugin import config_converter as config_converter
-from ._runtime import Runtime as Runtime
 from ._runtime import open_root as open_root
 from ._service_key import ServiceKey as ServiceKey
 from ._snapshot import Describer as Describer
@@ -38,18 +33,11 @@ __all__ = [
     "FiberSnapshot",
     "FiberState",
     "FiberStatistics",
-    "InvalidTransitionError",
     "ListenerFailed",
     "Plugin",
-    "PluginError",
     "PluginReloaded",
     "ReloadError",
-    "Runtime",
-    "ServiceAccessError",
-    "ServiceConflictError",
     "ServiceKey",
-    "config_converter",
-    "current_context",
     "open_root",
     "watch_plugins",
 ]

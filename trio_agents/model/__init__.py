@@ -14,7 +14,6 @@ from ._errors import ModelError as ModelError
 from ._errors import ModelErrorKind as ModelErrorKind
 from ._errors import ModelSpecError as ModelSpecError
 from ._fallback import FallbackModel as FallbackModel
-from ._messages import IMAGE_TYPES as IMAGE_TYPES
 from ._messages import MAX_IMAGE_BYTES as MAX_IMAGE_BYTES
 from ._messages import AssistantText as AssistantText
 from ._messages import ChatMessage as ChatMessage
@@ -27,8 +26,6 @@ from ._messages import ToolCallPart as ToolCallPart
 from ._messages import ToolOutput as ToolOutput
 from ._messages import ToolSpec as ToolSpec
 from ._messages import UserText as UserText
-from ._messages import image_placeholder as image_placeholder
-from ._messages import text_with_images as text_with_images
 from ._openai import OpenAIChatModel as OpenAIChatModel
 from ._prices import DEFAULT_PRICES as DEFAULT_PRICES
 from ._prices import Price as Price
@@ -37,14 +34,10 @@ from ._protocol import Model as Model
 from ._protocol import preflight as preflight
 from ._scripted import CallTool as CallTool
 from ._scripted import Fail as Fail
-from ._scripted import Reply as Reply
 from ._scripted import Say as Say
 from ._scripted import ScriptedModel as ScriptedModel
-from ._scripted import Step as Step
 from ._scripted import Think as Think
 from ._scripted import Wait as Wait
-from ._scripted import split_words as split_words
-from ._spec import ModelFactory as ModelFactory
 from ._spec import model_from_spec as model_from_spec
 from ._spec import register_model_scheme as register_model_scheme
 from ._stream import Finished as Finished
@@ -58,13 +51,11 @@ from ._stream import Usage as Usage
 __all__ = [
     "DEFAULT_PRICES",
     "FALLBACK_KINDS",
-    "IMAGE_TYPES",
     "MAX_IMAGE_BYTES",
     "MODELS",
     "AnthropicModel",
     "AssistantText",
     "CallTool",
-    "ChatMessage",
     "Fail",
     "FallbackModel",
     "FinishReason",
@@ -76,33 +67,24 @@ __all__ = [
     "ModelError",
     "ModelErrorKind",
     "ModelEvent",
-    "ModelFactory",
     "ModelRequest",
     "ModelSpecError",
-    "ModelsPlugin",
     "OpenAIChatModel",
-    "OutputSpec",
     "Price",
     "PriceTable",
-    "Reply",
     "Say",
     "ScriptedModel",
-    "Step",
     "SystemText",
     "TextDelta",
     "Think",
     "ThoughtDelta",
-    "ToolCallPart",
     "ToolCallRequested",
     "ToolOutput",
     "ToolSpec",
     "Usage",
     "UserText",
     "Wait",
-    "image_placeholder",
     "model_from_spec",
     "preflight",
     "register_model_scheme",
-    "split_words",
-    "text_with_images",
 ]

@@ -18,30 +18,12 @@ from ._points import headers as headers
 from ._points import invoke_agent as invoke_agent
 from ._points import remote_parent as remote_parent
 from ._points import shell_job as shell_job
-from ._protocols import ShellJob as ShellJob
-from ._protocols import StreamingModel as StreamingModel
-from ._protocols import ToolAnswer as ToolAnswer
 from ._records import TurnTraced as TurnTraced
-from ._runtime import CAPTURE_CONTENT_ENV as CAPTURE_CONTENT_ENV
 from ._runtime import open_tracing as open_tracing
 
 __all__ = [
-    "CAPTURE_CONTENT_ENV",
-    "ShellJob",
-    "StreamingModel",
-    "ToolAnswer",
     "TracingConfigError",
     "TurnTraced",
-    "approved",
-    "chat",
-    "compaction",
-    "environment",
-    "execute_tool",
-    "headers",
-    "invoke_agent",
-    "open_environ_tracing",
     "open_tracing",
-    "remote_parent",
-    "shell_job",
     "tracer_provider_from_environ",
 ]

@@ -10,11 +10,8 @@ from ._errors import PromptFailedError as PromptFailedError
 from ._errors import PromptIdInUseError as PromptIdInUseError
 from ._errors import PromptNotFoundError as PromptNotFoundError
 from ._errors import QueueFormatError as QueueFormatError
-from ._ledger import Attempt as Attempt
-from ._ledger import Ledger as Ledger
 from ._records import AgentTemplate as AgentTemplate
 from ._records import CancelRequested as CancelRequested
-from ._records import Policy as Policy
 from ._records import PromptClaimed as PromptClaimed
 from ._records import PromptFailed as PromptFailed
 from ._records import TurnInterrupted as TurnInterrupted
@@ -26,10 +23,7 @@ from ._worker import serve_worker as serve_worker
 
 __all__ = [
     "AgentTemplate",
-    "Attempt",
     "CancelRequested",
-    "Ledger",
-    "Policy",
     "PromptCancelledError",
     "PromptClaimed",
     "PromptFailed",
