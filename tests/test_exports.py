@@ -59,15 +59,32 @@ SCRIPTS = {"trio_agents.shell._supervisor"}
 INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.acp._framing": frozenset(
         {
+            "LineFramer",
             "MAX_DEPTH",
             "MAX_FRAME",
+            "Oversized",
             "decode_frame",
+            "encode_frame",
             "find_problem",
         }
     ),
     "trio_agents.acp._client_calls": frozenset({"ClientCalls"}),
     "trio_agents.acp._client_fs": frozenset({"ClientFileSystem", "offers_fs"}),
-    "trio_agents.acp._jsonrpc": frozenset({"Event"}),
+    "trio_agents.acp._jsonrpc": frozenset(
+        {
+            "Connection",
+            "ConnectionStatistics",
+            "ErrorCode",
+            "Event",
+            "Invalid",
+            "Notification",
+            "ProtocolStateError",
+            "Request",
+            "RequestId",
+            "Response",
+            "RpcError",
+        }
+    ),
     "trio_agents.acp._mcp": frozenset({"parse_mcp_servers", "start_mcp_servers"}),
     "trio_agents.acp._modes": frozenset(
         {
@@ -114,7 +131,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.acp._serving": frozenset({"LATER", "Serving"}),
-    "trio_agents.agent._approval": frozenset({"Approvals"}),
+    "trio_agents.agent._approval": frozenset({"Approvals", "standing_answers"}),
     "trio_agents.agent._agent": frozenset({"new_agent"}),
     "trio_agents.agent._ask": frozenset({"AnswerFold"}),
     "trio_agents.agent._budget": frozenset({"LIMITS", "Ledger", "tool_refusal", "within_budget"}),
@@ -135,17 +152,19 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.agent._config": frozenset({"ALL_TOOLS", "UNSET", "Unset", "latest_config"}),
     "trio_agents.agent._factory": frozenset({"AGENT_FACTORY", "FactoryPlugin"}),
     "trio_agents.agent._compaction": frozenset(
-        {"CompactionParts", "compact_after", "compact_history", "fit_window"}
+        {"CompactionParts", "CompactionPlugin", "compact_after", "compact_history", "fit_window"}
     ),
     "trio_agents.agent._usage": frozenset({"usage_record"}),
     "trio_agents.agent._history": frozenset(
-        {"SUMMARY_HEADING", "History", "Messages", "message_chars"}
+        {"History", "Messages", "SUMMARY_HEADING", "TurnMark", "message_chars"}
     ),
     "trio_agents.agent._meter": frozenset(
         {"CHARS_PER_TOKEN", "TOKENS_PER_MESSAGE", "ContextMeter", "estimate"}
     ),
-    "trio_agents.agent._inbox": frozenset({"Inbox"}),
-    "trio_agents.agent._guardrails": frozenset({"InputGuardrail", "OutputGuardrail"}),
+    "trio_agents.agent._inbox": frozenset({"Inbox", "Lane"}),
+    "trio_agents.agent._guardrails": frozenset(
+        {"GuardrailCheck", "InputGuardrail", "OutputGuardrail"}
+    ),
     "trio_agents.agent._hook_calls": frozenset(
         {
             "after_compact",
@@ -183,8 +202,12 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.agent._results": frozenset({"RESULT_CAP", "cap_result"}),
-    "trio_agents.agent._tools": frozenset({"ToolFn", "ToolsPlugin", "tools_converter"}),
-    "trio_agents.agent._snapshot": frozenset({"agent_snapshot", "describe_agent", "turn_snapshot"}),
+    "trio_agents.agent._tools": frozenset(
+        {"ToolFn", "ToolGuard", "ToolsPlugin", "tools_converter", "tools_plugin"}
+    ),
+    "trio_agents.agent._snapshot": frozenset(
+        {"ToolCallSnapshot", "TurnSnapshot", "agent_snapshot", "describe_agent", "turn_snapshot"}
+    ),
     "trio_agents.agent._turn": frozenset({"Turn"}),
     "trio_agents.agent._output": frozenset(
         {
@@ -200,6 +223,12 @@ INTERNAL: dict[str, frozenset[str]] = {
             "text_feedback",
             "turn_output",
         }
+    ),
+    "trio_agents.agent._hook_points": frozenset({"HOOK_POINTS"}),
+    "trio_agents.agent._hooks": frozenset({"HookFn", "HookPolicy", "HooksPlugin", "hooks_plugin"}),
+    "trio_agents.agent._loop": frozenset({"AgentLoop"}),
+    "trio_agents.agent._modes": frozenset(
+        {"EDIT_TOOLS", "READ_TOOLS", "ToolKind", "mode_named", "tool_kind"}
     ),
     "trio_agents.cli._acp": frozenset({"acp"}),
     "trio_agents.cli._ask": frozenset({"RunApprover", "TerminalAsker", "restored_note"}),
@@ -280,12 +309,17 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.kernel._bus": frozenset({"EventBus", "Listener"}),
     "trio_agents.kernel._origin": frozenset({"PluginOrigin", "origin_of"}),
-    "trio_agents.kernel._plugin": frozenset({"PluginSpec", "describe_plugin"}),
+    "trio_agents.kernel._plugin": frozenset({"PluginSpec", "config_converter", "describe_plugin"}),
     "trio_agents.kernel._reload": frozenset({"reload"}),
     "trio_agents.kernel._service_key": frozenset({"service_name"}),
     "trio_agents.kernel._snapshot": frozenset({"snapshot_of"}),
     "trio_agents.kernel._stack": frozenset({"OwnedStack"}),
     "trio_agents.kernel._states": frozenset({"Halt", "check_transition", "end_state", "halt_with"}),
+    "trio_agents.kernel._context": frozenset({"current_context"}),
+    "trio_agents.kernel._errors": frozenset(
+        {"InvalidTransitionError", "PluginError", "ServiceAccessError", "ServiceConflictError"}
+    ),
+    "trio_agents.kernel._runtime": frozenset({"Runtime"}),
     "trio_agents.mcp._connection": frozenset({"Connection"}),
     "trio_agents.mcp._restart": frozenset({"Backoff"}),
     "trio_agents.mcp._process": frozenset({"GRACE", "supervised_stdio"}),
@@ -375,6 +409,19 @@ INTERNAL: dict[str, frozenset[str]] = {
             "lost_mid_stream",
         }
     ),
+    "trio_agents.model._catalog": frozenset({"ModelsPlugin"}),
+    "trio_agents.model._messages": frozenset(
+        {
+            "ChatMessage",
+            "IMAGE_TYPES",
+            "OutputSpec",
+            "ToolCallPart",
+            "image_placeholder",
+            "text_with_images",
+        }
+    ),
+    "trio_agents.model._scripted": frozenset({"Reply", "Step", "split_words"}),
+    "trio_agents.model._spec": frozenset({"ModelFactory"}),
     "trio_agents.session._convert": frozenset(
         {
             "check_record",
@@ -451,17 +498,68 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.session._summary": frozenset({"Summary", "title_of"}),
     "trio_agents.session._writelog": frozenset({"WriteLog"}),
-    "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
-    "trio_agents.shell._snapshot": frozenset({"describe_shell"}),
+    "trio_agents.shell._child": frozenset(
+        {"Child", "GroupChild", "SupervisedChild", "session_members", "supervisor_available"}
+    ),
+    "trio_agents.shell._snapshot": frozenset({"JobSnapshot", "describe_shell"}),
+    "trio_agents.shell._executor": frozenset({"JobListener"}),
+    "trio_agents.shell._local": frozenset({"LocalShellExecutor"}),
+    "trio_agents.shell._output": frozenset({"OutputBuffer"}),
+    "trio_agents.shell._routes": frozenset(
+        {"SHELL_ROUTES", "ShellRoutes", "Terminal", "TerminalChooser"}
+    ),
+    "trio_agents.shell._sandbox": frozenset({"SANDBOX_POLICIES", "bwrap_argv", "stricter"}),
+    "trio_agents.shell._tool_bash": frozenset({"BashArgs", "JobArgs", "ToolBash"}),
+    "trio_agents.shell._types": frozenset({"SANDBOX_POLICIES", "job_state"}),
     "trio_agents.tracing._metrics": frozenset({"Metrics"}),
     "trio_agents.tracing._otel": frozenset({"Tracer", "cause_attributes"}),
-    "trio_agents.tracing._protocols": frozenset({"EventT", "RequestT"}),
-    "trio_agents.workspace._instructions": frozenset({"MAX_BYTES"}),
+    "trio_agents.tracing._protocols": frozenset(
+        {"EventT", "RequestT", "ShellJob", "StreamingModel", "ToolAnswer"}
+    ),
+    "trio_agents.tracing._environ": frozenset({"open_environ_tracing"}),
+    "trio_agents.tracing._points": frozenset(
+        {
+            "approved",
+            "chat",
+            "compaction",
+            "environment",
+            "execute_tool",
+            "headers",
+            "invoke_agent",
+            "remote_parent",
+            "shell_job",
+        }
+    ),
+    "trio_agents.tracing._runtime": frozenset({"CAPTURE_CONTENT_ENV"}),
+    "trio_agents.workspace._instructions": frozenset(
+        {"INSTRUCTION_FILES", "MAX_BYTES", "instruction_files"}
+    ),
     "trio_agents.workspace._text": frozenset(
         {"count_occurrences", "glob_regex", "replace_once", "select_lines"}
     ),
+    "trio_agents.workspace._access": frozenset({"Chooser", "LocalFileSystem"}),
+    "trio_agents.workspace._commands": frozenset(
+        {"ARGUMENTS", "COMMANDS_DIR", "CommandCall", "parse_command", "prompt_commands"}
+    ),
+    "trio_agents.workspace._paths": frozenset({"resolve_path"}),
+    "trio_agents.workspace._plan": frozenset(
+        {"PlanArgs", "ToolPlan", "format_plan", "plan_entries", "plan_summary"}
+    ),
+    "trio_agents.workspace._tool_files": frozenset(
+        {
+            "EditArgs",
+            "GlobArgs",
+            "GrepArgs",
+            "ListArgs",
+            "MAX_ENTRIES",
+            "MAX_MATCHES",
+            "ReadArgs",
+            "SKIPPED",
+            "WriteArgs",
+        }
+    ),
     # The work queue's internals: its SQL, its database access and its decisions.
-    "trio_agents.workers._ledger": frozenset({"Decision", "decide"}),
+    "trio_agents.workers._ledger": frozenset({"Attempt", "Decision", "Ledger", "decide"}),
     "trio_agents.workers._pg": frozenset({"Listener", "pool", "where"}),
     "trio_agents.workers._sql": frozenset(
         {
@@ -488,6 +586,9 @@ INTERNAL: dict[str, frozenset[str]] = {
             "unregister_worker",
         }
     ),
+    "trio_agents.workers._records": frozenset({"Policy"}),
+    "trio_agents.cancel._causes": frozenset({"check_cause"}),
+    "trio_agents.cancel._scope": frozenset({"forget_inherited_scopes"}),
 }
 
 
