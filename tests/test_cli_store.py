@@ -21,12 +21,12 @@ from trio_agents.session import (
     JsonlStore,
     MemoryStore,
     SqliteStore,
-    StoreSpec,
     StoreSpecError,
     UserMessage,
     parse_store_spec,
     store_from_spec,
 )
+from trio_agents.session._spec import StoreSpec
 
 pytestmark = pytest.mark.usefixtures("cli_environment")
 

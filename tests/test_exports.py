@@ -309,7 +309,9 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.kernel._bus": frozenset({"EventBus", "Listener"}),
     "trio_agents.kernel._origin": frozenset({"PluginOrigin", "origin_of"}),
-    "trio_agents.kernel._plugin": frozenset({"PluginSpec", "config_converter", "describe_plugin"}),
+    "trio_agents.kernel._plugin": frozenset(
+        {"Plugin", "PluginSpec", "config_converter", "describe_plugin"}
+    ),
     "trio_agents.kernel._reload": frozenset({"reload"}),
     "trio_agents.kernel._service_key": frozenset({"service_name"}),
     "trio_agents.kernel._snapshot": frozenset({"snapshot_of"}),
@@ -326,6 +328,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.mcp._results": frozenset({"describe", "to_result", "tool_name"}),
     "trio_agents.mcp._stdio": frozenset({"LineFramer", "parse_message", "stdio_client"}),
     "trio_agents.mcp._watched": frozenset({"Watched"}),
+    "trio_agents.mcp._errors": frozenset({"McpError"}),
     "trio_agents.model._anthropic": frozenset(
         {
             "API_VERSION",
@@ -498,6 +501,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.session._summary": frozenset({"Summary", "title_of"}),
     "trio_agents.session._writelog": frozenset({"WriteLog"}),
+    "trio_agents.session._errors": frozenset({"SessionStoreClosedError", "UnstorableRecordError"}),
     "trio_agents.shell._child": frozenset(
         {"Child", "GroupChild", "SupervisedChild", "session_members", "supervisor_available"}
     ),
@@ -511,6 +515,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.shell._sandbox": frozenset({"SANDBOX_POLICIES", "bwrap_argv", "stricter"}),
     "trio_agents.shell._tool_bash": frozenset({"BashArgs", "JobArgs", "ToolBash"}),
     "trio_agents.shell._types": frozenset({"SANDBOX_POLICIES", "job_state"}),
+    "trio_agents.shell._errors": frozenset({"ShellError"}),
     "trio_agents.tracing._metrics": frozenset({"Metrics"}),
     "trio_agents.tracing._otel": frozenset({"Tracer", "cause_attributes"}),
     "trio_agents.tracing._protocols": frozenset(
@@ -645,18 +650,170 @@ def test_internal_names_only_modules_that_exist() -> None:
     assert set(INTERNAL) <= set(dict(_private_modules()))
 
 
-#: What ``trio_agents.session`` offers the layers above and backends, outside ``__all__``.
-SESSION_INTERNALS = (
-    "Stored",
-    "StoreSpec",
-    "check_recordable_cause",
-    "check_session_id",
-    "parse_store_spec",
-)
+# -- what a package offers the layers above it, outside __all__ ----------------------------------
+
+#: The names a public package re-exports outside its ``__all__``: what the layers above it import
+#: from it (a package may not import another's private module, ``tests/test_layers.py``) and
+#: users do not call. Each is named in its package's docstring. A name here that no other
+#: package imports any more goes back to its private module.
+OFFERED: dict[str, frozenset[str]] = {
+    "trio_agents.agent": frozenset(
+        {"HOOK_POINTS", "HookPolicy", "TurnSnapshot", "mode_named", "standing_answers"}
+    ),
+    "trio_agents.cancel": frozenset({"check_cause", "forget_inherited_scopes"}),
+    "trio_agents.kernel": frozenset({"config_converter", "current_context"}),
+    "trio_agents.mcp": frozenset({"McpError"}),
+    "trio_agents.model": frozenset({"ChatMessage", "ModelsPlugin", "OutputSpec", "ToolCallPart"}),
+    "trio_agents.session": frozenset(
+        {"Stored", "check_recordable_cause", "check_session_id", "parse_store_spec"}
+    ),
+    "trio_agents.shell": frozenset(
+        {
+            "SANDBOX_POLICIES",
+            "SHELL_ROUTES",
+            "SupervisedChild",
+            "Terminal",
+            "job_state",
+            "supervisor_available",
+        }
+    ),
+    "trio_agents.tracing": frozenset(
+        {
+            "approved",
+            "chat",
+            "compaction",
+            "environment",
+            "execute_tool",
+            "headers",
+            "invoke_agent",
+            "open_environ_tracing",
+            "remote_parent",
+            "shell_job",
+        }
+    ),
+    "trio_agents.workspace": frozenset(
+        {"ARGUMENTS", "format_plan", "parse_command", "plan_entries", "prompt_commands"}
+    ),
+}
+
+#: Offered for session backends written outside the package (``docs/sessions.rst``, "Writing a
+#: backend"): no other package here imports them.
+FOR_BACKENDS = {"trio_agents.session": frozenset({"Stored"})}
 
 
-def test_session_exports_what_users_call_and_keeps_its_internals_importable() -> None:
-    """The backend hooks' types and the helpers other layers use are importable, not exported."""
-    session = importlib.import_module("trio_agents.session")
-    assert [n for n in SESSION_INTERNALS if n in session.__all__] == []
-    assert all(hasattr(session, n) for n in SESSION_INTERNALS)
+def _reexported(package: str) -> set[str]:
+    """The names the ``__init__.py`` of ``package`` re-exports (``from ._x import n as n``)."""
+    path = PACKAGE.parent.joinpath(*package.split("."), "__init__.py")
+    return {
+        alias.name
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.ImportFrom) and node.level == 1
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+
+
+@pytest.mark.parametrize("package", _public_packages())
+def test_a_package_reexports_outside_all_only_what_it_offers(package: str) -> None:
+    """Every re-export of a public package is in its ``__all__`` or written down in OFFERED."""
+    exported = set(importlib.import_module(package).__all__)
+    hidden = _reexported(package) - exported
+    assert hidden == set(OFFERED.get(package, frozenset())), (
+        f"{package} re-exports {sorted(hidden)} outside __all__; OFFERED lists "
+        f"{sorted(OFFERED.get(package, frozenset()))}"
+    )
+
+
+@pytest.mark.parametrize("package", sorted(OFFERED))
+def test_offered_names_are_importable_named_in_the_docstring_and_not_exported(
+    package: str,
+) -> None:
+    """What a package offers the layers above resolves, stays out of __all__, and its
+    docstring names it."""
+    module = importlib.import_module(package)
+    for name in OFFERED[package]:
+        assert hasattr(module, name), f"{package} offers {name}, which it does not define"
+        assert name not in module.__all__, f"{package} exports {name}: remove it from OFFERED"
+        assert f"``{name}``" in (module.__doc__ or ""), f"{package}'s docstring omits {name}"
+
+
+def _imported_from_packages() -> set[tuple[str, str]]:
+    """Every (package, name) that a module of another package of trio_agents imports from a
+    public package: ``from ..pkg import name`` or ``pkg.name`` after ``from .. import pkg``."""
+    found: set[tuple[str, str]] = set()
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        own, base = ".".join(parts[:2]), parts[:-1]
+        aliases: dict[str, str] = {}
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                prefix = base[: len(base) - node.level + 1] if node.level else ()
+                module = ".".join((*prefix, node.module) if node.module else prefix)
+                for alias in node.names:
+                    if module == "trio_agents":
+                        aliases[alias.asname or alias.name] = f"trio_agents.{alias.name}"
+                    elif module != own:
+                        found.add((module, alias.name))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                package = aliases.get(node.value.id)
+                if package is not None and package != own:
+                    found.add((package, node.attr))
+    return found
+
+
+def test_every_offered_name_is_used_by_another_package() -> None:
+    """An offered name that no other package imports any more goes back to its private module."""
+    used = _imported_from_packages()
+    unused = sorted(
+        f"{package}.{name}"
+        for package, names in OFFERED.items()
+        for name in names - FOR_BACKENDS.get(package, frozenset())
+        if (package, name) not in used
+    )
+    assert not unused, f"no other package imports {unused}: drop their re-exports"
+
+
+# -- the size of the public surface ----------------------------------------------------------------
+
+#: The most distinct public names per 1,000 lines of the package (trio has about 5.9).
+MAX_NAMES_PER_KLOC = 7.0
+
+
+def public_names() -> set[str]:
+    """The distinct names in the ``__all__`` of the public packages (``trio_agents`` and every
+    subpackage whose dotted name has no ``_`` part). A name exported by two packages
+    (``trio_agents.Agent``, ``trio_agents.agent.Agent``) counts once; a public subpackage that
+    ``trio_agents`` lists (``agent``) is not a name of its own: its names are counted."""
+    packages = _public_packages()
+    names = {n for p in packages for n in importlib.import_module(p).__all__}
+    return names - {p.rsplit(".", 1)[-1] for p in packages if p != "trio_agents"}
+
+
+def package_lines() -> int:
+    """Every physical line of ``trio_agents/**/*.py``: code, docstrings, comments and blanks."""
+    return sum(
+        len(path.read_text(encoding="utf-8").splitlines())
+        for path in PACKAGE.rglob("*.py")
+        if "__pycache__" not in path.parts
+    )
+
+
+def test_the_count_sees_the_public_names_and_the_lines() -> None:
+    """The count includes names of several layers and every module (it is not vacuous)."""
+    names = public_names()
+    assert {"Agent", "Context", "UserCancel", "JsonlStore", "ScriptedModel", "main"} <= names
+    assert "agent" not in names
+    assert package_lines() > sum(1 for _ in PACKAGE.rglob("*.py")) * 10
+
+
+def test_the_public_surface_has_at_most_7_names_per_1000_lines() -> None:
+    """Distinct public names per 1,000 lines of the package stay at or under 7 (issue #38)."""
+    names, lines = len(public_names()), package_lines()
+    per_kloc = names / lines * 1000
+    assert per_kloc <= MAX_NAMES_PER_KLOC, (
+        f"{names} public names in {lines} lines: {per_kloc:.2f} per 1,000 lines, over "
+        f"{MAX_NAMES_PER_KLOC}; a name only the package and its tests use belongs in a private "
+        f"module (see OFFERED and INTERNAL)"
+    )

@@ -27,7 +27,6 @@ from trio_agents.session import (
     ToolCallEnded,
     TurnEnded,
     TurnStarted,
-    UnstorableRecordError,
     UserMessage,
     check_recordable_cause,
     dump_record,
@@ -36,6 +35,7 @@ from trio_agents.session import (
     register_record,
 )
 from trio_agents.session._convert import check_record
+from trio_agents.session._errors import UnstorableRecordError
 
 text = st.text(max_size=20)
 seqs = st.integers(min_value=-1, max_value=2**40)

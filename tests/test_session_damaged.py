@@ -32,10 +32,10 @@ from trio_agents.session import (
     SessionStore,
     SessionWriteError,
     TurnStarted,
-    UnstorableRecordError,
     UserMessage,
     dump_record,
 )
+from trio_agents.session._errors import UnstorableRecordError
 
 HEADER = '{"format":"trio-agents-session","version":1,"session_id":"%s"}\n'
 

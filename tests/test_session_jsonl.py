@@ -25,7 +25,6 @@ from trio_agents.session import (
     SessionDisposed,
     SessionFlushed,
     SessionFormatError,
-    SessionStoreClosedError,
     SessionWriteError,
     SessionWriteFailed,
     StopReason,
@@ -35,6 +34,7 @@ from trio_agents.session import (
     default_root,
     dump_record,
 )
+from trio_agents.session._errors import SessionStoreClosedError
 
 
 async def inline(fn: Callable[[], Any]) -> Any:

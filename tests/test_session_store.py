@@ -28,12 +28,12 @@ from trio_agents.session import (
     SessionNotFoundError,
     SessionState,
     SessionStore,
-    SessionStoreClosedError,
     StopReason,
     TurnEnded,
     TurnStarted,
     UserMessage,
 )
+from trio_agents.session._errors import SessionStoreClosedError
 
 
 @pytest.fixture(params=sorted(BACKENDS))

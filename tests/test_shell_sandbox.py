@@ -27,11 +27,11 @@ from trio_agents.shell import (
     LocalShell,
     SandboxShell,
     SandboxUnavailableError,
-    ShellError,
     ShellExecRequest,
     ShellResult,
     tool_bash,
 )
+from trio_agents.shell._errors import ShellError
 from trio_agents.shell._sandbox import bwrap_argv
 
 HOST_TMP = Path("/tmp")

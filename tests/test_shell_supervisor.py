@@ -18,15 +18,9 @@ from support import alive, family, gone, shell_of
 import trio_agents.agent as ag
 import trio_agents.shell._child as child_module
 from trio_agents.kernel import Context, open_root
-from trio_agents.shell import (
-    JobDone,
-    JobStatus,
-    LocalShell,
-    ShellError,
-    ShellExecRequest,
-    tool_bash,
-)
+from trio_agents.shell import JobDone, JobStatus, LocalShell, ShellExecRequest, tool_bash
 from trio_agents.shell._child import supervisor_available
+from trio_agents.shell._errors import ShellError
 
 pytestmark = pytest.mark.skipif(not supervisor_available(), reason="the supervisor is Linux-only")
 

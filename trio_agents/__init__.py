@@ -170,4 +170,5 @@ __all__ = [
     "shell",
     "tool",
     "workers",
+    "workspace",
 ]

@@ -1,4 +1,10 @@
-"""Agents: inbox, turns, tools, the registry and its handles (``docs/agents.rst``)."""
+"""Agents: inbox, turns, tools, the registry and its handles (``docs/agents.rst``).
+
+``__all__`` is what users call. The package also offers, outside ``__all__``, what the layers
+above it need of it and users do not: ``HOOK_POINTS`` and ``HookPolicy`` (the command's hooks),
+``TurnSnapshot`` (the command's tree view), ``mode_named`` and ``standing_answers`` (the front
+ends).
+"""
 
 from ._agent import Agent as Agent
 from ._agent import AgentStatistics as AgentStatistics

@@ -1,4 +1,9 @@
-"""Typed cancellation: causes as values, carried by cancel scopes (``docs/ownership.rst``)."""
+"""Typed cancellation: causes as values, carried by cancel scopes (``docs/ownership.rst``).
+
+``__all__`` is what users call. The package also offers, outside ``__all__``, what the layers
+above it need of it and users do not: ``check_cause`` (the session converter) and
+``forget_inherited_scopes`` (the kernel's fibers).
+"""
 
 from ._causes import BudgetExhausted as BudgetExhausted
 from ._causes import CancelCause as CancelCause

@@ -1,4 +1,9 @@
-"""The kernel: fibers, effects, services, typed events and reload (``docs/ownership.rst``)."""
+"""The kernel: fibers, effects, services, typed events and reload (``docs/ownership.rst``).
+
+``__all__`` is what users call. The package also offers, outside ``__all__``, what the layers
+above it need of it and users do not: ``current_context`` (the plugins' lookups from their own
+tasks) and ``config_converter`` (the command's config file).
+"""
 
 from ._context import Context as Context
 from ._context import current_context as current_context
@@ -10,7 +15,6 @@ from ._events import ListenerFailed as ListenerFailed
 from ._events import PluginReloaded as PluginReloaded
 from ._fiber import Fiber as Fiber
 from ._fiber import FiberStatistics as FiberStatistics
-from ._plugin import Plugin as Plugin
 from ._plugin import config_converter as config_converter
 from ._runtime import open_root as open_root
 from ._service_key import ServiceKey as ServiceKey
@@ -34,7 +38,6 @@ __all__ = [
     "FiberState",
     "FiberStatistics",
     "ListenerFailed",
-    "Plugin",
     "PluginReloaded",
     "ReloadError",
     "ServiceKey",

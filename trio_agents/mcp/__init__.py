@@ -1,6 +1,10 @@
 """MCP servers as tool providers: :class:`McpServer` is a plugin per server.
 
 Needs the ``mcp`` extra (from a checkout: ``pip install -e '.[mcp]'``).
+
+``__all__`` is what users call. The package also offers, outside ``__all__``, what the layers
+above it need of it and users do not: ``McpError``, the base of its errors (the ACP bridge's
+``mcpServers``).
 """
 
 from ._errors import McpConfigError as McpConfigError
@@ -15,7 +19,6 @@ from ._snapshot import McpServerSnapshot as McpServerSnapshot
 
 __all__ = [
     "McpConfigError",
-    "McpError",
     "McpRestart",
     "McpServer",
     "McpServerError",

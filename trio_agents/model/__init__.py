@@ -3,6 +3,10 @@
 Messages API) and ``FallbackModel`` (a chain of them).
 
 The layer depends only on the kernel, the cancel layer and the package's error base.
+
+``__all__`` is what users call. The package also offers, outside ``__all__``, what the layers
+above it need of it and users do not: ``ModelsPlugin`` (applied by ``open_runtime``), and the
+conversation's ``ChatMessage``, ``OutputSpec`` and ``ToolCallPart`` (the agent's history).
 """
 
 from ._anthropic import AnthropicModel as AnthropicModel

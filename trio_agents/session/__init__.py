@@ -2,7 +2,7 @@
 
 ``__all__`` is what users call. The package also offers, outside ``__all__``, what the layers
 above it and backends need of it and users do not: ``Stored`` (a backend's ``_read``),
-``StoreSpec`` and ``parse_store_spec`` (the command's ``--store``), ``check_session_id`` and
+``parse_store_spec`` (the command's ``--store``), ``check_session_id`` and
 ``check_recordable_cause``.
 """
 
@@ -18,9 +18,7 @@ from ._errors import SessionFormatError as SessionFormatError
 from ._errors import SessionIdInUseError as SessionIdInUseError
 from ._errors import SessionInUseError as SessionInUseError
 from ._errors import SessionNotFoundError as SessionNotFoundError
-from ._errors import SessionStoreClosedError as SessionStoreClosedError
 from ._errors import SessionWriteError as SessionWriteError
-from ._errors import UnstorableRecordError as UnstorableRecordError
 from ._events import SessionAppended as SessionAppended
 from ._events import SessionCreated as SessionCreated
 from ._events import SessionDisposed as SessionDisposed
@@ -56,7 +54,6 @@ from ._records import UserMessage as UserMessage
 from ._records import register_record as register_record
 from ._session import Session as Session
 from ._session import SessionStatistics as SessionStatistics
-from ._spec import StoreSpec as StoreSpec
 from ._spec import StoreSpecError as StoreSpecError
 from ._spec import parse_store_spec as parse_store_spec
 from ._spec import store_from_spec as store_from_spec
@@ -102,7 +99,6 @@ __all__ = [
     "SessionState",
     "SessionStatistics",
     "SessionStore",
-    "SessionStoreClosedError",
     "SessionTree",
     "SessionWriteError",
     "SessionWriteFailed",
@@ -115,7 +111,6 @@ __all__ = [
     "ToolCallEnded",
     "TurnEnded",
     "TurnStarted",
-    "UnstorableRecordError",
     "UserMessage",
     "default_root",
     "dump_record",

@@ -1,10 +1,15 @@
 """The shell: ``ShellExecutor`` (definition), ``LocalShell`` and ``SandboxShell`` (providers),
-``tool_bash`` (consumer) (``docs/shell.rst``)."""
+``tool_bash`` (consumer) (``docs/shell.rst``).
+
+``__all__`` is what users call. The package also offers, outside ``__all__``, what the layers
+above it need of it and users do not: ``SupervisedChild`` and ``supervisor_available`` (the
+stdio MCP servers), ``SHELL_ROUTES`` and ``Terminal`` (the ACP client's terminal),
+``SANDBOX_POLICIES`` and ``job_state`` (the command).
+"""
 
 from ._child import SupervisedChild as SupervisedChild
 from ._child import supervisor_available as supervisor_available
 from ._errors import JobNotFoundError as JobNotFoundError
-from ._errors import ShellError as ShellError
 from ._errors import ShellRequestError as ShellRequestError
 from ._executor import SHELL as SHELL
 from ._executor import ShellExecutor as ShellExecutor
@@ -36,7 +41,6 @@ __all__ = [
     "LocalShell",
     "SandboxShell",
     "SandboxUnavailableError",
-    "ShellError",
     "ShellExecRequest",
     "ShellExecSpec",
     "ShellExecutor",

@@ -1,8 +1,10 @@
 """OpenTelemetry traces that follow the ownership tree (``docs/observability.rst``).
 
-The instrumentation points (:func:`invoke_agent`, :func:`chat`, :func:`execute_tool`,
-:func:`compaction`, :func:`shell_job`) are what the runtime's layers call; each is one flag
-check while tracing is off, and OpenTelemetry (the ``otel`` extra) is imported only when
+``__all__`` is what users call. The instrumentation points (``invoke_agent``, ``chat``,
+``execute_tool``, ``approved``, ``compaction``, ``shell_job``, ``environment``, ``headers``,
+``remote_parent``) are what the runtime's layers call, so the package offers them outside
+``__all__``, with ``open_environ_tracing`` (the command's ``OTEL_*`` set-up); each point is one
+flag check while tracing is off, and OpenTelemetry (the ``otel`` extra) is imported only when
 :func:`open_tracing` turns tracing on.
 """
 

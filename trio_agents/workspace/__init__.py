@@ -1,5 +1,11 @@
 """The workspace: file tools on a file-access seam, the plan tool, project instructions and
-prompt commands (``docs/tools.rst``, ``docs/editors.rst``)."""
+prompt commands (``docs/tools.rst``, ``docs/editors.rst``).
+
+``__all__`` is what users call. The package also offers, outside ``__all__``, what the front
+ends need of it and users do not: ``ARGUMENTS``, ``parse_command`` and ``prompt_commands`` (the
+ACP bridge's commands), ``format_plan`` and ``plan_entries`` (the plan as the command and the
+bridge show it).
+"""
 
 from ._access import FILES as FILES
 from ._access import FileAccess as FileAccess
