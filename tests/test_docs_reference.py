@@ -1,4 +1,5 @@
-"""The API reference (``docs/api.rst``) documents every name of every public ``__all__``.
+"""The API reference (``docs/api.rst``) documents every name of every public ``__all__``, and
+nothing else.
 
 A name counts as documented when an autodoc directive (``autoclass``, ``autofunction``,
 ``autodata``, ``autoexception``, ...) or a plain ``py:`` directive names it, or names the same
@@ -105,6 +106,28 @@ def test_every_directive_of_the_reference_names_something() -> None:
     """No directive of docs/api.rst names a name that is gone (a stale entry)."""
     for name in documented_names(REFERENCE.read_text()):
         resolve(name)
+
+
+def public_names(modules: list[str]) -> set[str]:
+    """The dotted names of ``modules`` and of every name in their ``__all__``."""
+    return set(modules) | {f"{m}.{n}" for m in modules for n in importlib.import_module(m).__all__}
+
+
+def beyond_the_surface(rst: str, modules: list[str]) -> list[str]:
+    """The names that ``rst`` documents and no public ``__all__`` of ``modules`` exports."""
+    return sorted(documented_names(rst) - public_names(modules))
+
+
+def test_the_reference_documents_only_public_names() -> None:
+    """docs/api.rst documents exactly the public surface: nothing left it and stayed here."""
+    extra = beyond_the_surface(REFERENCE.read_text(), public_modules())
+    assert not extra, f"not in any public __all__; remove them from docs/api.rst: {extra}"
+
+
+def test_a_name_beyond_the_surface_is_reported() -> None:
+    """A directive for a name of a private module's ``__all__`` is reported."""
+    rst = ".. autoclass:: trio_agents.agent.TurnMark\n\n.. autoclass:: trio_agents.agent.Agent\n"
+    assert beyond_the_surface(rst, ["trio_agents.agent"]) == ["trio_agents.agent.TurnMark"]
 
 
 def test_a_name_left_out_is_reported() -> None:
