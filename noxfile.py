@@ -25,7 +25,7 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 
-#: Installs the pinned TypeScript ACP SDK for tests/test_acp_typescript.py (as .ci/run does).
+#: Installs the pinned TypeScript ACP SDK for tests/acp/test_typescript.py (as .ci/run does).
 NPM_CI = ["npm", "ci", "--prefix", "tests/acp_ts", "--no-audit", "--no-fund", "--loglevel=error"]
 
 
@@ -40,7 +40,7 @@ def _groups(*names: str) -> list[str]:
 def tests(session: nox.Session) -> None:
     """Run the test suite under coverage (branch) and report it; below the floor fails."""
     session.install("-e", ".[otel]", *_groups("test"))
-    # The TypeScript ACP client's test (tests/test_acp_typescript.py) needs node and the SDK
+    # The TypeScript ACP client's test (tests/acp/test_typescript.py) needs node and the SDK
     # that tests/acp_ts/package-lock.json pins.
     if not Path("tests/acp_ts/node_modules").is_dir():
         session.run_install(*NPM_CI, external=True, silent=True)
@@ -57,18 +57,19 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def stress(session: nox.Session) -> None:
-    """The stress-style tests with the large budget (tests/budget.py); prints their figures."""
+    """The stress-style tests with the large budget (tests/helpers/budget.py); prints their
+    figures."""
     session.install("-e", ".", *_groups("test"))
     session.env["TRIO_AGENTS_STRESS"] = "1"
     files = session.posargs or [
-        "tests/test_stress_acp_fuzz.py",
-        "tests/test_stress_acp_process.py",
-        "tests/test_stress_crash_loop.py",
-        "tests/test_stress_soak.py",
-        "tests/test_stress_ownership.py",
-        "tests/test_stress_supervision.py",
-        "tests/test_agent_stateful.py",
-        "tests/test_kernel_stateful.py",
+        "tests/stress/test_acp_fuzz.py",
+        "tests/stress/test_acp_process.py",
+        "tests/stress/test_crash_loop.py",
+        "tests/stress/test_soak.py",
+        "tests/stress/test_ownership.py",
+        "tests/stress/test_supervision.py",
+        "tests/agent/test_stateful.py",
+        "tests/kernel/test_stateful.py",
     ]
     # The large budget runs for minutes: the per-test limits of pyproject would cut it short.
     limits = ["-o", "faulthandler_timeout=900", "-o", "timeout=1800"]
@@ -79,12 +80,12 @@ def stress(session: nox.Session) -> None:
 def chaos(session: nox.Session) -> None:
     """The work queue's chaos test, long: 4 worker processes, 3 client processes, 510
     sessions, 5100 prompts, a SIGKILL or SIGSTOP of a random worker every 1.5 s
-    (tests/test_workers_chaos.py; the suite runs a short version). Needs PostgreSQL's
-    server binaries (tests/pg_server.py)."""
+    (tests/workers/test_chaos.py; the suite runs a short version). Needs PostgreSQL's
+    server binaries (tests/helpers/pg_server.py)."""
     session.install("-e", ".", *_groups("test"))
     session.env["TRIO_AGENTS_CHAOS"] = "long"
     limits = ["-o", "faulthandler_timeout=1800", "-o", "timeout=2400"]
-    files = session.posargs or ["tests/test_workers_chaos.py"]
+    files = session.posargs or ["tests/workers/test_chaos.py"]
     session.run("pytest", "-s", "-p", "no:randomly", *limits, *files)
 
 

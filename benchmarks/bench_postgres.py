@@ -5,11 +5,11 @@ Flushed turns: ``AGENTS`` agents on one runtime each take ``TURNS`` turns on the
 all concurrently; every turn ends with a flush of the agent's session (its ``TurnEnded`` is
 durable before the agent goes idle). JsonlStore pays one fsync per session file; PostgresStore
 commits every session that flushed meanwhile in one transaction (group commit). The server
-is a throwaway one started for the run (``tests/pg_server.py``) with ``fsync`` on, on this
+is a throwaway one started for the run (``tests/helpers/pg_server.py``) with ``fsync`` on, on this
 machine's disk, over loopback TCP: a shared server on another machine adds its round trips.
 Both sides run ``ROUNDS`` times, interleaved; each keeps its best round.
 
-Handover: a worker process (``tests/pg_worker.py``) holds a session mid-turn with a lease of
+Handover: a worker process (``tests/helpers/pg_worker.py``) holds a session mid-turn with a lease of
 ``LEASE`` seconds renewed every ``LEASE / 5``; it is SIGKILLed, and this process tries to
 enter the session every 10 ms until it succeeds. The time from the kill to the entry is the
 handover; a dead worker's lease runs out at most ``LEASE`` after its last renewal, so the
@@ -44,13 +44,14 @@ AGENTS = 32
 TURNS = 15  # per agent
 LEASE = 1.0
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _pg_server() -> Any:
-    """The tests' throwaway-server helper (``tests/pg_server.py``)."""
-    sys.path.insert(0, str(TESTS))
-    import pg_server
+    """The tests' throwaway-server helper (``tests/helpers/pg_server.py``)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.helpers import pg_server
 
     return pg_server
 
@@ -101,7 +102,14 @@ async def handover(dsn: str) -> float:
         await first.enter(session)
         await first.detach(session)
     process = await trio.lowlevel.open_process(
-        [sys.executable, str(TESTS / "pg_worker.py"), dsn, "s", "hold", str(LEASE)],
+        [
+            sys.executable,
+            str(ROOT / "tests" / "helpers" / "pg_worker.py"),
+            dsn,
+            "s",
+            "hold",
+            str(LEASE),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )

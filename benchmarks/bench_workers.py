@@ -40,13 +40,14 @@ LEASE = 1.0
 WORKERS = (1, 2, 4)
 ALONE = 21
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
+ROOT = Path(__file__).resolve().parent.parent
 COMMAND = Path(sys.executable).parent / "trio-agents"
 
 
 def _pg_server() -> Any:
-    sys.path.insert(0, str(TESTS))
-    import pg_server
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.helpers import pg_server
 
     return pg_server
 

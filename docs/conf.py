@@ -22,7 +22,7 @@ nitpicky = False
 
 html_theme = "alabaster"
 # A wider column than alabaster's 940 px page, so that code of up to MAX_CODE_LINE characters
-# (tests/test_docs_code_width.py) fits unwrapped; wrap.css wraps anything longer.
+# (tests/project/test_docs_code_width.py) fits unwrapped; wrap.css wraps anything longer.
 html_theme_options = {"page_width": "1200px", "code_font_size": "0.85em"}
 html_static_path = ["_static"]
 html_css_files = ["wrap.css"]

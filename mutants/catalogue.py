@@ -18,24 +18,24 @@ class Mutant(NamedTuple):
     tests: tuple[str, ...]
 
 
-KERNEL: Final = ("tests/test_kernel_stack.py", "tests/test_kernel_fiber.py")
-FIBER: Final = (*KERNEL, "tests/test_kernel_services.py", "tests/test_kernel_events.py")
+KERNEL: Final = ("tests/kernel/test_stack.py", "tests/kernel/test_fiber.py")
+FIBER: Final = (*KERNEL, "tests/kernel/test_services.py", "tests/kernel/test_events.py")
 AGENT: Final = (
-    "tests/test_agent_cancel.py",
-    "tests/test_agent_inbox.py",
-    "tests/test_agent_teardown.py",
-    "tests/test_agent_ownership.py",
-    "tests/test_agent_compaction.py",
+    "tests/agent/test_cancel.py",
+    "tests/agent/test_inbox.py",
+    "tests/agent/test_teardown.py",
+    "tests/agent/test_ownership.py",
+    "tests/agent/test_compaction.py",
 )
-STORE: Final = ("tests/test_session_store.py", "tests/test_session_jsonl.py")
+STORE: Final = ("tests/session/test_store.py", "tests/session/test_jsonl.py")
 JSONL: Final = (
-    "tests/test_session_jsonl.py",
-    "tests/test_session_faults.py",
-    "tests/test_session_write_batch.py",
-    "tests/test_session_jsonl_durability.py",
+    "tests/session/test_jsonl.py",
+    "tests/session/test_faults.py",
+    "tests/session/test_write_batch.py",
+    "tests/session/test_jsonl_durability.py",
 )
-BASH: Final = ("tests/test_shell_tool_bash.py",)
-BRIDGE: Final = ("tests/test_acp_bridge.py",)
+BASH: Final = ("tests/shell/test_tool_bash.py",)
+BRIDGE: Final = ("tests/acp/test_bridge.py",)
 
 STACK_PY = "trio_agents/kernel/_stack.py"
 FIBER_PY = "trio_agents/kernel/_fiber.py"

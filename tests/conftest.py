@@ -10,10 +10,16 @@ from contextlib import suppress
 from pathlib import Path
 
 import pytest
-from pg_server import INSTALL_HINT, PgServer, find_bindir, fresh_schema_dsn, running_server
-from support import ListenerFailures
 
 import trio_agents.agent as ag
+from tests.helpers.pg_server import (
+    INSTALL_HINT,
+    PgServer,
+    find_bindir,
+    fresh_schema_dsn,
+    running_server,
+)
+from tests.helpers.support import ListenerFailures
 from trio_agents.kernel import Context
 from trio_agents.model import ScriptedModel
 

@@ -2,7 +2,7 @@
 
 Checked by ``nox -s typecheck`` with ``--disallow-any-expr`` (the comment below), so a seam
 of the factory API that hands ``Any`` to its user fails the type check; ``assert_type`` pins
-what a runtime with this factory gives. ``tests/test_agent_factory.py`` runs it.
+what a runtime with this factory gives. ``tests/agent/test_factory.py`` runs it.
 """
 # mypy: disallow-any-expr
 

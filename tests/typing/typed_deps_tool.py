@@ -2,8 +2,8 @@
 
 mypy checks this file with ``--disallow-any-expr`` (the comment below): ``ctx.deps`` of a
 ``ToolContext[Deps]`` must be the application's own type, so ``ctx.deps.db.name`` checks, and
-a tool reading a field its dependencies lack fails the type check. ``tests/test_tool_context.py``
-also runs the tool.
+a tool reading a field its dependencies lack fails the type check.
+``tests/agent/test_tool_context.py`` also runs the tool.
 """
 # mypy: disallow-any-expr
 

@@ -2,7 +2,7 @@
 
 mypy checks this file with ``--disallow-any-expr`` (the comment below): ``ask(..., output=T)``
 returns ``T`` and ``last_output(T)`` returns ``T | None``, so reading a field the class lacks
-fails the type check. ``tests/test_output.py`` also runs :func:`judge`.
+fails the type check. ``tests/agent/test_output.py`` also runs :func:`judge`.
 """
 # mypy: disallow-any-expr
 

@@ -3,7 +3,7 @@
 mypy checks this file with ``--disallow-any-expr`` (the comment below): an expression of type
 ``Any`` anywhere in it is an error, so a service, an agent or an event whose type stops at a
 seam fails the type check. ``assert_type`` pins the types the keys give. The test
-``tests/test_kernel_service_keys.py`` also runs the plugin.
+``tests/kernel/test_service_keys.py`` also runs the plugin.
 """
 # mypy: disallow-any-expr
 

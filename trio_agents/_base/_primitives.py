@@ -14,7 +14,7 @@ Contract (what the kernel and the agent rely on):
   leaves, and the next task may wait.
 - Both are async functions, like every blocking call of trio: calling ``wait()`` does
   nothing until it is awaited, in the task that awaits it (``nursery.start_soon(wake.wait)``
-  parks the new task, pinned by ``tests/test_base_primitives.py``).
+  parks the new task, pinned by ``tests/base/test_primitives.py``).
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ class Ledger:
         self.budget = budget if budget else None
         self.parent = parent
         # Weak: the agent holds its ledger, and a disposed agent is freed by its last
-        # reference going, not by the cycle collector (tests/test_agent_freed.py).
+        # reference going, not by the cycle collector (tests/agent/test_freed.py).
         self._stop = weakref.WeakMethod(stop)
         # The ledgers of the live children: a stop reaches them when their parent's own
         # cancel cannot (it is being disposed), so no request in flight under a spent

@@ -123,7 +123,8 @@ class Fiber:
         context = self._context
         # Trick: a done fiber drops its context (and its task and entry), which all refer back
         # to it: a fiber nobody holds is freed at once, not by the cyclic garbage collector
-        # (pinned by test_kernel_fiber.py::test_a_disposed_fiber_is_freed_without_the_collector).
+        # (pinned by tests/kernel/test_fiber.py::
+        # test_a_disposed_fiber_is_freed_without_the_collector).
         return context if context is not None else Context(self)
 
     @property
@@ -474,7 +475,7 @@ class Fiber:
             ):
                 # What the fiber's loop would do next, done here: the creator resumes in
                 # the scheduler's next pass, not in the one after the loop took the news
-                # (one task step of six per plugin + dispose; pinned by test_kernel_fiber.py::
+                # (one task step of six per plugin + dispose; pinned by tests/kernel/test_fiber.py::
                 # test_a_quick_apply_activates_without_waking_the_fiber_task).
                 self._activate()
                 activated = True

@@ -100,7 +100,7 @@ class Entry:
             if shield:
                 # Invariant: the exit runs to completion once started; a joiner waits on
                 # `_closed`, which a cancelled first closer must not set early (pinned by
-                # test_kernel_stack.py::test_cancelled_first_closer_still_completes_the_exit).
+                # tests/kernel/test_stack.py::test_cancelled_first_closer_still_completes_the_exit).
                 with trio.CancelScope(shield=True):
                     await self._exit(*args)
             else:

@@ -67,7 +67,7 @@ RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]
 #: sessions whose flushes meet in a batch (one per agent flushing) share about one journal
 #: commit. It buys 32 agents flushing 0.88x -> 8.9x the serial fsync floor with every sync
 #: 3 ms slower (`python -m benchmarks --only stores --fsync-delay-us 3000`, docs/benchmarks.rst);
-#: tests/test_session_jsonl_sync.py pins the concurrency.
+#: tests/session/test_jsonl_sync.py pins the concurrency.
 SYNC_THREADS = 32
 
 

@@ -1,0 +1,173 @@
+"""Chaos: worker processes killed (SIGKILL) or stopped past their lease (SIGSTOP, SIGCONT)
+while client processes submit prompts to many sessions; from the durable records alone,
+every prompt has exactly one completed turn or one recorded failure, no session has
+overlapping turns, and each session's prompts ran in order.
+
+The suite runs a short version (3 workers, 2 clients, 30 sessions, 90 prompts, one
+SIGKILL). ``TRIO_AGENTS_CHAOS=long`` (``nox -s chaos``) runs 4 workers, 3 clients, 510
+sessions, 5100 prompts, and a SIGKILL or a SIGSTOP every 1.5 s.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+
+import attrs
+import trio
+
+from tests.helpers.paths import HELPERS
+from tests.helpers.pg_workers import Worker, workers
+from tests.helpers.workers_support import (
+    check_exactly_once,
+    prompt_rows,
+    query,
+    stored_records,
+    until,
+)
+
+CLIENT = HELPERS / "workers_chaos_client.py"
+
+
+@attrs.frozen
+class Budget:
+    workers: int
+    clients: int
+    sessions: int  # per client
+    prompts: int  # per session
+    every: float  # seconds between two faults
+    faults: int  # at most
+    stops: bool  # SIGSTOP/SIGCONT too, not only SIGKILL
+    deadline: float
+
+
+SHORT = Budget(
+    workers=3, clients=2, sessions=15, prompts=3, every=1.0, faults=1, stops=False, deadline=120
+)
+LONG = Budget(
+    workers=4,
+    clients=3,
+    sessions=170,
+    prompts=10,
+    every=1.5,
+    faults=1000,
+    stops=True,
+    deadline=1800,
+)
+
+
+def budget() -> Budget:
+    return LONG if os.environ.get("TRIO_AGENTS_CHAOS") == "long" else SHORT
+
+
+async def start_worker(dsn: str, started: list[Worker]) -> Worker:
+    worker = await Worker.command(dsn, "--lease", "1", "--model", "echo?delay=0.05")
+    started.append(worker)
+    assert (await worker.line()).endswith(" serving")
+    return worker
+
+
+async def faults(dsn: str, started: list[Worker], plan: Budget, seed: int, done: list[str]) -> None:
+    """Every ``plan.every`` seconds, SIGKILL a random live worker (and start another), or
+    SIGSTOP one for twice its lease, then SIGCONT it."""
+    rng = random.Random(seed)
+    total = plan.clients * plan.sessions * plan.prompts
+    # The first fault once a fifth of the prompts are answered: the workers are busy then.
+    await until(lambda: finished(dsn) >= total // 5)
+    for n in range(plan.faults):
+        if n:
+            await trio.sleep(plan.every)
+        live = [w for w in started if w.process.returncode is None]
+        victim = rng.choice(live)
+        if plan.stops and rng.random() < 0.4:
+            victim.process.send_signal(signal.SIGSTOP)
+            done.append("SIGSTOP")
+            await trio.sleep(2.0)
+            victim.process.send_signal(signal.SIGCONT)
+        else:
+            victim.process.kill()
+            done.append("SIGKILL")
+            await victim.process.wait()
+            await start_worker(dsn, started)
+
+
+def finished(dsn: str) -> int:
+    [(count,)] = query(dsn, "SELECT count(*) FROM trio_agents_prompts WHERE state = 'completed'")
+    return int(count)
+
+
+async def drain_output(worker: Worker, errors: list[str]) -> None:
+    """Keep reading a worker's output so that its pipe never fills; keep its error lines."""
+    while True:
+        try:
+            line = await worker.line()
+        except EOFError:
+            return
+        if "Error" in line or "error" in line:
+            errors.append(line)
+
+
+async def test_chaos_every_prompt_has_one_completed_turn_or_a_recorded_failure(
+    pg_dsn: str,
+) -> None:
+    """Under SIGKILL (and, long, SIGSTOP) of random workers, every prompt of every client
+    settles, exactly once, in order, as the durable records show."""
+    plan = budget()
+    seed = random.randrange(1 << 32)
+    print(f"chaos seed {seed}: {plan}")
+    done: list[str] = []
+    errors: list[str] = []
+    with trio.fail_after(plan.deadline):
+        async with workers() as started:
+            for _ in range(plan.workers):
+                await start_worker(pg_dsn, started)
+            async with trio.open_nursery() as nursery:
+                clients = [
+                    await trio.lowlevel.open_process(
+                        [
+                            sys.executable,
+                            str(CLIENT),
+                            pg_dsn,
+                            str(c),
+                            str(plan.sessions),
+                            str(plan.prompts),
+                        ],
+                        stdout=subprocess.PIPE,
+                    )
+                    for c in range(plan.clients)
+                ]
+                chaos = trio.CancelScope()
+
+                async def run_faults() -> None:
+                    with chaos:
+                        await faults(pg_dsn, started, plan, seed, done)
+
+                nursery.start_soon(run_faults)
+                for worker in started:
+                    nursery.start_soon(drain_output, worker, errors)
+                for client in clients:
+                    assert await client.wait() == 0
+                chaos.cancel()
+                for worker in started:
+                    if worker.process.returncode is None:
+                        worker.process.send_signal(signal.SIGCONT)
+                        worker.process.send_signal(signal.SIGTERM)
+    rows = prompt_rows(pg_dsn)
+    assert len(rows) == plan.clients * plan.sessions * plan.prompts
+    records = await stored_records(pg_dsn, sorted({row["session_id"] for row in rows}))
+    verdict = check_exactly_once(rows, records)
+    print(
+        f"chaos: {len(rows)} prompts in {len(records)} sessions; {done.count('SIGKILL')} "
+        f"SIGKILL, {done.count('SIGSTOP')} SIGSTOP; {verdict.completed} completed, "
+        f"{verdict.failed} failed (recorded); "
+        f"{sum(row['claim'] > 1 for row in rows)} claimed again after a fault"
+    )
+    print("\n".join(errors[:20]))
+    assert verdict.problems == []
+    assert verdict.completed + verdict.failed == len(rows)
+    assert verdict.completed > 0
+    # The fault hit work in flight: some prompt was claimed again after its worker died.
+    assert any(row["claim"] > 1 for row in rows)
