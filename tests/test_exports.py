@@ -308,6 +308,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "request_body",
         }
     ),
+    "trio_agents.model._http_failures": frozenset({"FailureWords", "error_body"}),
     "trio_agents.model._http": frozenset(
         {
             "ClientSource",
@@ -367,8 +368,11 @@ INTERNAL: dict[str, frozenset[str]] = {
         {
             "AnswerBudget",
             "DEFAULT_MAX_ANSWER",
+            "PartialCall",
+            "StreamAssembler",
             "checked",
             "clip",
+            "event_object",
             "field",
             "finished",
             "loads",
