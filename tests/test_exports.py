@@ -171,7 +171,17 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.session._backend": frozenset({"StoreBackend", "Stored"}),
     "trio_agents.session._entry": frozenset({"Entry"}),
     "trio_agents.session._batches": frozenset(
-        {"Batch", "BatchWriter", "check_interval", "write_failure"}
+        {
+            "Batch",
+            "BatchWriter",
+            "WriteState",
+            "abandon",
+            "check_interval",
+            "read_only_refusal",
+            "retry_failed",
+            "wait_synced",
+            "write_failure",
+        }
     ),
     "trio_agents.agent._tool_schema": frozenset(
         {
@@ -399,7 +409,6 @@ INTERNAL: dict[str, frozenset[str]] = {
             "Loaded",
             "Repaired",
             "RewindError",
-            "StoredFile",
             "Tail",
             "WriteJob",
             "check_root",
@@ -446,14 +455,13 @@ INTERNAL: dict[str, frozenset[str]] = {
             "APPLICATION_ID",
             "VERSION",
             "Database",
-            "StoredRow",
             "WriteJob",
             "lock_path",
             "open_database",
             "open_reader",
         }
     ),
-    "trio_agents.session._summary": frozenset({"Summary", "title_of"}),
+    "trio_agents.session._summary": frozenset({"ScannedSession", "Summary", "title_of"}),
     "trio_agents.session._writelog": frozenset({"WriteLog"}),
     "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
     "trio_agents.shell._snapshot": frozenset({"describe_shell"}),
