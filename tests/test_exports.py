@@ -175,11 +175,8 @@ INTERNAL: dict[str, frozenset[str]] = {
             "Batch",
             "BatchWriter",
             "WriteState",
-            "abandon",
             "check_interval",
             "read_only_refusal",
-            "retry_failed",
-            "wait_synced",
             "write_failure",
         }
     ),

@@ -24,10 +24,10 @@ Rules:
   (its log, whether it was abandoned, its error). A flush of a failed session raises the
   error again while its batch is in flight, or when the backend cannot write again;
   otherwise it clears the error and writes everything unsynced again
-  (:func:`retry_failed`). A flush waits for the next sync batch and raises that batch's
-  error, then the session's (:func:`wait_synced`). An abandoned session leaves every batch
-  and drops what waits (:func:`abandon`); the backend removes what a *new* one wrote, once
-  no batch of it is in flight.
+  (:meth:`BatchWriter.retry_failed`). A flush waits for the next sync batch and raises that
+  batch's error, then the session's (:meth:`BatchWriter.wait_synced`). An abandoned session
+  leaves every batch and drops what waits (:meth:`BatchWriter.abandon`); the backend removes
+  what a *new* one wrote, once no batch of it is in flight.
 - A read-only store refuses every write with one message (:func:`read_only_refusal`).
 """
 
@@ -50,11 +50,8 @@ __all__ = [
     "Batch",
     "BatchWriter",
     "WriteState",
-    "abandon",
     "check_interval",
     "read_only_refusal",
-    "retry_failed",
-    "wait_synced",
     "write_failure",
 ]
 
@@ -70,6 +67,23 @@ class Batch:
 
     done: trio.Event = attrs.field(factory=trio.Event)
     error: BaseException | None = None
+
+
+@attrs.define(eq=False, kw_only=True)
+class WriteState(Generic[L]):
+    """What a backend whose writes stop at a failure keeps of one session's writes; its
+    own state per session extends it (see the module rules)."""
+
+    # The lines of the session's records.
+    log: WriteLog[L]
+    abandoned: bool = False
+    # Why the session's writes stopped; a flush raises it until a retry clears it.
+    error: SessionWriteError | None = None
+    # The error of the latest failure, also after a retry cleared `error`.
+    last_error: SessionWriteError | None = None
+
+
+W = TypeVar("W", bound=WriteState[Any])
 
 
 def check_interval(flush_interval: float) -> float:
@@ -88,6 +102,9 @@ class BatchWriter(Generic[V]):
         interval: the longest time a dirty record waits (see the module rules).
         run: writes one batch: a sync batch (given) or a plain one (``None``), of the
             sessions given (each with the backend's state for it, ``V``).
+
+    Raises:
+        ValueError: ``interval`` is negative or not finite (:func:`check_interval`).
     """
 
     def __init__(
@@ -95,7 +112,7 @@ class BatchWriter(Generic[V]):
         interval: float,
         run: Callable[[Batch | None, dict[Session, V]], Awaitable[None]],
     ) -> None:
-        self._interval = interval
+        self._interval = check_interval(interval)
         self._run = run
         self._next: Batch | None = None
         self._wake = trio.Event()
@@ -204,6 +221,52 @@ class BatchWriter(Generic[V]):
         await batch.done.wait()
         return batch
 
+    def retry_failed(
+        self: BatchWriter[W], session: Session, state: W, *, possible: bool = True
+    ) -> None:
+        """Before a flush: raise the session's write error while its batch is in flight or
+        no retry is ``possible``; otherwise clear it, and the next batch writes the session
+        again.
+
+        Raises:
+            SessionWriteError: the session's writes failed and cannot be tried again yet.
+        """
+        if state.error is None:
+            return
+        if not possible or state.log.in_flight:
+            raise state.error
+        state.error = None
+        self.mark(session, state)
+
+    async def wait_synced(self: BatchWriter[W], state: W) -> int:
+        """Wait for the next sync batch; return the seq of the session's last durable record.
+
+        Raises:
+            SessionWriteError: the batch failed, or the session's writes did.
+            SessionStoreClosedError: the writer stopped first.
+        """
+        # Invariant: only this wait is cancellable; the batch runs to its end without us.
+        batch = await self.next_batch()
+        if batch.error is not None:
+            raise batch.error
+        if state.error is not None:
+            raise state.error
+        return state.log.synced_seq
+
+    async def abandon(self: BatchWriter[W], session: Session, state: W, *, new: bool) -> bool:
+        """Stop writing an abandoned session (see the module rules). For a ``new`` session,
+        wait until no batch of it is in flight and return ``True``: the caller removes what
+        its batches wrote (or checkpoints). For a stored one, checkpoint and return
+        ``False``."""
+        state.abandoned = True
+        state.log.discard()
+        self.forget(session)
+        if not new:
+            await trio.lowlevel.checkpoint()
+            return False
+        await self.wait_settled(state.log)
+        return True
+
 
 def write_failure(
     message: str,
@@ -221,70 +284,6 @@ def write_failure(
     log.error("session %r could not be written", session_id, exc_info=error)
     emit(SessionWriteFailed(session_id=session_id, error=error))
     return error
-
-
-@attrs.define(eq=False, kw_only=True)
-class WriteState(Generic[L]):
-    """What a backend whose writes stop at a failure keeps of one session's writes; its
-    own state per session extends it (see the module rules)."""
-
-    # The lines of the session's records.
-    log: WriteLog[L]
-    abandoned: bool = False
-    # Why the session's writes stopped; a flush raises it until a retry clears it.
-    error: SessionWriteError | None = None
-    # The error of the latest failure, also after a retry cleared `error`.
-    last_error: SessionWriteError | None = None
-
-
-W = TypeVar("W", bound=WriteState[Any])
-
-
-def retry_failed(
-    batches: BatchWriter[W], session: Session, state: W, *, possible: bool = True
-) -> None:
-    """Before a flush: raise the session's write error while its batch is in flight or no
-    retry is ``possible``; otherwise clear it, and the next batch writes the session again.
-
-    Raises:
-        SessionWriteError: the session's writes failed and cannot be tried again yet.
-    """
-    if state.error is None:
-        return
-    if not possible or state.log.in_flight:
-        raise state.error
-    state.error = None
-    batches.mark(session, state)
-
-
-async def wait_synced(batches: BatchWriter[W], state: W) -> int:
-    """Wait for the next sync batch; return the seq of the session's last durable record.
-
-    Raises:
-        SessionWriteError: the batch failed, or the session's writes did.
-        SessionStoreClosedError: the writer stopped first.
-    """
-    # Invariant: only this wait is cancellable; the batch runs to its end without us.
-    batch = await batches.next_batch()
-    if batch.error is not None:
-        raise batch.error
-    if state.error is not None:
-        raise state.error
-    return state.log.synced_seq
-
-
-async def abandon(batches: BatchWriter[W], session: Session, state: W, *, new: bool) -> bool:
-    """Stop writing an abandoned session (see the module rules). For a ``new`` session, wait
-    until no batch of it is in flight and return ``True``: the caller removes what its
-    batches wrote (or checkpoints). For a stored one, checkpoint and return ``False``."""
-    state.abandoned = True
-    state.log.discard()
-    batches.forget(session)
-    if not new:
-        await trio.lowlevel.checkpoint()
-        return False
-    await batches.wait_settled(state.log)
-    return True
 
 
 def read_only_refusal(store: str, what: str) -> SessionWriteError:

@@ -42,17 +42,7 @@ import trio
 
 from . import _jsonl_io as io
 from ._backend import Stored
-from ._batches import (
-    Batch,
-    BatchWriter,
-    WriteState,
-    abandon,
-    check_interval,
-    read_only_refusal,
-    retry_failed,
-    wait_synced,
-    write_failure,
-)
+from ._batches import Batch, BatchWriter, WriteState, read_only_refusal, write_failure
 from ._convert import dump_record
 from ._errors import SessionIdInUseError, SessionInUseError, SessionWriteError
 from ._ids import check_session_id, default_root
@@ -159,7 +149,7 @@ class JsonlStore(SessionStore[_File]):
     ) -> None:
         super().__init__()
         self._root = Path(root) if root is not None else default_root()
-        self._batches = BatchWriter(check_interval(flush_interval), self._run_batch)
+        self._batches = BatchWriter(flush_interval, self._run_batch)
         self._read_only = read_only
         # How batch I/O reaches a worker thread; tests may swap it to count or hold batches.
         self._run_sync: RunSync = trio.to_thread.run_sync
@@ -379,16 +369,16 @@ class JsonlStore(SessionStore[_File]):
     async def _sync(self, session: Session) -> int:
         state = self._state(session)
         # A new attempt writes everything since the last durable point again.
-        retry_failed(self._batches, session, state, possible=state.retry)
+        self._batches.retry_failed(session, state, possible=state.retry)
         if state.log.clean and state.exists and state.tail is None:
             await trio.lowlevel.checkpoint()
             return state.log.synced_seq
         self._batches.check_running(session.id)
-        return await wait_synced(self._batches, state)
+        return await self._batches.wait_synced(state)
 
     async def _discard(self, session: Session) -> None:
         state = self._state(session)
-        if await abandon(self._batches, session, state, new=not session.resumed) and state.exists:
+        if await self._batches.abandon(session, state, new=not session.resumed) and state.exists:
             # Invariant: `exists` on a new session means this session created the file.
             await trio.to_thread.run_sync(partial(state.path.unlink, missing_ok=True))
             state.exists = False

@@ -39,17 +39,7 @@ import trio
 
 from . import _sqlite_io as io
 from ._backend import Stored
-from ._batches import (
-    Batch,
-    BatchWriter,
-    WriteState,
-    abandon,
-    check_interval,
-    read_only_refusal,
-    retry_failed,
-    wait_synced,
-    write_failure,
-)
+from ._batches import Batch, BatchWriter, WriteState, read_only_refusal, write_failure
 from ._convert import dump_record
 from ._errors import (
     SessionFormatError,
@@ -109,7 +99,7 @@ class SqliteStore(SessionStore[_Row]):
     ) -> None:
         super().__init__()
         self._path = Path(path)
-        self._batches = BatchWriter(check_interval(flush_interval), self._run_batch)
+        self._batches = BatchWriter(flush_interval, self._run_batch)
         self._read_only = read_only
         self._writer_db: io.Database | None = None
         self._reader_db: io.Database | None = None
@@ -253,7 +243,7 @@ class SqliteStore(SessionStore[_Row]):
         state = self._state(session)
         log = state.log
         # A new attempt writes every line since the last commit again.
-        retry_failed(self._batches, session, state)
+        self._batches.retry_failed(session, state)
         if log.clean and state.stored:
             await trio.lowlevel.checkpoint()
             return log.synced_seq
@@ -262,11 +252,11 @@ class SqliteStore(SessionStore[_Row]):
             self._batches.mark(session, state)
         if log.written_seq > log.synced_seq and not log.in_flight:
             self._batches.mark_sync(session, state)
-        return await wait_synced(self._batches, state)
+        return await self._batches.wait_synced(state)
 
     async def _discard(self, session: Session) -> None:
         state = self._state(session)
-        new = await abandon(self._batches, session, state, new=state.new)
+        new = await self._batches.abandon(session, state, new=state.new)
         if new and state.stored and self._writer_db is not None:
             # Invariant: `stored` on a new session means one of its batches wrote the row.
             db = self._writer_db
