@@ -175,7 +175,6 @@ INTERNAL: dict[str, frozenset[str]] = {
             "Batch",
             "BatchWriter",
             "WriteState",
-            "check_interval",
             "read_only_refusal",
             "write_failure",
         }
@@ -315,7 +314,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "request_body",
         }
     ),
-    "trio_agents.model._http_failures": frozenset({"FailureWords", "error_body"}),
+    "trio_agents.model._http_failures": frozenset({"FailureWords", "Meaning", "error_body"}),
     "trio_agents.model._http": frozenset(
         {
             "ClientSource",
@@ -458,7 +457,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "open_reader",
         }
     ),
-    "trio_agents.session._summary": frozenset({"ScannedSession", "Summary", "title_of"}),
+    "trio_agents.session._summary": frozenset({"Summary", "stored_info", "title_of"}),
     "trio_agents.session._writelog": frozenset({"WriteLog"}),
     "trio_agents.shell._child": frozenset({"Child", "GroupChild", "session_members"}),
     "trio_agents.shell._snapshot": frozenset({"describe_shell"}),

@@ -57,7 +57,7 @@ from ._messages import (
     ToolOutput,
     UserText,
 )
-from ._retry import Failure, StreamFailure
+from ._retry import Failure, StreamFailure, reported_limit
 from ._stream import (
     FinishReason,
     ModelEvent,
@@ -344,13 +344,15 @@ def _classify(status: int, error_type: str, message: str, url: str, model: str) 
     words = FailureWords(url, model, code, said, "ANTHROPIC")
     lowered = message.lower()
     if status == 401:
-        return words.bad_key()
+        return words.failure("bad_key")
     if status == 403:
-        return words.denied()
+        return words.failure("denied")
     if status == 404:
-        return words.no_model() if "model" in lowered else words.not_found("without /v1")
+        if "model" in lowered:
+            return words.failure("no_model")
+        return words.failure("not_found", root="without /v1")
     if any(phrase in lowered for phrase in _TOO_LONG):
-        return words.too_long(message)
+        return words.failure("too_long", limit=reported_limit(message))
     if status == 413:
         return Failure(
             f"{url} refused a request this large ({code}){said}",
@@ -358,13 +360,15 @@ def _classify(status: int, error_type: str, message: str, url: str, model: str) 
             ModelErrorKind.CONTEXT_TOO_LONG,
         )
     if status == 429:
-        return words.rate_limited()
+        return words.failure("rate_limited")
     if status == 529 or error_type == "overloaded_error":
         return Failure(
             f"{url} is overloaded ({code}){said}; try again later", True, ModelErrorKind.OVERLOADED
         )
     if status >= 500 or status in _RETRY_STATUS:
-        return words.server()
+        return words.failure("server")
     if "max_tokens" in lowered:
-        return words.refused("; set a smaller max_tokens (anthropic:MODEL?max_tokens=N)")
-    return words.refused()
+        return words.failure(
+            "refused", then="; set a smaller max_tokens (anthropic:MODEL?max_tokens=N)"
+        )
+    return words.failure("refused")

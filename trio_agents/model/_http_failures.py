@@ -13,15 +13,48 @@ Rules:
 
 from __future__ import annotations
 
-from typing import final
+from typing import Final, Literal, TypeAlias, final
 
 import attrs
 
 from ._errors import ModelErrorKind
-from ._retry import Failure, reported_limit
+from ._retry import Failure
 from ._wire import loads
 
-__all__ = ["FailureWords", "error_body"]
+__all__ = ["FailureWords", "Meaning", "error_body"]
+
+#: What a provider found an error response to mean.
+Meaning: TypeAlias = Literal[
+    "bad_key", "denied", "no_model", "not_found", "too_long", "rate_limited", "server", "refused"
+]
+
+_AUTH, _NOT_FOUND = ModelErrorKind.AUTH, ModelErrorKind.NOT_FOUND
+#: The words of each meaning (``str.format`` fields: those of :class:`FailureWords`, and
+#: ``root`` and ``then``), whether another attempt may help, and the kind of failure.
+_SAYS: Final[dict[Meaning, tuple[str, bool, ModelErrorKind]]] = {
+    "bad_key": ("{url} refused the API key ({code}){said}; check {prefix}_API_KEY", False, _AUTH),
+    "denied": ("{url} denied access ({code}){said}", False, _AUTH),
+    "no_model": ("model {model!r} was not found at {url} ({code}){said}", False, _NOT_FOUND),
+    "not_found": (
+        "{url} was not found ({code}){said}; check the base URL ({prefix}_BASE_URL, {root}) "
+        "and the model name {model!r}",
+        False,
+        _NOT_FOUND,
+    ),
+    "too_long": (
+        "the conversation is too long for model {model!r} ({code}){said}; start a new "
+        "session or shorten the input",
+        False,
+        ModelErrorKind.CONTEXT_TOO_LONG,
+    ),
+    "rate_limited": (
+        "{url} kept rate-limiting the request ({code}){said}",
+        True,
+        ModelErrorKind.RATE_LIMITED,
+    ),
+    "server": ("{url} failed with {code}{said}", True, ModelErrorKind.SERVER),
+    "refused": ("{url} refused the request ({code}){said}{then}", False, ModelErrorKind.REFUSED),
+}
 
 
 def error_body(content: bytes) -> tuple[object, str]:
@@ -55,65 +88,17 @@ class FailureWords:
     said: str
     prefix: str
 
-    def bad_key(self) -> Failure:
-        """The key was refused."""
-        return Failure(
-            f"{self.url} refused the API key ({self.code}){self.said}; check {self.prefix}_API_KEY",
-            False,
-            ModelErrorKind.AUTH,
-        )
+    def failure(
+        self, meaning: Meaning, *, root: str = "", then: str = "", limit: int | None = None
+    ) -> Failure:
+        """The failure that ``meaning`` is.
 
-    def denied(self) -> Failure:
-        """The key may not use this endpoint."""
-        return Failure(
-            f"{self.url} denied access ({self.code}){self.said}", False, ModelErrorKind.AUTH
-        )
-
-    def no_model(self) -> Failure:
-        """The endpoint does not know the model."""
-        return Failure(
-            f"model {self.model!r} was not found at {self.url} ({self.code}){self.said}",
-            False,
-            ModelErrorKind.NOT_FOUND,
-        )
-
-    def not_found(self, root: str) -> Failure:
-        """Nothing is at the URL; ``root`` says how the provider's base URL ends."""
-        return Failure(
-            f"{self.url} was not found ({self.code}){self.said}; check the base URL "
-            f"({self.prefix}_BASE_URL, {root}) and the model name {self.model!r}",
-            False,
-            ModelErrorKind.NOT_FOUND,
-        )
-
-    def too_long(self, message: str) -> Failure:
-        """The conversation does not fit the model's window; ``message`` may state it."""
-        return Failure(
-            f"the conversation is too long for model {self.model!r} ({self.code}){self.said}; "
-            "start a new session or shorten the input",
-            False,
-            ModelErrorKind.CONTEXT_TOO_LONG,
-            reported_limit(message),
-        )
-
-    def rate_limited(self) -> Failure:
-        """Too many requests: another attempt may pass."""
-        return Failure(
-            f"{self.url} kept rate-limiting the request ({self.code}){self.said}",
-            True,
-            ModelErrorKind.RATE_LIMITED,
-        )
-
-    def server(self) -> Failure:
-        """The server failed: another attempt may pass."""
-        return Failure(
-            f"{self.url} failed with {self.code}{self.said}", True, ModelErrorKind.SERVER
-        )
-
-    def refused(self, then: str = "") -> Failure:
-        """The request was refused; ``then`` is what to do (``"; ..."``), if known."""
-        return Failure(
-            f"{self.url} refused the request ({self.code}){self.said}{then}",
-            False,
-            ModelErrorKind.REFUSED,
-        )
+        Args:
+            meaning: what the provider found the response to mean.
+            root: for ``not_found``: how the provider's base URL ends.
+            then: for ``refused``: what to do (``"; ..."``), if known.
+            limit: for ``too_long``: the context window the response states, if any.
+        """
+        words, retryable, kind = _SAYS[meaning]
+        fields = attrs.asdict(self)
+        return Failure(words.format(**fields, root=root, then=then), retryable, kind, limit)

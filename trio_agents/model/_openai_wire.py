@@ -45,7 +45,7 @@ from ._messages import (
     ToolOutput,
     UserText,
 )
-from ._retry import Failure, retry_after
+from ._retry import Failure, reported_limit, retry_after
 from ._stream import (
     FinishReason,
     ModelEvent,
@@ -329,26 +329,28 @@ def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Fa
     said = f": {clip(message)}" if message else ""
     words = FailureWords(url, model, _CODES.get(status, f"HTTP {status}"), said, "OPENAI")
     if status == 401:
-        return words.bad_key()
+        return words.failure("bad_key")
     if status == 403:
-        return words.denied()
+        return words.failure("denied")
     if status == 404:
         if code == "model_not_found" or "model" in message.lower():
-            return words.no_model()
-        return words.not_found("usually ending in /v1")
+            return words.failure("no_model")
+        return words.failure("not_found", root="usually ending in /v1")
     lowered = message.lower()
     if (
         code == "context_length_exceeded"
         or "context length" in lowered
         or ("context_length" in lowered)
     ):
-        return attrs.evolve(words, code="context_length_exceeded").too_long(message)
+        return attrs.evolve(words, code="context_length_exceeded").failure(
+            "too_long", limit=reported_limit(message)
+        )
     if status == 429 and code == "insufficient_quota":
         return Failure(
             f"{url} says the account is out of quota (429){said}", False, ModelErrorKind.AUTH
         )
     if status == 429:
-        return words.rate_limited()
+        return words.failure("rate_limited")
     if status >= 500 or status in _RETRY_STATUS:
-        return words.server()
-    return words.refused()
+        return words.failure("server")
+    return words.failure("refused")

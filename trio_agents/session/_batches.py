@@ -46,14 +46,7 @@ from ._events import SessionWriteFailed
 from ._session import Session
 from ._writelog import WriteLog
 
-__all__ = [
-    "Batch",
-    "BatchWriter",
-    "WriteState",
-    "check_interval",
-    "read_only_refusal",
-    "write_failure",
-]
+__all__ = ["Batch", "BatchWriter", "WriteState", "read_only_refusal", "write_failure"]
 
 log = logging.getLogger("trio_agents")
 
@@ -86,7 +79,7 @@ class WriteState(Generic[L]):
 W = TypeVar("W", bound=WriteState[Any])
 
 
-def check_interval(flush_interval: float) -> float:
+def _check_interval(flush_interval: float) -> float:
     """``flush_interval`` if it is a delay in seconds, else raise ``ValueError``."""
     if not (math.isfinite(flush_interval) and flush_interval >= 0):
         raise ValueError(f"flush_interval is a delay in seconds, >= 0; got {flush_interval!r}")
@@ -104,7 +97,7 @@ class BatchWriter(Generic[V]):
             sessions given (each with the backend's state for it, ``V``).
 
     Raises:
-        ValueError: ``interval`` is negative or not finite (:func:`check_interval`).
+        ValueError: ``interval`` is negative or not finite (:func:`_check_interval`).
     """
 
     def __init__(
@@ -112,7 +105,7 @@ class BatchWriter(Generic[V]):
         interval: float,
         run: Callable[[Batch | None, dict[Session, V]], Awaitable[None]],
     ) -> None:
-        self._interval = check_interval(interval)
+        self._interval = _check_interval(interval)
         self._run = run
         self._next: Batch | None = None
         self._wake = trio.Event()

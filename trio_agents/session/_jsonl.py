@@ -475,8 +475,7 @@ class JsonlStore(SessionStore[_File]):
         return await trio.to_thread.run_sync(io.scan_parents, self._root)
 
     async def _list_stored(self) -> builtins.list[SessionInfo]:
-        found = await trio.to_thread.run_sync(io.scan_root, self._root)
-        return [scanned.info() for scanned in found]
+        return await trio.to_thread.run_sync(io.scan_root, self._root)
 
 
 def _size(path: Path) -> int | None:

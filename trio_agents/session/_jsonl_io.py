@@ -41,7 +41,7 @@ from ._convert import parse_line, structure_record
 from ._errors import SessionFormatError, SessionNotFoundError, SessionWriteError
 from ._ids import check_session_id
 from ._records import Record
-from ._summary import ScannedSession
+from ._summary import SessionInfo, stored_info
 
 __all__ = [
     "FORMAT",
@@ -589,7 +589,7 @@ def remove_sessions(root: Path, session_ids: Sequence[str]) -> None:
             release_lock(path, lock)
 
 
-def scan_root(root: Path) -> list[ScannedSession]:
+def scan_root(root: Path) -> list[SessionInfo]:
     """Read every session file in ``root`` as :func:`read_session` does, writing nothing.
 
     A file that cannot be loaded is listed with the reason (``damaged``); nothing in one file
@@ -602,16 +602,16 @@ def scan_root(root: Path) -> list[ScannedSession]:
         return []
     with os.scandir(root) as entries:
         named = sorted((sid, Path(e.path)) for e in entries if (sid := _session_name(e.name)))
-    found: list[ScannedSession] = []
+    found: list[SessionInfo] = []
     for session_id, path in named:
         try:
             loaded = read_session(path, session_id)
         except SessionNotFoundError:
             continue  # deleted since the directory was read
         except (SessionFormatError, OSError, MemoryError) as exc:
-            found.append(ScannedSession(session_id, 0, _lmtime(path), None, _damage(exc)))
+            found.append(stored_info(session_id, (), _lmtime(path), _damage(exc)))
             continue
-        found.append(ScannedSession.of(session_id, loaded.records, loaded.mtime))
+        found.append(stored_info(session_id, loaded.records, loaded.mtime))
     return found
 
 

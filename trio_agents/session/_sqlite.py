@@ -309,5 +309,4 @@ class SqliteStore(SessionStore[_Row]):
         if db is None:
             await trio.lowlevel.checkpoint()
             return []
-        found = await self._reading(db.scan)
-        return [scanned.info() for scanned in found]
+        return await self._reading(db.scan)

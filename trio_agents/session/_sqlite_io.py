@@ -44,7 +44,7 @@ import attrs
 from ._convert import load_record
 from ._errors import SessionFormatError, SessionNotFoundError, SessionWriteError
 from ._records import Record
-from ._summary import ScannedSession
+from ._summary import SessionInfo, stored_info
 
 __all__ = [
     "APPLICATION_ID",
@@ -436,7 +436,7 @@ class Database:
             parents[session_id] = parent if isinstance(parent, str) else None
         return parents
 
-    def scan(self) -> list[ScannedSession]:
+    def scan(self) -> list[SessionInfo]:
         """Every stored session, read as :meth:`read_session` does; a session that cannot be
         read is listed with the reason (``damaged``)."""
         with self._using() as conn, _snapshot(conn):
@@ -447,14 +447,14 @@ class Database:
         by_session: dict[str, list[tuple[object, object]]] = {}
         for session_id, seq, line in rows:
             by_session.setdefault(session_id, []).append((seq, line))
-        found: list[ScannedSession] = []
+        found: list[SessionInfo] = []
         for session_id, updated in sessions:
             try:
                 records = self._records(session_id, by_session.get(session_id, []))
             except SessionFormatError as exc:
-                found.append(ScannedSession(session_id, 0, updated, None, str(exc)))
+                found.append(stored_info(session_id, (), updated, str(exc)))
                 continue
-            found.append(ScannedSession.of(session_id, records, updated))
+            found.append(stored_info(session_id, records, updated))
         return found
 
 

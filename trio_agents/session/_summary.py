@@ -5,8 +5,8 @@ Rules:
   characters; with none, the first queued prompt's (``InboxSpliced`` add); else ``None``.
 - The working directory is the latest ``AgentConfigured`` record's ``cwd``, and the parent
   that record's ``parent_id`` (the session of the agent that created this one as its child).
-- A backend's scan of its storage (in a worker thread) finds a :class:`ScannedSession` per
-  stored session, which ``list()`` shows as a :class:`SessionInfo` that is not live.
+- A backend's scan of its storage (in a worker thread) gives each stored session's
+  :class:`SessionInfo` (not live) with :func:`stored_info`.
 - A :class:`Summary` is built record by record (a backend that stores the title, cwd and
   parent beside the records keeps one per session); ``Summary.of(records)`` reads a whole
   history. Both give the same answer for the same records.
@@ -21,7 +21,7 @@ import attrs
 
 from ._records import AgentConfigured, InboxSpliced, Record, UserMessage
 
-__all__ = ["ScannedSession", "SessionInfo", "Summary", "title_of"]
+__all__ = ["SessionInfo", "Summary", "stored_info", "title_of"]
 
 _TITLE_LENGTH = 60
 
@@ -100,44 +100,19 @@ class Summary:
             self.parent_id = record.parent_id
 
 
-@attrs.frozen
-class ScannedSession:
-    """What a backend's scan of its storage learns about one stored session: its
-    :class:`SessionInfo` but for ``live``, with ``updated`` a POSIX timestamp (or ``None``)."""
-
-    id: str
-    records: int
-    updated: float | None
-    title: str | None
-    damaged: str | None = None
-    cwd: str | None = None
-    parent_id: str | None = None
-
-    @classmethod
-    def of(
-        cls, session_id: str, records: Sequence[Record], updated: float | None
-    ) -> ScannedSession:
-        """The scan of a session whose ``records`` were read."""
-        summary = Summary.of(records)
-        return cls(
-            session_id,
-            len(records),
-            updated,
-            summary.title,
-            cwd=summary.cwd,
-            parent_id=summary.parent_id,
-        )
-
-    def info(self) -> SessionInfo:
-        """What ``list()`` says of it: stored, not live."""
-        updated = datetime.fromtimestamp(self.updated, UTC) if self.updated is not None else None
-        return SessionInfo(
-            id=self.id,
-            records=self.records,
-            updated=updated,
-            live=False,
-            title=self.title,
-            damaged=self.damaged,
-            cwd=self.cwd,
-            parent_id=self.parent_id,
-        )
+def stored_info(
+    session_id: str, records: Sequence[Record], updated: float | None, damaged: str | None = None
+) -> SessionInfo:
+    """What ``list()`` says of a stored session that is not live, whose ``records`` a scan
+    read (none when ``damaged`` says why it cannot be loaded); ``updated`` is a POSIX time."""
+    summary = Summary.of(records)
+    return SessionInfo(
+        id=session_id,
+        records=len(records),
+        updated=None if updated is None else datetime.fromtimestamp(updated, UTC),
+        live=False,
+        title=summary.title,
+        damaged=damaged,
+        cwd=summary.cwd,
+        parent_id=summary.parent_id,
+    )
