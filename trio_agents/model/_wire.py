@@ -30,6 +30,7 @@ Rules:
 
 from __future__ import annotations
 
+import abc
 import json
 import re
 from collections.abc import Mapping
@@ -208,7 +209,7 @@ class PartialCall:
     pieces: list[str] = attrs.Factory(list)
 
 
-class StreamAssembler:
+class StreamAssembler(abc.ABC):
     """What both providers' assemblers keep: the endpoint, the answer's budget, the tool
     calls by index, the stop reason, whether the stream said it is done; and the end of the
     answer (see the module rules). A subclass reads its own events (``feed``) and counts
@@ -241,9 +242,13 @@ class StreamAssembler:
         """Whether the stream's end event arrived (nothing after it matters)."""
         return self._done
 
+    @abc.abstractmethod
+    def feed(self, data: str) -> list[ModelEvent]:
+        """Take one event's data; return the events ready to yield."""
+
+    @abc.abstractmethod
     def usage(self) -> Usage:
         """The token counts so far."""
-        raise NotImplementedError
 
     def end(self) -> list[ModelEvent]:
         """The body ended: the assembled tool calls, then ``Finished``.
