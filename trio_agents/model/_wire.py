@@ -260,8 +260,7 @@ class StreamAssembler(abc.ABC):
         if not self._done and self._stop is None:
             raise lost_mid_stream(self._where)
         calls = [self._requested(n, self._calls[i]) for n, i in enumerate(sorted(self._calls), 1)]
-        reason = self.STOPS.get(self._stop, FinishReason.STOP) if self._stop else FinishReason.STOP
-        return finished(calls, reason, self.usage())
+        return finished(calls, self.STOPS.get(self._stop or "", FinishReason.STOP), self.usage())
 
     def _requested(self, number: int, call: PartialCall) -> ToolCallRequested:
         if not call.name:
