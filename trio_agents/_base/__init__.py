@@ -1,11 +1,11 @@
 """The base layer: what every layer uses, below the kernel (``CONTRIBUTING.md``, "The layers").
 
 Private to the package: state tables, the strict structuring policy and its wording, tag
-registries for tagged unions, the low-level one-shot signal, a pool of blocking database
-connections used from worker threads, and the fold of what opened and has not closed
-(``still_open``: open turns, open children). It imports nothing of the
+registries for tagged unions, the low-level one-shot signal, and a pool of blocking database
+connections used from worker threads. It imports nothing of the
 package but the error base, and any package may import it (``tests/test_layers.py``); no other
-package's private module is imported across packages.
+package's private module is imported across packages. It also holds the fold of what opened
+and has not closed (``still_open``: open turns, open children).
 """
 
 from ._connections import BlockingConnection as BlockingConnection
