@@ -4,8 +4,7 @@ Private to the package: state tables, the strict structuring policy and its word
 registries for tagged unions, the low-level one-shot signal, and a pool of blocking database
 connections used from worker threads. It imports nothing of the
 package but the error base, and any package may import it (``tests/test_layers.py``); no other
-package's private module is imported across packages. It also holds the fold of what opened
-and has not closed (``still_open``: open turns, open children).
+package's private module is imported across packages.
 """
 
 from ._connections import BlockingConnection as BlockingConnection
