@@ -43,6 +43,8 @@ AGENT_PY = "trio_agents/agent/_agent.py"
 INBOX_PY = "trio_agents/agent/_inbox.py"
 STORE_PY = "trio_agents/session/_store.py"
 JSONL_PY = "trio_agents/session/_jsonl.py"
+# The flush of a JSONL (or SQLite) session waits for its sync batch here.
+BATCHES_PY = "trio_agents/session/_batches.py"
 BASH_PY = "trio_agents/shell/_tool_bash.py"
 BRIDGE_PY = "trio_agents/acp/_bridge.py"
 
@@ -233,7 +235,7 @@ MUTANTS: Final = (
     ),
     Mutant(
         "jsonl-error-swallowed",
-        JSONL_PY,
+        BATCHES_PY,
         "        if batch.error is not None:\n            raise batch.error",
         "        if False:\n            raise batch.error",
         JSONL,

@@ -190,7 +190,13 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.session._backend": frozenset({"StoreBackend", "Stored"}),
     "trio_agents.session._entry": frozenset({"Entry"}),
     "trio_agents.session._batches": frozenset(
-        {"Batch", "BatchWriter", "check_interval", "write_failure"}
+        {
+            "Batch",
+            "BatchWriter",
+            "WriteState",
+            "read_only_refusal",
+            "write_failure",
+        }
     ),
     "trio_agents.agent._tool_schema": frozenset(
         {
@@ -345,6 +351,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "request_body",
         }
     ),
+    "trio_agents.model._http_failures": frozenset({"FailureWords", "Meaning", "error_body"}),
     "trio_agents.model._http": frozenset(
         {
             "ClientSource",
@@ -404,8 +411,11 @@ INTERNAL: dict[str, frozenset[str]] = {
         {
             "AnswerBudget",
             "DEFAULT_MAX_ANSWER",
+            "PartialCall",
+            "StreamAssembler",
             "checked",
             "clip",
+            "event_object",
             "field",
             "finished",
             "loads",
@@ -445,7 +455,6 @@ INTERNAL: dict[str, frozenset[str]] = {
             "Loaded",
             "Repaired",
             "RewindError",
-            "StoredFile",
             "Tail",
             "WriteJob",
             "check_root",
@@ -492,14 +501,13 @@ INTERNAL: dict[str, frozenset[str]] = {
             "APPLICATION_ID",
             "VERSION",
             "Database",
-            "StoredRow",
             "WriteJob",
             "lock_path",
             "open_database",
             "open_reader",
         }
     ),
-    "trio_agents.session._summary": frozenset({"Summary", "title_of"}),
+    "trio_agents.session._summary": frozenset({"Summary", "stored_info", "title_of"}),
     "trio_agents.session._writelog": frozenset({"WriteLog"}),
     "trio_agents.session._errors": frozenset({"SessionStoreClosedError", "UnstorableRecordError"}),
     "trio_agents.shell._child": frozenset(

@@ -11,6 +11,7 @@ from ._connections import BlockingConnection as BlockingConnection
 from ._connections import ThreadConnections as ThreadConnections
 from ._primitives import Signal as Signal
 from ._primitives import Wake as Wake
+from ._spans import still_open as still_open
 from ._states import InvalidTransitionError as InvalidTransitionError
 from ._states import StateTable as StateTable
 from ._strict import StrictConverter as StrictConverter
@@ -37,4 +38,5 @@ __all__ = [
     "json_type",
     "list_problems",
     "snake_case",
+    "still_open",
 ]

@@ -587,11 +587,7 @@ class AcpBridge:
         try:
             await ctx.service(SESSIONS).delete(session_id)
         except (SessionNotFoundError, InvalidSessionIdError):
-            raise RpcError(
-                ErrorCode.RESOURCE_NOT_FOUND,
-                f"unknown session {session_id!r}; session/list shows the stored ones",
-                {"sessionId": session_id},
-            ) from None
+            raise _unknown_stored(session_id) from None
         except SessionInUseError as exc:
             raise RpcError(
                 ErrorCode.INVALID_REQUEST, f"session {session_id!r} cannot be deleted: {exc}"
@@ -617,11 +613,7 @@ class AcpBridge:
                     cwd,
                 )
             except (SessionNotFoundError, InvalidSessionIdError):
-                raise RpcError(
-                    ErrorCode.RESOURCE_NOT_FOUND,
-                    f"unknown session {session_id!r}; session/list shows the stored ones",
-                    {"sessionId": session_id},
-                ) from None
+                raise _unknown_stored(session_id) from None
             except AgentIdInUseError as exc:
                 where = "another worker" if exc.elsewhere else "another owner"
                 raise RpcError(
@@ -734,6 +726,15 @@ class AcpBridge:
     def _on_response(self, response: Response) -> None:
         # Every request a bridge sends (permission questions, fs/*) waits in _calls.
         self._calls.on_response(response)
+
+
+def _unknown_stored(session_id: str) -> RpcError:
+    """The answer to a request naming a session the store does not have."""
+    return RpcError(
+        ErrorCode.RESOURCE_NOT_FOUND,
+        f"unknown session {session_id!r}; session/list shows the stored ones",
+        {"sessionId": session_id},
+    )
 
 
 def _reason(exc: Exception) -> str:

@@ -15,10 +15,12 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 import attrs
 import trio
 
+from .._base import still_open
 from ..cancel import CancelCause
 from ..session import (
     AgentConfigured,
@@ -68,13 +70,7 @@ class ChildOutcome:
 
 def open_children(records: Sequence[Record]) -> list[ChildStarted]:
     """The children started and not ended, in the order they started."""
-    started: dict[str, ChildStarted] = {}
-    for record in records:
-        if isinstance(record, ChildStarted):
-            started[record.child_id] = record
-        elif isinstance(record, ChildEnded):
-            started.pop(record.child_id, None)
-    return list(started.values())
+    return still_open(records, ChildStarted, ChildEnded, attrgetter("child_id"))
 
 
 def parent_of(records: Sequence[Record]) -> str | None:

@@ -26,7 +26,7 @@ Rules:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, final
@@ -35,6 +35,7 @@ import attrs
 import trio
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app
+from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input
@@ -109,11 +110,7 @@ def _bindings() -> KeyBindings:
 
     @keys.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:
-        buffer = event.current_buffer
-        if buffer.text:
-            buffer.reset()
-        else:
-            event.app.exit(result=Key.INTERRUPT)
+        _edit_or_exit(event, Buffer.reset, Key.INTERRUPT)
 
     @keys.add("s-tab")
     def _mode(event: KeyPressEvent) -> None:
@@ -121,13 +118,18 @@ def _bindings() -> KeyBindings:
 
     @keys.add("c-d")
     def _eof(event: KeyPressEvent) -> None:
-        buffer = event.current_buffer
-        if buffer.text:
-            buffer.delete()
-        else:
-            event.app.exit(result=Key.EOF)
+        _edit_or_exit(event, Buffer.delete, Key.EOF)
 
     return keys
+
+
+def _edit_or_exit(event: KeyPressEvent, edit: Callable[[Buffer], object], key: Key) -> None:
+    """A line with text is edited by ``edit``; an empty line ends the prompt with ``key``."""
+    buffer = event.current_buffer
+    if buffer.text:
+        edit(buffer)
+    else:
+        event.app.exit(result=key)
 
 
 @final

@@ -46,9 +46,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, final
 
-import attrs
-
-from ._errors import ModelError, ModelErrorKind
+from ._errors import ModelErrorKind
+from ._http_failures import FailureWords, error_body
 from ._messages import (
     AssistantText,
     ChatMessage,
@@ -64,17 +63,15 @@ from ._stream import (
     ModelEvent,
     TextDelta,
     ThoughtDelta,
-    ToolCallRequested,
     Usage,
 )
 from ._wire import (
     DEFAULT_MAX_ANSWER,
-    AnswerBudget,
+    PartialCall,
+    StreamAssembler,
     clip,
+    event_object,
     field,
-    finished,
-    loads,
-    lost_mid_stream,
 )
 
 __all__ = [
@@ -200,37 +197,20 @@ def request_body(
     return body
 
 
-@attrs.define
-class _PartialCall:
-    call_id: str
-    name: str
-    start_input: Any
-    pieces: list[str] = attrs.Factory(list)
-
-
 @final
-class EventAssembler:
-    """Turn the events of a Messages API stream into model events.
+class EventAssembler(StreamAssembler):
+    """Turn the events of a Messages API stream into model events (the arguments are
+    :class:`~._wire.StreamAssembler`'s)."""
 
-    Args:
-        where: the endpoint, named in error messages.
-        max_answer: the most characters of one answer (see the module rules).
-    """
+    __slots__ = ("_counts",)
 
-    __slots__ = ("_budget", "_calls", "_counts", "_done", "_stop", "_where")
+    STOPS = _STOP
+    CALL_PREFIX = "toolu"
+    ARGUMENTS = "input that is"
 
     def __init__(self, where: str, max_answer: int = DEFAULT_MAX_ANSWER) -> None:
-        self._where = where
-        self._budget = AnswerBudget(where, max_answer)
-        self._calls: dict[int, _PartialCall] = {}
+        super().__init__(where, max_answer)
         self._counts: dict[str, int] = {}
-        self._stop: str | None = None
-        self._done = False
-
-    @property
-    def done(self) -> bool:
-        """Whether ``message_stop`` arrived (nothing after it matters)."""
-        return self._done
 
     def feed(self, data: str) -> list[ModelEvent]:
         """Take one event's data; return the text deltas it carries.
@@ -241,14 +221,7 @@ class EventAssembler:
         """
         if self._done:
             return []
-        try:
-            event = loads(data)
-        except ValueError:
-            raise ModelError(
-                f"{self._where} sent a stream event that is not JSON: {clip(data)!r}"
-            ) from None
-        if not isinstance(event, dict):
-            raise ModelError(f"{self._where} sent a stream event that is not an object")
+        event = event_object(self._where, data)
         kind = event.get("type")
         if kind == "content_block_delta":
             return self._delta(event)
@@ -302,7 +275,7 @@ class EventAssembler:
             start_input = block.get("input")
             if start_input:
                 self._budget.charge(json.dumps(start_input))
-            self._calls[self._index(event, "content_block_start")] = _PartialCall(
+            self._calls[self._index(event, "content_block_start")] = PartialCall(
                 field(self._where, block, "id", str, f"{at}.id") or "",
                 field(self._where, block, "name", str, f"{at}.name") or "",
                 start_input,
@@ -337,37 +310,6 @@ class EventAssembler:
             cache_read_tokens=counts.get("cache_read_input_tokens", 0),
         )
 
-    def end(self) -> list[ModelEvent]:
-        """The body ended: the assembled tool calls, then ``Finished``.
-
-        Raises:
-            ModelError: the stream stopped before the model finished, or a tool call is
-                unusable (no name, input that is not a JSON object).
-        """
-        if not self._done and self._stop is None:
-            raise lost_mid_stream(self._where)
-        calls = [self._requested(n, self._calls[i]) for n, i in enumerate(sorted(self._calls), 1)]
-        return finished(calls, _STOP.get(self._stop or "end_turn", FinishReason.STOP), self.usage())
-
-    def _requested(self, number: int, call: _PartialCall) -> ToolCallRequested:
-        if not call.name:
-            raise ModelError(f"{self._where} sent a tool call without a tool name")
-        raw = "".join(call.pieces)
-        if raw.strip():
-            try:
-                arguments = loads(raw)
-            except ValueError:
-                arguments = None
-        else:
-            arguments = call.start_input if call.start_input is not None else {}
-        if not isinstance(arguments, dict):
-            shown = raw or json.dumps(call.start_input)
-            raise ModelError(
-                f"the model called tool {call.name!r} with input that is not a JSON "
-                f"object: {clip(shown)!r}"
-            )
-        return ToolCallRequested(call.call_id or f"toolu-{number}", call.name, arguments)
-
 
 def _fields(value: object) -> dict[str, Any]:
     """A JSON object of an event's metadata, or an empty one: a malformed value is ignored."""
@@ -385,14 +327,10 @@ def describe_failure(
     status: int, content: bytes, headers: Mapping[str, str], *, url: str, model: str
 ) -> Failure:
     """Classify the error response ``status`` with body ``content`` from ``url``."""
-    text = content.decode("utf-8", errors="replace")
-    try:
-        body: object = loads(text)
-    except ValueError:
-        body = None
+    body, text = error_body(content)
     error_type, message = _error_fields(body)
     if not isinstance(body, dict):
-        message = clip(" ".join(text.split()))
+        message = clip(text)
     failure = _classify(status, error_type, message, url, model)
     should = headers.get("x-should-retry", "").strip().lower()
     if should in ("true", "false"):
@@ -403,36 +341,18 @@ def describe_failure(
 def _classify(status: int, error_type: str, message: str, url: str, model: str) -> Failure:
     code = f"{status} {error_type}" if error_type else f"HTTP {status}"
     said = f": {message}" if message else ""
+    words = FailureWords(url, model, code, said, "ANTHROPIC")
     lowered = message.lower()
     if status == 401:
-        return Failure(
-            f"{url} refused the API key ({code}){said}; check ANTHROPIC_API_KEY",
-            False,
-            ModelErrorKind.AUTH,
-        )
+        return words.failure("bad_key")
     if status == 403:
-        return Failure(f"{url} denied access ({code}){said}", False, ModelErrorKind.AUTH)
+        return words.failure("denied")
     if status == 404:
         if "model" in lowered:
-            return Failure(
-                f"model {model!r} was not found at {url} ({code}){said}",
-                False,
-                ModelErrorKind.NOT_FOUND,
-            )
-        return Failure(
-            f"{url} was not found ({code}){said}; check the base URL (ANTHROPIC_BASE_URL, "
-            f"without /v1) and the model name {model!r}",
-            False,
-            ModelErrorKind.NOT_FOUND,
-        )
-    if any(words in lowered for words in _TOO_LONG):
-        return Failure(
-            f"the conversation is too long for model {model!r} ({code}){said}; "
-            "start a new session or shorten the input",
-            False,
-            ModelErrorKind.CONTEXT_TOO_LONG,
-            reported_limit(message),
-        )
+            return words.failure("no_model")
+        return words.failure("not_found", root="without /v1")
+    if any(phrase in lowered for phrase in _TOO_LONG):
+        return words.failure("too_long", limit=reported_limit(message))
     if status == 413:
         return Failure(
             f"{url} refused a request this large ({code}){said}",
@@ -440,22 +360,15 @@ def _classify(status: int, error_type: str, message: str, url: str, model: str) 
             ModelErrorKind.CONTEXT_TOO_LONG,
         )
     if status == 429:
-        return Failure(
-            f"{url} kept rate-limiting the request ({code}){said}",
-            True,
-            ModelErrorKind.RATE_LIMITED,
-        )
+        return words.failure("rate_limited")
     if status == 529 or error_type == "overloaded_error":
         return Failure(
             f"{url} is overloaded ({code}){said}; try again later", True, ModelErrorKind.OVERLOADED
         )
     if status >= 500 or status in _RETRY_STATUS:
-        return Failure(f"{url} failed with {code}{said}", True, ModelErrorKind.SERVER)
+        return words.failure("server")
     if "max_tokens" in lowered:
-        return Failure(
-            f"{url} refused the request ({code}){said}; set a smaller max_tokens "
-            "(anthropic:MODEL?max_tokens=N)",
-            False,
-            ModelErrorKind.REFUSED,
+        return words.failure(
+            "refused", then="; set a smaller max_tokens (anthropic:MODEL?max_tokens=N)"
         )
-    return Failure(f"{url} refused the request ({code}){said}", False, ModelErrorKind.REFUSED)
+    return words.failure("refused")

@@ -35,6 +35,7 @@ from typing import Any, final
 import attrs
 
 from ._errors import ModelError, ModelErrorKind
+from ._http_failures import FailureWords, error_body
 from ._messages import (
     AssistantText,
     ChatMessage,
@@ -50,18 +51,16 @@ from ._stream import (
     ModelEvent,
     TextDelta,
     ThoughtDelta,
-    ToolCallRequested,
     Usage,
 )
 from ._wire import (
     DEFAULT_MAX_ANSWER,
-    AnswerBudget,
+    PartialCall,
+    StreamAssembler,
     checked,
     clip,
+    event_object,
     field,
-    finished,
-    loads,
-    lost_mid_stream,
 )
 
 __all__ = [
@@ -87,6 +86,8 @@ _UNSHOWN = ("reasoning_content", "reasoning", "refusal")
 _THOUGHTS = frozenset({"reasoning_content", "reasoning"})
 #: Status codes worth another attempt (the same set as the official OpenAI clients).
 _RETRY_STATUS = frozenset({408, 409, 429})
+#: How a failure's message names its status (by default ``HTTP <status>``).
+_CODES = {401: "401 Unauthorized", 403: "403 Forbidden", 404: "404", 429: "429"}
 
 
 def _image_url(image: ImagePart) -> dict[str, Any]:
@@ -205,36 +206,24 @@ def _strict(schema: object) -> bool:
     return all(_strict(part) for part in parts)
 
 
-@attrs.define
-class _PartialCall:
-    call_id: str | None = None
-    name: str = ""
-    arguments: list[str] = attrs.Factory(list)
-
-
 @final
-class ChunkAssembler:
-    """Turn the ``data`` of a chat-completions event stream into model events.
+class ChunkAssembler(StreamAssembler):
+    """Turn the ``data`` of a chat-completions event stream into model events (the arguments are
+    :class:`~._wire.StreamAssembler`'s)."""
 
-    Args:
-        where: the endpoint, named in error messages.
-        max_answer: the most characters of one answer (see the module rules).
-    """
+    __slots__ = ("_usage",)
 
-    __slots__ = ("_budget", "_calls", "_done", "_finish", "_usage", "_where")
+    STOPS = _FINISH
+    CALL_PREFIX = "call"
+    ARGUMENTS = "arguments that are"
 
     def __init__(self, where: str, max_answer: int = DEFAULT_MAX_ANSWER) -> None:
-        self._where = where
-        self._budget = AnswerBudget(where, max_answer)
-        self._calls: dict[int, _PartialCall] = {}
-        self._finish: str | None = None
+        super().__init__(where, max_answer)
         self._usage = Usage()
-        self._done = False
 
-    @property
-    def done(self) -> bool:
-        """Whether ``[DONE]`` arrived (nothing after it matters)."""
-        return self._done
+    def usage(self) -> Usage:
+        """The token counts so far."""
+        return self._usage
 
     def feed(self, data: str) -> list[ModelEvent]:
         """Take one event's data; return the text deltas it carries."""
@@ -243,14 +232,7 @@ class ChunkAssembler:
         if data.strip() == "[DONE]":
             self._done = True
             return []
-        try:
-            chunk = loads(data)
-        except ValueError:
-            raise ModelError(
-                f"{self._where} sent a stream event that is not JSON: {clip(data)!r}"
-            ) from None
-        if not isinstance(chunk, dict):
-            raise ModelError(f"{self._where} sent a stream event that is not an object")
+        chunk = event_object(self._where, data)
         if "error" in chunk:
             raise ModelError(f"{self._where} reported an error mid-stream: {_error_text(chunk)}")
         usage = chunk.get("usage")
@@ -286,7 +268,7 @@ class ChunkAssembler:
                 self._add_call_delta(part, f"{at}.delta.tool_calls[{k}]")
             finish = field(where, choice, "finish_reason", str, f"{at}.finish_reason")
             if finish:
-                self._finish = finish
+                self._stop = finish
         return events
 
     def _add_call_delta(self, part: Any, at: str) -> None:
@@ -294,7 +276,7 @@ class ChunkAssembler:
         if part is None:
             return
         index = part.get("index", len(self._calls))
-        call = self._calls.setdefault(index if isinstance(index, int) else -1, _PartialCall())
+        call = self._calls.setdefault(index if isinstance(index, int) else -1, PartialCall())
         call_id = field(self._where, part, "id", str, f"{at}.id")
         if call_id:
             call.call_id = call_id
@@ -310,34 +292,7 @@ class ChunkAssembler:
             piece = field(self._where, function, "arguments", str, f"{at}.function.arguments")
         if piece:
             self._budget.charge(piece)
-            call.arguments.append(piece)
-
-    def end(self) -> list[ModelEvent]:
-        """The body ended: the assembled tool calls, then ``Finished``.
-
-        Raises:
-            ModelError: the stream stopped before the model finished, or a tool call is
-                unusable (no name, arguments that are not a JSON object).
-        """
-        if not self._done and self._finish is None:
-            raise lost_mid_stream(self._where)
-        calls = [self._requested(n, self._calls[i]) for n, i in enumerate(sorted(self._calls), 1)]
-        return finished(calls, _FINISH.get(self._finish or "stop", FinishReason.STOP), self._usage)
-
-    def _requested(self, number: int, call: _PartialCall) -> ToolCallRequested:
-        if not call.name:
-            raise ModelError(f"{self._where} sent a tool call without a tool name")
-        raw = "".join(call.arguments)
-        try:
-            arguments = loads(raw) if raw.strip() else {}
-        except ValueError:
-            arguments = None
-        if not isinstance(arguments, dict):
-            raise ModelError(
-                f"the model called tool {call.name!r} with arguments that are not a JSON "
-                f"object: {clip(raw)!r}"
-            )
-        return ToolCallRequested(call.call_id or f"call-{number}", call.name, arguments)
+            call.pieces.append(piece)
 
 
 def _count(value: object) -> int:
@@ -367,59 +322,35 @@ def _error_text(body: object) -> str:
 
 def describe_failure(status: int, content: bytes, *, url: str, model: str) -> Failure:
     """Classify the error response ``status`` with body ``content`` from ``url``."""
-    text = content.decode("utf-8", errors="replace")
-    try:
-        body: object = loads(text)
-    except ValueError:
-        body = None
+    body, text = error_body(content)
     message, code = _error_fields(body)
     if not isinstance(body, dict):
-        message = " ".join(text.split())
+        message = text
     said = f": {clip(message)}" if message else ""
+    words = FailureWords(url, model, _CODES.get(status, f"HTTP {status}"), said, "OPENAI")
     if status == 401:
-        return Failure(
-            f"{url} refused the API key (401 Unauthorized){said}; check OPENAI_API_KEY",
-            False,
-            ModelErrorKind.AUTH,
-        )
+        return words.failure("bad_key")
     if status == 403:
-        return Failure(f"{url} denied access (403 Forbidden){said}", False, ModelErrorKind.AUTH)
+        return words.failure("denied")
     if status == 404:
         if code == "model_not_found" or "model" in message.lower():
-            return Failure(
-                f"model {model!r} was not found at {url} (404){said}",
-                False,
-                ModelErrorKind.NOT_FOUND,
-            )
-        return Failure(
-            f"{url} was not found (404){said}; check the base URL (OPENAI_BASE_URL, "
-            f"usually ending in /v1) and the model name {model!r}",
-            False,
-            ModelErrorKind.NOT_FOUND,
-        )
+            return words.failure("no_model")
+        return words.failure("not_found", root="usually ending in /v1")
     lowered = message.lower()
     if (
         code == "context_length_exceeded"
         or "context length" in lowered
         or ("context_length" in lowered)
     ):
-        return Failure(
-            f"the conversation is too long for model {model!r} "
-            f"(context_length_exceeded){said}; start a new session or shorten the input",
-            False,
-            ModelErrorKind.CONTEXT_TOO_LONG,
-            reported_limit(message),
+        return attrs.evolve(words, code="context_length_exceeded").failure(
+            "too_long", limit=reported_limit(message)
         )
     if status == 429 and code == "insufficient_quota":
         return Failure(
             f"{url} says the account is out of quota (429){said}", False, ModelErrorKind.AUTH
         )
     if status == 429:
-        return Failure(
-            f"{url} kept rate-limiting the request (429){said}", True, ModelErrorKind.RATE_LIMITED
-        )
+        return words.failure("rate_limited")
     if status >= 500 or status in _RETRY_STATUS:
-        return Failure(f"{url} failed with HTTP {status}{said}", True, ModelErrorKind.SERVER)
-    return Failure(
-        f"{url} refused the request (HTTP {status}){said}", False, ModelErrorKind.REFUSED
-    )
+        return words.failure("server")
+    return words.failure("refused")

@@ -8,7 +8,15 @@ Rules:
   field, since dropping it would silently lose or change the answer.
 - Metadata (token counts, other choices) stays lenient: a malformed value there is ignored.
 - An answer ends with its assembled tool calls, then one ``Finished`` (:func:`finished`); a
-  body that ends before the model finished is a lost connection (:func:`lost_mid_stream`).
+  body that ends before the model finished (no end event, no stop reason) is a lost
+  connection (:func:`lost_mid_stream`). :class:`StreamAssembler` keeps that end, the tool
+  calls being assembled and the answer's budget for both providers' assemblers.
+- A stream event is a JSON object (:func:`event_object`); anything else is a
+  :class:`ModelError`.
+- A tool call is assembled from pieces of its arguments' JSON (or the object it started
+  with, when no piece came): no name, or arguments that are not a JSON object, is a
+  :class:`ModelError` (a tool cannot run on arguments nobody can read); no arguments at all
+  mean ``{}``; a call without an id gets ``<prefix>-<n>``, ``n`` counting from 1.
 - One answer is at most ``max_answer`` characters of text, reasoning and tool-call arguments
   together (:class:`AnswerBudget`): an assembler charges every piece before it keeps or
   yields it, so past the bound the answer is cut with a :class:`ModelError` and nothing
@@ -22,9 +30,13 @@ Rules:
 
 from __future__ import annotations
 
+import abc
 import json
 import re
-from typing import Any, TypeVar, final
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar, final
+
+import attrs
 
 from ._errors import ModelError
 from ._stream import Finished, FinishReason, ModelEvent, ToolCallRequested, Usage
@@ -32,8 +44,11 @@ from ._stream import Finished, FinishReason, ModelEvent, ToolCallRequested, Usag
 __all__ = [
     "DEFAULT_MAX_ANSWER",
     "AnswerBudget",
+    "PartialCall",
+    "StreamAssembler",
     "checked",
     "clip",
+    "event_object",
     "field",
     "finished",
     "loads",
@@ -166,3 +181,104 @@ def finished(
     if calls and reason is FinishReason.STOP:
         reason = FinishReason.TOOL_CALLS
     return [*calls, Finished(reason, usage)]
+
+
+def event_object(where: str, data: str) -> dict[str, Any]:
+    """The JSON object a stream event's ``data`` holds.
+
+    Raises:
+        ModelError: the data is not JSON, or not an object.
+    """
+    try:
+        event = loads(data)
+    except ValueError:
+        raise ModelError(f"{where} sent a stream event that is not JSON: {clip(data)!r}") from None
+    if not isinstance(event, dict):
+        raise ModelError(f"{where} sent a stream event that is not an object")
+    return event
+
+
+@attrs.define
+class PartialCall:
+    """A tool call being assembled: its id and name, the arguments object it started with
+    (if any), and the pieces of its arguments' JSON so far."""
+
+    call_id: str | None = None
+    name: str = ""
+    start: Any = None
+    pieces: list[str] = attrs.Factory(list)
+
+
+class StreamAssembler(abc.ABC):
+    """What both providers' assemblers keep: the endpoint, the answer's budget, the tool
+    calls by index, the stop reason, whether the stream said it is done; and the end of the
+    answer (see the module rules). A subclass reads its own events (``feed``) and counts
+    its usage (``usage``).
+
+    Args:
+        where: the endpoint, named in error messages.
+        max_answer: the most characters of one answer (see the module rules).
+    """
+
+    __slots__ = ("_budget", "_calls", "_done", "_stop", "_where")
+
+    #: The finish reason of each stop reason the API sends.
+    STOPS: ClassVar[Mapping[str, FinishReason]]
+    #: The id prefix of a tool call the server sent without an id.
+    CALL_PREFIX: ClassVar[str]
+    #: A tool call's arguments as messages name them, with the verb: the API's own word
+    #: (``"arguments that are"``, ``"input that is"``).
+    ARGUMENTS: ClassVar[str]
+
+    def __init__(self, where: str, max_answer: int = DEFAULT_MAX_ANSWER) -> None:
+        self._where = where
+        self._budget = AnswerBudget(where, max_answer)
+        self._calls: dict[int, PartialCall] = {}
+        self._stop: str | None = None
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream's end event arrived (nothing after it matters)."""
+        return self._done
+
+    @abc.abstractmethod
+    def feed(self, data: str) -> list[ModelEvent]:
+        """Take one event's data; return the events ready to yield."""
+
+    @abc.abstractmethod
+    def usage(self) -> Usage:
+        """The token counts so far."""
+
+    def end(self) -> list[ModelEvent]:
+        """The body ended: the assembled tool calls, then ``Finished``.
+
+        Raises:
+            ModelError: the stream stopped before the model finished, or a tool call is
+                unusable (no name, arguments that are not a JSON object).
+        """
+        if not self._done and self._stop is None:
+            raise lost_mid_stream(self._where)
+        calls = [self._requested(n, self._calls[i]) for n, i in enumerate(sorted(self._calls), 1)]
+        return finished(calls, self.STOPS.get(self._stop or "", FinishReason.STOP), self.usage())
+
+    def _requested(self, number: int, call: PartialCall) -> ToolCallRequested:
+        if not call.name:
+            raise ModelError(f"{self._where} sent a tool call without a tool name")
+        raw = "".join(call.pieces)
+        if raw.strip():
+            try:
+                arguments = loads(raw)
+            except ValueError:
+                arguments = None
+        else:
+            arguments = call.start if call.start is not None else {}
+        if not isinstance(arguments, dict):
+            shown = raw or json.dumps(call.start)
+            raise ModelError(
+                f"the model called tool {call.name!r} with {self.ARGUMENTS} not a JSON "
+                f"object: {clip(shown)!r}"
+            )
+        return ToolCallRequested(
+            call.call_id or f"{self.CALL_PREFIX}-{number}", call.name, arguments
+        )

@@ -20,6 +20,15 @@ Rules:
 - A failed write is reported once (:func:`write_failure`): logged and published as
   ``SessionWriteFailed``; a retry that fails the same way is the same error again, so a
   command that prints it prints it once.
+- A backend whose session's writes stop at a failure keeps a :class:`WriteState` per session
+  (its log, whether it was abandoned, its error). A flush of a failed session raises the
+  error again while its batch is in flight, or when the backend cannot write again;
+  otherwise it clears the error and writes everything unsynced again
+  (:meth:`BatchWriter.retry_failed`). A flush waits for the next sync batch and raises that
+  batch's error, then the session's (:meth:`BatchWriter.wait_synced`). An abandoned session
+  leaves every batch and drops what waits (:meth:`BatchWriter.abandon`); the backend removes
+  what a *new* one wrote, once no batch of it is in flight.
+- A read-only store refuses every write with one message (:func:`read_only_refusal`).
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar, final
+from typing import Any, Generic, TypeVar, final
 
 import attrs
 import trio
@@ -37,7 +46,7 @@ from ._events import SessionWriteFailed
 from ._session import Session
 from ._writelog import WriteLog
 
-__all__ = ["Batch", "BatchWriter", "check_interval", "write_failure"]
+__all__ = ["Batch", "BatchWriter", "WriteState", "read_only_refusal", "write_failure"]
 
 log = logging.getLogger("trio_agents")
 
@@ -53,7 +62,24 @@ class Batch:
     error: BaseException | None = None
 
 
-def check_interval(flush_interval: float) -> float:
+@attrs.define(eq=False, kw_only=True)
+class WriteState(Generic[L]):
+    """What a backend whose writes stop at a failure keeps of one session's writes; its
+    own state per session extends it (see the module rules)."""
+
+    # The lines of the session's records.
+    log: WriteLog[L]
+    abandoned: bool = False
+    # Why the session's writes stopped; a flush raises it until a retry clears it.
+    error: SessionWriteError | None = None
+    # The error of the latest failure, also after a retry cleared `error`.
+    last_error: SessionWriteError | None = None
+
+
+W = TypeVar("W", bound=WriteState[Any])
+
+
+def _check_interval(flush_interval: float) -> float:
     """``flush_interval`` if it is a delay in seconds, else raise ``ValueError``."""
     if not (math.isfinite(flush_interval) and flush_interval >= 0):
         raise ValueError(f"flush_interval is a delay in seconds, >= 0; got {flush_interval!r}")
@@ -69,6 +95,9 @@ class BatchWriter(Generic[V]):
         interval: the longest time a dirty record waits (see the module rules).
         run: writes one batch: a sync batch (given) or a plain one (``None``), of the
             sessions given (each with the backend's state for it, ``V``).
+
+    Raises:
+        ValueError: ``interval`` is negative or not finite (:func:`_check_interval`).
     """
 
     def __init__(
@@ -76,7 +105,7 @@ class BatchWriter(Generic[V]):
         interval: float,
         run: Callable[[Batch | None, dict[Session, V]], Awaitable[None]],
     ) -> None:
-        self._interval = interval
+        self._interval = _check_interval(interval)
         self._run = run
         self._next: Batch | None = None
         self._wake = trio.Event()
@@ -185,6 +214,52 @@ class BatchWriter(Generic[V]):
         await batch.done.wait()
         return batch
 
+    def retry_failed(
+        self: BatchWriter[W], session: Session, state: W, *, possible: bool = True
+    ) -> None:
+        """Before a flush: raise the session's write error while its batch is in flight or
+        no retry is ``possible``; otherwise clear it, and the next batch writes the session
+        again.
+
+        Raises:
+            SessionWriteError: the session's writes failed and cannot be tried again yet.
+        """
+        if state.error is None:
+            return
+        if not possible or state.log.in_flight:
+            raise state.error
+        state.error = None
+        self.mark(session, state)
+
+    async def wait_synced(self: BatchWriter[W], state: W) -> int:
+        """Wait for the next sync batch; return the seq of the session's last durable record.
+
+        Raises:
+            SessionWriteError: the batch failed, or the session's writes did.
+            SessionStoreClosedError: the writer stopped first.
+        """
+        # Invariant: only this wait is cancellable; the batch runs to its end without us.
+        batch = await self.next_batch()
+        if batch.error is not None:
+            raise batch.error
+        if state.error is not None:
+            raise state.error
+        return state.log.synced_seq
+
+    async def abandon(self: BatchWriter[W], session: Session, state: W, *, new: bool) -> bool:
+        """Stop writing an abandoned session (see the module rules). For a ``new`` session,
+        wait until no batch of it is in flight and return ``True``: the caller removes what
+        its batches wrote (or checkpoints). For a stored one, checkpoint and return
+        ``False``."""
+        state.abandoned = True
+        state.log.discard()
+        self.forget(session)
+        if not new:
+            await trio.lowlevel.checkpoint()
+            return False
+        await self.wait_settled(state.log)
+        return True
+
 
 def write_failure(
     message: str,
@@ -202,3 +277,10 @@ def write_failure(
     log.error("session %r could not be written", session_id, exc_info=error)
     emit(SessionWriteFailed(session_id=session_id, error=error))
     return error
+
+
+def read_only_refusal(store: str, what: str) -> SessionWriteError:
+    """The error of a read-only ``store`` (``"the session store DIR"``) asked to ``what``."""
+    return SessionWriteError(
+        f"{store} is open read-only, so it cannot {what}; open it without read_only=True"
+    )

@@ -33,7 +33,6 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
@@ -43,7 +42,7 @@ import trio
 
 from . import _jsonl_io as io
 from ._backend import Stored
-from ._batches import Batch, BatchWriter, check_interval, write_failure
+from ._batches import Batch, BatchWriter, WriteState, read_only_refusal, write_failure
 from ._convert import dump_record
 from ._errors import SessionIdInUseError, SessionInUseError, SessionWriteError
 from ._ids import check_session_id, default_root
@@ -71,30 +70,24 @@ RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]
 SYNC_THREADS = 32
 
 
-@attrs.define(eq=False)
-class _File:
-    """The JSONL backend's state for one session."""
+@attrs.define(eq=False, kw_only=True)
+class _File(WriteState[bytes]):
+    """The JSONL backend's state for one session; its log keeps the unsynced lines, which a
+    failure cuts back and writes again."""
 
     path: Path
     # Invariant: `exists` means this session's file is on disk with its header; for a new
     # session it becomes true only once the writer created the file (replacing any stored
     # file of the same id, atomically).
     exists: bool
-    # The lines of the session's records; it keeps the unsynced ones, which a failure cuts
-    # back and writes again.
-    log: WriteLog[bytes]
     dir_synced: bool = True
     # What reading left out at the end of the file; the writer removes it before appending.
     tail: io.Tail | None = None
-    abandoned: bool = False
-    error: SessionWriteError | None = None
     # The bytes written since the file's last fsync (a new file's header too).
     unsynced_bytes: int = 0
     # Whether the next flush may write again after `error` (False: the file could not be cut
     # back to its durable end).
     retry: bool = False
-    # The error of the latest failure, also after a retry cleared `error`.
-    last_error: SessionWriteError | None = None
     # The size of the file when a resumed session was read (see `_enter`).
     read_size: int = 0
     # The descriptor of the session's lock (io.take_lock) from `_enter` to `_release`.
@@ -156,7 +149,7 @@ class JsonlStore(SessionStore[_File]):
     ) -> None:
         super().__init__()
         self._root = Path(root) if root is not None else default_root()
-        self._batches = BatchWriter(check_interval(flush_interval), self._run_batch)
+        self._batches = BatchWriter(flush_interval, self._run_batch)
         self._read_only = read_only
         # How batch I/O reaches a worker thread; tests may swap it to count or hold batches.
         self._run_sync: RunSync = trio.to_thread.run_sync
@@ -199,10 +192,7 @@ class JsonlStore(SessionStore[_File]):
                 await trio.to_thread.run_sync(syncer.shutdown)
 
     def _refuse_write(self, what: str) -> SessionWriteError:
-        return SessionWriteError(
-            f"the session store {self._root} is open read-only, so it cannot {what}; open "
-            f"it without read_only=True"
-        )
+        return read_only_refusal(f"the session store {self._root}", what)
 
     async def _run_batch(self, batch: Batch | None, sessions: dict[Session, _File]) -> None:
         sync = batch is not None
@@ -378,34 +368,17 @@ class JsonlStore(SessionStore[_File]):
 
     async def _sync(self, session: Session) -> int:
         state = self._state(session)
-        log = state.log
-        if state.error is not None:
-            if not state.retry or log.in_flight:
-                raise state.error
-            # A new attempt: everything since the last durable point is written again.
-            state.error = None
-            self._batches.mark(session, state)
-        if log.clean and state.exists and state.tail is None:
+        # A new attempt writes everything since the last durable point again.
+        self._batches.retry_failed(session, state, possible=state.retry)
+        if state.log.clean and state.exists and state.tail is None:
             await trio.lowlevel.checkpoint()
-            return log.synced_seq
+            return state.log.synced_seq
         self._batches.check_running(session.id)
-        batch = await self._batches.next_batch()
-        if batch.error is not None:
-            raise batch.error
-        if state.error is not None:
-            raise state.error
-        return log.synced_seq
+        return await self._batches.wait_synced(state)
 
     async def _discard(self, session: Session) -> None:
         state = self._state(session)
-        state.abandoned = True
-        state.log.discard()
-        self._batches.forget(session)
-        if session.resumed:
-            await trio.lowlevel.checkpoint()
-            return
-        await self._batches.wait_settled(state.log)
-        if state.exists:
+        if await self._batches.abandon(session, state, new=not session.resumed) and state.exists:
             # Invariant: `exists` on a new session means this session created the file.
             await trio.to_thread.run_sync(partial(state.path.unlink, missing_ok=True))
             state.exists = False
@@ -502,20 +475,7 @@ class JsonlStore(SessionStore[_File]):
         return await trio.to_thread.run_sync(io.scan_parents, self._root)
 
     async def _list_stored(self) -> builtins.list[SessionInfo]:
-        found = await trio.to_thread.run_sync(io.scan_root, self._root)
-        return [
-            SessionInfo(
-                id=f.id,
-                records=f.records,
-                updated=datetime.fromtimestamp(f.mtime, UTC) if f.mtime is not None else None,
-                live=False,
-                title=f.title,
-                damaged=f.damaged,
-                cwd=f.cwd,
-                parent_id=f.parent_id,
-            )
-            for f in found
-        ]
+        return await trio.to_thread.run_sync(io.scan_root, self._root)
 
 
 def _size(path: Path) -> int | None:

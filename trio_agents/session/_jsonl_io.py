@@ -41,7 +41,7 @@ from ._convert import parse_line, structure_record
 from ._errors import SessionFormatError, SessionNotFoundError, SessionWriteError
 from ._ids import check_session_id
 from ._records import Record
-from ._summary import Summary
+from ._summary import SessionInfo, stored_info
 
 __all__ = [
     "FORMAT",
@@ -51,7 +51,6 @@ __all__ = [
     "LockHeld",
     "Repaired",
     "RewindError",
-    "StoredFile",
     "Tail",
     "WriteJob",
     "check_root",
@@ -590,30 +589,7 @@ def remove_sessions(root: Path, session_ids: Sequence[str]) -> None:
             release_lock(path, lock)
 
 
-@attrs.frozen
-class StoredFile:
-    """What a scan learns about one session file.
-
-    Attributes:
-        id: the session id.
-        records: how many records it holds (``0`` when damaged).
-        mtime: when it last changed.
-        title: the title of its records (see ``title_of``), or ``None``.
-        damaged: why it cannot be loaded, or ``None``.
-        cwd: the ``cwd`` of its latest ``AgentConfigured`` record, or ``None``.
-        parent_id: the ``parent_id`` of that record, or ``None``.
-    """
-
-    id: str
-    records: int
-    mtime: float | None
-    title: str | None
-    damaged: str | None = None
-    cwd: str | None = None
-    parent_id: str | None = None
-
-
-def scan_root(root: Path) -> list[StoredFile]:
+def scan_root(root: Path) -> list[SessionInfo]:
     """Read every session file in ``root`` as :func:`read_session` does, writing nothing.
 
     A file that cannot be loaded is listed with the reason (``damaged``); nothing in one file
@@ -626,26 +602,16 @@ def scan_root(root: Path) -> list[StoredFile]:
         return []
     with os.scandir(root) as entries:
         named = sorted((sid, Path(e.path)) for e in entries if (sid := _session_name(e.name)))
-    found: list[StoredFile] = []
+    found: list[SessionInfo] = []
     for session_id, path in named:
         try:
             loaded = read_session(path, session_id)
         except SessionNotFoundError:
             continue  # deleted since the directory was read
         except (SessionFormatError, OSError, MemoryError) as exc:
-            found.append(StoredFile(session_id, 0, _lmtime(path), None, _damage(exc)))
+            found.append(stored_info(session_id, (), _lmtime(path), _damage(exc)))
             continue
-        summary = Summary.of(loaded.records)
-        found.append(
-            StoredFile(
-                id=session_id,
-                records=len(loaded.records),
-                mtime=loaded.mtime,
-                title=summary.title,
-                cwd=summary.cwd,
-                parent_id=summary.parent_id,
-            )
-        )
+        found.append(stored_info(session_id, loaded.records, loaded.mtime))
     return found
 
 

@@ -43,7 +43,7 @@ import trio
 
 from .._base import ThreadConnections
 from ._backend import Stored
-from ._batches import Batch, BatchWriter, check_interval
+from ._batches import Batch, BatchWriter
 from ._convert import dump_record
 from ._errors import SessionWriteError
 from ._events import SessionWriteFailed
@@ -196,7 +196,7 @@ class PostgresStore(SessionStore[_Row]):
         self._dsn = _check_dsn(dsn)
         self._lease = float(lease_seconds)
         self._renew_every = float(renew)
-        self._batches = BatchWriter(check_interval(flush_interval), self._run_batch)
+        self._batches = BatchWriter(flush_interval, self._run_batch)
         self._connections = connections
         self._pool = _pool(dsn, connections, self._lease)
         self._owner = ""

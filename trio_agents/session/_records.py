@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any, Literal, TypeVar
 
 import attrs
 
-from .._base import TagRegistry
+from .._base import TagRegistry, still_open
 from ..cancel import CancelCause
 
 __all__ = [
@@ -469,10 +470,5 @@ register_record(ToolCallEnded, "tool_result")
 
 def open_turns(records: Sequence[Record]) -> list[str]:
     """The ids of turns that started and never ended, in the order they started."""
-    started: dict[str, None] = {}
-    for record in records:
-        if isinstance(record, TurnStarted):
-            started[record.turn_id] = None
-        elif isinstance(record, TurnEnded):
-            started.pop(record.turn_id, None)
-    return list(started)
+    spans = still_open(records, TurnStarted, TurnEnded, attrgetter("turn_id"))
+    return [started.turn_id for started in spans]

@@ -30,7 +30,6 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, final
@@ -40,7 +39,7 @@ import trio
 
 from . import _sqlite_io as io
 from ._backend import Stored
-from ._batches import Batch, BatchWriter, check_interval, write_failure
+from ._batches import Batch, BatchWriter, WriteState, read_only_refusal, write_failure
 from ._convert import dump_record
 from ._errors import (
     SessionFormatError,
@@ -62,21 +61,15 @@ __all__ = ["SqliteStore"]
 T = TypeVar("T")
 
 
-@attrs.define(eq=False)
-class _Row:
-    """The SQLite backend's state for one session."""
+@attrs.define(eq=False, kw_only=True)
+class _Row(WriteState[str]):
+    """The SQLite backend's state for one session; its log holds the JSON lines of the
+    session's records (a committed row is never lost, so it keeps no unsynced lines)."""
 
     # Invariant: a *new* session's first write replaces any stored session of its id.
     new: bool
     # Whether the database holds this session's row (resumed, or written by a batch of it).
     stored: bool
-    # The JSON lines of the session's records (a committed row is never lost, so the log
-    # keeps no unsynced lines).
-    log: WriteLog[str]
-    abandoned: bool = False
-    error: SessionWriteError | None = None
-    # The error of the latest failure, also after a retry cleared `error`.
-    last_error: SessionWriteError | None = None
 
 
 @final
@@ -106,7 +99,7 @@ class SqliteStore(SessionStore[_Row]):
     ) -> None:
         super().__init__()
         self._path = Path(path)
-        self._batches = BatchWriter(check_interval(flush_interval), self._run_batch)
+        self._batches = BatchWriter(flush_interval, self._run_batch)
         self._read_only = read_only
         self._writer_db: io.Database | None = None
         self._reader_db: io.Database | None = None
@@ -166,10 +159,7 @@ class SqliteStore(SessionStore[_Row]):
             return await trio.to_thread.run_sync(fn)
 
     def _refuse_write(self, what: str) -> SessionWriteError:
-        return SessionWriteError(
-            f"the session database {self._path} is open read-only, so it cannot {what}; open "
-            f"it without read_only=True"
-        )
+        return read_only_refusal(f"the session database {self._path}", what)
 
     # -- the writer task ---------------------------------------------------------------------
 
@@ -252,12 +242,8 @@ class SqliteStore(SessionStore[_Row]):
     async def _sync(self, session: Session) -> int:
         state = self._state(session)
         log = state.log
-        if state.error is not None:
-            if log.in_flight:
-                raise state.error
-            # A new attempt: every line since the last commit is written again.
-            state.error = None
-            self._batches.mark(session, state)
+        # A new attempt writes every line since the last commit again.
+        self._batches.retry_failed(session, state)
         if log.clean and state.stored:
             await trio.lowlevel.checkpoint()
             return log.synced_seq
@@ -266,24 +252,12 @@ class SqliteStore(SessionStore[_Row]):
             self._batches.mark(session, state)
         if log.written_seq > log.synced_seq and not log.in_flight:
             self._batches.mark_sync(session, state)
-        # Invariant: only this wait is cancellable; the batch runs to its end without us.
-        batch = await self._batches.next_batch()
-        if batch.error is not None:
-            raise batch.error
-        if state.error is not None:
-            raise state.error
-        return log.synced_seq
+        return await self._batches.wait_synced(state)
 
     async def _discard(self, session: Session) -> None:
         state = self._state(session)
-        state.abandoned = True
-        state.log.discard()
-        self._batches.forget(session)
-        if not state.new:
-            await trio.lowlevel.checkpoint()
-            return
-        await self._batches.wait_settled(state.log)
-        if state.stored and self._writer_db is not None:
+        new = await self._batches.abandon(session, state, new=state.new)
+        if new and state.stored and self._writer_db is not None:
             # Invariant: `stored` on a new session means one of its batches wrote the row.
             db = self._writer_db
             with contextlib.suppress(SessionNotFoundError):
@@ -335,17 +309,4 @@ class SqliteStore(SessionStore[_Row]):
         if db is None:
             await trio.lowlevel.checkpoint()
             return []
-        found = await self._reading(db.scan)
-        return [
-            SessionInfo(
-                id=f.id,
-                records=f.records,
-                updated=datetime.fromtimestamp(f.updated, UTC),
-                live=False,
-                title=f.title,
-                damaged=f.damaged,
-                cwd=f.cwd,
-                parent_id=f.parent_id,
-            )
-            for f in found
-        ]
+        return await self._reading(db.scan)

@@ -44,13 +44,12 @@ import attrs
 from ._convert import load_record
 from ._errors import SessionFormatError, SessionNotFoundError, SessionWriteError
 from ._records import Record
-from ._summary import Summary
+from ._summary import SessionInfo, stored_info
 
 __all__ = [
     "APPLICATION_ID",
     "VERSION",
     "Database",
-    "StoredRow",
     "WriteJob",
     "lock_path",
     "open_database",
@@ -98,19 +97,6 @@ class WriteJob:
     first_seq: int
     lines: Sequence[str]
     updated: float
-
-
-@attrs.frozen
-class StoredRow:
-    """What a scan learns about one stored session (see ``SessionInfo``)."""
-
-    id: str
-    records: int
-    updated: float
-    title: str | None
-    damaged: str | None = None
-    cwd: str | None = None
-    parent_id: str | None = None
 
 
 def _uri(path: Path, mode: str) -> str:
@@ -450,7 +436,7 @@ class Database:
             parents[session_id] = parent if isinstance(parent, str) else None
         return parents
 
-    def scan(self) -> list[StoredRow]:
+    def scan(self) -> list[SessionInfo]:
         """Every stored session, read as :meth:`read_session` does; a session that cannot be
         read is listed with the reason (``damaged``)."""
         with self._using() as conn, _snapshot(conn):
@@ -461,24 +447,14 @@ class Database:
         by_session: dict[str, list[tuple[object, object]]] = {}
         for session_id, seq, line in rows:
             by_session.setdefault(session_id, []).append((seq, line))
-        found: list[StoredRow] = []
+        found: list[SessionInfo] = []
         for session_id, updated in sessions:
             try:
                 records = self._records(session_id, by_session.get(session_id, []))
             except SessionFormatError as exc:
-                found.append(StoredRow(session_id, 0, updated, None, str(exc)))
+                found.append(stored_info(session_id, (), updated, str(exc)))
                 continue
-            summary = Summary.of(records)
-            found.append(
-                StoredRow(
-                    id=session_id,
-                    records=len(records),
-                    updated=updated,
-                    title=summary.title,
-                    cwd=summary.cwd,
-                    parent_id=summary.parent_id,
-                )
-            )
+            found.append(stored_info(session_id, records, updated))
         return found
 
 

@@ -5,6 +5,8 @@ Rules:
   characters; with none, the first queued prompt's (``InboxSpliced`` add); else ``None``.
 - The working directory is the latest ``AgentConfigured`` record's ``cwd``, and the parent
   that record's ``parent_id`` (the session of the agent that created this one as its child).
+- A backend's scan of its storage (in a worker thread) gives each stored session's
+  :class:`SessionInfo` (not live) with :func:`stored_info`.
 - A :class:`Summary` is built record by record (a backend that stores the title, cwd and
   parent beside the records keeps one per session); ``Summary.of(records)`` reads a whole
   history. Both give the same answer for the same records.
@@ -13,13 +15,13 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 import attrs
 
 from ._records import AgentConfigured, InboxSpliced, Record, UserMessage
 
-__all__ = ["SessionInfo", "Summary", "title_of"]
+__all__ = ["SessionInfo", "Summary", "stored_info", "title_of"]
 
 _TITLE_LENGTH = 60
 
@@ -96,3 +98,21 @@ class Summary:
         elif isinstance(record, AgentConfigured):
             self.cwd = record.cwd
             self.parent_id = record.parent_id
+
+
+def stored_info(
+    session_id: str, records: Sequence[Record], updated: float | None, damaged: str | None = None
+) -> SessionInfo:
+    """What ``list()`` says of a stored session that is not live, whose ``records`` a scan
+    read (none when ``damaged`` says why it cannot be loaded); ``updated`` is a POSIX time."""
+    summary = Summary.of(records)
+    return SessionInfo(
+        id=session_id,
+        records=len(records),
+        updated=None if updated is None else datetime.fromtimestamp(updated, UTC),
+        live=False,
+        title=summary.title,
+        damaged=damaged,
+        cwd=summary.cwd,
+        parent_id=summary.parent_id,
+    )

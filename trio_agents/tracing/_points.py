@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, final
 
 from ._protocols import EventT, RequestT, ShellJob, StreamingModel, ToolAnswer
@@ -52,12 +51,7 @@ class _Off:
     def __enter__(self) -> _Off:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         return None
 
     def answered(self, is_error: bool, content: str) -> None:

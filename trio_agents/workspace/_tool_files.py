@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final, final
 
 import attrs
@@ -372,20 +372,10 @@ class _FileTools:
         self._ctx.emit(FileChanged(agent_id, call.call_id, path, old, new))
 
     async def list_files(self, call: ToolContext, args: ListArgs) -> ToolResult:
-        try:
-            base = self._path(call, args.path)
-            text = await trio.to_thread.run_sync(_list, base, args.pattern, self._cwd(call))
-        except FileAccessError as exc:
-            return ToolResult(str(exc), is_error=True)
-        return ToolResult(text)
+        return await self._search(call, args.path, lambda base, cwd: _list(base, args.pattern, cwd))
 
     async def glob(self, call: ToolContext, args: GlobArgs) -> ToolResult:
-        try:
-            base = self._path(call, args.path)
-            text = await trio.to_thread.run_sync(_glob, base, args.pattern, self._cwd(call))
-        except FileAccessError as exc:
-            return ToolResult(str(exc), is_error=True)
-        return ToolResult(text)
+        return await self._search(call, args.path, lambda base, cwd: _glob(base, args.pattern, cwd))
 
     async def grep(self, call: ToolContext, args: GrepArgs) -> ToolResult:
         try:
@@ -395,9 +385,18 @@ class _FileTools:
             return ToolResult(
                 f"pattern {args.pattern!r} is not a regular expression: {exc}", is_error=True
             )
+        return await self._search(
+            call, args.path, lambda base, cwd: _grep(base, regex, cwd, self._roots, args.pattern)
+        )
+
+    async def _search(
+        self, call: ToolContext, path: str, search: Callable[[str, str], str]
+    ) -> ToolResult:
+        """``search(base, cwd)`` of the tree at ``path``, in a worker thread; a path the agent
+        may not reach is the tool's error."""
         try:
-            base, cwd = self._path(call, args.path), self._cwd(call)
-            text = await trio.to_thread.run_sync(_grep, base, regex, cwd, self._roots, args.pattern)
+            base, cwd = self._path(call, path), self._cwd(call)
+            text = await trio.to_thread.run_sync(search, base, cwd)
         except FileAccessError as exc:
             return ToolResult(str(exc), is_error=True)
         return ToolResult(text)
