@@ -23,6 +23,7 @@ is printed too: a side reading near it would be measuring the reader, not the wr
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -184,7 +185,8 @@ async def measure(deltas: int = DELTAS, rounds: int = ROUNDS) -> dict[str, float
     # what the load moves least, beside the wall-clock rates.
     r["floor_cpu_us"] = cpu["floor"] / (rounds * deltas) * 1e6
     r["acp_cpu_us"] = cpu["acp"] / (rounds * deltas) * 1e6
-    r["cpu_ratio"] = r["floor_cpu_us"] / r["acp_cpu_us"]
+    # (A run too short for a clock tick of the acp process's CPU reads no ratio.)
+    r["cpu_ratio"] = r["floor_cpu_us"] / r["acp_cpu_us"] if r["acp_cpu_us"] else math.nan
     r["reader"] = _reader_rate(text)
     r["deltas"] = deltas
     return r
