@@ -26,7 +26,8 @@ def _frame(message: dict[str, Any]) -> bytes:
     return _encode(message).encode() + b"\n"
 
 
-async def _serve(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream) -> None:
+async def serve(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream) -> None:
+    """Answer the requests read from ``receive`` on ``send`` until ``receive`` ends."""
     buffer = bytearray()
     sessions = 0
     while data := await receive.receive_some(1 << 16):
@@ -64,7 +65,7 @@ async def main() -> None:
     """Serve stdin/stdout until stdin closes."""
     receive = trio.lowlevel.FdStream(sys.stdin.fileno())
     send = trio.lowlevel.FdStream(sys.stdout.fileno())
-    await _serve(receive, send)
+    await serve(receive, send)
 
 
 if __name__ == "__main__":

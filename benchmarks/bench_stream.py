@@ -22,6 +22,7 @@ is printed too: a side reading near it would be measuring the reader, not the wr
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -33,12 +34,22 @@ from pathlib import Path
 from typing import Any
 
 import trio
+import trio.testing
 
+import trio_agents as ta
+from trio_agents.acp import AcpBridge
+from trio_agents.agent import AgentCreated
+from trio_agents.session import SessionAppended, TurnEnded
+
+from . import _stream_floor, bench_instructions
 from ._common import line
 
 #: Words (so deltas) per prompt, rounds per side.
 DELTAS = 2_000
 ROUNDS = 7
+#: The two prompt sizes counted under callgrind: a delta's count is their difference over
+#: the difference of their sizes, so what a prompt costs whatever its size cancels out.
+COUNTED = (500, 2_500)
 
 
 class _Peer:
@@ -192,6 +203,140 @@ async def measure(deltas: int = DELTAS, rounds: int = ROUNDS) -> dict[str, float
     return r
 
 
+class _Counted:
+    """One writer (``trio-agents``' bridge or the bare floor) serving requests written to it
+    in this process, its frames going to a ``cat`` process (whose reading is not counted)."""
+
+    def __init__(self, cat: subprocess.Popen[bytes]) -> None:
+        assert cat.stdin is not None
+        # A pipe that holds a whole prompt's frames: no write waits for cat, so once every
+        # task waits, every frame is written.
+        fcntl.fcntl(cat.stdin.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+        self.output = trio.lowlevel.FdStream(os.dup(cat.stdin.fileno()))
+        ours, theirs = trio.socket.socketpair()
+        self.requests = trio.SocketStream(ours)
+        self.input = trio.SocketStream(theirs)
+        self._next_id = 0
+
+    async def send(self, method: str, params: dict[str, Any]) -> None:
+        self._next_id += 1
+        message = {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
+        await self.requests.send_all(json.dumps(message).encode() + b"\n")
+
+
+async def _settle() -> None:
+    # Until every task waits: the writer has written all it had (the pipe holds it).
+    await trio.testing.wait_all_tasks_blocked()
+
+
+async def _count_bridge(marks: bench_instructions.Marks, cat: subprocess.Popen[bytes]) -> None:
+    counted = _Counted(cat)
+    ended = created = trio.Event()
+
+    def on_appended(event: SessionAppended) -> None:
+        if isinstance(event.record, TurnEnded):
+            ended.set()
+
+    def on_created(event: AgentCreated) -> None:
+        created.set()
+
+    async with ta.open_runtime(store=ta.MemoryStore()) as root:
+        root.on(SessionAppended, on_appended)
+        root.on(AgentCreated, on_created)
+        bridge = AcpBridge(counted.output, counted.input)
+        fiber = await root.plugin(bridge)
+        await counted.send("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        for n, deltas in enumerate((100, *COUNTED)):
+            created = trio.Event()
+            await counted.send("session/new", {"cwd": "/tmp", "mcpServers": []})
+            await created.wait()  # (after a check of the cwd in a worker thread)
+            await _settle()
+            session_id = bridge.statistics().sessions[n]
+            ended = trio.Event()
+            marks.toggle()
+            prompt = [{"type": "text", "text": _prompt_text(deltas)}]
+            await counted.send("session/prompt", {"sessionId": session_id, "prompt": prompt})
+            await ended.wait()
+            await _settle()
+            marks.toggle()
+            assert not bridge.statistics().unsent_bytes, "the frames were not all written"
+            marks.dump(f"acp_{deltas}")
+        await counted.requests.aclose()
+        await bridge.wait_closed()
+        await fiber.dispose()
+
+
+async def _count_floor(marks: bench_instructions.Marks, cat: subprocess.Popen[bytes]) -> None:
+    counted = _Counted(cat)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_stream_floor.serve, counted.input, counted.output)
+        for deltas in (100, *COUNTED):
+            marks.toggle()
+            await counted.send(
+                "session/prompt",
+                {"sessionId": "floor", "prompt": [{"type": "text", "text": _prompt_text(deltas)}]},
+            )
+            await _settle()
+            marks.toggle()
+            marks.dump(f"floor_{deltas}")
+        await counted.requests.aclose()
+
+
+async def _workload(library: str | None, cat: subprocess.Popen[bytes]) -> None:
+    marks = bench_instructions.Marks(library)
+    marks.start()
+    marks.dump("setup")
+    await _count_floor(marks, cat)
+    await _count_bridge(marks, cat)
+
+
+def workload(library: str | None) -> None:
+    """The counted writers, one after the other (see :func:`instructions`)."""
+    with subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL) as cat:
+        trio.run(_workload, library, cat)
+        assert cat.stdin is not None
+        cat.stdin.close()
+
+
+def instructions() -> dict[str, float]:
+    """Instructions per delta of the bridge and of the floor, under callgrind (load-free).
+
+    Each writer serves in one child interpreter (under valgrind) prompts written to it
+    from that interpreter, and writes its frames to a ``cat`` process; only the span from
+    the prompt's request until its last frame is written is collected, for two prompt
+    sizes (:data:`COUNTED`), and a delta's count is the difference over the sizes'.
+    """
+    with tempfile.TemporaryDirectory(prefix="trio-agents-callgrind-") as tmp:
+        directory = Path(tmp)
+        library = bench_instructions.build_marks(directory)
+        env = dict(os.environ, PYTHONHASHSEED="0", TRIO_AGENTS_CALLGRIND_MARKS=str(library))
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--instr-atstart=no",
+                "--collect-atstart=no",
+                f"--callgrind-out-file={directory / 'callgrind.out'}",
+                sys.executable,
+                "-m",
+                "benchmarks.bench_stream",
+                "--workload",
+            ],
+            check=True,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        counts = bench_instructions.read_dumps(directory)
+    small, large = COUNTED
+    r = {
+        side: (counts[f"{side}_{large}"] - counts[f"{side}_{small}"]) / (large - small)
+        for side in ("acp", "floor")
+    }
+    r["ratio"] = r["acp"] / r["floor"]
+    return r
+
+
 def main() -> dict[str, float]:
     """Measure and print; returns the figures."""
     r = trio.run(measure)
@@ -206,8 +351,20 @@ def main() -> dict[str, float]:
     print(f"  {'trio-agents acp CPU time per delta (its process):':<56}{r['acp_cpu_us']:>12.1f} us")
     print(f"  ratio: the streamed path runs at {r['ratio']:.2f}x the floor's deltas/s")
     print(f"  ratio: a delta costs the floor {r['cpu_ratio']:.2f}x the CPU time it costs acp")
+    reason = bench_instructions.unavailable()
+    if reason is not None:
+        print(f"  instructions per delta: not measured ({reason})")
+        return r
+    counts = instructions()
+    print(line("floor's instructions per delta (callgrind):", counts["floor"], "Ir"))
+    print(line("trio_agents' instructions per delta (acp, agent, session):", counts["acp"], "Ir"))
+    print(f"  ratio: a delta executes {counts['ratio']:.2f}x the floor's instructions")
+    r.update({f"ir_{side}": value for side, value in counts.items()})
     return r
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--workload"]:
+        workload(os.environ.get("TRIO_AGENTS_CALLGRIND_MARKS"))
+    else:
+        main()
