@@ -279,7 +279,9 @@ async def _count_floor(marks: bench_instructions.Marks, cat: subprocess.Popen[by
             await _settle()
             marks.toggle()
             marks.dump(f"floor_{deltas}")
-        await counted.requests.aclose()
+        await counted.requests.aclose()  # the floor's serve() returns at this EOF
+    await counted.input.aclose()
+    await counted.output.aclose()
 
 
 async def _workload(library: str | None, cat: subprocess.Popen[bytes]) -> None:
