@@ -24,7 +24,15 @@ QUICK = {
         "ratio_10000": 0.80,
     },
     "acp": {"bridge_p50": 0.29, "floor_p50": 0.07},
-    "stream": {"acp": 25_679.0, "floor": 31_784.0, "ratio": 0.81, "cpu_ratio": 0.64},
+    "stream": {
+        "acp": 11_992.0,
+        "floor": 23_941.0,
+        "ratio": 0.501,
+        "cpu_ratio": 0.79,
+        "ir_acp": 88_183.0,
+        "ir_floor": 88_227.0,
+        "ir_ratio": 1.0,
+    },
     "stores": {"JsonlStore": 2_445.0, "floor": 6_031.0},
     "instructions": {
         "turn_agent": 728_979.0,
@@ -45,6 +53,7 @@ ROWS = [
     "32 agents flushing, default store",
     "aggregate turns/s vs 10 agents",
     "streamed deltas through acp vs floor",
+    "  instructions per delta vs floor",
     "idle agent (traced memory)",
     "ACP prompt round trip, p50",
 ]
@@ -63,6 +72,7 @@ def test_issue43_table_has_every_row_with_its_verdict() -> None:
         "32 agents flushing, default store": False,
         "aggregate turns/s vs 10 agents": True,
         "streamed deltas through acp vs floor": True,
+        "  instructions per delta vs floor": True,
         "idle agent (traced memory)": False,
         "ACP prompt round trip, p50": False,
     }
