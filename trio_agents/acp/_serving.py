@@ -7,9 +7,11 @@ Rules (ordering):
   :data:`_WRITE_SIZE` bytes). Woken by a frame, it lets scheduling passes go by first (one
   checkpoint each) for as long as each pass queued more frames, at most
   :data:`_COALESCE_PASSES` of them and until :data:`_COALESCE_BYTES` wait: so the frames a
-  turn queues in consecutive steps (a streamed reply's deltas, one a step, its last update
-  and its answer) cost one write and the client one read, and a frame waits for later ones
-  only while they come pass after pass, never more than that bound.
+  turn queues in consecutive steps (a streamed reply's deltas, one a step) cost one write
+  and the client one read, and a frame waits for later ones only while they come pass after
+  pass, never more than that bound. A frame sent without ``more`` (an answer: the end of
+  what its producer had to say) ends the wait at the writer's next pass, as does a first
+  frame alone.
 - A client that stops reading must not make the queue grow without end, and a client that
   reads must get every frame however fast the agents produce them. So the queue may pass
   ``max_unsent`` bytes for a moment, but when it stays past the bound with no frame written
@@ -130,6 +132,8 @@ class Serving:
         # The outbound queue: frames in order; the writer parks on _wake when it is empty.
         self._queue: deque[bytes] = deque()
         self._queue_closed = False
+        # A frame that ends its burst (an answer) was queued: the writer waits no longer.
+        self._burst_ended = False
         self._wake = trio.lowlevel.ParkingLot()
         self._drained = trio.Event()
         self._max_unsent = max_unsent
@@ -145,12 +149,18 @@ class Serving:
 
     # -- frames out ---------------------------------------------------------------------------
 
-    def send(self, frame: bytes) -> None:
-        """Queue ``frame`` (dropped, with a debug log, once the connection closed)."""
+    def send(self, frame: bytes, *, more: bool = False) -> None:
+        """Queue ``frame`` (dropped, with a debug log, once the connection closed).
+
+        ``more``: its producer may queue more right after it (a streamed update), so the
+        writer may wait for them; else (an answer) the writer waits for nothing more.
+        """
         if self._queue_closed:
             log.debug("dropped a frame after the connection closed")
             return
         self._queue.append(frame)
+        if not more:
+            self._burst_ended = True
         if self._wake:  # the writer is parked
             self._wake.unpark()
         self._unsent += len(frame)
@@ -168,7 +178,7 @@ class Serving:
         except (TypeError, ValueError) as exc:
             log.error("dropped a session/update of session %s: %s", session_id, exc)
             return
-        self.send(frame)
+        self.send(frame, more=True)
 
     def update_template(self, session_id: str, update: Mapping[str, Any]) -> TextTemplate:
         """The ``session/update`` notifications of ``session_id`` that differ only in one
@@ -264,6 +274,7 @@ class Serving:
                 await self._wake.park()  # send() unparks it
                 await self._coalesce()
                 continue
+            self._burst_ended = False
             data = self._take()
             try:
                 await self._send_stream.send_all(data)
@@ -292,7 +303,7 @@ class Serving:
         for _ in range(_COALESCE_PASSES):
             queued = len(queue)
             await trio.lowlevel.cancel_shielded_checkpoint()
-            if self._unsent >= _COALESCE_BYTES:
+            if self._burst_ended or self._unsent >= _COALESCE_BYTES:
                 return
             quiet = quiet + 1 if len(queue) == queued else 0
             if quiet == 2:
