@@ -71,8 +71,8 @@ _WRITE_SIZE: Final = 1 << 20
 
 #: The most scheduling passes the writer lets go by, while frames keep coming, before it
 #: writes (a streamed reply queues one delta a pass): the most a frame waits for later ones.
-#: Writing once per burst instead of every other delta: 99,923 -> 88,177 instructions per
-#: streamed delta of ``trio-agents acp`` (the bare writer's 88,465), ``bench_stream``'s
+#: Writing once per burst instead of every other delta: 99,923 -> 88,326 instructions per
+#: streamed delta of ``trio-agents acp`` (the bare writer's 88,341), ``bench_stream``'s
 #: callgrind count; fewer writes and client reads besides (issue #43 item 5).
 _COALESCE_PASSES: Final = 64
 #: Queued bytes past which the writer writes without waiting for more (a pipe's buffer).
