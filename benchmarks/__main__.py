@@ -33,6 +33,7 @@ from . import (
     bench_sessions,
     bench_shell,
     bench_stores,
+    bench_stream,
     bench_task,
     bench_tools,
     bench_tracing,
@@ -46,6 +47,7 @@ FLOOR_ROWS = (
     "memory",
     "many",
     "acp",
+    "stream",
     "stores",
     "instructions",
     "peers",
@@ -261,7 +263,31 @@ def issue43_rows(r: dict[str, dict[str, float]], fsync_delay_us: int = 0) -> lis
         )
     else:
         absent("aggregate turns/s vs 10 agents", ">= 0.8x at 10,000", "many not run")
-    absent("streamed deltas through acp vs floor", ">= 0.5x", "no benchmark yet: issue #43 item 5")
+    if "stream" in r:
+        d = r["stream"]
+        rows.append(
+            (
+                "streamed deltas through acp vs floor",
+                f"{d['acp']:,.0f}/s vs {d['floor']:,.0f}/s ({d['ratio']:.2f}x; "
+                f"CPU a delta {d['cpu_ratio']:.2f}x)",
+                ">= 0.5x",
+                d["ratio"] >= 0.5,
+            )
+        )
+    else:
+        absent("streamed deltas through acp vs floor", ">= 0.5x", "stream not run")
+    if "stream" in r and "ir_acp" in r["stream"]:
+        d = r["stream"]
+        rows.append(
+            (
+                "  instructions per delta vs floor",
+                f"{d['ir_acp']:,.0f} vs {d['ir_floor']:,.0f} Ir ({d['ir_ratio']:.2f}x)",
+                "<= 2x (0.5x's cost)",
+                d["ir_ratio"] <= 2,
+            )
+        )
+    else:
+        absent("  instructions per delta vs floor", "<= 2x (0.5x's cost)", "no callgrind count")
     if "memory" in r:
         m = r["memory"]
         rows.append(
@@ -320,6 +346,7 @@ def main() -> None:
         "memory": lambda: bench_memory.main(idle),
         "many": lambda: bench_many.main(many),
         "acp": bench_acp.main,
+        "stream": bench_stream.main,
         "instructions": bench_instructions.main,
         "peers": bench_peers.main,
         "compaction": bench_compaction.main,

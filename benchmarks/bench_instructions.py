@@ -171,7 +171,8 @@ def unavailable() -> str | None:
     return None
 
 
-def _build(directory: Path) -> Path:
+def build_marks(directory: Path) -> Path:
+    """Build the marks library (``callgrind_marks.c``) in ``directory``; its path."""
     compiler = shutil.which("cc") or shutil.which("gcc") or "cc"
     library = directory / "callgrind_marks.so"
     subprocess.run(
@@ -214,7 +215,7 @@ def measure(turns: int = TURNS, cancels: int = CANCELS) -> dict[str, float]:
     """Run the workload under callgrind in a child interpreter; the per-operation counts."""
     with tempfile.TemporaryDirectory(prefix="trio-agents-callgrind-") as tmp:
         directory = Path(tmp)
-        library = _build(directory)
+        library = build_marks(directory)
         env = dict(os.environ, PYTHONHASHSEED="0", **{_LIBRARY_VARIABLE: str(library)})
         subprocess.run(
             [

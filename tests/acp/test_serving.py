@@ -321,3 +321,68 @@ async def test_one_write_joins_at_most_the_write_size_and_keeps_the_order() -> N
         assert output.writes == [b"a\nb\n", big, big + big, b"c\n"]
         assert s.unsent == 0
         await to_agent.aclose()
+
+
+async def test_frames_queued_pass_after_pass_leave_in_one_write() -> None:
+    """A producer that queues a frame a pass (a streamed reply's deltas) gets one write for
+    all of them, once a pass queues nothing more."""
+    output = RecordingOutput()
+    async with trio.open_nursery() as nursery:
+        s, to_agent = await _serving_in(nursery, output)
+        for i in range(10):
+            s.send(b"%d\n" % i, more=True)
+            await trio.lowlevel.checkpoint()  # the producer's next step
+        await trio.testing.wait_all_tasks_blocked()
+        assert output.writes == [b"".join(b"%d\n" % i for i in range(10))]
+        await to_agent.aclose()
+
+
+async def test_a_producer_that_never_pauses_is_written_within_the_pass_bound() -> None:
+    """Frames that keep coming, one a pass, still leave every _COALESCE_PASSES passes or so,
+    in order: a frame never waits for later ones without bound."""
+    output = RecordingOutput()
+    frames = [b"%d\n" % i for i in range(5 * _serving._COALESCE_PASSES)]
+    async with trio.open_nursery() as nursery:
+        s, to_agent = await _serving_in(nursery, output)
+        for frame in frames:
+            s.send(frame, more=True)
+            await trio.lowlevel.checkpoint()
+        await trio.testing.wait_all_tasks_blocked()
+        assert b"".join(output.writes) == b"".join(frames)
+        assert len(output.writes) >= 4
+        assert max(w.count(b"\n") for w in output.writes) <= _serving._COALESCE_PASSES + 2
+        await to_agent.aclose()
+
+
+async def test_frames_past_the_coalescing_bytes_leave_without_waiting_for_more() -> None:
+    """Once _COALESCE_BYTES of frames wait, the writer writes them although more keep coming."""
+    output = RecordingOutput()
+    half = b"x" * (_serving._COALESCE_BYTES // 2) + b"\n"
+    async with trio.open_nursery() as nursery:
+        s, to_agent = await _serving_in(nursery, output)
+        for _ in range(8):
+            s.send(half, more=True)
+            await trio.lowlevel.checkpoint()
+        await trio.testing.wait_all_tasks_blocked()
+        assert b"".join(output.writes) == half * 8
+        assert max(len(w) for w in output.writes) <= 3 * len(half)
+        await to_agent.aclose()
+
+
+async def test_an_answer_ends_the_wait_for_more_streamed_frames() -> None:
+    """Frames sent without more (an answer) leave at the writer's next pass, although
+    streamed updates keep coming after it: an answer never waits for a stream."""
+    output = RecordingOutput()
+    async with trio.open_nursery() as nursery:
+        s, to_agent = await _serving_in(nursery, output)
+        for i in range(3):
+            s.send(b"update %d\n" % i, more=True)
+            await trio.lowlevel.checkpoint()
+        s.send(b"answer\n")
+        for i in range(3, 20):
+            await trio.lowlevel.checkpoint()
+            s.send(b"update %d\n" % i, more=True)
+        await trio.testing.wait_all_tasks_blocked()
+        assert b"answer\n" in output.writes[0]
+        assert b"update 19\n" not in output.writes[0]
+        await to_agent.aclose()

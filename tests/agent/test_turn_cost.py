@@ -123,3 +123,33 @@ async def test_when_idle_is_scheduled_once_per_turn(ending: str) -> None:
         ended = [r.stop_reason.value for r in agent.session.records if isinstance(r, TurnEnded)]
     assert ended == [ending] * 3
     assert steps.steps == 3, f"the waiter ran {steps.steps} steps in 3 turns, not one each"
+
+
+class _Passes(trio.abc.Instrument):
+    """Counts the scheduler's passes (each waits for I/O once, maybe for no time)."""
+
+    def __init__(self) -> None:
+        self.passes = 0
+
+    def before_io_wait(self, timeout: float) -> None:
+        self.passes += 1
+
+
+async def test_a_turn_on_a_memory_store_is_three_passes() -> None:
+    """On a store with nothing to wait for, a turn's durable end takes no pass of its own:
+    the loop wakes, the model streams, the loop records the end and idles, the waiter
+    wakes (the flush's checkpoint was a fourth pass in every turn)."""
+    async with ag.open_runtime(model=_Echo()) as root:
+        agent = (await root.agents.create()).agent
+        agent.prompt("warm up")
+        await agent.when_idle()
+        await trio.testing.wait_all_tasks_blocked()
+        passes = _Passes()
+        trio.lowlevel.add_instrument(passes)
+        try:
+            agent.prompt("counted")
+            await agent.when_idle()
+        finally:
+            trio.lowlevel.remove_instrument(passes)
+        assert agent.session.statistics().flushed_seq == agent.session.last_seq
+    assert passes.passes == 3, f"a turn took {passes.passes} scheduler passes, not 3"

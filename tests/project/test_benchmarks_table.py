@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from benchmarks import bench_instructions
+from benchmarks import bench_instructions, bench_stream
 from benchmarks.__main__ import issue43_rows, print_table
 
 #: Figures shaped like a ``python -m benchmarks --quick`` run's (the 2026-12-05 13:33 run).
@@ -24,6 +24,15 @@ QUICK = {
         "ratio_10000": 0.80,
     },
     "acp": {"bridge_p50": 0.29, "floor_p50": 0.07},
+    "stream": {
+        "acp": 11_992.0,
+        "floor": 23_941.0,
+        "ratio": 0.501,
+        "cpu_ratio": 0.79,
+        "ir_acp": 88_183.0,
+        "ir_floor": 88_227.0,
+        "ir_ratio": 1.0,
+    },
     "stores": {"JsonlStore": 2_445.0, "floor": 6_031.0},
     "instructions": {
         "turn_agent": 728_979.0,
@@ -44,6 +53,7 @@ ROWS = [
     "32 agents flushing, default store",
     "aggregate turns/s vs 10 agents",
     "streamed deltas through acp vs floor",
+    "  instructions per delta vs floor",
     "idle agent (traced memory)",
     "ACP prompt round trip, p50",
 ]
@@ -61,7 +71,8 @@ def test_issue43_table_has_every_row_with_its_verdict() -> None:
         "  instructions per cancel vs floor": False,
         "32 agents flushing, default store": False,
         "aggregate turns/s vs 10 agents": True,
-        "streamed deltas through acp vs floor": None,
+        "streamed deltas through acp vs floor": True,
+        "  instructions per delta vs floor": True,
         "idle agent (traced memory)": False,
         "ACP prompt round trip, p50": False,
     }
@@ -111,3 +122,19 @@ def test_issue43_table_reads_turns_and_cancel_against_the_best_peer_of_the_run()
     assert re.search(r"; 11\.8x best peer$", rows["tool turn vs plain turn"])
     assert re.search(r"; 1\.0x best peer$", rows["cancel in-flight turn, p50"])
     assert "best peer" not in rows["idle agent (traced memory)"]
+
+
+async def test_stream_benchmark_reads_every_delta_from_both_processes() -> None:
+    """bench_stream runs a real trio-agents acp and the bare writer, checks each streamed the
+    prompt back delta by delta, and reports both rates and CPU costs."""
+    r = await bench_stream.measure(deltas=50, rounds=1)
+    assert r["acp"] > 0
+    assert r["floor"] > 0
+    assert r["ratio"] == r["acp"] / r["floor"]
+    assert r["acp_cpu_us"] >= 0
+    assert r["floor_cpu_us"] >= 0
+
+
+def test_stream_instruction_workload_runs_natively_without_callgrind() -> None:
+    """bench_stream's counted workload (both writers, frames to a cat process) runs natively."""
+    bench_stream.workload(None)

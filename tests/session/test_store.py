@@ -541,3 +541,30 @@ async def test_only_the_owner_can_detach_or_abandon_an_owned_session(make_store:
         assert state_of(session) is SessionState.ENDED
         assert store.get("owned") is None
         assert [type(r) for r in (await store.load("owned")).records] == [TurnStarted, TurnEnded]
+
+
+async def test_flush_nowait_flushes_a_memory_session_and_refuses_where_it_must_wait(
+    make_store: Factory,
+) -> None:
+    """flush_nowait does what flush does when the backend stores records as they come
+    (MemoryStore: flushed, SessionFlushed); a backend that writes raises WouldBlock and
+    leaves the records unflushed for flush(); a private session has nothing to flush."""
+    events: list[object] = []
+    async with running(make_store(), events) as (_, store):
+        session = store.prepare("a")
+        session.append(TurnStarted(turn_id="t0"))
+        store.flush_nowait(session)  # private: nothing to do
+        await store.enter(session)
+        session.append(TurnStarted(turn_id="t1"))
+        if isinstance(store, MemoryStore):
+            store.flush_nowait(session)
+            assert session.statistics().flushed_seq == 1
+            assert session_events(events) == [("SessionAppended", "a"), ("SessionFlushed", "a")]
+        else:
+            with pytest.raises(trio.WouldBlock):
+                store.flush_nowait(session)
+            assert session.statistics().flushed_seq < 1
+            assert session_events(events) == [("SessionAppended", "a")]
+            await store.flush(session)
+            assert session.statistics().flushed_seq == 1
+        await store.detach(session)

@@ -305,7 +305,7 @@ class Sessions:
             template = session.text_templates[kind] = self._serving.update_template(
                 session.agent.id, text_chunk(kind, TEXT_SLOT)
             )
-        self._serving.send(template.frame(text))
+        self._serving.send(template.frame(text), more=True)
 
     def on_output(self, event: AgentOutput) -> None:
         """Stream a chunk of the agent's reply, or of a child's into its ``task`` call."""

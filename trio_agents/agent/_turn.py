@@ -205,7 +205,12 @@ class Turn:
             )
         self._open = None
         append(TurnEnded(turn_id=self.id, stop_reason=stop, cause=cause, error=error))
-        await self._parts.flush_quietly()
+        # A store with nothing to wait for (MemoryStore) flushes without a checkpoint: a turn
+        # is 3 scheduler passes instead of 4 (test_a_turn_on_a_memory_store_is_three_passes),
+        # 768,597 -> 728,364 instructions a turn and 453,731 -> 413,067 a cancel
+        # (bench_instructions). The TurnEnded is as durable as that store makes anything.
+        if not self._parts.flush_nowait():
+            await self._parts.flush_quietly()
 
     async def _steps(self) -> StopReason:
         parts = self._parts
