@@ -7,8 +7,8 @@ file of its own there. :func:`read_traces` reads the files back as :class:`Trip`
 Rules:
 - A round trip is a message that makes the client wait for the server's ``ReadyForQuery``: a
   simple ``Query``, or a ``Sync`` (which ends whatever extended-protocol messages, a whole
-  pipeline, came before it). Its statement is the first one sent since the previous round
-  trip; its time is the time it was sent.
+  pipeline, came before it). Its statement is every statement sent since the previous round
+  trip, joined with ``" ; "``; its time is the time it was sent.
 - A ``NotificationResponse`` is not a round trip (the server pushes it); it is a row with
   ``notification=True`` and its channel as the statement.
 - Counting is exact and does not depend on the machine's load; tracing slows the process, so
@@ -94,14 +94,14 @@ def _messages(path: Path) -> Iterator[list[str]]:
 
 
 def _quoted(text: str) -> tuple[str, str]:
-    """The first two quoted strings of a message's text (a name, then a statement or a name)."""
+    """A ``Parse``'s statement name and statement (or a notification's channel and payload)."""
     name, _, rest = text.partition('"')[2].partition('"')
     second = rest.partition('"')[2].rpartition('"')[0]
     return name, second
 
 
 def _trips(path: Path) -> Iterator[Trip]:
-    first: str | None = None
+    sent: list[str] = []
     prepared: dict[str, str] = {}
     for message in _messages(path):
         if len(message) < 4:
@@ -115,15 +115,18 @@ def _trips(path: Path) -> Iterator[Trip]:
         if kind == "Parse":
             name, statement = _quoted(text)
             prepared[name] = statement
-            first = first or statement
-        elif kind == "Bind" and first is None:
-            first = prepared.get(_quoted(text.partition('"')[2].partition('"')[2])[0], "?")
+            sent.append(statement)
+        elif kind == "Bind":
+            parts = text.split('"')  # "portal" "statement" ...: names hold no quotes
+            name = parts[3] if len(parts) > 3 else ""
+            if name:  # a prepared statement's execution (an unnamed one was just parsed)
+                sent.append(prepared.get(name, "?"))
         elif kind == "Query":
             yield Trip(_seconds(stamp), text.strip('"'))
-            first = None
+            sent = []
         elif kind == "Sync":
-            yield Trip(_seconds(stamp), first or "(sync)")
-            first = None
+            yield Trip(_seconds(stamp), " ; ".join(sent) or "(sync)")
+            sent = []
 
 
 def _seconds(stamp: str) -> float:

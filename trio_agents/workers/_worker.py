@@ -55,7 +55,6 @@ from ..session import (
     SessionIdInUseError,
     SessionNotFoundError,
     SessionWriteError,
-    StopReason,
     load_record,
 )
 from ._ledger import Ledger, decide
@@ -137,6 +136,16 @@ class _Run:
     more: bool = False
 
 
+@attrs.define(eq=False)
+class _Fold:
+    """The ledger of a session this worker holds, fed up to ``seen`` records (it lives as
+    long as the agent: a prompt feeds it only what came since the last one)."""
+
+    agent: Agent
+    ledger: Ledger = attrs.Factory(Ledger)
+    seen: int = 0
+
+
 @final
 class Worker:
     """The worker plugin (``name = "worker"``); :func:`serve_worker` applies it.
@@ -183,6 +192,7 @@ class Worker:
         self._drained = trio.Event()
         self._runs: dict[str, _Run] = {}  # by session id
         self._held: dict[str, AgentHandle[Any]] = {}
+        self._folds: dict[str, _Fold] = {}
         self._idle_since: dict[str, float] = {}
         self._routed_at: dict[str, float] = {}
         self._releasing: set[str] = set()
@@ -254,6 +264,7 @@ class Worker:
 
     def _on_disposed(self, event: AgentDisposed) -> None:
         self._held.pop(event.agent_id, None)
+        self._folds.pop(event.agent_id, None)
         self._kick(event.agent_id)
 
     def _kick(self, session_id: str) -> None:
@@ -354,12 +365,14 @@ class Worker:
             return
         run.agent = agent
         session = agent.session
-        ledger = Ledger()
-        seen = 0
+        fold = self._folds.get(row.session_id)
+        if fold is None or fold.agent is not agent:
+            fold = self._folds[row.session_id] = _Fold(agent)
+        ledger = fold.ledger
         while True:
             changed = self._changed.setdefault(row.session_id, trio.Event())
-            new = session.records_since(seen)
-            seen += len(new)
+            new = session.records_since(fold.seen)
+            fold.seen += len(new)
             ledger.feed(new)
             if self._record_interruptions(agent, ledger):
                 continue
@@ -408,21 +421,13 @@ class Worker:
 
     def _record_interruptions(self, agent: Agent, ledger: Ledger) -> bool:
         """Append ``TurnInterrupted`` for every attempt the store's repair closed."""
-        added = False
-        for attempts in ledger.attempts.values():
-            for attempt in attempts:
-                ended = attempt.ended
-                if (
-                    ended is not None
-                    and ended.stop_reason is StopReason.INTERRUPTED
-                    and attempt.interrupted_by is None
-                    and attempt.turn_id is not None
-                ):
-                    cause = WorkerLost(worker=attempt.worker)
-                    agent.session.append(TurnInterrupted(turn_id=attempt.turn_id, cause=cause))
-                    attempt.interrupted_by = cause
-                    added = True
-        return added
+        unexplained, ledger.unexplained = ledger.unexplained, []
+        for attempt in unexplained:
+            assert attempt.turn_id is not None  # only a turn's end makes one unexplained
+            cause = WorkerLost(worker=attempt.worker)
+            agent.session.append(TurnInterrupted(turn_id=attempt.turn_id, cause=cause))
+            attempt.interrupted_by = cause
+        return bool(unexplained)
 
     async def _apply_cancel(self, run: _Run, agent: Agent, ledger: Ledger) -> None:
         line = run.cancel
