@@ -86,9 +86,9 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
-def _server_cpu() -> float:
+def _server_cpus() -> dict[int, float]:
     """CPU seconds of every PostgreSQL server process alive now (a backend per connection)."""
-    total = 0.0
+    found: dict[int, float] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -96,8 +96,20 @@ def _server_cpu() -> float:
             except OSError:
                 continue
             if name == "postgres":
-                total += _cpu(int(entry))
-    return total
+                found[int(entry)] = _cpu(int(entry))
+    return found
+
+
+class _ServerCpu:
+    """The server's CPU seconds since it was made: of every process alive at the end, what
+    it spent since the start (all of it for a process started since). A backend that ends
+    in between takes its seconds with it: a floor, never a negative figure."""
+
+    def __init__(self) -> None:
+        self._start = _server_cpus()
+
+    def spent(self) -> float:
+        return sum(cpu - self._start.get(pid, 0.0) for pid, cpu in _server_cpus().items())
 
 
 def _self_cpu() -> float:
@@ -177,22 +189,23 @@ async def queued(dsn: str, workers: int) -> tuple[float, list[float], dict[str, 
                     await prompt.answer()
                     latencies.append(time.perf_counter() - sent)
 
-            before = _cpus(processes)
+            server = _ServerCpu()
+            before = _cpus(processes, server)
             start = time.perf_counter()
             async with trio.open_nursery() as nursery:
                 for n in range(SESSIONS):
                     nursery.start_soon(session, n)
             elapsed = time.perf_counter() - start
-            return elapsed, latencies, _per_prompt(before, _cpus(processes))
+            return elapsed, latencies, _per_prompt(before, _cpus(processes, server))
     finally:
         await _stop(processes)
 
 
-def _cpus(processes: list[trio.Process]) -> dict[str, float]:
+def _cpus(processes: list[trio.Process], server: _ServerCpu) -> dict[str, float]:
     return {
         "worker": sum(_cpu(process.pid) for process in processes),
         "client": _self_cpu(),
-        "server": _server_cpu(),
+        "server": server.spent(),
     }
 
 
@@ -215,13 +228,14 @@ async def direct(dsn: str) -> tuple[float, list[float], dict[str, float]]:
                 await agent.ask(f"{n}:{k}")
                 latencies.append(time.perf_counter() - sent)
 
-        before = {"direct": _self_cpu(), "server": _server_cpu()}
+        server = _ServerCpu()
+        before = {"direct": _self_cpu(), "server": server.spent()}
         start = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for n, agent in enumerate(agents):
                 nursery.start_soon(session, agent, n)
         elapsed = time.perf_counter() - start
-        after = {"direct": _self_cpu(), "server": _server_cpu()}
+        after = {"direct": _self_cpu(), "server": server.spent()}
         return elapsed, latencies, _per_prompt(before, after)
 
 
@@ -241,13 +255,14 @@ async def direct_bounded(dsn: str) -> tuple[float, list[float], dict[str, float]
                     await agent.ask(f"{n}:{k}")
                 latencies.append(time.perf_counter() - sent)
 
-        before = {"direct": _self_cpu(), "server": _server_cpu()}
+        server = _ServerCpu()
+        before = {"direct": _self_cpu(), "server": server.spent()}
         start = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for n, agent in enumerate(agents):
                 nursery.start_soon(session, agent, n)
         elapsed = time.perf_counter() - start
-        after = {"direct": _self_cpu(), "server": _server_cpu()}
+        after = {"direct": _self_cpu(), "server": server.spent()}
         return elapsed, latencies, _per_prompt(before, after)
 
 

@@ -8,9 +8,10 @@ Rules:
   streams), so the worker sends nothing of its own for records.
 - The claim loop claims (``_sql.claim``) when woken: by a notification on the queue's
   channel, the drain, or a prompt ending here when work may wait behind it (the claim said
-  its session had another prompt queued, or a submit came that could not be claimed then: a
-  session running here, or no free slot); a slow poll (``poll_interval``) only covers lost
-  notifications. It claims at most ``max_sessions`` prompts at a time, one per session.
+  its session had another prompt queued, a submit to that session came while it ran, or the
+  last claim could not take everything: it filled every free slot, or a wake-up came while
+  none was free); a slow poll (``poll_interval``) only covers lost notifications. It claims
+  at most ``max_sessions`` prompts at a time, one per session.
 - A claimed prompt runs as :mod:`._ledger` decides from the session's records: start an
   attempt, adopt a message a dead worker queued, or settle. It settles only once what it
   settles on is durable (a flush), and only under its claim.
@@ -197,9 +198,11 @@ class Worker:
         self._routed_at: dict[str, float] = {}
         self._releasing: set[str] = set()
         self._changed: dict[str, trio.Event] = {}
-        # A submit came that the last claim could not take (its session ran here, or no slot
-        # was free): the end of a run here claims again.
+        # Work the last claim could not take, so the end of a run here claims again: a claim
+        # that filled every free slot, or a wake-up while no slot was free (``_backlog``); a
+        # submit to a session running here (``_waiting``: its run's end claims again).
         self._backlog = False
+        self._waiting: set[str] = set()
         self._counts = dict.fromkeys(
             ("claimed", "completed", "failed", "cancelled", "handed_back", "released"), 0
         )
@@ -279,7 +282,7 @@ class Worker:
             if owner and owner != self.id:
                 return  # the session is routed to a live worker: only it may claim it
             if session_id in self._runs:
-                self._backlog = True  # the claim it wakes skips it: claim again after a run
+                self._waiting.add(session_id)  # a claim skips it until its run ends
         elif kind == "cancel":
             for run in self._runs.values():
                 if run.row.id == what:
@@ -311,6 +314,7 @@ class Worker:
                         self._counts["claimed"] += 1
                         runs.start_soon(self._run, run)
                     if claimed and len(claimed) == free:
+                        self._backlog = True  # more may be queued than there was room for
                         continue
                 if self.draining:
                     break
@@ -349,7 +353,9 @@ class Worker:
             del self._runs[session_id]
             self._changed.pop(session_id, None)
             self._idle_since[session_id] = trio.current_time()
-            if run.more or self._backlog or self._draining:
+            waiting = session_id in self._waiting
+            self._waiting.discard(session_id)
+            if run.more or waiting or self._backlog or self._draining:
                 self._wake.set()
 
     async def _run_prompt(self, run: _Run) -> None:
