@@ -112,6 +112,27 @@ class _ServerCpu:
         return sum(cpu - self._start.get(pid, 0.0) for pid, cpu in _server_cpus().items())
 
 
+def _threads(pid: int) -> dict[str, float]:
+    """CPU seconds of process ``pid`` by kind of thread: ``trio`` (the main thread), ``LISTEN``
+    (the queue's listener), ``database`` (the threads the pools' calls run in). A thread that
+    ended took its seconds with it."""
+    found = dict.fromkeys(("trio", "LISTEN", "database"), 0.0)
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+        except OSError:
+            continue
+        name = stat.split("(", 1)[1].rsplit(")", 1)[0]
+        fields = stat.rsplit(")", 1)[1].split()
+        kind = "trio" if int(task) == pid else "LISTEN" if "_loop" in name else "database"
+        found[kind] += (int(fields[11]) + int(fields[12])) / _TICK
+    return found
+
+
 def _self_cpu() -> float:
     times = os.times()
     return times.user + times.system
@@ -202,11 +223,22 @@ async def queued(dsn: str, workers: int) -> tuple[float, list[float], dict[str, 
 
 
 def _cpus(processes: list[trio.Process], server: _ServerCpu) -> dict[str, float]:
-    return {
+    found = {
         "worker": sum(_cpu(process.pid) for process in processes),
         "client": _self_cpu(),
         "server": server.spent(),
     }
+    for process in processes:
+        for kind, seconds in _threads(process.pid).items():
+            found[f"worker {kind}"] = found.get(f"worker {kind}", 0.0) + seconds
+    return found
+
+
+def _direct_cpus(server: _ServerCpu) -> dict[str, float]:
+    found = {"direct": _self_cpu(), "server": server.spent()}
+    for kind, seconds in _threads(os.getpid()).items():
+        found[f"direct {kind}"] = seconds
+    return found
 
 
 def _per_prompt(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
@@ -229,13 +261,13 @@ async def direct(dsn: str) -> tuple[float, list[float], dict[str, float]]:
                 latencies.append(time.perf_counter() - sent)
 
         server = _ServerCpu()
-        before = {"direct": _self_cpu(), "server": server.spent()}
+        before = _direct_cpus(server)
         start = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for n, agent in enumerate(agents):
                 nursery.start_soon(session, agent, n)
         elapsed = time.perf_counter() - start
-        after = {"direct": _self_cpu(), "server": server.spent()}
+        after = _direct_cpus(server)
         return elapsed, latencies, _per_prompt(before, after)
 
 
@@ -256,13 +288,13 @@ async def direct_bounded(dsn: str) -> tuple[float, list[float], dict[str, float]
                 latencies.append(time.perf_counter() - sent)
 
         server = _ServerCpu()
-        before = {"direct": _self_cpu(), "server": server.spent()}
+        before = _direct_cpus(server)
         start = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for n, agent in enumerate(agents):
                 nursery.start_soon(session, agent, n)
         elapsed = time.perf_counter() - start
-        after = {"direct": _self_cpu(), "server": server.spent()}
+        after = _direct_cpus(server)
         return elapsed, latencies, _per_prompt(before, after)
 
 
@@ -430,6 +462,15 @@ def main() -> None:
             f"{cpu['client'] * 1000:.2f} ms in the client, "
             f"{cpu['server'] * 1000:.2f} ms in the server"
         )
+    one = results[f"{WORKERS[0]} workers"][2]
+    print(
+        "    by thread, ms per prompt: "
+        + ", ".join(
+            f"{kind} {one[f'worker {kind}'] * 1000:.2f}" for kind in ("trio", "database", "LISTEN")
+        )
+        + f" in {WORKERS[0]} worker; trio {direct_cpu['direct trio'] * 1000:.2f}, database "
+        f"{direct_cpu['direct database'] * 1000:.2f} on the direct path"
+    )
     _print_round_trips(results["round trips"])
     bound = LEASE + LEASE / 3
     print(
