@@ -60,10 +60,10 @@ def trace_connections(directory: Path | None) -> None:
                 conn.pgconn.untrace()
             close()
 
-        conn.close = untraced_close
+        conn.close = untraced_close  # type: ignore[method-assign]
         return conn
 
-    psycopg.connect = connect  # type: ignore[assignment]
+    psycopg.connect = connect
 
 
 @attrs.frozen

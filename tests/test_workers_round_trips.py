@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -31,7 +32,7 @@ TRACED = (
 
 
 @pytest.fixture
-def traced(tmp_path: Path) -> Path:
+def traced(tmp_path: Path) -> Iterator[Path]:
     """A directory for this process's traces; tracing stops after the test."""
     trace_connections(tmp_path / "here")
     yield tmp_path

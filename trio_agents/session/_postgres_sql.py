@@ -30,7 +30,6 @@ Rules (the schema, format version 1):
 from __future__ import annotations
 
 import builtins
-import contextlib
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -39,6 +38,7 @@ from typing import Any, Literal
 import attrs
 import psycopg
 
+from .._base import close_quietly, connect_postgres
 from ._convert import load_record
 from ._errors import (
     SessionExistsError,
@@ -121,20 +121,10 @@ OperationalError = psycopg.OperationalError
 
 
 def connect(dsn: str, stalled_after: float) -> Conn:
-    """A new autocommit connection to ``dsn`` (giving up after 10 s unless it says otherwise).
-
-    The server ends the connection if it idles ``stalled_after`` seconds inside a transaction:
-    the transactions here are short, so such a client was stopped mid-transaction, and the
-    row locks it holds would otherwise keep every other worker from taking its sessions over.
-    """
-    if "connect_timeout" in dsn:
-        conn = psycopg.connect(dsn, autocommit=True)
-    else:
-        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-    conn.execute(
-        "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
-        (str(max(1, round(stalled_after * 1000))),),
-    )
+    """A new autocommit connection to ``dsn``, ended by the server when it idles
+    ``stalled_after`` seconds inside a transaction (a stopped client's row locks would keep
+    every other worker from taking its sessions over)."""
+    conn: Conn = connect_postgres(dsn, stalled_after)
     return conn
 
 
@@ -520,9 +510,3 @@ def delete_tree(conn: Conn, session_id: str) -> builtins.list[str]:
         ids = [row[0] for row in rows]
         conn.execute("DELETE FROM trio_agents_sessions WHERE id = ANY(%s)", (ids,))
     return ids
-
-
-def close_quietly(conn: Conn) -> None:
-    """Close ``conn``, ignoring a connection that is already broken."""
-    with contextlib.suppress(psycopg.Error):
-        conn.close()

@@ -40,6 +40,7 @@ from ..session import (
     load_record,
 )
 from ._errors import PromptCancelledError, PromptFailedError, PromptNotFoundError
+from ._lazy import queue_modules
 from ._records import AgentTemplate, CancelRequested, Policy, PromptClaimed
 
 if TYPE_CHECKING:
@@ -50,15 +51,7 @@ if TYPE_CHECKING:
 def _load() -> None:
     """Import the queue's SQL (and so psycopg) on first use; say which extra is missing."""
     global sql, _pg
-    try:
-        from . import _pg as pg_module
-        from . import _sql as sql_module
-    except ImportError as exc:
-        raise ImportError(
-            "the work queue needs psycopg 3; install the 'postgres' extra: "
-            "pip install 'trio-agents[postgres]'"
-        ) from exc
-    sql, _pg = sql_module, pg_module
+    sql, _pg = queue_modules()
 
 
 __all__ = ["PromptStatus", "Remote", "RemotePrompt", "open_remote"]

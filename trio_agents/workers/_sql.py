@@ -32,7 +32,6 @@ Rules (the queue's schema, version 1; its tables sit beside the session store's)
 from __future__ import annotations
 
 import builtins
-import contextlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -40,6 +39,7 @@ from typing import Any
 import attrs
 import psycopg
 
+from .._base import close_quietly, connect_postgres
 from ._errors import PromptIdInUseError, QueueFormatError
 
 __all__ = [
@@ -118,27 +118,10 @@ Conn = psycopg.Connection[Any]
 
 
 def connect(dsn: str, stalled_after: float = 30.0) -> Conn:
-    """A new autocommit connection (giving up after 10 s unless the DSN says otherwise).
-
-    The server ends it if it idles ``stalled_after`` seconds inside a transaction: the
-    transactions here are short, so such a client was stopped mid-transaction (SIGSTOP), and
-    the row locks it holds (a route's) would keep the other workers waiting.
-    """
-    if "connect_timeout" in dsn:
-        conn = psycopg.connect(dsn, autocommit=True)
-    else:
-        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-    conn.execute(
-        "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
-        (str(max(1, round(stalled_after * 1000))),),
-    )
+    """A new autocommit connection, ended by the server when it idles ``stalled_after``
+    seconds inside a transaction (a stopped worker's route locks)."""
+    conn: Conn = connect_postgres(dsn, stalled_after)
     return conn
-
-
-def close_quietly(conn: Conn) -> None:
-    """Close ``conn``, ignoring a connection that is already broken."""
-    with contextlib.suppress(psycopg.Error):
-        conn.close()
 
 
 def prepare_queue(conn: Conn) -> int:
