@@ -47,6 +47,7 @@ __all__ = [
     "PROMPTS_CHANNEL",
     "QUEUE_CHANNEL",
     "RECORDS_CHANNEL",
+    "SETTLED",
     "Claimed",
     "Conn",
     "PromptRow",
