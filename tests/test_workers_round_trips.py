@@ -15,7 +15,7 @@ import pytest
 import trio
 from pg_trace import Trip, read_traces, trace_connections
 from pg_workers import Worker, workers
-from workers_support import DEADLINE
+from workers_support import DEADLINE, serving, turn_started
 
 from trio_agents.session._postgres_sql import WriteJob, prepare_schema, take_lease, write_batch
 from trio_agents.workers import AgentTemplate, open_remote
@@ -133,3 +133,20 @@ async def test_a_prompt_costs_one_round_trip_per_step_and_one_for_its_client(
     ]
     assert (steps.count("claim"), steps.count("settle")) == (3, 3)
     assert set(steps) == {"claim", "settle", "write"}
+
+
+async def test_a_prompt_queued_behind_a_running_one_runs_when_it_ends_not_at_the_poll(
+    pg_dsn: str,
+) -> None:
+    """With the fallback poll an hour long, a prompt submitted to a session while its previous
+    prompt runs is claimed as soon as that run ends (the claim its notice woke skipped it)."""
+    with trio.fail_after(DEADLINE):
+        async with (
+            serving(pg_dsn, model="echo?delay=0.5", poll_interval=3600),
+            open_remote(pg_dsn, poll_interval=3600) as remote,
+        ):
+            first = await remote.submit("s", "one", agent=AgentTemplate())
+            await turn_started(first)
+            second = await remote.submit("s", "two")
+            assert await second.answer() == "two"
+            assert await first.answer() == "one"
