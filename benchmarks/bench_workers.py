@@ -14,15 +14,30 @@ while a second worker runs; the time from the kill to the prompt's answer by the
 (policy ``retry``) is the handover. The bound is the lease plus one renewal interval (the dead
 worker's leases run out at most that long after its last renewal), plus one model call.
 
+Round trips: one worker process and this process (the client, then the direct side) trace
+every PostgreSQL connection with libpq's own protocol trace (``tests/helpers/pg_trace.py``) while
+``PROFILED`` prompts run in turn on one session; every round trip (a ``Sync`` or a simple
+``Query`` the client then waits on) is counted by what it does, per prompt. The counts are
+exact and do not move with the machine's load.
+
+CPU per prompt: the CPU seconds (user + system, ``/proc/PID/stat``) the worker processes, this
+process (the client) and the PostgreSQL server's processes spent while the load ran, per
+prompt, against this process's on the direct side: load-independent where wall-clock rates
+are not (a loaded machine slows every side, it does not make one spend more CPU).
+
 Needs the PostgreSQL server binaries and psycopg; without them it says so and measures
 nothing. Run: ``python -m benchmarks.bench_workers``.
 """
 
 from __future__ import annotations
 
+import collections
+import os
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import aclosing
 from pathlib import Path
@@ -39,6 +54,7 @@ MODEL = "echo?delay=0.05"
 LEASE = 1.0
 WORKERS = (1, 2, 4)
 ALONE = 21
+PROFILED = 20
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMAND = Path(sys.executable).parent / "trio-agents"
@@ -52,15 +68,112 @@ def _pg_server() -> Any:
     return pg_server
 
 
+def _pg_trace() -> Any:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.helpers import pg_trace
+
+    return pg_trace
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` spent so far, or 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _server_cpus() -> dict[int, float]:
+    """CPU seconds of every PostgreSQL server process alive now (a backend per connection)."""
+    found: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                name = Path(f"/proc/{entry}/comm").read_text().strip()
+            except OSError:
+                continue
+            if name == "postgres":
+                found[int(entry)] = _cpu(int(entry))
+    return found
+
+
+class _ServerCpu:
+    """The server's CPU seconds since it was made: of every process alive at the end, what
+    it spent since the start (all of it for a process started since). A backend that ends
+    in between takes its seconds with it: a floor, never a negative figure."""
+
+    def __init__(self) -> None:
+        self._start = _server_cpus()
+
+    def spent(self) -> float:
+        return sum(cpu - self._start.get(pid, 0.0) for pid, cpu in _server_cpus().items())
+
+
+def _threads(pid: int) -> dict[str, float]:
+    """CPU seconds of process ``pid`` by kind of thread: ``trio`` (the main thread), ``LISTEN``
+    (the queue's listener), ``database`` (the threads the pools' calls run in). A thread that
+    ended took its seconds with it."""
+    found = dict.fromkeys(("trio", "LISTEN", "database"), 0.0)
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+        except OSError:
+            continue
+        name = stat.split("(", 1)[1].rsplit(")", 1)[0]
+        fields = stat.rsplit(")", 1)[1].split()
+        kind = "trio" if int(task) == pid else "LISTEN" if "_loop" in name else "database"
+        found[kind] += (int(fields[11]) + int(fields[12])) / _TICK
+    return found
+
+
+def _self_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+#: What each round trip does, by a piece of its SQL (the first that matches names it).
+_STEPS = (
+    ("WITH added AS", "submit"),
+    ("WITH live AS", "claim"),
+    ("INSERT INTO trio_agents_records", "write batch (records)"),
+    ("WITH p AS", "settle"),
+    ("WITH back AS", "hand back"),
+    ("SELECT id, seq, session_id, content", "read the prompt"),
+    ("INSERT INTO trio_agents_workers", "heartbeat"),
+    ("SET expires", "lease renewal"),
+    ("FROM trio_agents_records", "read the session"),
+)
+
+
+def _step(statement: str) -> str:
+    for piece, name in _STEPS:
+        if piece in statement:
+            return name
+    return " ".join(statement.split())[:40]
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _start_worker(dsn: str, *options: str) -> trio.Process:
+async def _start_worker(dsn: str, *options: str, trace: Path | None = None) -> trio.Process:
+    command = [str(COMMAND)]
+    if trace is not None:
+        command = [sys.executable, "-m", "benchmarks.bench_workers", "--traced", str(trace)]
     process = await trio.lowlevel.open_process(
-        [str(COMMAND), "worker", "--store", dsn, "--lease", str(LEASE), *options],
+        [*command, "worker", "--store", dsn, "--lease", str(LEASE), *options],
         stderr=subprocess.PIPE,
+        cwd=ROOT,
     )
     assert process.stderr is not None
     seen = b""
@@ -79,8 +192,9 @@ async def _stop(processes: list[trio.Process]) -> None:
         await process.wait()
 
 
-async def queued(dsn: str, workers: int) -> tuple[float, list[float]]:
-    """Seconds for the load through ``workers`` worker processes, and every latency."""
+async def queued(dsn: str, workers: int) -> tuple[float, list[float], dict[str, float]]:
+    """Seconds for the load through ``workers`` worker processes, every latency, and the CPU
+    seconds per prompt of the workers, the client and the server."""
     processes = [
         await _start_worker(dsn, "--model", MODEL, "--max-sessions", str(PER_WORKER))
         for _ in range(workers)
@@ -98,17 +212,44 @@ async def queued(dsn: str, workers: int) -> tuple[float, list[float]]:
                     await prompt.answer()
                     latencies.append(time.perf_counter() - sent)
 
+            server = _ServerCpu()
+            before = _cpus(processes, server)
             start = time.perf_counter()
             async with trio.open_nursery() as nursery:
                 for n in range(SESSIONS):
                     nursery.start_soon(session, n)
-            return time.perf_counter() - start, latencies
+            elapsed = time.perf_counter() - start
+            return elapsed, latencies, _per_prompt(before, _cpus(processes, server))
     finally:
         await _stop(processes)
 
 
-async def direct(dsn: str) -> tuple[float, list[float]]:
-    """Seconds for the load in one runtime on ``PostgresStore``, and every latency."""
+def _cpus(processes: list[trio.Process], server: _ServerCpu) -> dict[str, float]:
+    found = {
+        "worker": sum(_cpu(process.pid) for process in processes),
+        "client": _self_cpu(),
+        "server": server.spent(),
+    }
+    for process in processes:
+        for kind, seconds in _threads(process.pid).items():
+            found[f"worker {kind}"] = found.get(f"worker {kind}", 0.0) + seconds
+    return found
+
+
+def _direct_cpus(server: _ServerCpu) -> dict[str, float]:
+    found = {"direct": _self_cpu(), "server": server.spent()}
+    for kind, seconds in _threads(os.getpid()).items():
+        found[f"direct {kind}"] = seconds
+    return found
+
+
+def _per_prompt(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {name: (after[name] - before[name]) / (SESSIONS * PROMPTS) for name in before}
+
+
+async def direct(dsn: str) -> tuple[float, list[float], dict[str, float]]:
+    """Seconds for the load in one runtime on ``PostgresStore``, every latency, and the CPU
+    seconds per prompt of this process and of the server."""
     from trio_agents.session import PostgresStore
 
     latencies: list[float] = []
@@ -121,14 +262,18 @@ async def direct(dsn: str) -> tuple[float, list[float]]:
                 await agent.ask(f"{n}:{k}")
                 latencies.append(time.perf_counter() - sent)
 
+        server = _ServerCpu()
+        before = _direct_cpus(server)
         start = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for n, agent in enumerate(agents):
                 nursery.start_soon(session, agent, n)
-        return time.perf_counter() - start, latencies
+        elapsed = time.perf_counter() - start
+        after = _direct_cpus(server)
+        return elapsed, latencies, _per_prompt(before, after)
 
 
-async def direct_bounded(dsn: str) -> tuple[float, list[float]]:
+async def direct_bounded(dsn: str) -> tuple[float, list[float], dict[str, float]]:
     """:func:`direct` with at most ``PER_WORKER`` sessions at work at once, as one worker."""
     from trio_agents.session import PostgresStore
 
@@ -144,11 +289,59 @@ async def direct_bounded(dsn: str) -> tuple[float, list[float]]:
                     await agent.ask(f"{n}:{k}")
                 latencies.append(time.perf_counter() - sent)
 
+        server = _ServerCpu()
+        before = _direct_cpus(server)
         start = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for n, agent in enumerate(agents):
                 nursery.start_soon(session, agent, n)
-        return time.perf_counter() - start, latencies
+        elapsed = time.perf_counter() - start
+        after = _direct_cpus(server)
+        return elapsed, latencies, _per_prompt(before, after)
+
+
+async def round_trips(dsn: str, directory: Path) -> dict[str, collections.Counter[str]]:
+    """Every round trip (and notification received) per prompt, by side and by what it does:
+    ``PROFILED`` prompts in turn on one session, after one that creates it, through one traced
+    worker process (its client traced here), then on the direct side (traced here)."""
+    pg_trace = _pg_trace()
+    # A lease of 10 s: its heartbeat and renewals (not per prompt) stay out of the window.
+    worker = await _start_worker(dsn, "--model", MODEL, "--lease", "10", trace=directory / "worker")
+    windows: dict[str, tuple[float, float]] = {}
+    pg_trace.trace_connections(directory / "client")
+    try:
+        async with ta.open_remote(dsn) as remote:
+            await remote.ask("r", "first", agent=ta.workers.AgentTemplate())
+            start = time.time()
+            for k in range(PROFILED):
+                await remote.ask("r", f"{k}")
+            windows["worker"] = windows["client"] = (start, time.time())
+    finally:
+        pg_trace.trace_connections(None)
+        worker.send_signal(signal.SIGTERM)  # drained, it exits: its traces are complete
+        await worker.wait()
+    from trio_agents.session import PostgresStore
+
+    pg_trace.trace_connections(directory / "direct")
+    try:
+        async with ta.open_runtime(store=PostgresStore(dsn), model=MODEL) as root:
+            agent = (await root.agents.create(session_id="d")).agent
+            await agent.ask("first")
+            start = time.time()
+            for k in range(PROFILED):
+                await agent.ask(f"{k}")
+            windows["direct"] = (start, time.time())
+    finally:
+        pg_trace.trace_connections(None)
+    counts: dict[str, collections.Counter[str]] = {}
+    for side, (start, end) in windows.items():
+        trips = pg_trace.read_traces(directory / side)
+        counts[side] = collections.Counter(
+            f"notified: {trip.statement}" if trip.notification else _step(trip.statement)
+            for trip in trips
+            if start <= trip.at <= end
+        )
+    return counts
 
 
 async def alone(dsn: str) -> list[float]:
@@ -197,7 +390,26 @@ async def measure(dsn: str, fresh: Any) -> dict[str, Any]:
         results[f"{n} workers"] = await queued(fresh(dsn), n)
     results["alone"] = await alone(fresh(dsn))
     results["handover"] = await handover(fresh(dsn))
+    with tempfile.TemporaryDirectory(prefix="trio-agents-trace-") as directory:
+        results["round trips"] = await round_trips(fresh(dsn), Path(directory))
     return results
+
+
+def _print_round_trips(counts: dict[str, collections.Counter[str]]) -> dict[str, float]:
+    """Print the round trips per prompt of each side, and each step's; return the totals."""
+    totals = {
+        side: sum(n for step, n in steps.items() if not step.startswith("notified")) / PROFILED
+        for side, steps in counts.items()
+    }
+    print(
+        f"  round trips per prompt: worker {totals['worker']:.2g}, client "
+        f"{totals['client']:.2g}, direct path {totals['direct']:.2g} ({PROFILED} prompts in "
+        f"turn on one session, libpq's trace; exact, whatever the load)"
+    )
+    for side, steps in counts.items():
+        each = ", ".join(f"{step} {n / PROFILED:.2g}" for step, n in sorted(steps.items()))
+        print(f"    {side}: {each}")
+    return totals
 
 
 def main() -> None:
@@ -224,7 +436,7 @@ def main() -> None:
         "direct, bounded": f"the same, {PER_WORKER} sessions at once",
     }
     for name in ("direct", "direct, bounded", *(f"{n} workers" for n in WORKERS)):
-        seconds, latencies = results[name]
+        seconds, latencies, _ = results[name]
         label = labels.get(name, name)
         rate = total / seconds
         print(
@@ -237,6 +449,31 @@ def main() -> None:
         f"{statistics.median(results['alone']) * 1000:,.0f} ms from submit to answer (the "
         f"model takes 50 ms)"
     )
+    direct_cpu = results["direct, bounded"][2]
+    floor = direct_cpu["direct"]
+    print(
+        f"  CPU per prompt (user + system, /proc; the direct path, {PER_WORKER} sessions at "
+        f"once: {floor * 1000:.2f} ms in its process, {direct_cpu['server'] * 1000:.2f} ms "
+        f"in the server):"
+    )
+    for n in WORKERS:
+        cpu = results[f"{n} workers"][2]
+        print(
+            f"    {n} workers: {cpu['worker'] * 1000:.2f} ms in the workers "
+            f"({cpu['worker'] / floor:.2f}x the direct path's process), "
+            f"{cpu['client'] * 1000:.2f} ms in the client, "
+            f"{cpu['server'] * 1000:.2f} ms in the server"
+        )
+    one = results[f"{WORKERS[0]} workers"][2]
+    print(
+        "    by thread, ms per prompt: "
+        + ", ".join(
+            f"{kind} {one[f'worker {kind}'] * 1000:.2f}" for kind in ("trio", "database", "LISTEN")
+        )
+        + f" in {WORKERS[0]} worker; trio {direct_cpu['direct trio'] * 1000:.2f}, database "
+        f"{direct_cpu['direct database'] * 1000:.2f} on the direct path"
+    )
+    _print_round_trips(results["round trips"])
     bound = LEASE + LEASE / 3
     print(
         f"  SIGKILL of a running worker to its prompt answered elsewhere (lease {LEASE:g} s, "
@@ -245,5 +482,16 @@ def main() -> None:
     )
 
 
+def traced(directory: str, argv: list[str]) -> int:
+    """Run ``trio-agents ARGV`` with every PostgreSQL connection traced into ``directory``
+    (the profiled worker process)."""
+    _pg_trace().trace_connections(Path(directory))
+    from trio_agents.cli import main as command
+
+    return command(argv)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--traced"]:
+        sys.exit(traced(sys.argv[2], sys.argv[3:]))
     main()

@@ -572,6 +572,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     # The work queue's internals: its SQL, its database access and its decisions.
+    "trio_agents.workers._lazy": frozenset({"queue_modules"}),
     "trio_agents.workers._ledger": frozenset({"Attempt", "Decision", "Ledger", "decide"}),
     "trio_agents.workers._pg": frozenset({"Listener", "pool", "where"}),
     "trio_agents.workers._sql": frozenset(
@@ -583,12 +584,12 @@ INTERNAL: dict[str, frozenset[str]] = {
             "PromptRow",
             "QUEUE_CHANNEL",
             "RECORDS_CHANNEL",
+            "SETTLED",
             "claim",
             "close_quietly",
             "connect",
             "hand_back",
             "heartbeat",
-            "notify_records",
             "prepare_queue",
             "read_prompt",
             "register_worker",

@@ -1,14 +1,17 @@
 """The base layer: what every layer uses, below the kernel (``CONTRIBUTING.md``, "The layers").
 
 Private to the package: state tables, the strict structuring policy and its wording, tag
-registries for tagged unions, the low-level one-shot signal, and a pool of blocking database
-connections used from worker threads. It imports nothing of the package but the error base,
-and any package may import it (``tests/project/test_layers.py``); no other package's private
-module is imported across packages.
+registries for tagged unions, the low-level one-shot signal, the fold of spans still open, a
+pool of blocking database connections used from worker threads, and how a PostgreSQL
+connection is opened. It imports nothing of the package but the error base, and any package may
+import it (``tests/project/test_layers.py``); no other package's private module is imported
+across packages.
 """
 
 from ._connections import BlockingConnection as BlockingConnection
 from ._connections import ThreadConnections as ThreadConnections
+from ._postgres import close_quietly as close_quietly
+from ._postgres import connect_postgres as connect_postgres
 from ._primitives import Signal as Signal
 from ._primitives import Wake as Wake
 from ._spans import still_open as still_open
@@ -34,6 +37,8 @@ __all__ = [
     "ThreadConnections",
     "Wake",
     "Wording",
+    "close_quietly",
+    "connect_postgres",
     "count_problems",
     "json_type",
     "list_problems",

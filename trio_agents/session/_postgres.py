@@ -164,6 +164,9 @@ class PostgresStore(SessionStore[_Row]):
         flush_interval: the longest time, in seconds, an appended record waits before the
             writer commits it.
         connections: how many database connections the store uses at most.
+        records_channel: a ``NOTIFY`` channel on which every write batch sends the id of each
+            session it wrote, in the batch's own transaction (the work queue's clients listen
+            on it to stream a turn's records); ``None``, the default, sends nothing.
 
     Raises:
         ValueError: ``dsn`` is not a connection string, a duration is not positive and
@@ -179,6 +182,7 @@ class PostgresStore(SessionStore[_Row]):
         renew_every: float | None = None,
         flush_interval: float = 0.05,
         connections: int = 4,
+        records_channel: str | None = None,
     ) -> None:
         super().__init__()
         _load_sql()
@@ -198,6 +202,7 @@ class PostgresStore(SessionStore[_Row]):
         self._renew_every = float(renew)
         self._batches = BatchWriter(flush_interval, self._run_batch)
         self._connections = connections
+        self._records_channel = records_channel
         self._pool = _pool(dsn, connections, self._lease)
         self._owner = ""
         self._leased: dict[str, tuple[Session, _Row]] = {}
@@ -211,6 +216,11 @@ class PostgresStore(SessionStore[_Row]):
     def owner(self) -> str:
         """This store's lease owner id (``host:pid:random``; new each time it is applied)."""
         return self._owner
+
+    @property
+    def records_channel(self) -> str | None:
+        """The ``NOTIFY`` channel told of every session a batch wrote, or ``None``."""
+        return self._records_channel
 
     @property
     def lease_seconds(self) -> float:
@@ -254,7 +264,8 @@ class PostgresStore(SessionStore[_Row]):
             if jobs:
                 self._write_batches += 1
                 self._sync_batches += 1  # every batch is a commit: what it wrote is durable
-                outcomes = await self._pool.run(sql.write_batch, self._owner, self._lease, jobs)
+                write = partial(sql.write_batch, notify=self._records_channel)
+                outcomes = await self._pool.run(write, self._owner, self._lease, jobs)
             else:
                 # A flush that found its records in the batch before: nothing to commit.
                 await trio.lowlevel.checkpoint()

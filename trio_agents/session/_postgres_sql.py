@@ -30,7 +30,6 @@ Rules (the schema, format version 1):
 from __future__ import annotations
 
 import builtins
-import contextlib
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -39,6 +38,7 @@ from typing import Any, Literal
 import attrs
 import psycopg
 
+from .._base import close_quietly, connect_postgres
 from ._convert import load_record
 from ._errors import (
     SessionExistsError,
@@ -121,20 +121,10 @@ OperationalError = psycopg.OperationalError
 
 
 def connect(dsn: str, stalled_after: float) -> Conn:
-    """A new autocommit connection to ``dsn`` (giving up after 10 s unless it says otherwise).
-
-    The server ends the connection if it idles ``stalled_after`` seconds inside a transaction:
-    the transactions here are short, so such a client was stopped mid-transaction, and the
-    row locks it holds would otherwise keep every other worker from taking its sessions over.
-    """
-    if "connect_timeout" in dsn:
-        conn = psycopg.connect(dsn, autocommit=True)
-    else:
-        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-    conn.execute(
-        "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
-        (str(max(1, round(stalled_after * 1000))),),
-    )
+    """A new autocommit connection to ``dsn``, ended by the server when it idles
+    ``stalled_after`` seconds inside a transaction (a stopped client's row locks would keep
+    every other worker from taking its sessions over)."""
+    conn: Conn = connect_postgres(dsn, stalled_after)
     return conn
 
 
@@ -259,9 +249,11 @@ def renew_leases(
 ) -> builtins.list[str]:
     """Extend every lease in ``leases`` (``(session_id, epoch)`` pairs) that ``owner`` still
     holds; return the ids of those it lost (taken over, or deleted). One transaction of two
-    statements, in one pipeline, however many leases."""
+    statements, in one pipeline (one round trip), however many leases."""
     ids = [session_id for session_id, _ in leases]
-    with conn.pipeline(), conn.transaction():
+    # Invariant: a pipeline with no transaction block of its own is one implicit transaction
+    # up to its one Sync (see write_batch).
+    with conn.pipeline():
         # Invariant: the rows are locked in id order (see the module's rules).
         conn.execute(
             "SELECT id FROM trio_agents_sessions WHERE id = ANY(%b) ORDER BY id FOR UPDATE",
@@ -307,17 +299,23 @@ Outcome = Literal["written", "lost", "moved"]
 
 
 def write_batch(
-    conn: Conn, owner: str, lease_seconds: float, jobs: Sequence[WriteJob]
+    conn: Conn,
+    owner: str,
+    lease_seconds: float,
+    jobs: Sequence[WriteJob],
+    *,
+    notify: str | None = None,
 ) -> builtins.list[Outcome]:
     """Append every job's records in one transaction (one commit for the whole batch).
 
     A job whose lease ``owner`` lost (``"lost"``), or whose session no longer holds the
     records the job follows (``"moved"``), writes nothing; the others are written, and their
-    leases extended. The outcomes are in the order of ``jobs``. The batch is the same four
-    statements however many sessions it holds, sent in one pipeline with the BEGIN and the
-    COMMIT: one round trip (and one wait for the GIL) for the whole batch. Array parameters go
-    in binary (``%b``): the text form escapes every quote of every JSON line, which cost more
-    than the rest of the batch.
+    leases extended. The outcomes are in the order of ``jobs``. With ``notify``, the id of
+    every session written is sent on that channel, in the same transaction (delivered at its
+    commit). The batch is the same few statements however many sessions it holds, sent in one
+    pipeline: one round trip (and one wait for the GIL) for the whole batch. Array parameters
+    go in binary (``%b``): the text form escapes every quote of every JSON line, which cost
+    more than the rest of the batch.
 
     Raises:
         psycopg.Error: the transaction failed; nothing of the batch was written.
@@ -330,7 +328,11 @@ def write_batch(
         for n, line in enumerate(job.lines)
     ]
     columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * 5
-    with conn.pipeline(), conn.transaction():
+    # Invariant: the pipeline has no BEGIN of its own: its statements up to its one Sync are
+    # one implicit transaction, committed at the Sync, or rolled back whole when one fails
+    # (test_postgres_batch_is_one_round_trip pins it). ``conn.transaction()`` inside a
+    # pipeline would sync after its BEGIN and around its COMMIT: four round trips, not one.
+    with conn.pipeline():
         # Invariant: the rows are locked in id order (see the module's rules).
         conn.execute(
             "SELECT id FROM trio_agents_sessions WHERE id = ANY(%b) ORDER BY id FOR UPDATE",
@@ -373,6 +375,14 @@ def write_batch(
             "ON s.id = job.id AND s.owner = %s AND s.epoch = job.epoch",
             (ids, epochs, owner),
         )
+        if notify is not None:
+            conn.execute(
+                "SELECT pg_notify(%s, s.id) FROM trio_agents_sessions AS s "
+                "JOIN unnest(%b::text[], %b::bigint[], %b::int[]) AS job(id, epoch, upto) "
+                "ON s.id = job.id AND s.owner = %s AND s.epoch = job.epoch "
+                "AND s.records = job.upto",
+                (notify, ids, epochs, [job.first + len(job.lines) for job in jobs], owner),
+            )
     # Read once the pipeline has synced (after the COMMIT, when every result is in): a fetch
     # inside it would sync before the COMMIT, a second round trip.
     written = {row[0] for row in updated.fetchall()}
@@ -500,9 +510,3 @@ def delete_tree(conn: Conn, session_id: str) -> builtins.list[str]:
         ids = [row[0] for row in rows]
         conn.execute("DELETE FROM trio_agents_sessions WHERE id = ANY(%s)", (ids,))
     return ids
-
-
-def close_quietly(conn: Conn) -> None:
-    """Close ``conn``, ignoring a connection that is already broken."""
-    with contextlib.suppress(psycopg.Error):
-        conn.close()

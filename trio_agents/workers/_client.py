@@ -5,7 +5,10 @@ Rules:
 - A submission is one row (``_sql.submit``); its id makes it idempotent: submitting the same
   id again returns the same prompt, never a second one.
 - Waiting is woken by ``NOTIFY`` (the prompt settled, records of its session were flushed),
-  read by a ``LISTEN`` thread of the client's; a slow poll covers lost notifications.
+  read by a ``LISTEN`` thread of the client's; a slow poll covers lost notifications. A
+  settled prompt's notification carries its outcome (``_sql.SETTLED``), so a prompt costs
+  its client one round trip, the submit: the waiter is registered before the submit, and
+  the submitted row is its first status (unless the answer was too long to be carried).
 - Records are read with the store's public API (``PostgresStore.load``, then ``abandon``:
   a read, never a write). A turn still running is open in the database; the repair that
   ``load`` appends to the copy (``TurnEnded(interrupted)``) is not the turn's end, so the
@@ -37,6 +40,7 @@ from ..session import (
     load_record,
 )
 from ._errors import PromptCancelledError, PromptFailedError, PromptNotFoundError
+from ._lazy import queue_modules
 from ._records import AgentTemplate, CancelRequested, Policy, PromptClaimed
 
 if TYPE_CHECKING:
@@ -47,15 +51,7 @@ if TYPE_CHECKING:
 def _load() -> None:
     """Import the queue's SQL (and so psycopg) on first use; say which extra is missing."""
     global sql, _pg
-    try:
-        from . import _pg as pg_module
-        from . import _sql as sql_module
-    except ImportError as exc:
-        raise ImportError(
-            "the work queue needs psycopg 3; install the 'postgres' extra: "
-            "pip install 'trio-agents[postgres]'"
-        ) from exc
-    sql, _pg = sql_module, pg_module
+    sql, _pg = queue_modules()
 
 
 __all__ = ["PromptStatus", "Remote", "RemotePrompt", "open_remote"]
@@ -89,22 +85,52 @@ class PromptStatus:
 
 
 def _status(row: sql.PromptRow) -> PromptStatus:
+    return _status_of(
+        row.id, row.session_id, row.state, row.worker, row.answer, row.error, row.cancel
+    )
+
+
+def _status_of(
+    prompt_id: str,
+    session_id: str,
+    state: str,
+    worker: str | None,
+    answer: str | None,
+    error: str | None,
+    cancel: str | None,
+) -> PromptStatus:
     cause = None
-    if row.cancel is not None:
-        requested = load_record(row.cancel, where=f"the cancel of prompt {row.id!r}")
+    if cancel is not None:
+        requested = load_record(cancel, where=f"the cancel of prompt {prompt_id!r}")
         assert isinstance(requested, CancelRequested)
         cause = requested.cause
-    return PromptStatus(row.id, row.session_id, row.state, row.worker, row.answer, row.error, cause)
+    return PromptStatus(prompt_id, session_id, state, worker, answer, error, cause)
+
+
+@attrs.define(eq=False)
+class _Waiter:
+    """One wait for a notification; ``status`` is the outcome a settled prompt's carried."""
+
+    event: trio.Event = attrs.Factory(trio.Event)
+    status: PromptStatus | None = None
 
 
 @final
 class RemotePrompt:
     """One submitted prompt; any process may hold one (``Remote.prompt(id)``)."""
 
-    def __init__(self, remote: Remote, prompt_id: str, session_id: str) -> None:
+    def __init__(
+        self,
+        remote: Remote,
+        prompt_id: str,
+        session_id: str,
+        submitted: tuple[_Waiter, sql.PromptRow] | None = None,
+    ) -> None:
         self._remote = remote
         self.id = prompt_id
         self.session_id = session_id
+        # The waiter registered before the submit read ``row``: the first status is known.
+        self._submitted = submitted
 
     def __repr__(self) -> str:
         return f"<RemotePrompt {self.id} of {self.session_id}>"
@@ -122,13 +148,22 @@ class RemotePrompt:
 
     async def wait_settled(self) -> PromptStatus:
         """Wait until the prompt is completed, failed or cancelled; return its status."""
+        remote = self._remote
+        submitted, self._submitted = self._submitted, None
         while True:
-            woken = self._remote._event(self._remote._prompt_events, self.id)
-            status = await self.status()
+            if submitted is not None:
+                waiter, status = submitted[0], _status(submitted[1])
+                submitted = None
+                await trio.lowlevel.checkpoint()
+            else:
+                waiter = remote._waiter(remote._prompt_events, self.id)
+                status = await self.status()
             if status.settled:
                 return status
-            with trio.move_on_after(self._remote.poll_interval):
-                await woken.wait()
+            with trio.move_on_after(remote.poll_interval):
+                await waiter.event.wait()
+            if waiter.status is not None:
+                return waiter.status
 
     async def answer(self) -> str:
         """Wait for the prompt's answer.
@@ -178,7 +213,7 @@ class RemotePrompt:
         seen = 0
         started = False
         while True:
-            woken = remote._event(remote._record_events, self.session_id)
+            woken = remote._waiter(remote._record_events, self.session_id).event
             settled = (await self.status()).settled
             records = await remote._read(self.session_id)
             end = len(records)
@@ -210,8 +245,8 @@ class Remote:
         self.poll_interval = poll_interval
         self._store = store
         self._pool = _pg.pool(dsn)
-        self._prompt_events: dict[str, trio.Event] = {}
-        self._record_events: dict[str, trio.Event] = {}
+        self._prompt_events: dict[str, _Waiter] = {}
+        self._record_events: dict[str, _Waiter] = {}
         self.listener = _pg.Listener(
             dsn, (sql.PROMPTS_CHANNEL, sql.RECORDS_CHANNEL), self._notified
         )
@@ -253,10 +288,13 @@ class Remote:
             raise ValueError(f"retries is a count, >= 0; got {retries!r}")
         prompt_id = prompt_id if prompt_id is not None else f"p-{uuid.uuid4().hex[:16]}"
         definition = json.dumps(attrs.asdict(agent)) if agent is not None else None
+        # Invariant: the waiter exists before the row is read, so a settle that comes right
+        # after the submit is heard (``wait_settled`` starts from the row).
+        waiter = self._waiter(self._prompt_events, prompt_id)
         row = await self._pool.run(
             sql.submit, prompt_id, session_id, content, definition, policy, retries
         )
-        return RemotePrompt(self, row.id, row.session_id)
+        return RemotePrompt(self, row.id, row.session_id, (waiter, row))
 
     def prompt(self, prompt_id: str, session_id: str) -> RemotePrompt:
         """A handle to a prompt submitted before (by any process)."""
@@ -267,23 +305,32 @@ class Remote:
         prompt = await self.submit(session_id, content, **options)  # type: ignore[arg-type]
         return await prompt.answer()
 
-    def _event(self, events: dict[str, trio.Event], key: str) -> trio.Event:
-        event = events.get(key)
-        if event is None or event.is_set():
-            event = events[key] = trio.Event()
-        return event
+    def _waiter(self, waiters: dict[str, _Waiter], key: str) -> _Waiter:
+        waiter = waiters.get(key)
+        if waiter is None or waiter.event.is_set():
+            waiter = waiters[key] = _Waiter()
+        return waiter
 
     def _notified(self, channel: str, payload: str) -> None:
         if not channel:
             for every in (self._prompt_events, self._record_events):
                 for waiting in every.values():
-                    waiting.set()
+                    waiting.event.set()
             return
-        events = self._prompt_events if channel == sql.PROMPTS_CHANNEL else self._record_events
-        event = events.get(payload)
-        if event is not None:
-            del events[payload]
-            event.set()
+        status = None
+        if channel == sql.PROMPTS_CHANNEL:
+            waiters = self._prompt_events
+            if payload.startswith("{"):
+                settled = json.loads(payload)
+                payload = settled["id"]
+                if "state" in settled:
+                    status = _status_of(*(settled[name] for name in sql.SETTLED))
+        else:
+            waiters = self._record_events
+        waiter = waiters.pop(payload, None)
+        if waiter is not None:
+            waiter.status = status
+            waiter.event.set()
 
     async def _read(self, session_id: str) -> tuple[Record, ...]:
         try:

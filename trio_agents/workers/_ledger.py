@@ -9,7 +9,11 @@ Rules:
   inbox runs it), or start a new attempt. A turn a worker's loss interrupted counts against
   the ``retry`` policy's retries; a turn cancelled by a drain or a lost lease does not (the
   prompt was handed back); a client's cancel settles the prompt ``cancelled``.
-- :meth:`Ledger.feed` takes records in ``seq`` order, each once; it never blocks.
+- :meth:`Ledger.feed` takes records in ``seq`` order, each once; it never blocks. A worker
+  keeps one ledger per session it holds and feeds it only the records since the last feed,
+  so a prompt costs the same however long the session's history.
+- ``unexplained`` holds the attempts whose turn the store's repair closed (``interrupted``)
+  and that no :class:`TurnInterrupted` explains yet: what the next owner records.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ class Ledger:
     #: Every turn in the order it started, and whether a turn started inside another.
     turns: list[str] = attrs.field(factory=list)
     overlapping: bool = False
+    unexplained: list[Attempt] = attrs.field(factory=list)
     _open_turn: str | None = None
     _awaiting: Attempt | None = None
     _by_message: dict[str, Attempt] = attrs.field(factory=dict)
@@ -95,6 +100,8 @@ class Ledger:
             ended = self._by_turn.get(record.turn_id)
             if ended is not None and ended.ended is None:
                 ended.ended = record
+                if record.stop_reason is StopReason.INTERRUPTED and ended.interrupted_by is None:
+                    self.unexplained.append(ended)
         elif isinstance(record, AssistantMessage | ToolCall):
             running = self._by_turn.get(record.turn_id)
             if running is not None and running.ended is None:
@@ -118,6 +125,8 @@ class Ledger:
             attempt = self._by_turn.get(record.turn_id)
             if attempt is not None:
                 attempt.interrupted_by = record.cause
+                if attempt in self.unexplained:
+                    self.unexplained.remove(attempt)
         elif isinstance(record, PromptFailed):
             self.failed.setdefault(record.prompt_id, record)
         elif isinstance(record, CancelRequested):

@@ -20,15 +20,18 @@ Rules (the queue's schema, version 1; its tables sit beside the session store's)
 - Every change a client or a worker must hear of is a ``NOTIFY`` in the same transaction
   (delivered at commit): ``trio_agents_queue`` (payload ``submit:<session> <route owner>``
   with the owner empty for a free route, ``cancel:<prompt>``, ``free:<session>``) for
-  workers, ``trio_agents_prompts`` (payload the prompt id) when a prompt settles,
-  ``trio_agents_records`` (payload the session id) when a running prompt's records were
-  flushed.
+  workers, ``trio_agents_prompts`` when a prompt settles (payload the prompt's
+  :data:`SETTLED` JSON object, or only its ``id`` when the object would not fit in a
+  notification), ``trio_agents_records`` (payload the session id) when records of a session
+  were written (the worker's store sends it with each write batch).
+- A prompt's path is one round trip per step: the submit, the claim, the settle (or the hand
+  back) are each one statement, and a function of several statements sends them in one
+  pipeline with no BEGIN of its own (an implicit transaction up to its one Sync).
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -36,6 +39,7 @@ from typing import Any
 import attrs
 import psycopg
 
+from .._base import close_quietly, connect_postgres
 from ._errors import PromptIdInUseError, QueueFormatError
 
 __all__ = [
@@ -43,6 +47,7 @@ __all__ = [
     "PROMPTS_CHANNEL",
     "QUEUE_CHANNEL",
     "RECORDS_CHANNEL",
+    "SETTLED",
     "Claimed",
     "Conn",
     "PromptRow",
@@ -51,7 +56,6 @@ __all__ = [
     "connect",
     "hand_back",
     "heartbeat",
-    "notify_records",
     "prepare_queue",
     "read_prompt",
     "register_worker",
@@ -115,27 +119,10 @@ Conn = psycopg.Connection[Any]
 
 
 def connect(dsn: str, stalled_after: float = 30.0) -> Conn:
-    """A new autocommit connection (giving up after 10 s unless the DSN says otherwise).
-
-    The server ends it if it idles ``stalled_after`` seconds inside a transaction: the
-    transactions here are short, so such a client was stopped mid-transaction (SIGSTOP), and
-    the row locks it holds (a route's) would keep the other workers waiting.
-    """
-    if "connect_timeout" in dsn:
-        conn = psycopg.connect(dsn, autocommit=True)
-    else:
-        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-    conn.execute(
-        "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
-        (str(max(1, round(stalled_after * 1000))),),
-    )
+    """A new autocommit connection, ended by the server when it idles ``stalled_after``
+    seconds inside a transaction (a stopped worker's route locks)."""
+    conn: Conn = connect_postgres(dsn, stalled_after)
     return conn
-
-
-def close_quietly(conn: Conn) -> None:
-    """Close ``conn``, ignoring a connection that is already broken."""
-    with contextlib.suppress(psycopg.Error):
-        conn.close()
 
 
 def prepare_queue(conn: Conn) -> int:
@@ -181,7 +168,7 @@ def heartbeat(
     """Renew ``worker``'s row; return the sessions it still routes (the others were taken
     over while it was stopped), and whether a dead worker left running prompts (no
     notification says that a worker died: the heartbeats find out)."""
-    with conn.transaction():
+    with conn.pipeline():  # one implicit transaction, one round trip
         conn.execute(
             "INSERT INTO trio_agents_workers (id, expires, draining) "
             "VALUES (%s, clock_timestamp() + make_interval(secs => %s), %s) "
@@ -189,20 +176,22 @@ def heartbeat(
             "draining = excluded.draining",
             (worker, lease_seconds, draining),
         )
-        rows = conn.execute(
+        routed = conn.execute(
             "SELECT session_id FROM trio_agents_routes WHERE worker = %s", (worker,)
-        ).fetchall()
-        orphans = conn.execute(
+        )
+        orphaned = conn.execute(
             "SELECT EXISTS (SELECT 1 FROM trio_agents_prompts WHERE state = 'running' "
             "AND worker NOT IN (SELECT id FROM trio_agents_workers "
             "WHERE expires > clock_timestamp()))"
-        ).fetchone()
-    return {row[0] for row in rows}, bool(orphans and orphans[0])
+        )
+    # Read once the pipeline has synced: a fetch inside it would cost a round trip of its own.
+    orphans = orphaned.fetchone()
+    return {row[0] for row in routed.fetchall()}, bool(orphans and orphans[0])
 
 
 def unregister_worker(conn: Conn, worker: str) -> None:
     """Remove ``worker`` and every route it holds; wake the other workers."""
-    with conn.transaction():
+    with conn.pipeline():  # one implicit transaction, one round trip
         conn.execute("DELETE FROM trio_agents_routes WHERE worker = %s", (worker,))
         conn.execute("DELETE FROM trio_agents_workers WHERE id = %s", (worker,))
         conn.execute("SELECT pg_notify(%s, 'free:')", (QUEUE_CHANNEL,))
@@ -210,7 +199,7 @@ def unregister_worker(conn: Conn, worker: str) -> None:
 
 def release_routes(conn: Conn, worker: str, sessions: Sequence[str]) -> None:
     """Give up ``worker``'s routes of ``sessions``; wake the other workers."""
-    with conn.transaction():
+    with conn.pipeline():  # one implicit transaction, one round trip
         conn.execute(
             "DELETE FROM trio_agents_routes WHERE worker = %s AND session_id = ANY(%s)",
             (worker, list(sessions)),
@@ -268,27 +257,35 @@ def submit(
     Raises:
         PromptIdInUseError: ``prompt_id`` names a different prompt.
     """
-    with conn.transaction():
-        row = conn.execute(
-            f"INSERT INTO trio_agents_prompts "
-            f"(id, session_id, content, agent, policy, retries) VALUES (%s, %s, %s, %s, %s, %s) "
-            f"ON CONFLICT (id) DO NOTHING RETURNING {_COLUMNS}",
-            (prompt_id, session_id, content, agent, policy, retries),
-        ).fetchone()
-        if row is not None:
-            # The session's live route owner, if any, is named: only it can claim the
-            # prompt, so the other workers need not wake (``submit:<session> <owner>``).
-            conn.execute(
-                """
-                SELECT pg_notify(%(channel)s, 'submit:' || %(s)s || ' ' || coalesce((
-                    SELECT r.worker FROM trio_agents_routes AS r
-                    JOIN trio_agents_workers AS w ON w.id = r.worker
-                    WHERE r.session_id = %(s)s AND w.expires > clock_timestamp()), ''))
-                """,
-                {"channel": QUEUE_CHANNEL, "s": session_id},
-            )
-            return PromptRow(*row)
-        found = read_prompt(conn, prompt_id)
+    # One statement: the insert and, only when it inserted, the notification naming the
+    # session's live route owner, if any: only it can claim the prompt, so the other workers
+    # need not wake (``submit:<session> <owner>``).
+    row = conn.execute(
+        f"""
+        WITH added AS (
+            INSERT INTO trio_agents_prompts (id, session_id, content, agent, policy, retries)
+            VALUES (%(id)s, %(s)s, %(content)s, %(agent)s, %(policy)s, %(retries)s)
+            ON CONFLICT (id) DO NOTHING RETURNING {_COLUMNS}
+        )
+        SELECT added.*, pg_notify(%(channel)s, 'submit:' || %(s)s || ' ' || coalesce((
+            SELECT r.worker FROM trio_agents_routes AS r
+            JOIN trio_agents_workers AS w ON w.id = r.worker
+            WHERE r.session_id = %(s)s AND w.expires > clock_timestamp()), ''))::text
+        FROM added
+        """,
+        {
+            "id": prompt_id,
+            "s": session_id,
+            "content": content,
+            "agent": agent,
+            "policy": policy,
+            "retries": retries,
+            "channel": QUEUE_CHANNEL,
+        },
+    ).fetchone()
+    if row is not None:
+        return PromptRow(*row[:-1])
+    found = read_prompt(conn, prompt_id)
     assert found is not None  # rows are never deleted
     if (found.session_id, found.content) != (session_id, content):
         raise PromptIdInUseError(
@@ -331,9 +328,11 @@ def request_cancel(conn: Conn, prompt_id: str, cause: str) -> PromptRow | None:
 
 @attrs.frozen
 class Claimed:
-    """A prompt a worker claimed: ``claim`` is its fence for every later write."""
+    """A prompt a worker claimed: ``claim`` is its fence for every later write; ``more``:
+    whether another prompt of its session was queued behind it when it was claimed."""
 
     row: PromptRow
+    more: bool = False
 
 
 def claim(conn: Conn, worker: str, limit: int, busy: Sequence[str]) -> builtins.list[Claimed]:
@@ -375,11 +374,32 @@ def claim(conn: Conn, worker: str, limit: int, busy: Sequence[str]) -> builtins.
         SET state = 'running', worker = %(me)s, claim = p.claim + 1
         FROM candidates AS c
         WHERE p.id = c.id AND c.session_id IN (SELECT session_id FROM routed)
-        RETURNING {_PREFIXED}
+        RETURNING {_PREFIXED}, EXISTS (
+            SELECT 1 FROM trio_agents_prompts AS q
+            WHERE q.session_id = p.session_id AND q.state = 'queued' AND q.seq > p.seq)
         """,
         {"busy": list(busy), "me": worker, "limit": limit},
     ).fetchall()
-    return sorted((Claimed(PromptRow(*raw)) for raw in rows), key=lambda c: c.row.seq)
+    claimed = (Claimed(PromptRow(*raw[:-1]), more=raw[-1]) for raw in rows)
+    return sorted(claimed, key=lambda c: c.row.seq)
+
+
+#: What a client needs of a settled prompt, as the JSON object of its notification: the
+#: prompt's ``id``, ``session_id``, ``state``, ``worker``, ``answer``, ``error`` and
+#: ``cancel``. One that would not fit in a notification (8000 bytes) is sent as ``{"id": ...}``
+#: alone, and its clients read the row.
+SETTLED = ("id", "session_id", "state", "worker", "answer", "error", "cancel")
+
+#: ``pg_notify`` of a settled prompt's payload, on a row ``p`` with :data:`SETTLED` columns.
+_NOTIFY_SETTLED = (
+    "pg_notify(%(settled)s, CASE WHEN octet_length(j.payload) < 7900 THEN j.payload "
+    "ELSE json_build_object('id', p.id)::text END)::text"
+)
+_SETTLED_JSON = (
+    "(SELECT json_build_object("
+    + ", ".join(f"'{name}', p.{name}" for name in SETTLED)
+    + ")::text AS payload) AS j"
+)
 
 
 def settle(
@@ -392,40 +412,46 @@ def settle(
     error: str | None,
 ) -> bool:
     """End a claimed prompt (``completed``, ``failed`` or ``cancelled``) if ``worker`` still
-    holds claim ``claim`` of it; whether it did. Wakes the prompt's clients."""
-    with conn.transaction():
-        row = conn.execute(
-            "UPDATE trio_agents_prompts SET state = %s, answer = %s, error = %s, "
-            "finished = clock_timestamp() "
-            "WHERE id = %s AND worker = %s AND claim = %s AND state = 'running' RETURNING id",
-            (state, answer, error, prompt_id, worker, claim),
-        ).fetchone()
-        if row is not None:
-            conn.execute("SELECT pg_notify(%s, %s)", (PROMPTS_CHANNEL, prompt_id))
+    holds claim ``claim`` of it; whether it did. Wakes the prompt's clients, with the
+    outcome in the notification. One statement, one round trip."""
+    row = conn.execute(
+        f"""
+        WITH p AS (
+            UPDATE trio_agents_prompts SET state = %(state)s, answer = %(answer)s,
+                error = %(error)s, finished = clock_timestamp()
+            WHERE id = %(id)s AND worker = %(me)s AND claim = %(claim)s AND state = 'running'
+            RETURNING {", ".join(SETTLED)}
+        )
+        SELECT p.id, {_NOTIFY_SETTLED} FROM p, LATERAL {_SETTLED_JSON}
+        """,
+        {
+            "state": state,
+            "answer": answer,
+            "error": error,
+            "id": prompt_id,
+            "me": worker,
+            "claim": claim,
+            "settled": PROMPTS_CHANNEL,
+        },
+    ).fetchone()
     return row is not None
 
 
 def hand_back(conn: Conn, prompt_id: str, worker: str, claim: int) -> bool:
     """Put a claimed prompt back in the queue (its worker drains); whether it was still
-    ``worker``'s. Its route goes with it, so any worker may take it."""
-    with conn.transaction():
-        row = conn.execute(
-            "UPDATE trio_agents_prompts SET state = 'queued', worker = NULL "
-            "WHERE id = %s AND worker = %s AND claim = %s AND state = 'running' "
-            "RETURNING session_id",
-            (prompt_id, worker, claim),
-        ).fetchone()
-        if row is not None:
-            conn.execute(
-                "DELETE FROM trio_agents_routes WHERE session_id = %s AND worker = %s",
-                (row[0], worker),
-            )
-            conn.execute("SELECT pg_notify(%s, 'free:' || %s)", (QUEUE_CHANNEL, row[0]))
+    ``worker``'s. Its route goes with it, so any worker may take it. One statement."""
+    row = conn.execute(
+        """
+        WITH back AS (
+            UPDATE trio_agents_prompts SET state = 'queued', worker = NULL
+            WHERE id = %(id)s AND worker = %(me)s AND claim = %(claim)s AND state = 'running'
+            RETURNING session_id
+        ), unrouted AS (
+            DELETE FROM trio_agents_routes AS r USING back
+            WHERE r.session_id = back.session_id AND r.worker = %(me)s
+        )
+        SELECT pg_notify(%(channel)s, 'free:' || back.session_id)::text FROM back
+        """,
+        {"id": prompt_id, "me": worker, "claim": claim, "channel": QUEUE_CHANNEL},
+    ).fetchone()
     return row is not None
-
-
-def notify_records(conn: Conn, sessions: Sequence[str]) -> None:
-    """Tell the clients that records of ``sessions`` were flushed."""
-    conn.execute(
-        "SELECT pg_notify(%s, s) FROM unnest(%s::text[]) AS s", (RECORDS_CHANNEL, list(sessions))
-    )

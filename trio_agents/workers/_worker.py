@@ -2,11 +2,16 @@
 
 Rules:
 - The worker is a plugin: its fiber owns the agents it runs (it creates or resumes them),
-  its tasks (the claim loop, one task per running prompt, the heartbeat, the idle release,
-  the record publisher) and its ``LISTEN`` thread. Disposing the fiber stops all of them.
+  its tasks (the claim loop, one task per running prompt, the heartbeat, the idle release)
+  and its ``LISTEN`` thread. Disposing the fiber stops all of them. Its store is a
+  ``PostgresStore`` whose write batches notify ``_sql.RECORDS_CHANNEL`` (the clients' record
+  streams), so the worker sends nothing of its own for records.
 - The claim loop claims (``_sql.claim``) when woken: by a notification on the queue's
-  channel, a prompt ending here, or the drain; a slow poll (``poll_interval``) only covers
-  lost notifications. It claims at most ``max_sessions`` prompts at a time, one per session.
+  channel, the drain, or a prompt ending here when work may wait behind it (the claim said
+  its session had another prompt queued, a submit to that session came while it ran, or the
+  last claim could not take everything: it filled every free slot, or a wake-up came while
+  none was free); a slow poll (``poll_interval``) only covers lost notifications. It claims
+  at most ``max_sessions`` prompts at a time, one per session.
 - A claimed prompt runs as :mod:`._ledger` decides from the session's records: start an
   attempt, adopt a message a dead worker queued, or settle. It settles only once what it
   settles on is durable (a flush), and only under its claim.
@@ -20,7 +25,6 @@ Rules:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
@@ -52,9 +56,9 @@ from ..session import (
     SessionIdInUseError,
     SessionNotFoundError,
     SessionWriteError,
-    StopReason,
     load_record,
 )
+from ._lazy import queue_modules
 from ._ledger import Ledger, decide
 from ._records import (
     AgentTemplate,
@@ -74,15 +78,7 @@ if TYPE_CHECKING:
 def _load() -> None:
     """Import the queue's SQL (and so psycopg) on first use; say which extra is missing."""
     global sql, _pg
-    try:
-        from . import _pg as pg_module
-        from . import _sql as sql_module
-    except ImportError as exc:
-        raise ImportError(
-            "the work queue needs psycopg 3; install the 'postgres' extra: "
-            "pip install 'trio-agents[postgres]'"
-        ) from exc
-    sql, _pg = sql_module, pg_module
+    sql, _pg = queue_modules()
 
 
 __all__ = ["Worker", "WorkerStatistics", "serve_worker"]
@@ -130,6 +126,18 @@ class _Run:
     row: sql.PromptRow
     agent: Agent | None = None
     cancel: str | None = None
+    #: Whether the claim saw another prompt of the session queued behind this one.
+    more: bool = False
+
+
+@attrs.define(eq=False)
+class _Fold:
+    """The ledger of a session this worker holds, fed up to ``seen`` records (it lives as
+    long as the agent: a prompt feeds it only what came since the last one)."""
+
+    agent: Agent
+    ledger: Ledger = attrs.Factory(Ledger)
+    seen: int = 0
 
 
 @final
@@ -178,12 +186,16 @@ class Worker:
         self._drained = trio.Event()
         self._runs: dict[str, _Run] = {}  # by session id
         self._held: dict[str, AgentHandle[Any]] = {}
+        self._folds: dict[str, _Fold] = {}
         self._idle_since: dict[str, float] = {}
         self._routed_at: dict[str, float] = {}
         self._releasing: set[str] = set()
         self._changed: dict[str, trio.Event] = {}
-        self._dirty: set[str] = set()
-        self._dirty_event = trio.Event()
+        # Work the last claim could not take, so the end of a run here claims again: a claim
+        # that filled every free slot, or a wake-up while no slot was free (``_backlog``); a
+        # submit to a session running here (``_waiting``: its run's end claims again).
+        self._backlog = False
+        self._waiting: set[str] = set()
         self._counts = dict.fromkeys(
             ("claimed", "completed", "failed", "cancelled", "handed_back", "released"), 0
         )
@@ -212,6 +224,12 @@ class Worker:
     async def apply(self, ctx: Context, config: None) -> None:
         agents: AgentRegistry[Any] = ctx.get("agents")
         self._agents = agents
+        if getattr(agents.store, "records_channel", None) != sql.RECORDS_CHANNEL:
+            raise TypeError(
+                f"a worker's session store must be PostgresStore(dsn, records_channel="
+                f"{sql.RECORDS_CHANNEL!r}) on the queue's database (its clients stream records "
+                f"from those notifications); got {agents.store!r}; serve_worker() makes it"
+            )
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._pool = _pg.pool(self.dsn, self.lease_seconds)
         ctx.defer(self._pool.aclose)
@@ -223,7 +241,6 @@ class Worker:
         self.listener = _pg.Listener(self.dsn, (sql.QUEUE_CHANNEL,), self._on_notify)
         await ctx.start(self.listener.run)
         ctx.start_soon(self._heartbeat)
-        ctx.start_soon(self._publisher)
         ctx.start_soon(self._idle_releaser)
         ctx.start_soon(self._serve)
 
@@ -240,11 +257,10 @@ class Worker:
     def _on_append(self, event: SessionAppended) -> None:
         if event.session_id in self._runs:
             self._kick(event.session_id)
-            self._dirty.add(event.session_id)
-            self._dirty_event.set()
 
     def _on_disposed(self, event: AgentDisposed) -> None:
         self._held.pop(event.agent_id, None)
+        self._folds.pop(event.agent_id, None)
         self._kick(event.agent_id)
 
     def _kick(self, session_id: str) -> None:
@@ -255,14 +271,18 @@ class Worker:
     def _on_notify(self, channel: str, payload: str) -> None:
         kind, _, what = payload.partition(":")
         if kind == "submit":
-            owner = what.partition(" ")[2]
+            session_id, _, owner = what.partition(" ")
             if owner and owner != self.id:
                 return  # the session is routed to a live worker: only it may claim it
+            if session_id in self._runs:
+                self._waiting.add(session_id)  # a claim skips it until its run ends
         elif kind == "cancel":
             for run in self._runs.values():
                 if run.row.id == what:
                     self._kick(run.row.session_id)
                     run.cancel = run.cancel or ""  # read the cause from the row
+        if len(self._runs) >= self.max_sessions:
+            self._backlog = True  # no claim until a slot frees: claim then
         self._wake.set()
 
     # -- the claim loop --------------------------------------------------------------------
@@ -274,18 +294,20 @@ class Worker:
                 free = self.max_sessions - len(self._runs)
                 if free > 0:
                     busy = [*self._runs, *self._releasing]
+                    self._backlog = False
                     try:
                         claimed = await self._pool.run(sql.claim, self.id, free, busy)
                     except ConnectionError as exc:
                         log.warning("worker %s could not claim prompts (%s)", self.id, exc)
                         claimed = []
                     for found in claimed:
-                        run = _Run(found.row, cancel=found.row.cancel)
+                        run = _Run(found.row, cancel=found.row.cancel, more=found.more)
                         self._runs[found.row.session_id] = run
                         self._routed_at[found.row.session_id] = trio.current_time()
                         self._counts["claimed"] += 1
                         runs.start_soon(self._run, run)
                     if claimed and len(claimed) == free:
+                        self._backlog = True  # more may be queued than there was room for
                         continue
                 if self.draining:
                     break
@@ -324,7 +346,10 @@ class Worker:
             del self._runs[session_id]
             self._changed.pop(session_id, None)
             self._idle_since[session_id] = trio.current_time()
-            self._wake.set()
+            waiting = session_id in self._waiting
+            self._waiting.discard(session_id)
+            if run.more or waiting or self._backlog or self._draining:
+                self._wake.set()
 
     async def _run_prompt(self, run: _Run) -> None:
         row = run.row
@@ -339,12 +364,14 @@ class Worker:
             return
         run.agent = agent
         session = agent.session
-        ledger = Ledger()
-        seen = 0
+        fold = self._folds.get(row.session_id)
+        if fold is None or fold.agent is not agent:
+            fold = self._folds[row.session_id] = _Fold(agent)
+        ledger = fold.ledger
         while True:
             changed = self._changed.setdefault(row.session_id, trio.Event())
-            new = session.records_since(seen)
-            seen += len(new)
+            new = session.records_since(fold.seen)
+            fold.seen += len(new)
             ledger.feed(new)
             if self._record_interruptions(agent, ledger):
                 continue
@@ -393,21 +420,13 @@ class Worker:
 
     def _record_interruptions(self, agent: Agent, ledger: Ledger) -> bool:
         """Append ``TurnInterrupted`` for every attempt the store's repair closed."""
-        added = False
-        for attempts in ledger.attempts.values():
-            for attempt in attempts:
-                ended = attempt.ended
-                if (
-                    ended is not None
-                    and ended.stop_reason is StopReason.INTERRUPTED
-                    and attempt.interrupted_by is None
-                    and attempt.turn_id is not None
-                ):
-                    cause = WorkerLost(worker=attempt.worker)
-                    agent.session.append(TurnInterrupted(turn_id=attempt.turn_id, cause=cause))
-                    attempt.interrupted_by = cause
-                    added = True
-        return added
+        unexplained, ledger.unexplained = ledger.unexplained, []
+        for attempt in unexplained:
+            assert attempt.turn_id is not None  # only a turn's end makes one unexplained
+            cause = WorkerLost(worker=attempt.worker)
+            agent.session.append(TurnInterrupted(turn_id=attempt.turn_id, cause=cause))
+            attempt.interrupted_by = cause
+        return bool(unexplained)
 
     async def _apply_cancel(self, run: _Run, agent: Agent, ledger: Ledger) -> None:
         line = run.cancel
@@ -492,6 +511,7 @@ class Worker:
                 continue
             if orphans and not self._draining:
                 # A dead worker's prompts: no notification says a worker died.
+                self._backlog = True
                 self._wake.set()
             for session_id, handle in list(self._held.items()):
                 if session_id not in routes and self._routed_at.get(session_id, 0.0) < started:
@@ -533,27 +553,6 @@ class Worker:
         finally:
             self._releasing.difference_update(sessions)
 
-    async def _publisher(self) -> None:
-        while True:
-            await self._dirty_event.wait()
-            self._dirty_event = trio.Event()
-            dirty, self._dirty = self._dirty, set()
-            async with trio.open_nursery() as nursery:
-                for session_id in dirty:
-                    nursery.start_soon(self._flush_quietly, session_id)
-            try:
-                await self._pool.run(sql.notify_records, sorted(dirty))
-            except ConnectionError as exc:
-                log.warning("worker %s could not notify record readers (%s)", self.id, exc)
-
-    async def _flush_quietly(self, session_id: str) -> None:
-        session = self._agents.store.get(session_id)
-        if session is None:
-            return
-        # The run that needs the records durable flushes again, and sees why it failed.
-        with contextlib.suppress(Exception):
-            await self._agents.store.flush(session)
-
 
 async def serve_worker(
     dsn: str,
@@ -588,7 +587,8 @@ async def serve_worker(
         poll_interval=poll_interval,
         max_sessions=max_sessions,
     )
-    store = PostgresStore(dsn, lease_seconds=lease_seconds)
+    _load()
+    store = PostgresStore(dsn, lease_seconds=lease_seconds, records_channel=sql.RECORDS_CHANNEL)
     stop = trio.CancelScope()
     ended = trio.Event()
 
