@@ -130,6 +130,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
+    "trio_agents.agent._collector": frozenset({"check_gc_threshold", "collector_threshold"}),
     "trio_agents.agent._definitions": frozenset({"Definitions", "TASK_TOOLS"}),
     "trio_agents.agent._task": frozenset({"TaskArgs", "TaskIdArgs", "TaskTools"}),
     "trio_agents.agent._config": frozenset({"ALL_TOOLS", "UNSET", "Unset", "latest_config"}),
