@@ -15,6 +15,8 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
+import trio
+
 from ..model import DEFAULT_PRICES, Model, PriceTable, ToolSpec
 from ..session import ModelUsage, Session, SessionStore, SessionWriteError
 from ._approval import Approvals
@@ -190,6 +192,15 @@ class AgentParts:
         """A ``Compacted`` record was appended: fold it, and start metering afresh."""
         self.history.update(self.session)
         self.meter.reset()
+
+    def flush_nowait(self) -> bool:
+        """Flush at the end of a turn without waiting, when the store has nothing to wait for
+        (``MemoryStore``); ``False`` when it has: then :meth:`flush_quietly`."""
+        try:
+            self._store.flush_nowait(self.session)
+        except trio.WouldBlock:
+            return False
+        return True
 
     async def flush_quietly(self) -> None:
         """Flush at the end of a turn. A write failure does not stop the agent: the store

@@ -205,7 +205,10 @@ class Turn:
             )
         self._open = None
         append(TurnEnded(turn_id=self.id, stop_reason=stop, cause=cause, error=error))
-        await self._parts.flush_quietly()
+        # A store with nothing to wait for (MemoryStore) flushes without a checkpoint: a turn
+        # is 3 scheduler passes instead of 4 (test_a_turn_on_a_memory_store_is_three_passes).
+        if not self._parts.flush_nowait():
+            await self._parts.flush_quietly()
 
     async def _steps(self) -> StopReason:
         parts = self._parts

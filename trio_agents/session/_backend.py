@@ -86,6 +86,13 @@ class StoreBackend(abc.ABC, Generic[S]):
     async def _sync(self, session: Session) -> int:
         """Make every record of ``session`` durable; the last durable ``seq``."""
 
+    def _synced(self, session: Session) -> int | None:
+        """The last ``seq`` of ``session`` when every record of it is durable already, with
+        nothing to write or wait for (a backend that stores a record as it is appended),
+        else ``None`` (the default): then ``flush_nowait`` refuses and ``flush`` calls
+        ``_sync``."""
+        return None
+
     @abc.abstractmethod
     async def _discard(self, session: Session) -> None:
         """Drop unwritten records; for a new session, remove what was persisted for it."""

@@ -72,6 +72,9 @@ class MemoryStore(SessionStore[None]):
         await trio.lowlevel.checkpoint()
         return session.last_seq
 
+    def _synced(self, session: Session) -> int | None:
+        return session.last_seq  # stored as appended: nothing to write
+
     async def _discard(self, session: Session) -> None:
         stored = self._data.get(session.id)
         if stored is not None and stored.writer is session and not session.resumed:

@@ -267,8 +267,29 @@ class SessionStore(StoreBackend[S]):
         # close detaches every live session before it stops running).
         await self._flush_live(session)
 
+    def flush_nowait(self, session: Session) -> None:
+        """What :meth:`flush` does, without waiting: for a backend whose records are durable
+        as they are appended (``MemoryStore``), mark them flushed and emit ``SessionFlushed``.
+        Flushing a private session does nothing.
+
+        Raises:
+            trio.WouldBlock: the flush has to write or wait (a backend that writes, or a
+                session whose final flush is running); call :meth:`flush`.
+        """
+        entry = self._entry_of(session)
+        if entry.ending is not None:
+            raise trio.WouldBlock
+        if session.state is not SessionState.LIVE:
+            return
+        seq = self._synced(session)
+        if seq is None:
+            raise trio.WouldBlock
+        self._flushed(session, session.flushed(seq))
+
     async def _flush_live(self, session: Session) -> None:
-        seq = session.flushed(await self._sync(session))
+        self._flushed(session, session.flushed(await self._sync(session)))
+
+    def _flushed(self, session: Session, seq: int) -> None:
         if self._listens(SessionFlushed):
             self._emit(SessionFlushed(session_id=session.id, seq=seq))
 
