@@ -162,14 +162,12 @@ class Turn:
                 stop = self._stop_reason(cause)
             else:
                 stop, error = StopReason.ERROR, f"interrupted by {type(leaf).__name__}"
-            with trio.CancelScope(shield=True):
-                await self._end(stop, error, cause)
+            await self._end(stop, error, cause)
             raise
         if cause is not None or scope.cancelled_caught:
             cause = DisposedCancel() if self._disposed else cause
             stop = self._stop_reason(cause)
-        with trio.CancelScope(shield=True):
-            await self._end(stop, error, cause)
+        await self._end(stop, error, cause)
 
     def _record_claimed(self, messages: list[QueuedMessage]) -> None:
         """Record the messages this turn took from the inbox as its user messages."""
@@ -183,6 +181,8 @@ class Turn:
         return StopReason.CANCELLED
 
     async def _end(self, stop: StopReason, error: str | None, cause: CancelCause | None) -> None:
+        """Record the turn's end and make it durable; no cancellation stops it (the one
+        await is shielded, and everything before it is synchronous)."""
         self.ending = True
         append = self._parts.session.append
         open_calls = self._open if self._open is not None else {}
@@ -208,7 +208,11 @@ class Turn:
         # A store with nothing to wait for (MemoryStore) flushes without a checkpoint: a turn
         # is 3 scheduler passes instead of 4 (test_a_turn_on_a_memory_store_is_three_passes).
         if not self._parts.flush_nowait():
-            await self._parts.flush_quietly()
+            # Shielded: the close is made durable whatever cancelled the turn. Only this
+            # await needs the shield; entering one for every turn cost TODO instructions
+            # per cancel (python -m benchmarks --only instructions).
+            with trio.CancelScope(shield=True):
+                await self._parts.flush_quietly()
 
     async def _steps(self) -> StopReason:
         parts = self._parts
