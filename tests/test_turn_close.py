@@ -33,8 +33,7 @@ class TaskSteps(trio.abc.Instrument):
 
 
 async def test_a_cancel_on_a_memory_store_reaches_when_idle_in_two_scheduler_passes() -> None:
-    """From cancel() to when_idle(): one step of the agent's loop, one of the waiter (the floor's
-    two); the store's flush costs no pass of its own."""
+    """cancel() to when_idle(): one step of the loop, one of the waiter; the flush adds none."""
     steps = TaskSteps()
     async with ta.open_runtime(model=ta.ScriptedModel.echo(delay=60.0)) as root:
         agent = (await root.agents.create()).agent
@@ -58,8 +57,7 @@ async def test_a_cancel_on_a_memory_store_reaches_when_idle_in_two_scheduler_pas
 async def test_a_cancelled_turns_close_is_durable_when_when_idle_returns(
     kind: str, tmp_path: Path
 ) -> None:
-    """On a store that writes, the interrupted answer and the TurnEnded are synced before
-    when_idle returns (the close awaits the flush; no claim of durability without it)."""
+    """On a store that writes, the close is synced before when_idle returns (awaited flush)."""
     store: SessionStore = (
         JsonlStore(tmp_path / "sessions") if kind == "jsonl" else SqliteStore(tmp_path / "s.db")
     )
@@ -80,8 +78,7 @@ async def test_a_cancelled_turns_close_is_durable_when_when_idle_returns(
 
 
 async def test_a_cancel_on_a_memory_store_emits_session_flushed_for_its_close() -> None:
-    """The close flushed without waiting is still a flush: SessionFlushed names the
-    TurnEnded's seq before when_idle returns."""
+    """The close flushed without waiting still emits SessionFlushed with the TurnEnded's seq."""
     flushed: list[int] = []
     async with ta.open_runtime(model=ta.ScriptedModel.echo(delay=60.0)) as root:
         root.on(SessionFlushed, lambda e: flushed.append(e.seq))
