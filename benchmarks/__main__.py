@@ -253,16 +253,31 @@ def issue43_rows(r: dict[str, dict[str, float]], fsync_delay_us: int = 0) -> lis
         n = r["many"]
         sizes = sorted(int(k[5:]) for k in n if k.startswith("rate_"))
         largest = sizes[-1]
-        rows.append(
-            (
-                "aggregate turns/s vs 10 agents",
-                ", ".join(f"{s:,}: {n[f'ratio_{s}']:.2f}x" for s in sizes[1:]),
-                ">= 0.8x at 10,000",
-                n[f"ratio_{largest}"] >= 0.8 if largest >= 10_000 else None,
+        for prefix, figure in (
+            ("", "aggregate turns/s vs 10 agents"),
+            ("tuned_", f"  with gc_threshold={bench_many.GC_THRESHOLD:,}"),
+        ):
+            if f"{prefix}ratio_{largest}" not in n:
+                continue
+            # Judged on the wall clock and, where measured, on CPU time too: a loaded machine
+            # slows the 10-agent run as much as the 10,000-agent one, so a wall ratio alone
+            # can read met while the collector still takes half the CPU.
+            cpu = n.get(f"{prefix}cpu_ratio_{largest}")
+            worst = min(n[f"{prefix}ratio_{largest}"], cpu if cpu is not None else 1.0)
+            rows.append(
+                (
+                    figure,
+                    ", ".join(f"{s:,}: {n[f'{prefix}ratio_{s}']:.2f}x" for s in sizes[1:])
+                    + (f" (per CPU s: {cpu:.2f}x at {largest:,})" if cpu is not None else ""),
+                    ">= 0.8x at 10,000",
+                    worst >= 0.8 if largest >= 10_000 else None,
+                )
             )
-        )
     else:
         absent("aggregate turns/s vs 10 agents", ">= 0.8x at 10,000", "many not run")
+        absent(
+            f"  with gc_threshold={bench_many.GC_THRESHOLD:,}", ">= 0.8x at 10,000", "many not run"
+        )
     if "stream" in r:
         d = r["stream"]
         rows.append(

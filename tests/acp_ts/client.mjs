@@ -1,6 +1,6 @@
 // The official TypeScript ACP client (@agentclientprotocol/sdk, pinned in package.json)
 // driving the real `trio-agents acp` over its stdio, as an editor would. Run by
-// tests/test_acp_typescript.py:
+// tests/acp/test_typescript.py:
 //
 //   node tests/acp_ts/client.mjs TRIO_AGENTS CWD STORE
 //

@@ -22,6 +22,13 @@ QUICK = {
         "ratio_10": 1.0,
         "ratio_1000": 0.70,
         "ratio_10000": 0.80,
+        "tuned_rate_10": 11_000.0,
+        "tuned_rate_1000": 10_100.0,
+        "tuned_rate_10000": 9_350.0,
+        "tuned_ratio_10": 1.0,
+        "tuned_ratio_1000": 0.92,
+        "tuned_ratio_10000": 0.85,
+        "tuned_cpu_ratio_10000": 0.84,
     },
     "acp": {"bridge_p50": 0.29, "floor_p50": 0.07},
     "stream": {
@@ -52,6 +59,7 @@ ROWS = [
     "  instructions per cancel vs floor",
     "32 agents flushing, default store",
     "aggregate turns/s vs 10 agents",
+    "  with gc_threshold=100,000",
     "streamed deltas through acp vs floor",
     "  instructions per delta vs floor",
     "idle agent (traced memory)",
@@ -71,6 +79,7 @@ def test_issue43_table_has_every_row_with_its_verdict() -> None:
         "  instructions per cancel vs floor": False,
         "32 agents flushing, default store": False,
         "aggregate turns/s vs 10 agents": True,
+        "  with gc_threshold=100,000": True,
         "streamed deltas through acp vs floor": True,
         "  instructions per delta vs floor": True,
         "idle agent (traced memory)": False,
@@ -83,6 +92,24 @@ def test_issue43_table_without_10000_agents_does_not_judge_that_row() -> None:
     many = {"rate_10": 100.0, "rate_1000": 90.0, "ratio_10": 1.0, "ratio_1000": 0.9}
     rows = {figure: met for figure, _, _, met in issue43_rows({"many": many})}
     assert rows["aggregate turns/s vs 10 agents"] is None
+
+
+def test_issue43_many_agents_row_is_not_met_when_the_cpu_ratio_misses_the_goal() -> None:
+    """A wall ratio met by a loaded 10-agent run does not hide a CPU ratio under 0.8x."""
+    many = {
+        "rate_10": 100.0,
+        "rate_10000": 89.0,
+        "ratio_10": 1.0,
+        "ratio_10000": 0.89,
+        "cpu_ratio_10": 1.0,
+        "cpu_ratio_10000": 0.48,
+    }
+    rows = {figure: (text, met) for figure, text, _, met in issue43_rows({"many": many})}
+    assert rows["aggregate turns/s vs 10 agents"] == (
+        "10,000: 0.89x (per CPU s: 0.48x at 10,000)",
+        False,
+    )
+    assert "  with gc_threshold=100,000" not in rows
 
 
 def test_issue43_table_prints_not_measured_for_benchmarks_not_run(

@@ -147,6 +147,7 @@ INTERNAL: dict[str, frozenset[str]] = {
         }
     ),
     "trio_agents.agent._compact_job": frozenset({"CompactJob"}),
+    "trio_agents.agent._collector": frozenset({"check_gc_threshold", "collector_threshold"}),
     "trio_agents.agent._definitions": frozenset({"Definitions", "TASK_TOOLS"}),
     "trio_agents.agent._task": frozenset({"TaskArgs", "TaskIdArgs", "TaskTools"}),
     "trio_agents.agent._config": frozenset({"ALL_TOOLS", "UNSET", "Unset", "latest_config"}),
@@ -662,7 +663,7 @@ def test_internal_names_only_modules_that_exist() -> None:
 # -- what a package offers the layers above it, outside __all__ ----------------------------------
 
 #: The names a public package re-exports outside its ``__all__``: what the layers above it import
-#: from it (a package may not import another's private module, ``tests/test_layers.py``) and
+#: from it (a package may not import another's private module, ``tests/project/test_layers.py``) and
 #: users do not call. Each is named in its package's docstring. A name here that no other
 #: package imports any more goes back to its private module.
 OFFERED: dict[str, frozenset[str]] = {

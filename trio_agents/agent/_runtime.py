@@ -10,6 +10,7 @@ from ..kernel import Context, open_root
 from ..model import DEFAULT_PRICES, Model, ModelsPlugin, Price, PriceTable
 from ..session import MemoryStore, SessionStore, store_from_spec
 from ..tracing import open_tracing
+from ._collector import check_gc_threshold, collector_threshold
 from ._compaction import CompactionPlugin, Compactor
 from ._definitions import AgentDefinition
 from ._events import AgentCancelRequested, AgentCreated, AgentDisposed
@@ -39,6 +40,7 @@ async def open_runtime(
     deps: object = None,
     definitions: list[AgentDefinition] | None = None,
     prices: PriceTable | Mapping[str, Price] | None = None,
+    gc_threshold: int | None = None,
 ) -> AsyncIterator[Context]:
     """Open a runtime and yield its root :class:`Context`.
 
@@ -68,6 +70,12 @@ async def open_runtime(
             :class:`PriceTable`, or prices by model name added to ``DEFAULT_PRICES``.
             A request's cost is recorded on its ``ModelUsage`` and counts against a
             ``cost`` budget.
+        gc_threshold: CPython's cyclic garbage collector's generation-0 threshold while the
+            runtime is open (``gc.set_threshold``; CPython 3.11 and 3.12 default to 700),
+            the previous thresholds restored when it closes. The setting is process-global,
+            so it is off unless given. With thousands of agents running turns at once,
+            ``100_000`` keeps the collector from walking every agent's objects again and
+            again (:doc:`/benchmarks`, "Many agents").
 
     Leaving the block tears everything down in reverse order of set-up: the agent loop (and so
     every agent, each flushing its session) before the factory, the compaction policy, the
@@ -75,10 +83,14 @@ async def open_runtime(
 
     Raises:
         StoreSpecError: ``store`` is a spec that is not valid.
+        ValueError: ``gc_threshold`` is not an int >= 1.
     """
+    check_gc_threshold(gc_threshold)
     if isinstance(store, str):
         store = store_from_spec(store)
     async with (
+        # First in, last out: the previous threshold is back only after the last teardown.
+        collector_threshold(gc_threshold),
         open_root() as root,
         open_tracing(
             root,
