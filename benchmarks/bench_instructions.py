@@ -16,6 +16,11 @@ turns the collection on around exactly what is counted, and dumps one total per 
 - a turn: ``TURNS`` rounds of ``agent.prompt`` + ``await agent.when_idle()`` on a fresh echo
   agent (``bench_agents``' model and ``MemoryStore``), against ``TURNS`` rounds of
   ``bench_agents``' raw floor (a task, two memory channels, five records in a list);
+- a tool turn: the same rounds on ``bench_tools``' model (model -> ``echo`` tool -> model),
+  untraced and traced (an SDK ``TracerProvider`` with the in-memory exporter, four spans a
+  turn, ``bench_tracing``'s two sides), each on a fresh agent: what a tool step adds to a
+  plain turn (issue #43's "tool turn vs plain turn") and what tracing adds to a tool turn
+  (issue #41's "traced within 2x");
 - a cancel: ``CANCELS`` times, from ``agent.cancel()`` of a turn parked in its model's stream
   until ``when_idle()`` returns, against ``scope.cancel()`` of a task blocked on an Event until
   it has signalled its exit (``bench_cancel``'s two sides); only that span is collected, and
@@ -41,17 +46,29 @@ from pathlib import Path
 
 import trio
 import trio.testing
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import trio_agents as ta
 from trio_agents.kernel import Context
+from trio_agents.model import Model
 
-from . import bench_agents, bench_cancel
+from . import bench_agents, bench_cancel, bench_tools
 from ._common import line
 
 TURNS = 200
 CANCELS = 200
 WARMUP = 20
-SIDES = ("turn_raw", "turn_agent", "cancel_raw", "cancel_agent", "null")
+SIDES = (
+    "turn_raw",
+    "turn_agent",
+    "turn_tool",
+    "turn_traced",
+    "cancel_raw",
+    "cancel_agent",
+    "null",
+)
 
 _SOURCE = Path(__file__).with_name("callgrind_marks.c")
 _LIBRARY_VARIABLE = "TRIO_AGENTS_CALLGRIND_MARKS"
@@ -99,8 +116,10 @@ async def _turns_raw(marks: Marks, turns: int) -> None:
     marks.dump("turn_raw")
 
 
-async def _turns_agent(marks: Marks, root: Context, turns: int) -> None:
-    handle = await root.agents.create(model=bench_agents.Echo())
+async def _turns_agent(
+    marks: Marks, root: Context, turns: int, model: Model | None = None, label: str = "turn_agent"
+) -> None:
+    handle = await root.agents.create(model=model or bench_agents.Echo())
     agent = handle.agent
     for i in range(WARMUP):
         agent.prompt(f"hello {i}")
@@ -111,7 +130,15 @@ async def _turns_agent(marks: Marks, root: Context, turns: int) -> None:
         await agent.when_idle()
     marks.toggle()
     await handle.dispose()
-    marks.dump("turn_agent")
+    marks.dump(label)
+
+
+async def _tool_turns(marks: Marks, turns: int, provider: TracerProvider | None) -> None:
+    """A tool turn's rounds (``turn_tool``, or ``turn_traced`` with a tracer provider)."""
+    label = "turn_tool" if provider is None else "turn_traced"
+    async with ta.open_runtime(store=ta.MemoryStore(), tracer_provider=provider) as root:
+        await root.plugin(bench_tools._EchoTool(bench_tools.echo))
+        await _turns_agent(marks, root, turns, bench_tools._Caller(), label)
 
 
 async def _cancels(marks: Marks, root: Context, cancels: int) -> None:
@@ -157,6 +184,14 @@ async def workload(library: str | None, turns: int = TURNS, cancels: int = CANCE
         await _turns_raw(marks, turns)
         await _turns_agent(marks, root, turns)
         await _cancels(marks, root, cancels)
+    await _tool_turns(marks, turns, None)
+    await _tool_turns(marks, turns, _in_memory_provider())
+
+
+def _in_memory_provider() -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    return provider
 
 
 def unavailable() -> str | None:
@@ -207,6 +242,11 @@ def per_operation(counts: dict[str, int], turns: int, cancels: int) -> dict[str,
     }
     r["turn_ratio"] = r["turn_agent"] / r["turn_raw"]
     r["cancel_ratio"] = r["cancel_agent"] / r["cancel_raw"]
+    if "turn_tool" in counts and "turn_traced" in counts:
+        r["turn_tool"] = counts["turn_tool"] / turns
+        r["turn_traced"] = counts["turn_traced"] / turns
+        r["tool_vs_plain"] = r["turn_agent"] / r["turn_tool"]
+        r["traced_vs_untraced"] = r["turn_traced"] / r["turn_tool"]
     return r
 
 
@@ -257,7 +297,11 @@ def main() -> dict[str, float]:
     print(line("trio_agents, a turn (prompt + when_idle):", r["turn_agent"], "Ir"))
     print(line("raw trio floor, a cancel (scope.cancel -> task exited):", r["cancel_raw"], "Ir"))
     print(line("trio_agents, a cancel (agent.cancel -> when_idle):", r["cancel_agent"], "Ir"))
+    print(line("trio_agents, a tool turn (model -> echo tool -> model):", r["turn_tool"], "Ir"))
+    print(line("trio_agents, a tool turn traced (in-memory exporter):", r["turn_traced"], "Ir"))
     print(f"  ratio: a turn executes {r['turn_ratio']:.1f}x the floor's instructions")
+    print(f"  ratio: a tool turn runs at {r['tool_vs_plain']:.2f}x the plain turn rate")
+    print(f"  ratio: a traced tool turn executes {r['traced_vs_untraced']:.2f}x an untraced one")
     print(f"  ratio: a cancel executes {r['cancel_ratio']:.1f}x the floor's instructions")
     return r
 
