@@ -135,7 +135,7 @@ class _Current:
     A class of its own rather than ``trace.use_span`` under ``contextlib.contextmanager``:
     two generator-backed context managers less per span (with the turn's and the tool
     call's own, and ``_within`` for the model's stream: 2,313K -> 2,277K instructions a
-    traced tool turn, ``python -m benchmarks --only instructions``).
+    traced tool turn under callgrind, the turns of ``bench_instructions``' ``turn_traced``).
     """
 
     __slots__ = ("_span", "_token", "error")
@@ -380,7 +380,7 @@ class Tracer:
         self.capture_content = capture_content
         #: Trio's clock, read for the durations (the run's clock, as ``trio.current_time``
         #: reads it, without its two calls of lookup: 2,280K -> 2,267K instructions a traced
-        #: tool turn, ``--only instructions``).
+        #: tool turn under callgrind, as for ``_Current``).
         self.now = trio.lowlevel.current_clock().current_time
         # The remote parents of the agents' next turns (an ACP prompt's _meta), by agent id.
         self._parents: dict[str, otel_context.Context] = {}
