@@ -16,6 +16,12 @@ turns the collection on around exactly what is counted, and dumps one total per 
 - a turn: ``TURNS`` rounds of ``agent.prompt`` + ``await agent.when_idle()`` on a fresh echo
   agent (``bench_agents``' model and ``MemoryStore``), against ``TURNS`` rounds of
   ``bench_agents``' raw floor (a task, two memory channels, five records in a list);
+- a tool turn: the same rounds on ``bench_tools``' model (model -> ``echo`` tool -> model),
+  untraced and traced (an SDK ``TracerProvider`` with the in-memory exporter, four spans a
+  turn, ``bench_tracing``'s two sides), each on a fresh agent: what a tool step adds to a
+  plain turn (issue #43's "tool turn vs plain turn") and what tracing adds to a tool turn
+  (issue #41's "traced within 2x"); and the floor of the traced side, the SDK's own work
+  for the same four spans and their attributes with no runtime around them (``turn_sdk``);
 - a cancel: ``CANCELS`` times, from ``agent.cancel()`` of a turn parked in its model's stream
   until ``when_idle()`` returns, against ``scope.cancel()`` of a task blocked on an Event until
   it has signalled its exit (``bench_cancel``'s two sides); only that span is collected, and
@@ -41,17 +47,32 @@ from pathlib import Path
 
 import trio
 import trio.testing
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import trio_agents as ta
 from trio_agents.kernel import Context
+from trio_agents.model import Model
 
-from . import bench_agents, bench_cancel
+from . import bench_agents, bench_cancel, bench_tools
 from ._common import line
 
 TURNS = 200
 CANCELS = 200
 WARMUP = 20
-SIDES = ("turn_raw", "turn_agent", "cancel_raw", "cancel_agent", "null")
+SIDES = (
+    "turn_raw",
+    "turn_agent",
+    "turn_tool",
+    "turn_traced",
+    "turn_sdk",
+    "cancel_raw",
+    "cancel_agent",
+    "null",
+)
 
 _SOURCE = Path(__file__).with_name("callgrind_marks.c")
 _LIBRARY_VARIABLE = "TRIO_AGENTS_CALLGRIND_MARKS"
@@ -99,8 +120,10 @@ async def _turns_raw(marks: Marks, turns: int) -> None:
     marks.dump("turn_raw")
 
 
-async def _turns_agent(marks: Marks, root: Context, turns: int) -> None:
-    handle = await root.agents.create(model=bench_agents.Echo())
+async def _turns_agent(
+    marks: Marks, root: Context, turns: int, model: Model | None = None, label: str = "turn_agent"
+) -> None:
+    handle = await root.agents.create(model=model or bench_agents.Echo())
     agent = handle.agent
     for i in range(WARMUP):
         agent.prompt(f"hello {i}")
@@ -111,7 +134,15 @@ async def _turns_agent(marks: Marks, root: Context, turns: int) -> None:
         await agent.when_idle()
     marks.toggle()
     await handle.dispose()
-    marks.dump("turn_agent")
+    marks.dump(label)
+
+
+async def _tool_turns(marks: Marks, turns: int, provider: TracerProvider | None) -> None:
+    """A tool turn's rounds (``turn_tool``, or ``turn_traced`` with a tracer provider)."""
+    label = "turn_tool" if provider is None else "turn_traced"
+    async with ta.open_runtime(store=ta.MemoryStore(), tracer_provider=provider) as root:
+        await root.plugin(bench_tools._EchoTool(bench_tools.echo))
+        await _turns_agent(marks, root, turns, bench_tools._Caller(), label)
 
 
 async def _cancels(marks: Marks, root: Context, cancels: int) -> None:
@@ -157,6 +188,80 @@ async def workload(library: str | None, turns: int = TURNS, cancels: int = CANCE
         await _turns_raw(marks, turns)
         await _turns_agent(marks, root, turns)
         await _cancels(marks, root, cancels)
+    await _tool_turns(marks, turns, None)
+    await _tool_turns(marks, turns, _in_memory_provider())
+    _sdk_turns(marks, turns, _in_memory_provider())
+
+
+def _sdk_turn(tracer: trace.Tracer, n: int) -> None:
+    """The spans of one traced tool turn, made by calling the SDK directly: the turn's
+    (current while it runs), two ``chat`` and one ``execute_tool``, with the attributes the
+    runtime gives each, at their start and at their end."""
+    agent = "bench-agent"
+    turn = tracer.start_span(
+        f"invoke_agent {agent}",
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.id": agent,
+            "gen_ai.agent.name": agent,
+            "gen_ai.conversation.id": agent,
+            "trio_agents.turn.id": f"t-{n}",
+        },
+    )
+    token = otel_context.attach(trace.set_span_in_context(turn))
+    for step in range(2):
+        chat = tracer.start_span(
+            "chat bench-tool-caller",
+            kind=trace.SpanKind.CLIENT,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "_Caller",
+                "gen_ai.request.model": "bench-tool-caller",
+            },
+        )
+        chat.set_attributes(
+            {
+                "gen_ai.response.model": "bench-tool-caller",
+                "gen_ai.response.finish_reasons": ("stop",),
+                "gen_ai.usage.input_tokens": 0,
+                "gen_ai.usage.output_tokens": 0,
+            }
+        )
+        chat.end()
+        if step == 0:
+            call = tracer.start_span(
+                "execute_tool echo",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "echo",
+                    "gen_ai.tool.type": "function",
+                    "gen_ai.tool.call.id": "call-1",
+                },
+            )
+            call.set_attributes({"trio_agents.tool.is_error": False})
+            call.end()
+    turn.set_attributes(
+        {"trio_agents.turn.prompt_ids": [f"m-{n}"], "trio_agents.turn.stop_reason": "completed"}
+    )
+    otel_context.detach(token)
+    turn.end()
+
+
+def _sdk_turns(marks: Marks, turns: int, provider: TracerProvider) -> None:
+    tracer = trace.get_tracer("trio_agents", tracer_provider=provider)
+    for n in range(WARMUP):
+        _sdk_turn(tracer, n)
+    marks.toggle()
+    for n in range(turns):
+        _sdk_turn(tracer, n)
+    marks.toggle()
+    marks.dump("turn_sdk")
+
+
+def _in_memory_provider() -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    return provider
 
 
 def unavailable() -> str | None:
@@ -208,6 +313,13 @@ def per_operation(counts: dict[str, int], turns: int, cancels: int) -> dict[str,
     }
     r["turn_ratio"] = r["turn_agent"] / r["turn_raw"]
     r["cancel_ratio"] = r["cancel_agent"] / r["cancel_raw"]
+    if "turn_tool" in counts and "turn_traced" in counts:
+        r["turn_tool"] = counts["turn_tool"] / turns
+        r["turn_traced"] = counts["turn_traced"] / turns
+        r["turn_sdk"] = counts.get("turn_sdk", 0) / turns
+        r["tool_vs_plain"] = r["turn_agent"] / r["turn_tool"]
+        r["traced_vs_untraced"] = r["turn_traced"] / r["turn_tool"]
+        r["sdk_floor"] = 1 + r["turn_sdk"] / r["turn_tool"]
     return r
 
 
@@ -258,7 +370,13 @@ def main() -> dict[str, float]:
     print(line("trio_agents, a turn (prompt + when_idle):", r["turn_agent"], "Ir"))
     print(line("raw trio floor, a cancel (scope.cancel -> task exited):", r["cancel_raw"], "Ir"))
     print(line("trio_agents, a cancel (agent.cancel -> when_idle):", r["cancel_agent"], "Ir"))
+    print(line("trio_agents, a tool turn (model -> echo tool -> model):", r["turn_tool"], "Ir"))
+    print(line("trio_agents, a tool turn traced (in-memory exporter):", r["turn_traced"], "Ir"))
     print(f"  ratio: a turn executes {r['turn_ratio']:.1f}x the floor's instructions")
+    print(f"  ratio: a tool turn runs at {r['tool_vs_plain']:.2f}x the plain turn rate")
+    print(line("  the SDK alone, the same four spans and attributes:", r["turn_sdk"], "Ir"))
+    print(f"  ratio: a traced tool turn executes {r['traced_vs_untraced']:.2f}x an untraced one")
+    print(f"  ratio: the SDK's own work alone would make it {r['sdk_floor']:.2f}x")
     print(f"  ratio: a cancel executes {r['cancel_ratio']:.1f}x the floor's instructions")
     return r
 

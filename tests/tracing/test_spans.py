@@ -176,6 +176,31 @@ async def test_a_cancelled_tool_call_and_its_turn_end_with_the_typed_cause(
     assert one(spans, "chat scripted").status.status_code is StatusCode.UNSET
 
 
+async def test_a_model_request_cancelled_mid_stream_ends_its_chat_span_with_the_cause(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """agent.cancel() while the model streams: its chat span and the turn carry UserCancel."""
+    provider, exporter = in_memory()
+    model = ScriptedModel([[Say("late", delay=100)], [Say("next")]])
+    async with ag.open_runtime(model=model, tracer_provider=provider) as root:
+        agent = (await root.agents.create()).agent
+        agent.prompt("go")
+        await trio.testing.wait_all_tasks_blocked()
+        agent.cancel()
+        await agent.when_idle()
+        agent.prompt("again")
+        await agent.when_idle()
+    spans = list(exporter.get_finished_spans())
+    first, second = named(spans, "chat scripted")
+    assert cancelled_by(first) == {"trio_agents.cancel.cause": "UserCancel"}
+    assert second.status.status_code is StatusCode.UNSET
+    turns = named(spans, f"invoke_agent {agent.id}")
+    assert [attributes(t)["trio_agents.turn.stop_reason"] for t in turns] == [
+        "cancelled",
+        "completed",
+    ]
+
+
 async def test_a_child_turn_cancelled_through_its_parent_carries_parent_cancel(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
