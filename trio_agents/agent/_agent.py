@@ -73,6 +73,7 @@ from ._usage import AgentUsage
 
 if TYPE_CHECKING:
     from ._caller import ChildAgents, ToolCalls
+    from ._history import History
 
 __all__ = ["Agent", "AgentStatistics", "new_agent"]
 
@@ -105,7 +106,6 @@ class Agent:
     # ``__weakref__``: an application may key a WeakKeyDictionary or a WeakSet by its agents.
     __slots__ = (
         "__weakref__",
-        "_approvals",
         "_changed",
         "_children",
         "_closing",
@@ -113,11 +113,7 @@ class Agent:
         "_compactions",
         "_config",
         "_done",
-        "_emit",
-        "_history",
         "_idle",
-        "_inbox",
-        "_listens",
         "_next_turn",
         "_parts",
         "_status",
@@ -149,8 +145,6 @@ class Agent:
         self.session = session
         self.parent = parent
         self._config = config
-        self._emit = emit
-        self._listens = listens if listens is not None else _anyone
         self._status = AgentStatus.IDLE
         self._closing = False
         # The running work (a turn or a compaction), until it records its end.
@@ -165,13 +159,12 @@ class Agent:
         self._idle: trio.Event | None = None
         self._done = Signal()
         self._children: dict[str, Agent] = {}
-        self._inbox, self._next_turn, usage = restore(session)
-        self._approvals: Approvals = Approvals(
+        inbox, self._next_turn, usage = restore(session)
+        approvals = Approvals(
             ask=config.ask,
             approver=approver,
-            records=session.records,
-            append=session.append,
-            parent=parent._approvals if parent is not None else None,
+            session=session,
+            parent=parent._parts.approvals if parent is not None else None,
         )
         # A separate statement: the parent's parts are typed before this agent's are.
         ledger = Ledger.open(
@@ -184,15 +177,15 @@ class Agent:
         )
         self._parts: AgentParts = AgentParts(
             agent=self,
-            approvals=self._approvals,
+            approvals=approvals,
             session=session,
             store=store,
             model=model,
             tools=tools,
             allowed=frozenset(config.tools) if config.tools is not None else None,
             emit=emit,
-            listens=self._listens,
-            inbox=self._inbox,
+            listens=listens if listens is not None else _anyone,
+            inbox=inbox,
             usage=usage,
             instructions=config.instructions,
             max_steps=config.max_steps,
@@ -203,7 +196,6 @@ class Agent:
             budget=ledger,
             hooks=hooks,
         )
-        self._history = self._parts.history  # the same object (tests read it)
         self._compact_jobs: list[CompactJob] = []
         self._compactions = 0
 
@@ -213,6 +205,15 @@ class Agent:
     def id(self) -> str:
         """The agent's id, which is its session's id."""
         return self.session.id
+
+    @property
+    def _history(self) -> History:
+        # Read by tests; the parts hold it (one slot fewer on every idle agent).
+        return self._parts.history
+
+    @property
+    def _approvals(self) -> Approvals:
+        return self._parts.approvals
 
     @property
     def model(self) -> Model:
@@ -248,7 +249,7 @@ class Agent:
         """Who is asked before a call that needs approval runs (see :doc:`/tools`), or
         ``None``: such calls are refused. The front end that shows the agent sets it; a child
         agent without one of its own has its parent's."""
-        return self._approvals.approver
+        return self._parts.approvals.approver
 
     @approver.setter
     def approver(self, approver: Approver | None) -> None:
@@ -256,7 +257,7 @@ class Agent:
             raise TypeError(
                 f"an approver has 'async def approve(request) -> Decision'; got {approver!r}"
             )
-        self._approvals.approver = approver
+        self._parts.approvals.approver = approver
 
     @property
     def usage(self) -> AgentUsage:
@@ -266,13 +267,13 @@ class Agent:
     @property
     def mode(self) -> Mode:
         """The agent's mode (``ask``, ``edit``, ``plan``: see :mod:`._modes`)."""
-        return self._approvals.mode
+        return self._parts.approvals.mode
 
     def set_mode(self, mode: str | Mode) -> Mode:
         """Put the agent in ``mode`` from its next tool call on (recorded: a resumed agent is
         in it). Raises :class:`UnknownModeError` for an id that is no mode."""
         turn = self._turn
-        return self._approvals.set_mode(mode, turn.id if turn is not None else None)
+        return self._parts.approvals.set_mode(mode, turn.id if turn is not None else None)
 
     def set_model(self, model: Model | str) -> Model:
         """Make ``model`` (a spec or a :class:`Model`) the agent's from its next model request
@@ -287,7 +288,7 @@ class Agent:
         recorded against the running turn, if any."""
         turn, parts = self._turn, self._parts
         turn_id = turn.id if turn is not None else None
-        approvals = self._approvals
+        approvals = self._parts.approvals
         return Caller(self, self.id, turn_id, None, approvals, parts.deps, parts, parts.agents)
 
     @property
@@ -356,14 +357,14 @@ class Agent:
 
     def queued(self) -> tuple[QueuedMessage, ...]:
         """The messages waiting in the inbox, in arrival order."""
-        return self._inbox.queued()
+        return self._parts.inbox.queued()
 
     def statistics(self) -> AgentStatistics:
         """A frozen snapshot of this agent."""
         return AgentStatistics(
             id=self.id,
             status=self._status,
-            queued=tuple(m.id for m in self._inbox.queued()),
+            queued=tuple(m.id for m in self._parts.inbox.queued()),
             turns=self._turns,
             running_turn=self._turn.id if self._turn is not None else None,
             children=tuple(self._children),
@@ -376,7 +377,7 @@ class Agent:
         turn = work.describe(now) if isinstance(work, Turn) else None
         if isinstance(work, CompactJob):
             turn = TurnSnapshot(work.id, None)
-        return agent_snapshot(self, turn, self._inbox.queued(), self.children)
+        return agent_snapshot(self, turn, self._parts.inbox.queued(), self.children)
 
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self._status.value}>"
@@ -413,7 +414,7 @@ class Agent:
         the agent is being disposed (its queued messages stay recorded for a resume)."""
         if self._closing:
             return False
-        removed = self._inbox.discard(message_id)
+        removed = self._parts.inbox.discard(message_id)
         if removed is None:
             return False
         self._record_removal(removed, "discarded")
@@ -565,7 +566,7 @@ class Agent:
             )
         if self._parts.hooks.at(PROMPT_ACCEPTED):
             message_accepted(self._parts.hooks, self.id, lane, content)
-        message = self._inbox.add(lane, content, wake=wake)
+        message = self._parts.inbox.add(lane, content, wake=wake)
         try:
             for image in images:
                 self.session.append(
@@ -577,7 +578,7 @@ class Agent:
         except BaseException:
             # Invariant: every queued message is recorded, so one the session refuses (text
             # that is not Unicode) is not queued either.
-            self._inbox.discard(message.id)
+            self._parts.inbox.discard(message.id)
             raise
         if wake:
             self._wake.set()
@@ -623,16 +624,16 @@ class Agent:
     def _has_work(self, keep_inbox: bool) -> bool:
         """Whether a cancel would clear or abort anything here or in a child."""
         if self._turn is not None or (
-            not keep_inbox and (len(self._inbox) > 0 or self._compact_jobs)
+            not keep_inbox and (len(self._parts.inbox) > 0 or self._compact_jobs)
         ):
             return True
         return any(child._has_work(keep_inbox) for child in self._children.values())
 
     def _cancel(self, cause: CancelCause, keep_inbox: bool) -> None:
         # Invariant: called only when _has_work() is true, so the event announces real work.
-        self._emit(AgentCancelRequested(agent_id=self.id, cause=cause))
+        self._parts.emit(AgentCancelRequested(agent_id=self.id, cause=cause))
         if not keep_inbox:
-            for message in self._inbox.clear():
+            for message in self._parts.inbox.clear():
                 self._record_removal(message, "cancelled")
             if self._compact_jobs:
                 self._fail_jobs(CompactionError(f"compaction cancelled by {cause!r}", cause))
@@ -667,7 +668,7 @@ class Agent:
         return (
             self._status is AgentStatus.IDLE
             and self._turn is None
-            and not self._inbox.wakeable
+            and not self._parts.inbox.wakeable
             and not self._compact_jobs
         )
 
@@ -677,8 +678,8 @@ class Agent:
         if new is self._status:
             return
         old, self._status = self._status, check_status(self._status, new)
-        if self._listens(AgentStatusChanged):
-            self._emit(AgentStatusChanged(agent_id=self.id, old=old, new=new))
+        if self._parts.listens(AgentStatusChanged):
+            self._parts.emit(AgentStatusChanged(agent_id=self.id, old=old, new=new))
         self._notify()
 
     def _change(self) -> trio.Event:
@@ -729,11 +730,11 @@ class Agent:
     def _claimable(self) -> bool:
         # Checked again after the status change: a listener of it may have cancelled the
         # work, and a turn without a claim would ask the model about the previous message.
-        return self._inbox.wakeable
+        return self._parts.inbox.wakeable
 
     async def _run_one_turn(self) -> None:
         # Invariant: claiming and publishing the turn happen in one synchronous step.
-        turn = Turn(self._parts, f"t-{self._next_turn}", self._inbox.claim_turn())
+        turn = Turn(self._parts, f"t-{self._next_turn}", self._parts.inbox.claim_turn())
         self._next_turn += 1
         self._turns += 1
         self._work = turn
@@ -778,7 +779,7 @@ class _Driver(AgentDriver):
                     agent._set_status(AgentStatus.RUNNING)
                     await agent._run_compaction(agent._compact_jobs.pop(0))
                     continue
-                if not agent._inbox.wakeable:
+                if not agent._parts.inbox.wakeable:
                     agent._set_status(AgentStatus.IDLE)
                     await agent._wake.wait()
                     continue
@@ -831,7 +832,7 @@ class _Driver(AgentDriver):
         agent = self._agent
         if agent._closing:
             return
-        agent._emit(AgentCancelRequested(agent_id=agent.id, cause=cause))
+        agent._parts.emit(AgentCancelRequested(agent_id=agent.id, cause=cause))
         agent._closing = True
         agent._set_status(AgentStatus.DISPOSING)
         if agent._turn is not None:

@@ -47,7 +47,7 @@ import attrs
 import trio
 
 from .. import tracing
-from ..session import ModeChanged, Record, ToolApproval
+from ..session import ModeChanged, Record, Session, ToolApproval
 from ._modes import MODES, Mode, mode_named, recorded_mode
 
 __all__ = [
@@ -168,12 +168,12 @@ class Approvals:
     standing answers of its session (see the module rules)."""
 
     __slots__ = (
-        "_append",
         "_asking",
         "_mode",
         "_own",
         "_parent",
         "_restored",
+        "_session",
         "_standing",
         "ask",
     )
@@ -183,21 +183,23 @@ class Approvals:
         *,
         ask: Iterable[str],
         approver: Approver | None,
-        records: Iterable[Record],
-        append: Callable[[Record], object],
+        session: Session,
         parent: Approvals | None = None,
     ) -> None:
         self.ask = frozenset(ask) or _NO_TOOLS
         self._own = approver
         # A child agent's: what it asks about and who answers, when it has none of its own.
         self._parent = parent
-        self._append = append
-        records = tuple(records)
-        self._standing = standing_answers(records)
+        # Where its answers and modes are recorded: the session, not a bound ``append`` (a
+        # method object on every idle agent).
+        self._session = session
+        records = session.records
+        # Made by the first standing answer (most sessions have none).
+        self._standing: dict[str, Decision] | None = standing_answers(records) or None
         # The agent's own mode (its latest ModeChanged), or None: its parent's, else the first.
         self._mode: Mode | None = recorded_mode(records)
         # The tools whose standing answer came from the records (not given in this process).
-        self._restored = frozenset(self._standing) or _NO_TOOLS
+        self._restored = frozenset(self._standing or ()) or _NO_TOOLS
         # One question at a time per agent: the calls of one step are asked in turn, and an
         # *_always answer to one of them stands for the others still waiting. Made by the
         # first question: most agents never ask one.
@@ -229,7 +231,7 @@ class Approvals:
             UnknownModeError: no mode has that id.
         """
         chosen = mode_named(mode)
-        self._append(ModeChanged(mode=chosen.id, turn_id=turn_id))
+        self._session.append(ModeChanged(mode=chosen.id, turn_id=turn_id))
         self._mode = chosen
         return chosen
 
@@ -245,7 +247,7 @@ class Approvals:
 
     def standing(self) -> dict[str, Decision]:
         """A copy of the standing answers, by tool name."""
-        return dict(self._standing)
+        return dict(self._standing or {})
 
     async def check(
         self,
@@ -266,7 +268,7 @@ class Approvals:
     async def _check(
         self, request: ApprovalRequest, turn_id: str | None, stop: Callable[[], object]
     ) -> str | None:
-        standing = self._standing.get(request.tool)
+        standing = self._standing.get(request.tool) if self._standing is not None else None
         if request.tool in self._restored and getattr(self.approver, "forget_stored", False):
             standing = None
         if standing is not None:
@@ -287,6 +289,8 @@ class Approvals:
         decision, reason = _decision(request.tool, answer)
         self._record(request, turn_id, decision, by)
         if decision in (Decision.ALLOW_ALWAYS, Decision.REJECT_ALWAYS):
+            if self._standing is None:
+                self._standing = {}
             self._standing[request.tool] = decision
             self._restored -= {request.tool}
         if decision in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS):
@@ -299,7 +303,7 @@ class Approvals:
     def _record(
         self, request: ApprovalRequest, turn_id: str | None, decision: Decision, by: str
     ) -> None:
-        self._append(
+        self._session.append(
             ToolApproval(
                 turn_id=turn_id,
                 call_id=request.call_id,

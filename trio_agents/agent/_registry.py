@@ -40,7 +40,15 @@ import trio
 from typing_extensions import TypeVar
 
 from ..cancel import LeaseLost
-from ..kernel import Context, Entry, FiberClosedError, FiberState, ServiceKey, current_context
+from ..kernel import (
+    Context,
+    Entry,
+    Fiber,
+    FiberClosedError,
+    FiberState,
+    ServiceKey,
+    current_context,
+)
 from ..model import Model
 from ..session import (
     Session,
@@ -157,10 +165,7 @@ class _Hosted(Generic[A]):
     async def apply(self, ctx: Context, config: None) -> None:
         registry, store, session = self.registry, self.registry.store, self.session
         self.ctx = ctx
-        self._disposer = ctx.fiber.guard(
-            f"agent {session.id!r} is torn down by its handle; call dispose() on the "
-            f"AgentHandle that create() or resume() returned"
-        )
+        self._disposer = ctx.fiber.guard(_refusal)
         # Owned before it is entered: the end also undoes an enter that did not complete.
         ctx.defer(self._end_session)
         try:
@@ -181,7 +186,7 @@ class _Hosted(Generic[A]):
             )
         self.agent, self.driver = agent, built.driver
         registry._attach(agent)
-        ctx.defer(registry._detach, self)
+        ctx.defer(self._detach)
         self.scope = ctx.section("agent-scope")
 
     def describe(self, now: float) -> object | None:
@@ -229,6 +234,11 @@ class _Hosted(Generic[A]):
         if self._disposer is not None:
             await self._disposer()
         await self.registry.store.abandon(self.session, owner=self)
+
+    async def _detach(self) -> None:
+        # A bound method of the hosted, not ``defer(registry._detach, self)``: no arguments
+        # tuple on every idle agent.
+        await self.registry._detach(self)
 
     async def _end_session(self) -> None:
         store = self.registry.store
@@ -646,6 +656,17 @@ async def _dispose_lost(agent_id: str, dispose: Callable[[], Awaitable[None]]) -
         await dispose()
     except* SessionWriteError as group:
         log.info("agent %r was disposed after its session lease was lost (%s)", agent_id, group)
+
+
+def _refusal(fiber: Fiber) -> str:
+    """Why an agent's fiber refuses ``dispose()`` (made on refusal only: one string per agent
+    was 168 bytes of every idle one)."""
+    hosted = fiber.plugin
+    assert isinstance(hosted, _Hosted)  # only an agent's fiber is guarded with it
+    return (
+        f"agent {hosted.session.id!r} is torn down by its handle; call dispose() on the "
+        f"AgentHandle that create() or resume() returned"
+    )
 
 
 def _built() -> Any:
