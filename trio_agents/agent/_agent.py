@@ -21,7 +21,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, final, overload
+from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 
 import attrs
 import trio
@@ -29,7 +29,7 @@ import trio
 from .. import tracing
 from .._base import Signal, Wake
 from ..cancel import CancelCause, UserCancel, current_cause
-from ..model import ImagePart, Model, PriceTable
+from ..model import DEFAULT_PRICES, ImagePart, Model, PriceTable
 from ..session import (
     Compacted,
     ImageAttached,
@@ -48,9 +48,10 @@ from ._config import AgentConfig
 from ._driver import AgentDriver, Built
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
+from ._history import History
 from ._hook_calls import message_accepted
 from ._hook_points import PROMPT_ACCEPTED
-from ._hooks import HookRegistry
+from ._hooks import NO_HOOKS, HookRegistry
 from ._inbox import Lane, MessageId, QueuedMessage
 from ._meter import ContextUsage
 from ._modes import Mode, switched_model
@@ -73,11 +74,9 @@ from ._usage import AgentUsage
 
 if TYPE_CHECKING:
     from ._caller import ChildAgents, ToolCalls
-    from ._history import History
 
 __all__ = ["Agent", "AgentStatistics", "new_agent"]
 
-P = ParamSpec("P")
 T = TypeVar("T")
 
 
@@ -99,105 +98,31 @@ def _anyone(event_type: type) -> bool:
 
 
 @final
+@attrs.define(eq=False, repr=False, kw_only=True)
 class Agent:
     """A long-lived agent. Made by ``ctx.agents.create``/``resume``, never directly."""
 
-    # Slots: an idle agent is mostly this object, and 10,000 of them should cost little.
-    # ``__weakref__``: an application may key a WeakKeyDictionary or a WeakSet by its agents.
-    __slots__ = (
-        "__weakref__",
-        "_changed",
-        "_children",
-        "_closing",
-        "_compact_jobs",
-        "_compactions",
-        "_config",
-        "_done",
-        "_idle",
-        "_next_turn",
-        "_parts",
-        "_status",
-        "_turns",
-        "_wake",
-        "_work",
-        "parent",
-        "session",
-    )
-
-    def __init__(
-        self,
-        *,
-        session: Session,
-        store: SessionStore,
-        tools: ToolCalls,
-        model: Model,
-        emit: Callable[[object], None],
-        config: AgentConfig,
-        listens: Callable[[type], bool] | None = None,
-        parent: Agent | None = None,
-        compactor: Callable[[], Compactor | None] | None = None,
-        approver: Approver | None = None,
-        deps: object = None,
-        agents: ChildAgents | None = None,
-        prices: PriceTable | None = None,
-        hooks: HookRegistry | None = None,
-    ) -> None:
-        self.session = session
-        self.parent = parent
-        self._config = config
-        self._status = AgentStatus.IDLE
-        self._closing = False
-        # The running work (a turn or a compaction), until it records its end.
-        self._work: Turn | CompactJob | None = None
-        self._turns = 0
-        self._wake = Wake()
-        # Made when someone first waits for the next change (a change nobody awaits costs
-        # no event).
-        self._changed: trio.Event | None = None
-        # Made when someone first waits for quiescence; set only by a change that leaves the
-        # agent quiescent, so a waiter wakes once per wait, not at every step of a turn.
-        self._idle: trio.Event | None = None
-        self._done = Signal()
-        self._children: dict[str, Agent] = {}
-        inbox, self._next_turn, usage = restore(session)
-        approvals = Approvals(
-            ask=config.ask,
-            approver=approver,
-            session=session,
-            parent=parent._parts.approvals if parent is not None else None,
-        )
-        # A separate statement: the parent's parts are typed before this agent's are.
-        ledger = Ledger.open(
-            session.id,
-            config.budget,
-            parent._parts.budget if parent is not None else None,
-            self.cancel,
-            started=config.created_at,
-            records=session.records,
-        )
-        self._parts: AgentParts = AgentParts(
-            agent=self,
-            approvals=approvals,
-            session=session,
-            store=store,
-            model=model,
-            tools=tools,
-            allowed=frozenset(config.tools) if config.tools is not None else None,
-            emit=emit,
-            listens=listens if listens is not None else _anyone,
-            inbox=inbox,
-            usage=usage,
-            instructions=config.instructions,
-            max_steps=config.max_steps,
-            find_compactor=compactor,
-            deps=deps,
-            agents=agents,
-            prices=prices,
-            budget=ledger,
-            hooks=hooks,
-        )
-        self._compact_jobs: list[CompactJob] = []
-        self._compactions = 0
+    session: Session
+    _config: AgentConfig
+    _parts: AgentParts
+    parent: Agent | None = None
+    _next_turn: int = 1
+    _status: AgentStatus = attrs.field(default=AgentStatus.IDLE, init=False)
+    _closing: bool = attrs.field(default=False, init=False)
+    # The running work (a turn or a compaction), until it records its end.
+    _work: Turn | CompactJob | None = attrs.field(default=None, init=False)
+    _turns: int = attrs.field(default=0, init=False)
+    _wake: Wake = attrs.field(factory=Wake, init=False)
+    # Made when someone first waits for the next change (a change nobody awaits costs no
+    # event).
+    _changed: trio.Event | None = attrs.field(default=None, init=False)
+    # Made when someone first waits for quiescence; set only by a change that leaves the
+    # agent quiescent, so a waiter wakes once per wait, not at every step of a turn.
+    _idle: trio.Event | None = attrs.field(default=None, init=False)
+    _done: Signal = attrs.field(factory=Signal, init=False)
+    _children: dict[str, Agent] = attrs.field(factory=dict, init=False)
+    _compact_jobs: list[CompactJob] = attrs.field(factory=list, init=False)
+    _compactions: int = attrs.field(default=0, init=False)
 
     # -- identity and state -----------------------------------------------------------------
 
@@ -746,27 +671,73 @@ class Agent:
             self._notify()
 
 
-def _with_driver(make: Callable[P, Agent]) -> Callable[P, Built[Agent]]:
-    def build(*args: P.args, **kwargs: P.kwargs) -> Built[Agent]:
-        agent = make(*args, **kwargs)
-        return Built(agent, _Driver(agent))
-
-    return build
-
-
-#: ``new_agent(**same arguments as Agent)``: a new :class:`Agent` and its driver. The only way
-#: to get a driver for an agent is to make the agent (what :class:`DefaultAgentFactory` does).
-new_agent = _with_driver(Agent)
+def new_agent(
+    *,
+    session: Session,
+    store: SessionStore,
+    tools: ToolCalls,
+    model: Model,
+    emit: Callable[[object], None],
+    config: AgentConfig,
+    listens: Callable[[type], bool] | None = None,
+    parent: Agent | None = None,
+    compactor: Callable[[], Compactor | None] | None = None,
+    approver: Approver | None = None,
+    deps: object = None,
+    agents: ChildAgents | None = None,
+    prices: PriceTable | None = None,
+    hooks: HookRegistry | None = None,
+) -> Built[Agent]:
+    """A new :class:`Agent` of ``session``, restored from its records, and its driver. The
+    only way to get a driver for an agent is to make the agent (what
+    :class:`DefaultAgentFactory` does)."""
+    inbox, next_turn, usage = restore(session)
+    approvals = Approvals(
+        ask=config.ask,
+        approver=approver,
+        session=session,
+        parent=parent._parts.approvals if parent is not None else None,
+    )
+    parts = AgentParts(
+        agent=None,
+        approvals=approvals,
+        session=session,
+        store=store,
+        model=model,
+        tools=tools,
+        allowed=frozenset(config.tools) if config.tools is not None else None,
+        emit=emit,
+        listens=listens if listens is not None else _anyone,
+        inbox=inbox,
+        usage=usage,
+        history=History(config.instructions).update(session),
+        max_steps=config.max_steps,
+        find_compactor=compactor,
+        deps=deps,
+        agents=agents,
+        prices=prices if prices is not None else DEFAULT_PRICES,
+        hooks=hooks if hooks is not None else NO_HOOKS,
+    )
+    agent = Agent(session=session, config=config, parts=parts, parent=parent, next_turn=next_turn)
+    parts.agent = agent
+    # The ledger stops the agent: made once there is an agent to stop.
+    parts.budget = Ledger.open(
+        session.id,
+        config.budget,
+        parent._parts.budget if parent is not None else None,
+        agent.cancel,
+        started=config.created_at,
+        records=session.records,
+    )
+    return Built(agent, _Driver(agent))
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _Driver(AgentDriver):
     """Runs and stops one :class:`Agent` (see :mod:`._driver` for the order of calls)."""
 
-    __slots__ = ("_agent",)
-
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
+    _agent: Agent
 
     async def run(self) -> None:
         """The agent's loop: a turn or a compaction at a time, until it is closing."""

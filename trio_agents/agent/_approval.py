@@ -162,48 +162,39 @@ def _refused(tool: str, always: bool) -> str:
     )
 
 
+def _tool_names(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(names) or _NO_TOOLS
+
+
 @final
+@attrs.define(eq=False, repr=False, kw_only=True)
 class Approvals:
     """The approval state of one agent: who asks, what its definition asks about, and the
     standing answers of its session (see the module rules)."""
 
-    __slots__ = (
-        "_asking",
-        "_mode",
-        "_own",
-        "_parent",
-        "_restored",
-        "_session",
-        "_standing",
-        "ask",
-    )
+    ask: frozenset[str] = attrs.field(converter=_tool_names)
+    _own: Approver | None = attrs.field(alias="approver")
+    # Where its answers and modes are recorded: the session, not a bound ``append`` (a
+    # method object on every idle agent).
+    _session: Session
+    # A child agent's: what it asks about and who answers, when it has none of its own.
+    _parent: Approvals | None = None
+    # Made by the first standing answer (most sessions have none).
+    _standing: dict[str, Decision] | None = attrs.field(init=False)
+    # The agent's own mode (its latest ModeChanged), or None: its parent's, else the first.
+    _mode: Mode | None = attrs.field(init=False)
+    # The tools whose standing answer came from the records (not given in this process).
+    _restored: frozenset[str] = attrs.field(init=False)
+    # One question at a time per agent: the calls of one step are asked in turn, and an
+    # *_always answer to one of them stands for the others still waiting. Made by the
+    # first question: most agents never ask one.
+    _asking: trio.Lock | None = attrs.field(default=None, init=False)
 
-    def __init__(
-        self,
-        *,
-        ask: Iterable[str],
-        approver: Approver | None,
-        session: Session,
-        parent: Approvals | None = None,
-    ) -> None:
-        self.ask = frozenset(ask) or _NO_TOOLS
-        self._own = approver
-        # A child agent's: what it asks about and who answers, when it has none of its own.
-        self._parent = parent
-        # Where its answers and modes are recorded: the session, not a bound ``append`` (a
-        # method object on every idle agent).
-        self._session = session
-        records = session.records
-        # Made by the first standing answer (most sessions have none).
-        self._standing: dict[str, Decision] | None = standing_answers(records) or None
-        # The agent's own mode (its latest ModeChanged), or None: its parent's, else the first.
-        self._mode: Mode | None = recorded_mode(records)
-        # The tools whose standing answer came from the records (not given in this process).
-        self._restored = frozenset(self._standing or ()) or _NO_TOOLS
-        # One question at a time per agent: the calls of one step are asked in turn, and an
-        # *_always answer to one of them stands for the others still waiting. Made by the
-        # first question: most agents never ask one.
-        self._asking: trio.Lock | None = None
+    def __attrs_post_init__(self) -> None:
+        records = self._session.records
+        self._standing = standing_answers(records) or None
+        self._mode = recorded_mode(records)
+        self._restored = _tool_names(self._standing or ())
 
     @property
     def approver(self) -> Approver | None:

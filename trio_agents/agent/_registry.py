@@ -92,6 +92,7 @@ A = TypeVar("A", bound=AgentLike, default=Agent)
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class AgentScope:
     """What is added here is owned by one agent and disposed with it, after its loop stopped.
 
@@ -100,10 +101,7 @@ class AgentScope:
     the agent down.
     """
 
-    __slots__ = ("_ctx",)
-
-    def __init__(self, ctx: Context) -> None:
-        self._ctx = ctx
+    _ctx: Context
 
     def defer(self, fn: Callable[..., Awaitable[object]], *args: object) -> Entry:
         """Run ``await fn(*args)`` when the agent is torn down (see :meth:`Context.defer`)."""
@@ -124,43 +122,29 @@ class AgentScope:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _Hosted(Generic[A]):
     """The plugin of one agent's fiber, and the transaction that creates the agent."""
 
-    __slots__ = (
-        "_disposer",
-        "agent",
-        "committed",
-        "ctx",
-        "driver",
-        "make",
-        "name",
-        "registry",
-        "scope",
-        "session",
-    )
+    registry: AgentRegistry[A]
+    session: Session
+    make: Callable[[], Built[A]]
+    ctx: Context | None = attrs.field(default=None, init=False)
+    agent: A | None = attrs.field(default=None, init=False)
+    #: Runs and stops the agent: the factory gave it to this transaction alone.
+    driver: AgentDriver | None = attrs.field(default=None, init=False)
+    #: The agent's scope, a section of its fiber's stack: what the agent owns beyond its
+    #: loop lands here, and unwinds after the loop stopped.
+    scope: Context | None = attrs.field(default=None, init=False)
+    committed: bool = attrs.field(default=False, init=False)
+    #: The one way to tear the agent's fiber down: its dispose() through the fiber tree
+    #: refuses; the handle (and the caller's co-owner entry) hold this.
+    _disposer: Callable[[], Awaitable[None]] | None = attrs.field(default=None, init=False)
 
-    def __init__(
-        self,
-        registry: AgentRegistry[A],
-        session: Session,
-        make: Callable[[], Built[A]],
-    ) -> None:
-        self.name = f"agent:{session.id}"
-        self.registry = registry
-        self.session = session
-        self.make = make
-        self.ctx: Context | None = None
-        self.agent: A | None = None
-        #: Runs and stops the agent: the factory gave it to this transaction alone.
-        self.driver: AgentDriver | None = None
-        #: The agent's scope, a section of its fiber's stack: what the agent owns beyond its
-        #: loop lands here, and unwinds after the loop stopped.
-        self.scope: Context | None = None
-        self.committed = False
-        #: The one way to tear the agent's fiber down: its dispose() through the fiber tree
-        #: refuses; the handle (and the caller's co-owner entry) hold this.
-        self._disposer: Callable[[], Awaitable[None]] | None = None
+    @property
+    def name(self) -> str:
+        """The plugin's name (read once, when its fiber is made)."""
+        return f"agent:{self.session.id}"
 
     async def apply(self, ctx: Context, config: None) -> None:
         registry, store, session = self.registry, self.registry.store, self.session
@@ -186,7 +170,7 @@ class _Hosted(Generic[A]):
             )
         self.agent, self.driver = agent, built.driver
         registry._attach(agent)
-        ctx.defer(self._detach)
+        ctx.defer(registry._detach, self)
         self.scope = ctx.section("agent-scope")
 
     def describe(self, now: float) -> object | None:
@@ -234,11 +218,6 @@ class _Hosted(Generic[A]):
         if self._disposer is not None:
             await self._disposer()
         await self.registry.store.abandon(self.session, owner=self)
-
-    async def _detach(self) -> None:
-        # A bound method of the hosted, not ``defer(registry._detach, self)``: no arguments
-        # tuple on every idle agent.
-        await self.registry._detach(self)
 
     async def _end_session(self) -> None:
         store = self.registry.store
