@@ -24,6 +24,7 @@ Rules:
 from __future__ import annotations
 
 import logging
+from contextlib import aclosing
 from typing import final
 
 import attrs
@@ -243,9 +244,8 @@ class Turn:
         calls: list[ToolCallRequested] = []
         finished: Finished | None = None
         streamed = False
-        stream = tracing.chat(parts.model, request)
         try:
-            try:
+            async with aclosing(tracing.chat(parts.model, request)) as stream:
                 async for event in stream:
                     if isinstance(event, TextDelta):
                         text.append(event.text)
@@ -263,8 +263,6 @@ class Turn:
                     elif isinstance(event, Finished):
                         finished = event
                         break
-            finally:
-                await stream.aclose()  # what contextlib.aclosing does, without its object
             streamed = True
         finally:
             # What was streamed to the user is kept, also when the stream was cut: the
