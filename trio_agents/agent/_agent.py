@@ -112,11 +112,11 @@ class Agent:
     _work: Turn | CompactJob | None = attrs.field(default=None, init=False)
     _turns: int = attrs.field(default=0, init=False)
     _wake: Wake = attrs.field(factory=Wake, init=False)
-    # Made when someone first waits for the next change (a change nobody awaits costs no
-    # event).
+    # Trick: made when someone first waits for the next change, as most changes nobody
+    # awaits (a trio.Event is 272 B of every idle agent: python -m benchmarks --only memory).
     _changed: trio.Event | None = attrs.field(default=None, init=False)
-    # Made when someone first waits for quiescence; set only by a change that leaves the
-    # agent quiescent, so a waiter wakes once per wait, not at every step of a turn.
+    # Trick: made when someone first waits for quiescence (272 B, as _changed); set only by
+    # a change that leaves the agent quiescent, so a waiter wakes once per wait.
     _idle: trio.Event | None = attrs.field(default=None, init=False)
     _done: Signal = attrs.field(factory=Signal, init=False)
     _children: dict[str, Agent] = attrs.field(factory=dict, init=False)
@@ -132,7 +132,7 @@ class Agent:
 
     @property
     def _history(self) -> History:
-        # Read by tests; the parts hold it (one slot fewer on every idle agent).
+        # Read by tests; the parts hold it (the agent keeps no second reference).
         return self._parts.history
 
     @property

@@ -63,7 +63,8 @@ log = logging.getLogger("trio_agents")
 
 #: The longest title an :class:`ApprovalRequest` makes of a call's arguments.
 _TITLE_MAX: Final = 200
-# Shared by every agent that asks about no tool (an empty frozenset is 216 bytes).
+# Trick: shared by every agent that asks about no tool (an empty frozenset is 216 B of every
+# idle agent: python -m benchmarks --only memory).
 _NO_TOOLS: Final[frozenset[str]] = frozenset()
 
 
@@ -167,19 +168,21 @@ def _tool_names(names: Iterable[str]) -> frozenset[str]:
 
 
 @final
-@attrs.define(eq=False, repr=False, kw_only=True)
+# Converters at init only (no hook on every attribute set, as History).
+@attrs.define(eq=False, repr=False, kw_only=True, on_setattr=attrs.setters.NO_OP)
 class Approvals:
     """The approval state of one agent: who asks, what its definition asks about, and the
     standing answers of its session (see the module rules)."""
 
     ask: frozenset[str] = attrs.field(converter=_tool_names)
     _own: Approver | None = attrs.field(alias="approver")
-    # Where its answers and modes are recorded: the session, not a bound ``append`` (a
-    # method object on every idle agent).
+    # Trick: where its answers and modes are recorded is the session, not a bound ``append``
+    # (a 64 B method object on every idle agent: python -m benchmarks --only memory).
     _session: Session
     # A child agent's: what it asks about and who answers, when it has none of its own.
     _parent: Approvals | None = None
-    # Made by the first standing answer (most sessions have none).
+    # Trick: made by the first standing answer, as most sessions have none (an empty dict is
+    # 64 B of every idle agent: python -m benchmarks --only memory).
     _standing: dict[str, Decision] | None = attrs.field(init=False)
     # The agent's own mode (its latest ModeChanged), or None: its parent's, else the first.
     _mode: Mode | None = attrs.field(init=False)

@@ -177,7 +177,8 @@ def _now_if_none(started: float | None) -> float:
 
 
 @final
-@attrs.define(eq=False, repr=False)
+# Converters at init only (no hook on every attribute set, as History).
+@attrs.define(eq=False, repr=False, on_setattr=attrs.setters.NO_OP)
 class Ledger:
     """What one agent (and its live descendants) spent, against its budget (see the rules).
 

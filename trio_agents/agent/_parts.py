@@ -73,8 +73,8 @@ class AgentParts:
     usage: AgentUsage
     history: History
     max_steps: int
-    # The runtime's compaction service, looked up at each use (shared by the agents of one
-    # context: a callable per agent would be held by every idle one).
+    # Trick: the runtime's compaction service, looked up at each use through a lookup shared
+    # by the agents of one context (see DefaultAgentFactory._hooks, which pins it).
     _find_compactor: Callable[[], Compactor | None] | None = attrs.field(alias="find_compactor")
     deps: object = None
     agents: ChildAgents | None = None

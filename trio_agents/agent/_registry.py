@@ -613,8 +613,9 @@ class AgentRegistry(Generic[A]):
 AGENTS: Final[ServiceKey[AgentRegistry]] = ServiceKey("agents")
 
 
-#: The classes whose instances passed the AgentLike check (a runtime protocol check looks up
-#: every member on the instance: tens of microseconds per agent otherwise).
+#: Trick: the classes whose instances passed the AgentLike check (a runtime protocol check
+#: looks up every member on the instance: tens of microseconds per agent otherwise, the
+#: create + dispose row of python -m benchmarks --only agents).
 _AGENT_CLASSES: set[type] = set()
 
 
@@ -638,8 +639,12 @@ async def _dispose_lost(agent_id: str, dispose: Callable[[], Awaitable[None]]) -
 
 
 def _refusal(fiber: Fiber) -> str:
-    """Why an agent's fiber refuses ``dispose()`` (made on refusal only: one string per agent
-    was 168 bytes of every idle one)."""
+    """Why an agent's fiber refuses ``dispose()``.
+
+    Trick: made on refusal only, by one shared function (a string per agent was 168 B of
+    every idle one: python -m benchmarks --only memory); its wording is pinned by
+    ``test_agent_ownership.py::test_the_fiber_tree_cannot_dispose_an_agent_only_its_handle_can``.
+    """
     hosted = fiber.plugin
     assert isinstance(hosted, _Hosted)  # only an agent's fiber is guarded with it
     return (

@@ -366,7 +366,8 @@ def _check_result_cap(registry: object, attribute: object, result_cap: int) -> N
 
 
 @final
-@attrs.define(eq=False, repr=False)
+# Validators at init only (no hook on every attribute set, as History).
+@attrs.define(eq=False, repr=False, on_setattr=attrs.setters.NO_OP)
 class ToolRegistry:
     """The service ``tools``: the tools agents can call, each owned by the fiber that
     registered it.
