@@ -158,7 +158,8 @@ def _system_of(instructions: str | None) -> tuple[ChatMessage, ...]:
 
 @final
 # Converters at init only: a converter otherwise makes attrs hook every attribute set, and the
-# history sets several per record it folds (+10% instructions per turn: python -m benchmarks --only instructions).
+# history sets several per record it folds (+10% instructions per turn: python -m benchmarks
+# --only instructions).
 @attrs.define(eq=False, repr=False, on_setattr=attrs.setters.NO_OP)
 class History:
     """The chat history of one session, kept up to date from its records."""
