@@ -12,11 +12,12 @@ stacks of the interpreter), so the ratio is the one to read, and each figure is 
 (smallest) of a few rounds.
 
 The traced figure depends on the process's string-hash seed: ``contextvars`` keeps a
-context's variables in a hash trie keyed by their hashes, so one seed puts two of them in one
-node where another does not, and one layout of the same code reads up to 256 B more per agent
-than another. So each figure is measured in a fresh interpreter per seed of ``SEEDS``
-(``PYTHONHASHSEED`` fixed: the run is the same each time), and the one reported is the
-largest, the worst layout: the goal holds for every seed measured.
+context's variables in a hash trie keyed by their hashes (which mix the seed with where each
+variable was allocated), so one seed puts two of them in one node where another does not, and
+one layout of the same code reads up to 256 B more per agent than another. So each figure is
+measured in a fresh interpreter per seed of ``SEEDS`` (``PYTHONHASHSEED`` fixed: the run is
+the same each time), and the one reported is the largest, the worst layout: the goal holds
+for every seed measured.
 
 The resident set of ``IDLE`` idle agents (100,000 by default) is measured in a subprocess of
 its own (``python -m benchmarks.bench_memory rss agents N``), so that its RSS holds nothing
