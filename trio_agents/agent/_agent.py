@@ -29,12 +29,13 @@ import trio
 from .. import tracing
 from .._base import Signal, Wake
 from ..cancel import CancelCause, UserCancel, current_cause
-from ..model import ImagePart, Model
+from ..model import DEFAULT_PRICES, ImagePart, Model, PriceTable
 from ..session import (
     Compacted,
     ImageAttached,
     InboxSpliced,
     Session,
+    SessionStore,
     check_recordable_cause,
 )
 from ._approval import Approvals, Approver
@@ -72,7 +73,7 @@ from ._turn import Turn
 from ._usage import AgentUsage
 
 if TYPE_CHECKING:
-    from ._factory import AgentRequest
+    from ._caller import ChildAgents, ToolCalls
 
 __all__ = ["Agent", "AgentStatistics", "new_agent"]
 
@@ -671,22 +672,29 @@ class Agent:
 
 
 def new_agent(
-    request: AgentRequest[Agent],
     *,
+    session: Session,
+    store: SessionStore,
+    tools: ToolCalls,
+    model: Model,
     emit: Callable[[object], None],
+    config: AgentConfig,
     listens: Callable[[type], bool] | None = None,
+    parent: Agent | None = None,
     compactor: Callable[[], Compactor | None] | None = None,
+    approver: Approver | None = None,
+    deps: object = None,
+    agents: ChildAgents | None = None,
+    prices: PriceTable | None = None,
     hooks: HookRegistry | None = None,
 ) -> Built[Agent]:
-    """A new :class:`Agent` of ``request.session``, restored from its records, and its
-    driver; ``emit``, ``listens``, ``compactor`` and ``hooks`` are the runtime's, shared by
-    its agents. The only way to get a driver for an agent is to make the agent (what
+    """A new :class:`Agent` of ``session``, restored from its records, and its driver. The
+    only way to get a driver for an agent is to make the agent (what
     :class:`DefaultAgentFactory` does)."""
-    session, config, parent = request.session, request.config, request.parent
     inbox, next_turn, usage = restore(session)
     approvals = Approvals(
         ask=config.ask,
-        approver=request.approver,
+        approver=approver,
         session=session,
         parent=parent._parts.approvals if parent is not None else None,
     )
@@ -694,9 +702,9 @@ def new_agent(
         agent=None,
         approvals=approvals,
         session=session,
-        store=request.store,
-        model=request.model,
-        tools=request.tools,
+        store=store,
+        model=model,
+        tools=tools,
         allowed=frozenset(config.tools) if config.tools is not None else None,
         emit=emit,
         listens=listens if listens is not None else _anyone,
@@ -705,9 +713,9 @@ def new_agent(
         history=History(config.instructions).update(session),
         max_steps=config.max_steps,
         find_compactor=compactor,
-        deps=request.deps,
-        agents=request.agents,
-        prices=request.prices,
+        deps=deps,
+        agents=agents,
+        prices=prices if prices is not None else DEFAULT_PRICES,
         hooks=hooks if hooks is not None else NO_HOOKS,
     )
     agent = Agent(session=session, config=config, parts=parts, parent=parent, next_turn=next_turn)

@@ -119,7 +119,20 @@ class DefaultAgentFactory(AgentFactory[Agent]):
             hooks = self._hooks = (context, context.emit, context.listens, find)
         _, emit, listens, compactor = hooks
         return new_agent(
-            request, emit=emit, listens=listens, compactor=compactor, hooks=context.get(HOOKS)
+            session=request.session,
+            store=request.store,
+            tools=request.tools,
+            model=request.model,
+            emit=emit,
+            listens=listens,
+            config=request.config,
+            parent=request.parent,
+            compactor=compactor,
+            approver=request.approver,
+            deps=request.deps,
+            agents=request.agents,
+            prices=request.prices,
+            hooks=context.get(HOOKS),
         )
 
     def __repr__(self) -> str:
