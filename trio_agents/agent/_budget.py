@@ -190,7 +190,7 @@ class Ledger:
     budget: Budget | None = attrs.field(converter=_budget_or_none)
     parent: Ledger | None
     # Weak: the agent holds its ledger, and a disposed agent is freed by its last reference
-    # going, not by the cycle collector (tests/test_agent_freed.py).
+    # going, not by the cycle collector (tests/agent/test_freed.py).
     _stop: weakref.WeakMethod[Callable[[CancelCause], bool]] = attrs.field(converter=_weak)
     _started: float = attrs.field(converter=_now_if_none)
     # The ledgers of the live children: a stop reaches them when their parent's own cancel

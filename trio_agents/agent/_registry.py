@@ -643,7 +643,7 @@ def _refusal(fiber: Fiber) -> str:
 
     Trick: made on refusal only, by one shared function (a string per agent was 168 B of
     every idle one: python -m benchmarks --only memory); its wording is pinned by
-    ``test_agent_ownership.py::test_the_fiber_tree_cannot_dispose_an_agent_only_its_handle_can``.
+    ``tests/agent/test_ownership.py::test_the_fiber_tree_cannot_dispose_an_agent_only_its_handle_can``.
     """
     hosted = fiber.plugin
     assert isinstance(hosted, _Hosted)  # only an agent's fiber is guarded with it
