@@ -593,6 +593,30 @@ async def test_a_guarded_fiber_is_disposed_only_by_its_disposer_or_its_parent() 
     assert log == ["enter first", "exit first", "enter second", "exit second"]
 
 
+async def test_a_guard_given_a_function_says_what_it_makes_of_the_fiber() -> None:
+    """guard(fn) calls fn with the fiber only when a dispose is refused, and says its text."""
+    asked: list[str] = []
+
+    def refusal(fiber: Fiber) -> str:
+        asked.append(fiber.name)
+        return f"ask the owner of {fiber.name}"
+
+    async def apply(ctx: Context, config: None) -> None:
+        pass
+
+    async with open_root() as root:
+        fiber = await root.plugin(P("held", apply))
+        disposer = fiber.guard(refusal)
+        assert asked == []
+        with pytest.raises(
+            RuntimeError,
+            match=r"^fiber held#\d+ cannot be disposed from the fiber tree: ask the owner of held$",
+        ):
+            await fiber.dispose()
+        assert asked == ["held"]
+        await disposer()
+
+
 async def test_a_quick_apply_activates_without_waking_the_fiber_task() -> None:
     """An apply that returns activates the fiber itself: the fiber's task steps once (to
     start), so ctx.plugin() returns a scheduler pass earlier than if the task took the news."""

@@ -21,7 +21,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, final, overload
+from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 
 import attrs
 import trio
@@ -29,7 +29,7 @@ import trio
 from .. import tracing
 from .._base import Signal, Wake
 from ..cancel import CancelCause, UserCancel, current_cause
-from ..model import ImagePart, Model, PriceTable
+from ..model import DEFAULT_PRICES, ImagePart, Model, PriceTable
 from ..session import (
     Compacted,
     ImageAttached,
@@ -48,9 +48,10 @@ from ._config import AgentConfig
 from ._driver import AgentDriver, Built
 from ._errors import AgentClosedError
 from ._events import AgentCancelRequested, AgentStatusChanged
+from ._history import History
 from ._hook_calls import message_accepted
 from ._hook_points import PROMPT_ACCEPTED
-from ._hooks import HookRegistry
+from ._hooks import NO_HOOKS, HookRegistry
 from ._inbox import Lane, MessageId, QueuedMessage
 from ._meter import ContextUsage
 from ._modes import Mode, switched_model
@@ -76,7 +77,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent", "AgentStatistics", "new_agent"]
 
-P = ParamSpec("P")
 T = TypeVar("T")
 
 
@@ -98,114 +98,31 @@ def _anyone(event_type: type) -> bool:
 
 
 @final
+@attrs.define(eq=False, repr=False, kw_only=True)
 class Agent:
     """A long-lived agent. Made by ``ctx.agents.create``/``resume``, never directly."""
 
-    # Slots: an idle agent is mostly this object, and 10,000 of them should cost little.
-    # ``__weakref__``: an application may key a WeakKeyDictionary or a WeakSet by its agents.
-    __slots__ = (
-        "__weakref__",
-        "_approvals",
-        "_changed",
-        "_children",
-        "_closing",
-        "_compact_jobs",
-        "_compactions",
-        "_config",
-        "_done",
-        "_emit",
-        "_history",
-        "_idle",
-        "_inbox",
-        "_listens",
-        "_next_turn",
-        "_parts",
-        "_status",
-        "_turns",
-        "_wake",
-        "_work",
-        "parent",
-        "session",
-    )
-
-    def __init__(
-        self,
-        *,
-        session: Session,
-        store: SessionStore,
-        tools: ToolCalls,
-        model: Model,
-        emit: Callable[[object], None],
-        config: AgentConfig,
-        listens: Callable[[type], bool] | None = None,
-        parent: Agent | None = None,
-        compactor: Callable[[], Compactor | None] | None = None,
-        approver: Approver | None = None,
-        deps: object = None,
-        agents: ChildAgents | None = None,
-        prices: PriceTable | None = None,
-        hooks: HookRegistry | None = None,
-    ) -> None:
-        self.session = session
-        self.parent = parent
-        self._config = config
-        self._emit = emit
-        self._listens = listens if listens is not None else _anyone
-        self._status = AgentStatus.IDLE
-        self._closing = False
-        # The running work (a turn or a compaction), until it records its end.
-        self._work: Turn | CompactJob | None = None
-        self._turns = 0
-        self._wake = Wake()
-        # Made when someone first waits for the next change (a change nobody awaits costs
-        # no event).
-        self._changed: trio.Event | None = None
-        # Made when someone first waits for quiescence; set only by a change that leaves the
-        # agent quiescent, so a waiter wakes once per wait, not at every step of a turn.
-        self._idle: trio.Event | None = None
-        self._done = Signal()
-        self._children: dict[str, Agent] = {}
-        self._inbox, self._next_turn, usage = restore(session)
-        self._approvals: Approvals = Approvals(
-            ask=config.ask,
-            approver=approver,
-            records=session.records,
-            append=session.append,
-            parent=parent._approvals if parent is not None else None,
-        )
-        # A separate statement: the parent's parts are typed before this agent's are.
-        ledger = Ledger.open(
-            session.id,
-            config.budget,
-            parent._parts.budget if parent is not None else None,
-            self.cancel,
-            started=config.created_at,
-            records=session.records,
-        )
-        self._parts: AgentParts = AgentParts(
-            agent=self,
-            approvals=self._approvals,
-            session=session,
-            store=store,
-            model=model,
-            tools=tools,
-            allowed=frozenset(config.tools) if config.tools is not None else None,
-            emit=emit,
-            listens=self._listens,
-            inbox=self._inbox,
-            usage=usage,
-            instructions=config.instructions,
-            max_steps=config.max_steps,
-            find_compactor=compactor,
-            deps=deps,
-            agents=agents,
-            prices=prices,
-            budget=ledger,
-            hooks=hooks,
-        )
-        self._history = self._parts.history  # the same object (tests read it)
-        self._compact_jobs: list[CompactJob] = []
-        self._compactions = 0
+    session: Session
+    _config: AgentConfig
+    _parts: AgentParts
+    parent: Agent | None = None
+    _next_turn: int = 1
+    _status: AgentStatus = attrs.field(default=AgentStatus.IDLE, init=False)
+    _closing: bool = attrs.field(default=False, init=False)
+    # The running work (a turn or a compaction), until it records its end.
+    _work: Turn | CompactJob | None = attrs.field(default=None, init=False)
+    _turns: int = attrs.field(default=0, init=False)
+    _wake: Wake = attrs.field(factory=Wake, init=False)
+    # Trick: made when someone first waits for the next change, as most changes nobody
+    # awaits (a trio.Event is 272 B of every idle agent: python -m benchmarks --only memory).
+    _changed: trio.Event | None = attrs.field(default=None, init=False)
+    # Trick: made when someone first waits for quiescence (272 B, as _changed); set only by
+    # a change that leaves the agent quiescent, so a waiter wakes once per wait.
+    _idle: trio.Event | None = attrs.field(default=None, init=False)
+    _done: Signal = attrs.field(factory=Signal, init=False)
+    _children: dict[str, Agent] = attrs.field(factory=dict, init=False)
+    _compact_jobs: list[CompactJob] = attrs.field(factory=list, init=False)
+    _compactions: int = attrs.field(default=0, init=False)
 
     # -- identity and state -----------------------------------------------------------------
 
@@ -213,6 +130,15 @@ class Agent:
     def id(self) -> str:
         """The agent's id, which is its session's id."""
         return self.session.id
+
+    @property
+    def _history(self) -> History:
+        # Read by tests; the parts hold it (the agent keeps no second reference).
+        return self._parts.history
+
+    @property
+    def _approvals(self) -> Approvals:
+        return self._parts.approvals
 
     @property
     def model(self) -> Model:
@@ -248,7 +174,7 @@ class Agent:
         """Who is asked before a call that needs approval runs (see :doc:`/tools`), or
         ``None``: such calls are refused. The front end that shows the agent sets it; a child
         agent without one of its own has its parent's."""
-        return self._approvals.approver
+        return self._parts.approvals.approver
 
     @approver.setter
     def approver(self, approver: Approver | None) -> None:
@@ -256,7 +182,7 @@ class Agent:
             raise TypeError(
                 f"an approver has 'async def approve(request) -> Decision'; got {approver!r}"
             )
-        self._approvals.approver = approver
+        self._parts.approvals.approver = approver
 
     @property
     def usage(self) -> AgentUsage:
@@ -266,13 +192,13 @@ class Agent:
     @property
     def mode(self) -> Mode:
         """The agent's mode (``ask``, ``edit``, ``plan``: see :mod:`._modes`)."""
-        return self._approvals.mode
+        return self._parts.approvals.mode
 
     def set_mode(self, mode: str | Mode) -> Mode:
         """Put the agent in ``mode`` from its next tool call on (recorded: a resumed agent is
         in it). Raises :class:`UnknownModeError` for an id that is no mode."""
         turn = self._turn
-        return self._approvals.set_mode(mode, turn.id if turn is not None else None)
+        return self._parts.approvals.set_mode(mode, turn.id if turn is not None else None)
 
     def set_model(self, model: Model | str) -> Model:
         """Make ``model`` (a spec or a :class:`Model`) the agent's from its next model request
@@ -287,7 +213,7 @@ class Agent:
         recorded against the running turn, if any."""
         turn, parts = self._turn, self._parts
         turn_id = turn.id if turn is not None else None
-        approvals = self._approvals
+        approvals = self._parts.approvals
         return Caller(self, self.id, turn_id, None, approvals, parts.deps, parts, parts.agents)
 
     @property
@@ -356,14 +282,14 @@ class Agent:
 
     def queued(self) -> tuple[QueuedMessage, ...]:
         """The messages waiting in the inbox, in arrival order."""
-        return self._inbox.queued()
+        return self._parts.inbox.queued()
 
     def statistics(self) -> AgentStatistics:
         """A frozen snapshot of this agent."""
         return AgentStatistics(
             id=self.id,
             status=self._status,
-            queued=tuple(m.id for m in self._inbox.queued()),
+            queued=tuple(m.id for m in self._parts.inbox.queued()),
             turns=self._turns,
             running_turn=self._turn.id if self._turn is not None else None,
             children=tuple(self._children),
@@ -376,7 +302,7 @@ class Agent:
         turn = work.describe(now) if isinstance(work, Turn) else None
         if isinstance(work, CompactJob):
             turn = TurnSnapshot(work.id, None)
-        return agent_snapshot(self, turn, self._inbox.queued(), self.children)
+        return agent_snapshot(self, turn, self._parts.inbox.queued(), self.children)
 
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self._status.value}>"
@@ -413,7 +339,7 @@ class Agent:
         the agent is being disposed (its queued messages stay recorded for a resume)."""
         if self._closing:
             return False
-        removed = self._inbox.discard(message_id)
+        removed = self._parts.inbox.discard(message_id)
         if removed is None:
             return False
         self._record_removal(removed, "discarded")
@@ -565,7 +491,7 @@ class Agent:
             )
         if self._parts.hooks.at(PROMPT_ACCEPTED):
             message_accepted(self._parts.hooks, self.id, lane, content)
-        message = self._inbox.add(lane, content, wake=wake)
+        message = self._parts.inbox.add(lane, content, wake=wake)
         try:
             for image in images:
                 self.session.append(
@@ -577,7 +503,7 @@ class Agent:
         except BaseException:
             # Invariant: every queued message is recorded, so one the session refuses (text
             # that is not Unicode) is not queued either.
-            self._inbox.discard(message.id)
+            self._parts.inbox.discard(message.id)
             raise
         if wake:
             self._wake.set()
@@ -623,7 +549,7 @@ class Agent:
     def _has_work(self, keep_inbox: bool) -> bool:
         """Whether a cancel would clear or abort anything here or in a child."""
         if self._turn is not None or (
-            not keep_inbox and (len(self._inbox) > 0 or self._compact_jobs)
+            not keep_inbox and (len(self._parts.inbox) > 0 or self._compact_jobs)
         ):
             return True
         return any(child._has_work(keep_inbox) for child in self._children.values())
@@ -633,10 +559,10 @@ class Agent:
         # Built only when someone listens, as AgentStatusChanged is: 413,127 -> 405,387
         # instructions per cancel (python -m benchmarks --only instructions; a listener
         # still sees it: test_cancel_requested_event_is_emitted_once_before_clearing).
-        if self._listens(AgentCancelRequested):
-            self._emit(AgentCancelRequested(agent_id=self.id, cause=cause))
+        if self._parts.listens(AgentCancelRequested):
+            self._parts.emit(AgentCancelRequested(agent_id=self.id, cause=cause))
         if not keep_inbox:
-            for message in self._inbox.clear():
+            for message in self._parts.inbox.clear():
                 self._record_removal(message, "cancelled")
             if self._compact_jobs:
                 self._fail_jobs(CompactionError(f"compaction cancelled by {cause!r}", cause))
@@ -671,7 +597,7 @@ class Agent:
         return (
             self._status is AgentStatus.IDLE
             and self._turn is None
-            and not self._inbox.wakeable
+            and not self._parts.inbox.wakeable
             and not self._compact_jobs
         )
 
@@ -681,8 +607,8 @@ class Agent:
         if new is self._status:
             return
         old, self._status = self._status, check_status(self._status, new)
-        if self._listens(AgentStatusChanged):
-            self._emit(AgentStatusChanged(agent_id=self.id, old=old, new=new))
+        if self._parts.listens(AgentStatusChanged):
+            self._parts.emit(AgentStatusChanged(agent_id=self.id, old=old, new=new))
         self._notify()
 
     def _change(self) -> trio.Event:
@@ -733,11 +659,11 @@ class Agent:
     def _claimable(self) -> bool:
         # Checked again after the status change: a listener of it may have cancelled the
         # work, and a turn without a claim would ask the model about the previous message.
-        return self._inbox.wakeable
+        return self._parts.inbox.wakeable
 
     async def _run_one_turn(self) -> None:
         # Invariant: claiming and publishing the turn happen in one synchronous step.
-        turn = Turn(self._parts, f"t-{self._next_turn}", self._inbox.claim_turn())
+        turn = Turn(self._parts, f"t-{self._next_turn}", self._parts.inbox.claim_turn())
         self._next_turn += 1
         self._turns += 1
         self._work = turn
@@ -749,27 +675,73 @@ class Agent:
             self._notify()
 
 
-def _with_driver(make: Callable[P, Agent]) -> Callable[P, Built[Agent]]:
-    def build(*args: P.args, **kwargs: P.kwargs) -> Built[Agent]:
-        agent = make(*args, **kwargs)
-        return Built(agent, _Driver(agent))
-
-    return build
-
-
-#: ``new_agent(**same arguments as Agent)``: a new :class:`Agent` and its driver. The only way
-#: to get a driver for an agent is to make the agent (what :class:`DefaultAgentFactory` does).
-new_agent = _with_driver(Agent)
+def new_agent(
+    *,
+    session: Session,
+    store: SessionStore,
+    tools: ToolCalls,
+    model: Model,
+    emit: Callable[[object], None],
+    config: AgentConfig,
+    listens: Callable[[type], bool] | None = None,
+    parent: Agent | None = None,
+    compactor: Callable[[], Compactor | None] | None = None,
+    approver: Approver | None = None,
+    deps: object = None,
+    agents: ChildAgents | None = None,
+    prices: PriceTable | None = None,
+    hooks: HookRegistry | None = None,
+) -> Built[Agent]:
+    """A new :class:`Agent` of ``session``, restored from its records, and its driver. The
+    only way to get a driver for an agent is to make the agent (what
+    :class:`DefaultAgentFactory` does)."""
+    inbox, next_turn, usage = restore(session)
+    approvals = Approvals(
+        ask=config.ask,
+        approver=approver,
+        session=session,
+        parent=parent._parts.approvals if parent is not None else None,
+    )
+    parts = AgentParts(
+        agent=None,
+        approvals=approvals,
+        session=session,
+        store=store,
+        model=model,
+        tools=tools,
+        allowed=frozenset(config.tools) if config.tools is not None else None,
+        emit=emit,
+        listens=listens if listens is not None else _anyone,
+        inbox=inbox,
+        usage=usage,
+        history=History(config.instructions).update(session),
+        max_steps=config.max_steps,
+        find_compactor=compactor,
+        deps=deps,
+        agents=agents,
+        prices=prices if prices is not None else DEFAULT_PRICES,
+        hooks=hooks if hooks is not None else NO_HOOKS,
+    )
+    agent = Agent(session=session, config=config, parts=parts, parent=parent, next_turn=next_turn)
+    parts.agent = agent
+    # The ledger stops the agent: made once there is an agent to stop.
+    parts.budget = Ledger.open(
+        session.id,
+        config.budget,
+        parent._parts.budget if parent is not None else None,
+        agent.cancel,
+        started=config.created_at,
+        records=session.records,
+    )
+    return Built(agent, _Driver(agent))
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _Driver(AgentDriver):
     """Runs and stops one :class:`Agent` (see :mod:`._driver` for the order of calls)."""
 
-    __slots__ = ("_agent",)
-
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
+    _agent: Agent
 
     async def run(self) -> None:
         """The agent's loop: a turn or a compaction at a time, until it is closing."""
@@ -782,7 +754,7 @@ class _Driver(AgentDriver):
                     agent._set_status(AgentStatus.RUNNING)
                     await agent._run_compaction(agent._compact_jobs.pop(0))
                     continue
-                if not agent._inbox.wakeable:
+                if not agent._parts.inbox.wakeable:
                     agent._set_status(AgentStatus.IDLE)
                     await agent._wake.wait()
                     continue
@@ -835,7 +807,7 @@ class _Driver(AgentDriver):
         agent = self._agent
         if agent._closing:
             return
-        agent._emit(AgentCancelRequested(agent_id=agent.id, cause=cause))
+        agent._parts.emit(AgentCancelRequested(agent_id=agent.id, cause=cause))
         agent._closing = True
         agent._set_status(AgentStatus.DISPOSING)
         if agent._turn is not None:

@@ -47,7 +47,7 @@ import attrs
 import trio
 
 from .. import tracing
-from ..session import ModeChanged, Record, ToolApproval
+from ..session import ModeChanged, Record, Session, ToolApproval
 from ._modes import MODES, Mode, mode_named, recorded_mode
 
 __all__ = [
@@ -63,7 +63,8 @@ log = logging.getLogger("trio_agents")
 
 #: The longest title an :class:`ApprovalRequest` makes of a call's arguments.
 _TITLE_MAX: Final = 200
-# Shared by every agent that asks about no tool (an empty frozenset is 216 bytes).
+# Trick: shared by every agent that asks about no tool (an empty frozenset is 216 B of every
+# idle agent: python -m benchmarks --only memory).
 _NO_TOOLS: Final[frozenset[str]] = frozenset()
 
 
@@ -162,46 +163,41 @@ def _refused(tool: str, always: bool) -> str:
     )
 
 
+def _tool_names(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(names) or _NO_TOOLS
+
+
 @final
+# Converters at init only (no hook on every attribute set, as History).
+@attrs.define(eq=False, repr=False, kw_only=True, on_setattr=attrs.setters.NO_OP)
 class Approvals:
     """The approval state of one agent: who asks, what its definition asks about, and the
     standing answers of its session (see the module rules)."""
 
-    __slots__ = (
-        "_append",
-        "_asking",
-        "_mode",
-        "_own",
-        "_parent",
-        "_restored",
-        "_standing",
-        "ask",
-    )
+    ask: frozenset[str] = attrs.field(converter=_tool_names)
+    _own: Approver | None = attrs.field(alias="approver")
+    # Trick: where its answers and modes are recorded is the session, not a bound ``append``
+    # (a 64 B method object on every idle agent: python -m benchmarks --only memory).
+    _session: Session
+    # A child agent's: what it asks about and who answers, when it has none of its own.
+    _parent: Approvals | None = None
+    # Trick: made by the first standing answer, as most sessions have none (an empty dict is
+    # 64 B of every idle agent: python -m benchmarks --only memory).
+    _standing: dict[str, Decision] | None = attrs.field(init=False)
+    # The agent's own mode (its latest ModeChanged), or None: its parent's, else the first.
+    _mode: Mode | None = attrs.field(init=False)
+    # The tools whose standing answer came from the records (not given in this process).
+    _restored: frozenset[str] = attrs.field(init=False)
+    # One question at a time per agent: the calls of one step are asked in turn, and an
+    # *_always answer to one of them stands for the others still waiting. Made by the
+    # first question: most agents never ask one.
+    _asking: trio.Lock | None = attrs.field(default=None, init=False)
 
-    def __init__(
-        self,
-        *,
-        ask: Iterable[str],
-        approver: Approver | None,
-        records: Iterable[Record],
-        append: Callable[[Record], object],
-        parent: Approvals | None = None,
-    ) -> None:
-        self.ask = frozenset(ask) or _NO_TOOLS
-        self._own = approver
-        # A child agent's: what it asks about and who answers, when it has none of its own.
-        self._parent = parent
-        self._append = append
-        records = tuple(records)
-        self._standing = standing_answers(records)
-        # The agent's own mode (its latest ModeChanged), or None: its parent's, else the first.
-        self._mode: Mode | None = recorded_mode(records)
-        # The tools whose standing answer came from the records (not given in this process).
-        self._restored = frozenset(self._standing) or _NO_TOOLS
-        # One question at a time per agent: the calls of one step are asked in turn, and an
-        # *_always answer to one of them stands for the others still waiting. Made by the
-        # first question: most agents never ask one.
-        self._asking: trio.Lock | None = None
+    def __attrs_post_init__(self) -> None:
+        records = self._session.records
+        self._standing = standing_answers(records) or None
+        self._mode = recorded_mode(records)
+        self._restored = _tool_names(self._standing or ())
 
     @property
     def approver(self) -> Approver | None:
@@ -229,7 +225,7 @@ class Approvals:
             UnknownModeError: no mode has that id.
         """
         chosen = mode_named(mode)
-        self._append(ModeChanged(mode=chosen.id, turn_id=turn_id))
+        self._session.append(ModeChanged(mode=chosen.id, turn_id=turn_id))
         self._mode = chosen
         return chosen
 
@@ -245,7 +241,7 @@ class Approvals:
 
     def standing(self) -> dict[str, Decision]:
         """A copy of the standing answers, by tool name."""
-        return dict(self._standing)
+        return dict(self._standing or {})
 
     async def check(
         self,
@@ -266,7 +262,7 @@ class Approvals:
     async def _check(
         self, request: ApprovalRequest, turn_id: str | None, stop: Callable[[], object]
     ) -> str | None:
-        standing = self._standing.get(request.tool)
+        standing = self._standing.get(request.tool) if self._standing is not None else None
         if request.tool in self._restored and getattr(self.approver, "forget_stored", False):
             standing = None
         if standing is not None:
@@ -287,6 +283,8 @@ class Approvals:
         decision, reason = _decision(request.tool, answer)
         self._record(request, turn_id, decision, by)
         if decision in (Decision.ALLOW_ALWAYS, Decision.REJECT_ALWAYS):
+            if self._standing is None:
+                self._standing = {}
             self._standing[request.tool] = decision
             self._restored -= {request.tool}
         if decision in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS):
@@ -299,7 +297,7 @@ class Approvals:
     def _record(
         self, request: ApprovalRequest, turn_id: str | None, decision: Decision, by: str
     ) -> None:
-        self._append(
+        self._session.append(
             ToolApproval(
                 turn_id=turn_id,
                 call_id=request.call_id,

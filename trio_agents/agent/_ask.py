@@ -21,6 +21,8 @@ import json
 from collections.abc import Iterable
 from typing import final
 
+import attrs
+
 from ..session import (
     AssistantMessage,
     InboxSpliced,
@@ -38,18 +40,16 @@ __all__ = ["AnswerFold"]
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class AnswerFold:
     """The answer to message ``message_id`` of agent ``agent_id``, as far as the records go."""
 
-    __slots__ = ("_agent_id", "_answer", "_message_id", "_turn_id", "output")
-
-    def __init__(self, agent_id: str, message_id: str) -> None:
-        self._agent_id = agent_id
-        self._message_id = message_id
-        self._turn_id: str | None = None
-        self._answer = ""
-        #: The turn's latest typed answer (the accepted one, once there is one), or ``None``.
-        self.output: OutputProduced | None = None
+    _agent_id: str
+    _message_id: str
+    _turn_id: str | None = attrs.field(default=None, init=False)
+    _answer: str = attrs.field(default="", init=False)
+    #: The turn's latest typed answer (the accepted one, once there is one), or ``None``.
+    output: OutputProduced | None = attrs.field(default=None, init=False)
 
     @property
     def turn_id(self) -> str | None:

@@ -164,7 +164,21 @@ class _Spent:
         self.tool_calls += record.tool_calls
 
 
+def _budget_or_none(budget: Budget | None) -> Budget | None:
+    return budget if budget else None
+
+
+def _weak(stop: Callable[[CancelCause], bool]) -> weakref.WeakMethod[Callable[[CancelCause], bool]]:
+    return weakref.WeakMethod(stop)
+
+
+def _now_if_none(started: float | None) -> float:
+    return started if started is not None else time.time()
+
+
 @final
+# Converters at init only (no hook on every attribute set, as History).
+@attrs.define(eq=False, repr=False, on_setattr=attrs.setters.NO_OP)
 class Ledger:
     """What one agent (and its live descendants) spent, against its budget (see the rules).
 
@@ -172,39 +186,22 @@ class Ledger:
     with no budget on its path costs nothing.
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_children",
-        "_spent",
-        "_started",
-        "_stop",
-        "budget",
-        "id",
-        "parent",
-    )
+    id: str
+    budget: Budget | None = attrs.field(converter=_budget_or_none)
+    parent: Ledger | None
+    # Weak: the agent holds its ledger, and a disposed agent is freed by its last reference
+    # going, not by the cycle collector (tests/agent/test_freed.py).
+    _stop: weakref.WeakMethod[Callable[[CancelCause], bool]] = attrs.field(converter=_weak)
+    _started: float = attrs.field(converter=_now_if_none)
+    # The ledgers of the live children: a stop reaches them when their parent's own cancel
+    # cannot (it is being disposed), so no request in flight under a spent budget outlives
+    # the stop.
+    _children: weakref.WeakSet[Ledger] = attrs.field(factory=weakref.WeakSet, init=False)
+    _spent: _Spent = attrs.field(factory=_Spent, init=False)
 
-    def __init__(
-        self,
-        agent_id: str,
-        budget: Budget | None,
-        parent: Ledger | None,
-        stop: Callable[[CancelCause], bool],
-        started: float | None,
-    ) -> None:
-        self.id = agent_id
-        self.budget = budget if budget else None
-        self.parent = parent
-        # Weak: the agent holds its ledger, and a disposed agent is freed by its last
-        # reference going, not by the cycle collector (tests/agent/test_freed.py).
-        self._stop = weakref.WeakMethod(stop)
-        # The ledgers of the live children: a stop reaches them when their parent's own
-        # cancel cannot (it is being disposed), so no request in flight under a spent
-        # budget outlives the stop.
-        self._children: weakref.WeakSet[Ledger] = weakref.WeakSet()
-        if parent is not None:
-            parent._children.add(self)
-        self._started = started if started is not None else time.time()
-        self._spent = _Spent()
+    def __attrs_post_init__(self) -> None:
+        if self.parent is not None:
+            self.parent._children.add(self)
 
     @classmethod
     def open(

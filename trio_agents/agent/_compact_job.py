@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import final
 
+import attrs
 import trio
 
 from .. import tracing
@@ -26,22 +27,20 @@ __all__ = ["CompactJob"]
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class CompactJob:
     """One ``compact()`` call (see the module rules)."""
 
-    __slots__ = ("_disposed", "done", "ending", "error", "finished", "id", "record", "scope")
-
-    def __init__(self) -> None:
-        #: The compaction is appending its record: a cancel from then on (an observer of the
-        #: record, say) has nothing left to abort, so it is not running work any more.
-        self.ending = False
-        self.done = trio.Event()
-        self.finished = False
-        self.id = ""
-        self.scope = CauseScope()
-        self.record: Compacted | None = None
-        self.error: BaseException | None = None
-        self._disposed = False
+    #: The compaction is appending its record: a cancel from then on (an observer of the
+    #: record, say) has nothing left to abort, so it is not running work any more.
+    ending: bool = False
+    done: trio.Event = attrs.field(factory=trio.Event)
+    finished: bool = False
+    id: str = ""
+    scope: CauseScope = attrs.field(factory=CauseScope)
+    record: Compacted | None = None
+    error: BaseException | None = None
+    _disposed: bool = False
 
     def abort(self, cause: CancelCause) -> None:
         """Cancel the running compaction with ``cause``."""

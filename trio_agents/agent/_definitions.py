@@ -95,15 +95,13 @@ class AgentDefinition:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class Definitions:
     """The agent definitions in force, each owned by the fiber that defined it."""
 
-    __slots__ = ("_defined", "_listeners")
-
-    def __init__(self) -> None:
-        # Invariant: dict order is definition order (the task tool lists them so).
-        self._defined: dict[str, AgentDefinition] = {}
-        self._listeners: list[Callable[[], object]] = []
+    # Invariant: dict order is definition order (the task tool lists them so).
+    _defined: dict[str, AgentDefinition] = attrs.field(factory=dict, init=False)
+    _listeners: list[Callable[[], object]] = attrs.field(factory=list, init=False)
 
     def get(self, name: str) -> AgentDefinition | None:
         """The definition named ``name``, or ``None``."""

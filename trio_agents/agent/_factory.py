@@ -106,8 +106,9 @@ class DefaultAgentFactory(AgentFactory[Agent]):
     and child links in order.
     """
 
-    #: The last context's bound ``emit``, ``listens`` and compactor lookup, shared by the
-    #: agents it builds (one set per agent was 0.4 KiB of every idle agent).
+    #: Trick: the last context's bound ``emit``, ``listens`` and compactor lookup, shared by
+    #: the agents it builds (one set per agent was 0.4 KiB of every idle agent: python -m
+    #: benchmarks --only memory).
     _hooks: _Hooks | None = None
 
     def build(self, request: AgentRequest[Agent]) -> Built[Agent]:

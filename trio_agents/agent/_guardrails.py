@@ -16,6 +16,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias, final
 
+import attrs
+
 from ..cancel import HookCancel
 from ._hook_points import TurnEnd, TurnStart
 
@@ -36,14 +38,12 @@ async def _verdict(name: str, check: GuardrailCheck, text: str) -> HookCancel | 
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class InputGuardrail:
     """The ``turn_start`` hook of an input guardrail (see the module rules)."""
 
-    __slots__ = ("check", "name")
-
-    def __init__(self, name: str, check: GuardrailCheck) -> None:
-        self.name = name
-        self.check = check
+    name: str
+    check: GuardrailCheck
 
     async def __call__(self, event: TurnStart) -> HookCancel | None:
         for message in event.messages:
@@ -54,14 +54,12 @@ class InputGuardrail:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class OutputGuardrail:
     """The ``turn_end`` hook of an output guardrail (see the module rules)."""
 
-    __slots__ = ("check", "name")
-
-    def __init__(self, name: str, check: GuardrailCheck) -> None:
-        self.name = name
-        self.check = check
+    name: str
+    check: GuardrailCheck
 
     async def __call__(self, event: TurnEnd) -> HookCancel | None:
         return await _verdict(self.name, self.check, event.answer)

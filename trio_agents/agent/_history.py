@@ -94,6 +94,7 @@ class TurnMark:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class Messages(Sequence[ChatMessage]):
     """An immutable snapshot of a conversation that shares its storage with the history.
 
@@ -101,16 +102,11 @@ class Messages(Sequence[ChatMessage]):
     taking it costs nothing, whatever the length of the conversation.
     """
 
-    __slots__ = ("_base", "_length", "_tail")
-
-    def __init__(
-        self, base: list[ChatMessage], length: int, tail: ChatMessage | None = None
-    ) -> None:
-        # Invariant: `base` is only ever appended to, so its first `length` items never
-        # change; that is what makes this view a snapshot.
-        self._base = base
-        self._length = length
-        self._tail = tail
+    # Invariant: `base` is only ever appended to, so its first `length` items never change;
+    # that is what makes this view a snapshot.
+    _base: list[ChatMessage]
+    _length: int
+    _tail: ChatMessage | None = None
 
     def __len__(self) -> int:
         return self._length + (self._tail is not None)
@@ -156,41 +152,42 @@ class Messages(Sequence[ChatMessage]):
         return f"Messages({list(self)!r})"
 
 
+def _system_of(instructions: str | None) -> tuple[ChatMessage, ...]:
+    return (SystemText(instructions),) if instructions else ()
+
+
 @final
+# Converters at init only: a converter otherwise makes attrs hook every attribute set, and the
+# history sets several per record it folds (+10% instructions per turn: python -m benchmarks
+# --only instructions).
+@attrs.define(eq=False, repr=False, on_setattr=attrs.setters.NO_OP)
 class History:
     """The chat history of one session, kept up to date from its records."""
 
-    __slots__ = (
-        "_answered",
-        "_calls",
-        "_chars",
-        "_images",
-        "_marks",
-        "_messages",
-        "_open",
-        "_seen",
-        "_system",
-        "_text",
+    _system: tuple[ChatMessage, ...] = attrs.field(
+        default=None, converter=_system_of, alias="instructions"
     )
+    _messages: list[ChatMessage] = attrs.field(init=False)
+    # Invariant: _chars is the sum of message_chars() over _messages.
+    _chars: int = attrs.field(init=False)
+    # Invariant: sorted by seq (records are folded in seq order); indexes into _messages.
+    _marks: list[TurnMark] = attrs.field(factory=list, init=False)
+    _text: str | None = attrs.field(default=None, init=False)
+    _calls: list[ToolCallPart] = attrs.field(factory=list, init=False)
+    _open: list[ToolCallPart] = attrs.field(factory=list, init=False)
+    # Trick: a dict as a set: the ids of the open calls answered so far (an empty set is 216
+    # bytes, an empty dict 64, and every idle agent holds one: python -m benchmarks --only
+    # memory).
+    _answered: dict[str, None] = attrs.field(factory=dict, init=False)
+    # Invariant: the records of the session with seq < _seen have been folded in.
+    _seen: int = attrs.field(default=0, init=False)
+    # The images waiting for their message, by ("message", id) or ("call", id); made by
+    # the first image (most sessions have none).
+    _images: dict[tuple[str, str], list[ImagePart]] | None = attrs.field(default=None, init=False)
 
-    def __init__(self, instructions: str | None = None) -> None:
-        self._system: tuple[ChatMessage, ...] = (SystemText(instructions),) if instructions else ()
-        self._messages: list[ChatMessage] = list(self._system)
-        # Invariant: _chars is the sum of message_chars() over _messages.
+    def __attrs_post_init__(self) -> None:
+        self._messages = list(self._system)
         self._chars = sum(message_chars(m) for m in self._messages)
-        # Invariant: sorted by seq (records are folded in seq order); indexes into _messages.
-        self._marks: list[TurnMark] = []
-        self._text: str | None = None
-        self._calls: list[ToolCallPart] = []
-        self._open: list[ToolCallPart] = []
-        # A dict as a set: the ids of the open calls answered so far (an empty set is 216
-        # bytes, an empty dict 64, and every idle agent holds one).
-        self._answered: dict[str, None] = {}
-        # Invariant: the records of the session with seq < _seen have been folded in.
-        self._seen = 0
-        # The images waiting for their message, by ("message", id) or ("call", id); made by
-        # the first image (most sessions have none).
-        self._images: dict[tuple[str, str], list[ImagePart]] | None = None
 
     def update(self, session: Session) -> History:
         """Fold in the records of ``session`` not folded yet (and only those)."""

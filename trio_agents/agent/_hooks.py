@@ -123,17 +123,19 @@ Stop: TypeAlias = "HookCancel | ToolResult | None"
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class HookRegistry:
-    """The service ``hooks``: the hooks of every point, each owned by the fiber that added it."""
+    """The service ``hooks``: the hooks of every point, each owned by the fiber that added it.
 
-    __slots__ = ("_at", "_emit")
+    ``HookRegistry(emit)`` has no hooks; ``emit`` reports :class:`HookFailed` events.
+    """
 
-    def __init__(self, emit: Callable[[object], None] | None = None) -> None:
-        """A registry with no hooks; ``emit`` reports :class:`HookFailed` events."""
-        # Invariant: every point has its tuple, in registration order; an add or a remove
-        # replaces it, so a run in progress keeps the tuple it started with.
-        self._at: dict[str, tuple[_Hook, ...]] = dict.fromkeys(HOOK_POINTS, ())
-        self._emit = emit
+    _emit: Callable[[object], None] | None = None
+    # Invariant: every point has its tuple, in registration order; an add or a remove
+    # replaces it, so a run in progress keeps the tuple it started with.
+    _at: dict[str, tuple[_Hook, ...]] = attrs.field(
+        factory=lambda: dict.fromkeys(HOOK_POINTS, ()), init=False
+    )
 
     def at(self, point: HookPoint[Any, Any]) -> tuple[object, ...]:
         """The hooks registered at ``point`` (an empty tuple: there is nothing to run)."""

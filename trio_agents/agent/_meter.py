@@ -62,18 +62,16 @@ class ContextUsage:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class ContextMeter:
     """Counts the tokens of an agent's next request (see the module rules)."""
 
-    __slots__ = ("_base", "_ratio", "_specs", "_specs_tokens")
-
-    def __init__(self) -> None:
-        # The last measurement: (reported tokens, conversation chars, messages) at that time.
-        self._base: tuple[int, int, int] | None = None
-        # Reported tokens per estimated token, at the last measurement (None: none yet).
-        self._ratio: float | None = None
-        self._specs: tuple[ToolSpec, ...] = ()
-        self._specs_tokens = 0
+    # The last measurement: (reported tokens, conversation chars, messages) at that time.
+    _base: tuple[int, int, int] | None = None
+    # Reported tokens per estimated token, at the last measurement (None: none yet).
+    _ratio: float | None = None
+    _specs: tuple[ToolSpec, ...] = ()
+    _specs_tokens: int = 0
 
     def measured(
         self, usage: ModelUsage, chars: int, messages: int, specs: tuple[ToolSpec, ...]

@@ -239,6 +239,7 @@ def _call_feedback(problems: Sequence[str]) -> str:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class Outputs:
     """An agent's output settings: its default type, its retries and the types ``ask``
     asked for its messages (until their turn starts).
@@ -248,12 +249,9 @@ class Outputs:
         retries: how many refused answers a turn retries by default.
     """
 
-    __slots__ = ("asked", "default", "retries")
-
-    def __init__(self) -> None:
-        self.default: OutputType[Any] | None = None
-        self.retries = DEFAULT_RETRIES
-        self.asked: dict[MessageId, tuple[OutputType[Any], int]] = {}
+    default: OutputType[Any] | None = None
+    retries: int = DEFAULT_RETRIES
+    asked: dict[MessageId, tuple[OutputType[Any], int]] = attrs.field(factory=dict)
 
 
 def turn_output(
@@ -273,21 +271,17 @@ def turn_output(
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class TurnOutput:
     """The typed answer of one turn: it shapes each request and reviews each step."""
 
-    __slots__ = ("_mark", "_output", "_refused", "_retries", "_session", "_turn_id", "accepted")
-
-    def __init__(
-        self, session: Session, turn_id: str, output: OutputType[Any], retries: int
-    ) -> None:
-        self._session = session
-        self._turn_id = turn_id
-        self._output = output
-        self._retries = retries
-        self._refused = 0
-        self._mark = 0
-        self.accepted = False
+    _session: Session
+    _turn_id: str
+    _output: OutputType[Any]
+    _retries: int
+    _refused: int = attrs.field(default=0, init=False)
+    _mark: int = attrs.field(default=0, init=False)
+    accepted: bool = attrs.field(default=False, init=False)
 
     def request(self, request: ModelRequest) -> ModelRequest:
         """``request`` offering the final-answer tool and asking for the schema."""

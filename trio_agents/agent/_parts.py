@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
+import attrs
 import trio
 
 from ..model import DEFAULT_PRICES, Model, PriceTable, ToolSpec
@@ -43,6 +44,7 @@ _DEFAULT_COMPACTOR = SummarizingCompactor()
 
 
 @final
+@attrs.define(eq=False, repr=False, kw_only=True)
 class AgentParts:
     """The session, model, tools, inbox, history, meter and policies of one agent.
 
@@ -58,84 +60,40 @@ class AgentParts:
             of them has a budget.
     """
 
-    __slots__ = (
-        "_find_compactor",
-        "_specs_seen",
-        "_store",
-        "agent",
-        "agents",
-        "allowed",
-        "approvals",
-        "budget",
-        "deps",
-        "emit",
-        "history",
-        "hooks",
-        "id",
-        "inbox",
-        "listens",
-        "max_steps",
-        "meter",
-        "model",
-        "outputs",
-        "prices",
-        "session",
-        "tools",
-        "usage",
+    agent: AgentLike | None
+    approvals: Approvals
+    session: Session
+    _store: SessionStore = attrs.field(alias="store")
+    model: Model
+    tools: ToolCalls
+    allowed: frozenset[str] | None
+    emit: Callable[[object], None]
+    #: Whether an event of a class would reach a listener (build it only then).
+    listens: Callable[[type], bool]
+    inbox: Inbox
+    usage: AgentUsage
+    history: History
+    max_steps: int
+    # Trick: the runtime's compaction service, looked up at each use through a lookup shared
+    # by the agents of one context (see DefaultAgentFactory._hooks, which pins it).
+    _find_compactor: Callable[[], Compactor | None] | None = attrs.field(alias="find_compactor")
+    deps: object = None
+    agents: ChildAgents | None = None
+    prices: PriceTable = DEFAULT_PRICES
+    budget: Ledger | None = None
+    #: The runtime's hooks (``ctx.hooks``), or a registry that never has any.
+    hooks: HookRegistry = NO_HOOKS
+    #: The agent's typed-output settings (``_output``), made when first set.
+    outputs: Outputs | None = attrs.field(default=None, init=False)
+    meter: ContextMeter = attrs.field(factory=ContextMeter, init=False)
+    id: str = attrs.field(init=False)
+    # The agent's view of the registry's specs: (the registry's tuple, the subset offered).
+    _specs_seen: tuple[tuple[ToolSpec, ...], tuple[ToolSpec, ...]] | None = attrs.field(
+        default=None, init=False
     )
 
-    def __init__(
-        self,
-        *,
-        agent: AgentLike,
-        approvals: Approvals,
-        session: Session,
-        store: SessionStore,
-        model: Model,
-        tools: ToolCalls,
-        allowed: frozenset[str] | None,
-        emit: Callable[[object], None],
-        listens: Callable[[type], bool],
-        inbox: Inbox,
-        usage: AgentUsage,
-        instructions: str | None,
-        max_steps: int,
-        find_compactor: Callable[[], Compactor | None] | None,
-        deps: object = None,
-        agents: ChildAgents | None = None,
-        prices: PriceTable | None = None,
-        budget: Ledger | None = None,
-        hooks: HookRegistry | None = None,
-    ) -> None:
-        self.id = session.id
-        self.agent: AgentLike | None = agent
-        self.approvals = approvals
-        self.session = session
-        self._store = store
-        self.model = model
-        self.tools = tools
-        self.allowed = allowed
-        self.emit = emit
-        #: Whether an event of a class would reach a listener (build it only then).
-        self.listens = listens
-        self.inbox = inbox
-        self.usage = usage
-        self.history = History(instructions).update(session)
-        self.meter = ContextMeter()
-        self.max_steps = max_steps
-        self.deps = deps
-        self.agents = agents
-        self.prices = prices if prices is not None else DEFAULT_PRICES
-        self.budget = budget
-        #: The agent's typed-output settings (``_output``), made when first set.
-        self.outputs: Outputs | None = None
-        #: The runtime's hooks (``ctx.hooks``), or a registry that never has any.
-        self.hooks = hooks if hooks is not None else NO_HOOKS
-        # The runtime's compaction service, looked up at each use (shared by the agents of
-        # one context: a callable per agent would be held by every idle one).
-        self._find_compactor = find_compactor
-        # The agent's view of the registry's specs: (the registry's tuple, the subset offered).
-        self._specs_seen: tuple[tuple[ToolSpec, ...], tuple[ToolSpec, ...]] | None = None
+    def __attrs_post_init__(self) -> None:
+        self.id = self.session.id
 
     def caller(self, turn_id: str, scope: CauseScope) -> Caller:
         """The record of the agent calling tools in the turn ``turn_id`` (see ``Caller``)."""

@@ -40,7 +40,15 @@ import trio
 from typing_extensions import TypeVar
 
 from ..cancel import LeaseLost
-from ..kernel import Context, Entry, FiberClosedError, FiberState, ServiceKey, current_context
+from ..kernel import (
+    Context,
+    Entry,
+    Fiber,
+    FiberClosedError,
+    FiberState,
+    ServiceKey,
+    current_context,
+)
 from ..model import Model
 from ..session import (
     Session,
@@ -84,6 +92,7 @@ A = TypeVar("A", bound=AgentLike, default=Agent)
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class AgentScope:
     """What is added here is owned by one agent and disposed with it, after its loop stopped.
 
@@ -92,10 +101,7 @@ class AgentScope:
     the agent down.
     """
 
-    __slots__ = ("_ctx",)
-
-    def __init__(self, ctx: Context) -> None:
-        self._ctx = ctx
+    _ctx: Context
 
     def defer(self, fn: Callable[..., Awaitable[object]], *args: object) -> Entry:
         """Run ``await fn(*args)`` when the agent is torn down (see :meth:`Context.defer`)."""
@@ -116,51 +122,34 @@ class AgentScope:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _Hosted(Generic[A]):
     """The plugin of one agent's fiber, and the transaction that creates the agent."""
 
-    __slots__ = (
-        "_disposer",
-        "agent",
-        "committed",
-        "ctx",
-        "driver",
-        "make",
-        "name",
-        "registry",
-        "scope",
-        "session",
-    )
+    registry: AgentRegistry[A]
+    session: Session
+    make: Callable[[], Built[A]]
+    ctx: Context | None = attrs.field(default=None, init=False)
+    agent: A | None = attrs.field(default=None, init=False)
+    #: Runs and stops the agent: the factory gave it to this transaction alone.
+    driver: AgentDriver | None = attrs.field(default=None, init=False)
+    #: The agent's scope, a section of its fiber's stack: what the agent owns beyond its
+    #: loop lands here, and unwinds after the loop stopped.
+    scope: Context | None = attrs.field(default=None, init=False)
+    committed: bool = attrs.field(default=False, init=False)
+    #: The one way to tear the agent's fiber down: its dispose() through the fiber tree
+    #: refuses; the handle (and the caller's co-owner entry) hold this.
+    _disposer: Callable[[], Awaitable[None]] | None = attrs.field(default=None, init=False)
 
-    def __init__(
-        self,
-        registry: AgentRegistry[A],
-        session: Session,
-        make: Callable[[], Built[A]],
-    ) -> None:
-        self.name = f"agent:{session.id}"
-        self.registry = registry
-        self.session = session
-        self.make = make
-        self.ctx: Context | None = None
-        self.agent: A | None = None
-        #: Runs and stops the agent: the factory gave it to this transaction alone.
-        self.driver: AgentDriver | None = None
-        #: The agent's scope, a section of its fiber's stack: what the agent owns beyond its
-        #: loop lands here, and unwinds after the loop stopped.
-        self.scope: Context | None = None
-        self.committed = False
-        #: The one way to tear the agent's fiber down: its dispose() through the fiber tree
-        #: refuses; the handle (and the caller's co-owner entry) hold this.
-        self._disposer: Callable[[], Awaitable[None]] | None = None
+    @property
+    def name(self) -> str:
+        """The plugin's name (read once, when its fiber is made)."""
+        return f"agent:{self.session.id}"
 
     async def apply(self, ctx: Context, config: None) -> None:
         registry, store, session = self.registry, self.registry.store, self.session
         self.ctx = ctx
-        self._disposer = ctx.fiber.guard(
-            f"agent {session.id!r} is torn down by its handle; call dispose() on the "
-            f"AgentHandle that create() or resume() returned"
-        )
+        self._disposer = ctx.fiber.guard(_refusal)
         # Owned before it is entered: the end also undoes an enter that did not complete.
         ctx.defer(self._end_session)
         try:
@@ -624,8 +613,9 @@ class AgentRegistry(Generic[A]):
 AGENTS: Final[ServiceKey[AgentRegistry]] = ServiceKey("agents")
 
 
-#: The classes whose instances passed the AgentLike check (a runtime protocol check looks up
-#: every member on the instance: tens of microseconds per agent otherwise).
+#: Trick: the classes whose instances passed the AgentLike check (a runtime protocol check
+#: looks up every member on the instance: tens of microseconds per agent otherwise, the
+#: create + dispose row of python -m benchmarks --only agents).
 _AGENT_CLASSES: set[type] = set()
 
 
@@ -646,6 +636,21 @@ async def _dispose_lost(agent_id: str, dispose: Callable[[], Awaitable[None]]) -
         await dispose()
     except* SessionWriteError as group:
         log.info("agent %r was disposed after its session lease was lost (%s)", agent_id, group)
+
+
+def _refusal(fiber: Fiber) -> str:
+    """Why an agent's fiber refuses ``dispose()``.
+
+    Trick: made on refusal only, by one shared function (a string per agent was 168 B of
+    every idle one: python -m benchmarks --only memory); its wording is pinned by
+    ``tests/agent/test_ownership.py::test_the_fiber_tree_cannot_dispose_an_agent_only_its_handle_can``.
+    """
+    hosted = fiber.plugin
+    assert isinstance(hosted, _Hosted)  # only an agent's fiber is guarded with it
+    return (
+        f"agent {hosted.session.id!r} is torn down by its handle; call dispose() on the "
+        f"AgentHandle that create() or resume() returned"
+    )
 
 
 def _built() -> Any:

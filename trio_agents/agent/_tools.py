@@ -354,40 +354,45 @@ class _Guard:
     owner: str
 
 
+def _check_result_cap(registry: object, attribute: object, result_cap: int) -> None:
+    if (
+        isinstance(result_cap, bool)
+        or not isinstance(result_cap, int)
+        or not 1 <= result_cap <= RESULT_CAP
+    ):
+        raise ValueError(
+            f"result_cap is a number of bytes from 1 to {RESULT_CAP}; got {result_cap!r}"
+        )
+
+
 @final
+# Validators at init only (no hook on every attribute set, as History).
+@attrs.define(eq=False, repr=False, on_setattr=attrs.setters.NO_OP)
 class ToolRegistry:
     """The service ``tools``: the tools agents can call, each owned by the fiber that
-    registered it."""
+    registered it.
 
-    __slots__ = ("_asked", "_guards", "_private", "_result_cap", "_specs", "_tools")
+    ``ToolRegistry(result_cap=...)`` has no tools; ``result_cap`` is the most UTF-8 bytes of
+    a tool result kept (see :func:`cap_result`), at most :data:`RESULT_CAP`, the bound the
+    history re-sends results within.
+    """
 
-    def __init__(self, *, result_cap: int = RESULT_CAP) -> None:
-        """A registry with no tools.
-
-        Args:
-            result_cap: the most UTF-8 bytes of a tool result kept (see :func:`cap_result`);
-                at most :data:`RESULT_CAP`, the bound the history re-sends results within.
-        """
-        if (
-            isinstance(result_cap, bool)
-            or not isinstance(result_cap, int)
-            or not 1 <= result_cap <= RESULT_CAP
-        ):
-            raise ValueError(
-                f"result_cap is a number of bytes from 1 to {RESULT_CAP}; got {result_cap!r}"
-            )
-        self._result_cap = result_cap
-        # Invariant: dict order is registration order (specs() keeps it).
-        self._tools: dict[str, _Registration] = {}
-        # The tools of one agent each, by agent id. Invariant: no name is in both maps.
-        self._private: dict[str, dict[str, _Registration]] = {}
-        # Invariant: the specs each agent id (None: no agent's own) sees now; emptied on
-        # every register and unregister.
-        self._specs: dict[tuple[str | None, bool], tuple[ToolSpec, ...]] = {}
-        # Invariant: guards run in the order they were added.
-        self._guards: list[_Guard] = []
-        # The names require_approval() asks about, each with how many entries hold it.
-        self._asked: dict[str, int] = {}
+    _result_cap: int = attrs.field(
+        default=RESULT_CAP, kw_only=True, alias="result_cap", validator=_check_result_cap
+    )
+    # Invariant: dict order is registration order (specs() keeps it).
+    _tools: dict[str, _Registration] = attrs.field(factory=dict, init=False)
+    # The tools of one agent each, by agent id. Invariant: no name is in both maps.
+    _private: dict[str, dict[str, _Registration]] = attrs.field(factory=dict, init=False)
+    # Invariant: the specs each agent id (None: no agent's own) sees now; emptied on every
+    # register and unregister.
+    _specs: dict[tuple[str | None, bool], tuple[ToolSpec, ...]] = attrs.field(
+        factory=dict, init=False
+    )
+    # Invariant: guards run in the order they were added.
+    _guards: list[_Guard] = attrs.field(factory=list, init=False)
+    # The names require_approval() asks about, each with how many entries hold it.
+    _asked: dict[str, int] = attrs.field(factory=dict, init=False)
 
     def register(self, tool: Tool, *, agent: str | None = None) -> Entry:
         """Register ``tool`` for as long as the calling fiber is loaded.

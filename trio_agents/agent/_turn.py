@@ -24,8 +24,10 @@ Rules:
 from __future__ import annotations
 
 import logging
+from contextlib import aclosing
 from typing import final
 
+import attrs
 import trio
 
 from .. import tracing
@@ -55,7 +57,7 @@ from ._compaction import CompactionError, compact_after, fit_window
 from ._events import AgentOutput, AgentThought
 from ._hook_points import POST_MODEL, POST_TOOL, PRE_MODEL, PRE_TOOL, TURN_END, TURN_START
 from ._inbox import QueuedMessage
-from ._output import OutputFailed, turn_output
+from ._output import OutputFailed, TurnOutput, turn_output
 from ._parts import AgentParts
 from ._results import ToolResult
 from ._snapshot import TurnSnapshot, turn_snapshot
@@ -67,6 +69,7 @@ log = logging.getLogger("trio_agents")
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class Turn:
     """One turn of an agent, from its ``TurnStarted`` to its recorded end.
 
@@ -77,39 +80,27 @@ class Turn:
             now on has nothing to abort.
     """
 
-    __slots__ = (
-        "_caller",
-        "_claimed",
-        "_disposed",
-        "_open",
-        "_output",
-        "_parts",
-        "_started",
-        "ending",
-        "id",
-        "scope",
-        "since",
-    )
+    _parts: AgentParts
+    id: str
+    _claimed: list[QueuedMessage]
+    scope: CauseScope = attrs.field(factory=CauseScope, init=False)
+    ending: bool = attrs.field(default=False, init=False)
+    _disposed: bool = attrs.field(default=False, init=False)
+    # The tool calls asked for and not answered yet, and those of them that began; made at
+    # the first call (most turns call no tool, and each object alive across a turn's
+    # checkpoints is one more for the cyclic collector to traverse, issue #17).
+    _open: dict[str, ToolCallRequested] | None = attrs.field(default=None, init=False)
+    # The calls that began, with when (trio's clock; a snapshot's running_for).
+    _started: dict[str, float] | None = attrs.field(default=None, init=False)
+    # Who calls the turn's tools: made at the first call, shared by every call.
+    _caller: Caller | None = attrs.field(default=None, init=False)
+    # The typed answer the turn must give (``ask(output=)``, ``_output``), or None.
+    _output: TurnOutput | None = attrs.field(init=False)
+    #: When the turn began, on trio's clock.
+    since: float = attrs.field(factory=trio.current_time, init=False)
 
-    def __init__(self, parts: AgentParts, turn_id: str, claimed: list[QueuedMessage]) -> None:
-        self.id = turn_id
-        self.scope = CauseScope()
-        self.ending = False
-        self._parts = parts
-        self._claimed = claimed
-        self._disposed = False
-        # The tool calls asked for and not answered yet, and those of them that began; made
-        # at the first call (most turns call no tool, and each object alive across a turn's
-        # checkpoints is one more for the cyclic collector to traverse, issue #17).
-        self._open: dict[str, ToolCallRequested] | None = None
-        # The calls that began, with when (trio's clock; a snapshot's running_for).
-        self._started: dict[str, float] | None = None
-        # Who calls the turn's tools: made at the first call, shared by every call.
-        self._caller: Caller | None = None
-        # The typed answer the turn must give (``ask(output=)``, ``_output``), or None.
-        self._output = turn_output(parts.outputs, parts.session, turn_id, claimed)
-        #: When the turn began, on trio's clock.
-        self.since = trio.current_time()
+    def __attrs_post_init__(self) -> None:
+        self._output = turn_output(self._parts.outputs, self._parts.session, self.id, self._claimed)
 
     def describe(self, now: float) -> TurnSnapshot:
         """The turn and its tool calls in flight, for a snapshot of the ownership tree."""
@@ -263,9 +254,8 @@ class Turn:
         calls: list[ToolCallRequested] = []
         finished: Finished | None = None
         streamed = False
-        stream = tracing.chat(parts.model, request)
         try:
-            try:
+            async with aclosing(tracing.chat(parts.model, request)) as stream:
                 async for event in stream:
                     if isinstance(event, TextDelta):
                         text.append(event.text)
@@ -283,8 +273,6 @@ class Turn:
                     elif isinstance(event, Finished):
                         finished = event
                         break
-            finally:
-                await stream.aclose()  # what contextlib.aclosing does, without its object
             streamed = True
         finally:
             # What was streamed to the user is kept, also when the stream was cut: the

@@ -96,7 +96,7 @@ class Fiber:
     # nursery.start()'s status, until the fiber reports it started (see _report, a trick).
     _status: trio.TaskStatus[None] | None = attrs.field(default=None, init=False)
     # Why the public dispose() refuses (see guard()), or None.
-    _guard: str | None = attrs.field(default=None, init=False)
+    _guard: str | Callable[[Fiber], str] | None = attrs.field(default=None, init=False)
     # Set by the owner of the root before it disposes it: what unwinds the application.
     _unwinding: BaseException | None = attrs.field(default=None, init=False)
     _application_ended: Signal = attrs.field(factory=Signal, init=False)
@@ -177,18 +177,21 @@ class Fiber:
             RuntimeError: called from the fiber's own task, which would wait for itself; or
                 the fiber is guarded (see :meth:`guard`): only its disposer tears it down.
         """
-        if self._guard is not None:
-            raise RuntimeError(
-                f"fiber {self.id} cannot be disposed from the fiber tree: {self._guard}"
-            )
+        guard = self._guard
+        if guard is not None:
+            refusal = guard if isinstance(guard, str) else guard(self)
+            raise RuntimeError(f"fiber {self.id} cannot be disposed from the fiber tree: {refusal}")
         await self._dispose()
 
-    def guard(self, refusal: str) -> Callable[[], Awaitable[None]]:
+    def guard(self, refusal: str | Callable[[Fiber], str]) -> Callable[[], Awaitable[None]]:
         """Make :meth:`dispose` refuse (saying ``refusal``); return the one disposer.
 
         For a fiber whose teardown is a capability (an agent's, which its handle holds):
         whoever reaches the fiber through the public tree (``runtime.fibers``,
         ``Fiber.children``) cannot dispose it. Its parent's teardown still does.
+
+        ``refusal`` is the reason, or a function of the fiber that says it, called only when
+        a dispose is refused (one shared function holds no string per fiber).
 
         Raises:
             RuntimeError: the fiber is guarded already (its disposer has a holder).

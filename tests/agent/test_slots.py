@@ -1,0 +1,55 @@
+"""The agent package's classes take their slots from attrs (issue #38 item 3): no module of
+``trio_agents/agent/`` writes a ``__slots__`` list that repeats its ``__init__``, and the
+objects an idle agent is made of carry no instance ``__dict__``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import attrs
+
+import trio_agents as ta
+
+AGENT_PACKAGE = Path(__file__).resolve().parent.parent / "trio_agents" / "agent"
+
+
+def _hand_written_slots() -> list[str]:
+    """Every ``__slots__ = ...`` in a class body of the agent package, as ``file:line``."""
+    found: list[str] = []
+    modules = sorted(AGENT_PACKAGE.glob("*.py"))
+    assert len(modules) > 30  # the walk is not vacuous
+    for path in modules:
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for statement in node.body:
+                targets = (
+                    statement.targets
+                    if isinstance(statement, ast.Assign)
+                    else [statement.target]
+                    if isinstance(statement, ast.AnnAssign)
+                    else []
+                )
+                if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in targets):
+                    found.append(f"{path.name}:{statement.lineno}")
+    return found
+
+
+def test_no_agent_class_writes_its_own_slots() -> None:
+    """The agent package's classes are attrs classes, slotted by attrs, never by hand."""
+    assert _hand_written_slots() == []
+
+
+async def test_the_objects_of_an_idle_agent_are_slotted_attrs_classes() -> None:
+    """An idle agent, its parts, approvals, inbox, history and meter have no __dict__."""
+    async with ta.open_runtime(store=ta.MemoryStore()) as root:
+        handle = await root.agents.create()
+        agent = handle.agent
+        parts = agent._parts
+        objects = (agent, parts, parts.approvals, parts.inbox, parts.history, parts.meter)
+        for obj in objects:
+            assert attrs.has(type(obj)), type(obj).__name__
+            assert not hasattr(obj, "__dict__"), type(obj).__name__
+        await handle.dispose()
