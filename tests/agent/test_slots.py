@@ -5,13 +5,13 @@ objects an idle agent is made of carry no instance ``__dict__``."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import attrs
 
 import trio_agents as ta
+from tests.helpers.paths import ROOT
 
-AGENT_PACKAGE = Path(__file__).resolve().parent.parent / "trio_agents" / "agent"
+AGENT_PACKAGE = ROOT / "trio_agents" / "agent"
 
 
 def _hand_written_slots() -> list[str]:
