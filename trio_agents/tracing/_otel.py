@@ -27,6 +27,7 @@ from collections.abc import (
     AsyncGenerator,
     Awaitable,
     Callable,
+    Coroutine,
     Generator,
     Iterator,
     Mapping,
@@ -292,6 +293,119 @@ def _within(context: contextvars.Context, awaitable: Awaitable[T]) -> Generator[
             value, step = exc, steps.throw
 
 
+@final
+class _Chat(AsyncGenerator[Any, None]):
+    """A model's stream inside its ``chat`` span (:meth:`Tracer.chat`): the span is current
+    only while the model's own code runs, never across a yield (the consumer's code between
+    events is not the model's), and it ends when the stream ends, fails or is closed.
+
+    The stream runs in a copy of the caller's context with the span current (attached there
+    once, and the copy dropped with it); each step runs there as :func:`_within` runs one.
+    A class rather than an async generator around the model's: no second generator to
+    resume at each event, register with trio's finalizer and close by throwing
+    ``GeneratorExit`` through it (a tool turn traced with OpenTelemetry's no-op tracer
+    provider, the runtime's own part: 1,372K -> 1,355K instructions under callgrind, the
+    untraced turn 1,170K). So it is ended by ``aclose()``, as ``async with aclosing(...)``
+    does (the turn's), not by the garbage collector.
+    """
+
+    __slots__ = (
+        "_calls",
+        "_context",
+        "_inner",
+        "_measured",
+        "_model",
+        "_open",
+        "_span",
+        "_start",
+        "_text",
+        "_tracer",
+    )
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        span: Span,
+        model: StreamingModel[RequestT, Any],
+        request: RequestT,
+        measured: dict[str, AttributeValue],
+    ) -> None:
+        context = contextvars.copy_context()
+        context.run(otel_context.attach, trace.set_span_in_context(span))
+        self._inner: AsyncGenerator[Any, None] = context.run(model.stream, request)
+        self._context = context
+        self._tracer = tracer
+        self._span = span
+        self._model = model
+        self._measured = measured
+        self._text: list[str] = []
+        self._calls: list[dict[str, Any]] = []
+        self._open = True
+        self._start = tracer.now()
+
+    def __anext__(self) -> Coroutine[Any, Any, Any]:
+        return cast("Coroutine[Any, Any, Any]", self._step(self._inner.__anext__()))
+
+    def asend(self, value: None) -> Coroutine[Any, Any, Any]:
+        return cast("Coroutine[Any, Any, Any]", self._step(self._inner.asend(value)))
+
+    def athrow(self, *args: Any) -> Coroutine[Any, Any, Any]:
+        return cast("Coroutine[Any, Any, Any]", self._step(self._inner.athrow(*args)))
+
+    async def aclose(self) -> None:
+        if self._open:
+            try:
+                await _within(self._context, self._inner.aclose())
+            finally:
+                self._end(None)
+
+    @types.coroutine
+    def _step(self, awaitable: Awaitable[Any]) -> Generator[Any, Any, Any]:
+        """One step of the model's stream in its context (as :func:`_within`), the event it
+        gave observed; the span ended when the stream ended or failed."""
+        context = self._context
+        steps = awaitable.__await__()
+        step: Callable[[Any], Any] = steps.send
+        value: Any = None
+        while True:
+            try:
+                trap = context.run(step, value)
+            except StopIteration as stop:
+                event = stop.value
+                self._tracer._observe(
+                    self._span, self._model, event, self._text, self._calls, self._measured
+                )
+                return event
+            except StopAsyncIteration:
+                self._end(None)
+                raise
+            except BaseException as exc:
+                self._end(_failed(self._span, exc))
+                raise
+            finally:
+                value = None  # no cycle through this frame when it leaves with an exception
+            try:
+                value = yield trap
+                step = steps.send
+            except BaseException as exc:
+                value, step = exc, steps.throw
+
+    def _end(self, error: str | None) -> None:
+        if not self._open:
+            return
+        self._open = False
+        span, text, calls = self._span, self._text, self._calls
+        if self._tracer.capture_content and (text or calls):
+            parts: list[dict[str, Any]] = [{"type": "text", "content": "".join(text)}]
+            output = [{"role": "assistant", "parts": (parts if text else []) + calls}]
+            span.set_attribute("gen_ai.output.messages", _json(output))
+        span.end()
+        measured = self._measured
+        if error is not None:
+            measured = {**measured, "error.type": error}
+        self._tracer.metrics.duration.record(self._tracer.now() - self._start, measured)
+
+
 def _record(session: Session, turn_id: str, context: SpanContext) -> None:
     """Record the span of the turn ``turn_id``, the first of its agent in this runtime."""
     if context.is_valid:
@@ -538,51 +652,7 @@ class Tracer:
             "gen_ai.provider.name": provider,
             "gen_ai.request.model": name,
         }
-        return self._stream(span, model, request, measured)
-
-    async def _stream(
-        self,
-        span: Span,
-        model: StreamingModel[RequestT, Any],
-        request: RequestT,
-        measured: dict[str, AttributeValue],
-    ) -> AsyncGenerator[Any, None]:
-        # The span is current only while the model's own stream runs, never across a yield:
-        # the consumer's code between events is not the model's. The stream runs in a copy
-        # of the caller's context with the span current (attached there once, and the copy
-        # dropped with it), each of its steps by _within, instead of an attach and a detach
-        # around every step (see _Current for the figure).
-        context = contextvars.copy_context()
-        context.run(otel_context.attach, trace.set_span_in_context(span))
-        inner = context.run(model.stream, request)
-        text: list[str] = []
-        calls: list[dict[str, Any]] = []
-        now = self.now
-        start = now()
-        error: str | None = None
-        try:
-            while True:
-                try:
-                    event = await _within(context, inner.__anext__())
-                except StopAsyncIteration:
-                    break
-                self._observe(span, model, event, text, calls, measured)
-                yield event
-        except BaseException as exc:
-            error = _failed(span, exc)
-            raise
-        finally:
-            try:
-                await _within(context, inner.aclose())
-            finally:
-                if self.capture_content and (text or calls):
-                    parts: list[dict[str, Any]] = [{"type": "text", "content": "".join(text)}]
-                    output = [{"role": "assistant", "parts": (parts if text else []) + calls}]
-                    span.set_attribute("gen_ai.output.messages", _json(output))
-                span.end()
-                if error is not None:
-                    measured = {**measured, "error.type": error}
-                self.metrics.duration.record(now() - start, measured)
+        return _Chat(self, span, model, request, measured)
 
     def _observe(
         self,

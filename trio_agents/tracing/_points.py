@@ -82,7 +82,8 @@ def approved(decision: str, by: str) -> None:
 def chat(
     model: StreamingModel[RequestT, EventT], request: RequestT
 ) -> AsyncGenerator[EventT, None]:
-    """``model.stream(request)``, inside a ``chat MODEL`` span while tracing is on."""
+    """``model.stream(request)``, inside a ``chat MODEL`` span while tracing is on; the span
+    ends when the stream ends or fails, or when it is closed (``aclosing``, as the turn's)."""
     tracer = ACTIVE.get()
     if tracer is None:
         return model.stream(request)
