@@ -21,7 +21,9 @@ turns the collection on around exactly what is counted, and dumps one total per 
   turn, ``bench_tracing``'s two sides), each on a fresh agent: what a tool step adds to a
   plain turn (issue #43's "tool turn vs plain turn") and what tracing adds to a tool turn
   (issue #41's "traced within 2x"); and the floor of the traced side, the SDK's own work
-  for the same four spans and their attributes with no runtime around them (``turn_sdk``);
+  for the same four spans and their attributes with no runtime around them (``turn_sdk``),
+  and the runtime's own part of it, the same turn traced with OpenTelemetry's no-op tracer
+  provider (``turn_traced_noop``: every span point, its context and metrics, no span made);
 - a cancel: ``CANCELS`` times, from ``agent.cancel()`` of a turn parked in its model's stream
   until ``when_idle()`` returns, against ``scope.cancel()`` of a task blocked on an Event until
   it has signalled its exit (``bench_cancel``'s two sides); only that span is collected, and
@@ -68,6 +70,7 @@ SIDES = (
     "turn_agent",
     "turn_tool",
     "turn_traced",
+    "turn_traced_noop",
     "turn_sdk",
     "cancel_raw",
     "cancel_agent",
@@ -137,9 +140,10 @@ async def _turns_agent(
     marks.dump(label)
 
 
-async def _tool_turns(marks: Marks, turns: int, provider: TracerProvider | None) -> None:
-    """A tool turn's rounds (``turn_tool``, or ``turn_traced`` with a tracer provider)."""
-    label = "turn_tool" if provider is None else "turn_traced"
+async def _tool_turns(
+    marks: Marks, turns: int, provider: trace.TracerProvider | None, label: str = "turn_tool"
+) -> None:
+    """A tool turn's rounds (``turn_tool``, or ``label`` with a tracer provider)."""
     async with ta.open_runtime(store=ta.MemoryStore(), tracer_provider=provider) as root:
         await root.plugin(bench_tools._EchoTool(bench_tools.echo))
         await _turns_agent(marks, root, turns, bench_tools._Caller(), label)
@@ -189,7 +193,8 @@ async def workload(library: str | None, turns: int = TURNS, cancels: int = CANCE
         await _turns_agent(marks, root, turns)
         await _cancels(marks, root, cancels)
     await _tool_turns(marks, turns, None)
-    await _tool_turns(marks, turns, _in_memory_provider())
+    await _tool_turns(marks, turns, _in_memory_provider(), "turn_traced")
+    await _tool_turns(marks, turns, trace.NoOpTracerProvider(), "turn_traced_noop")
     _sdk_turns(marks, turns, _in_memory_provider())
 
 
@@ -317,6 +322,8 @@ def per_operation(counts: dict[str, int], turns: int, cancels: int) -> dict[str,
         r["turn_tool"] = counts["turn_tool"] / turns
         r["turn_traced"] = counts["turn_traced"] / turns
         r["turn_sdk"] = counts.get("turn_sdk", 0) / turns
+        r["turn_traced_noop"] = counts.get("turn_traced_noop", 0) / turns
+        r["own_share"] = r["turn_traced_noop"] / r["turn_tool"] - 1
         r["tool_vs_plain"] = r["turn_agent"] / r["turn_tool"]
         r["traced_vs_untraced"] = r["turn_traced"] / r["turn_tool"]
         r["sdk_floor"] = 1 + r["turn_sdk"] / r["turn_tool"]
@@ -377,6 +384,8 @@ def main() -> dict[str, float]:
     print(line("  the SDK alone, the same four spans and attributes:", r["turn_sdk"], "Ir"))
     print(f"  ratio: a traced tool turn executes {r['traced_vs_untraced']:.2f}x an untraced one")
     print(f"  ratio: the SDK's own work alone would make it {r['sdk_floor']:.2f}x")
+    print(line("  the runtime's own part (no-op tracer provider):", r["turn_traced_noop"], "Ir"))
+    print(f"  ratio: the runtime's own part adds {100 * r['own_share']:.1f}% to a tool turn")
     print(f"  ratio: a cancel executes {r['cancel_ratio']:.1f}x the floor's instructions")
     return r
 
