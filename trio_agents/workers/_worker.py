@@ -43,13 +43,14 @@ from ..agent import (
     AgentHandle,
     AgentIdInUseError,
     AgentRegistry,
+    AgentStatus,
+    AgentStatusChanged,
     ModelRequiredError,
 )
 from ..kernel import Context
 from ..model import Model, ModelError
 from ..session import (
     InvalidSessionIdError,
-    SessionAppended,
     SessionClosedError,
     SessionExistsError,
     SessionFormatError,
@@ -117,6 +118,10 @@ _NO_AGENT = (
     TypeError,
     json.JSONDecodeError,
 )
+
+
+#: The statuses of an agent whose turn has ended (see ``Worker._on_status``).
+_STOPPED = frozenset({AgentStatus.IDLE, AgentStatus.DISPOSING})
 
 
 @attrs.define(eq=False)
@@ -236,7 +241,7 @@ class Worker:
         await self._pool.run(sql.prepare_queue)
         await self._pool.run(sql.register_worker, self.id, self.lease_seconds)
         ctx.defer(self._unregister)
-        ctx.on(SessionAppended, self._on_append)
+        ctx.on(AgentStatusChanged, self._on_status)
         ctx.on(AgentDisposed, self._on_disposed)
         self.listener = _pg.Listener(self.dsn, (sql.QUEUE_CHANNEL,), self._on_notify)
         await ctx.start(self.listener.run)
@@ -254,9 +259,14 @@ class Worker:
 
     # -- events from the runtime and the database ------------------------------------------
 
-    def _on_append(self, event: SessionAppended) -> None:
-        if event.session_id in self._runs:
-            self._kick(event.session_id)
+    def _on_status(self, event: AgentStatusChanged) -> None:
+        # Invariant: a prompt's run waits only for its turn to end (``decide`` says ``adopt``
+        # or ``wait``; a cancel, a hand-back and a disposal kick it themselves), and the agent
+        # stops running (idle, or disposing) only once that turn has recorded its end.
+        # Waking on that, not on each of the turn's records, saves a ``SessionAppended``
+        # event and a wake-up of the run per record (issue #42).
+        if event.new in _STOPPED and event.agent_id in self._runs:
+            self._kick(event.agent_id)
 
     def _on_disposed(self, event: AgentDisposed) -> None:
         self._held.pop(event.agent_id, None)
