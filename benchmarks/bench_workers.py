@@ -212,6 +212,14 @@ async def queued(dsn: str, workers: int) -> tuple[float, list[float], dict[str, 
                     await prompt.answer()
                     latencies.append(time.perf_counter() - sent)
 
+            async def create(n: int) -> None:
+                await remote.ask(f"s{n}", "created", agent=ta.workers.AgentTemplate())
+
+            # Each session's first prompt creates it, before the window: the direct side
+            # creates its agents before its window too, so both measure live sessions.
+            async with trio.open_nursery() as nursery:
+                for n in range(SESSIONS):
+                    nursery.start_soon(create, n)
             server = _ServerCpu()
             before = _cpus(processes, server)
             start = time.perf_counter()

@@ -136,6 +136,16 @@ class _Run:
 
 
 @attrs.define(eq=False)
+class _Settling:
+    """A prompt waiting for the settler (``Worker._settler``); ``settled``: whether it did."""
+
+    settle: sql.Settle
+    done: trio.Event = attrs.Factory(trio.Event)
+    settled: bool = False
+    error: Exception | None = None
+
+
+@attrs.define(eq=False)
 class _Fold:
     """The ledger of a session this worker holds, fed up to ``seen`` records (it lives as
     long as the agent: a prompt feeds it only what came since the last one)."""
@@ -196,6 +206,8 @@ class Worker:
         self._routed_at: dict[str, float] = {}
         self._releasing: set[str] = set()
         self._changed: dict[str, trio.Event] = {}
+        self._settling: list[_Settling] = []
+        self._settle_wake = trio.Event()
         # Work the last claim could not take, so the end of a run here claims again: a claim
         # that filled every free slot, or a wake-up while no slot was free (``_backlog``); a
         # submit to a session running here (``_waiting``: its run's end claims again).
@@ -246,6 +258,7 @@ class Worker:
         self.listener = _pg.Listener(self.dsn, (sql.QUEUE_CHANNEL,), self._on_notify)
         await ctx.start(self.listener.run)
         ctx.start_soon(self._heartbeat)
+        ctx.start_soon(self._settler)
         ctx.start_soon(self._idle_releaser)
         ctx.start_soon(self._serve)
 
@@ -454,9 +467,34 @@ class Worker:
     async def _settle(
         self, row: sql.PromptRow, state: str, answer: str | None, error: str | None
     ) -> None:
-        settled = await self._retrying(sql.settle, row.id, self.id, row.claim, state, answer, error)
-        if settled:
+        pending = _Settling(sql.Settle(row.id, row.claim, state, answer, error))
+        self._settling.append(pending)
+        self._settle_wake.set()
+        await pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        if pending.settled:
             self._counts[state] += 1
+
+    async def _settler(self) -> None:
+        """Settle what waits, in one round trip, again and again: the prompts that end while
+        a settle is in flight share the next one (group commit, as the store's batches)."""
+        while True:
+            await self._settle_wake.wait()
+            self._settle_wake = trio.Event()
+            settling, self._settling = self._settling, []
+            try:
+                settled = await self._retrying(
+                    sql.settle, self.id, [pending.settle for pending in settling]
+                )
+            except Exception as exc:  # each run reports it (and hands its prompt back)
+                for pending in settling:
+                    pending.error = exc
+                    pending.done.set()
+                continue
+            for pending in settling:
+                pending.settled = pending.settle.prompt_id in settled
+                pending.done.set()
 
     async def _retrying(self, fn: Any, *args: Any) -> Any:
         """``fn`` on the pool, again while the database cannot be reached: a claimed prompt
