@@ -23,7 +23,9 @@ exact and do not move with the machine's load.
 CPU per prompt: the CPU seconds (user + system, ``/proc/PID/stat``) the worker processes, this
 process (the client) and the PostgreSQL server's processes spent while the load ran, per
 prompt, against this process's on the direct side: load-independent where wall-clock rates
-are not (a loaded machine slows every side, it does not make one spend more CPU).
+are not (a loaded machine slows every side, it does not make one spend more CPU). Both sides
+measure live sessions: the direct side creates its agents before its window, the queued side
+runs each session's first prompt (which creates it) before its own.
 
 Needs the PostgreSQL server binaries and psycopg; without them it says so and measures
 nothing. Run: ``python -m benchmarks.bench_workers``.
