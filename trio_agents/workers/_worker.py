@@ -14,7 +14,10 @@ Rules:
   at most ``max_sessions`` prompts at a time, one per session.
 - A claimed prompt runs as :mod:`._ledger` decides from the session's records: start an
   attempt, adopt a message a dead worker queued, or settle. It settles only once what it
-  settles on is durable (a flush), and only under its claim.
+  settles on is durable (a flush), and only under its claim. Its run wakes when its agent
+  stops running (the turn's end), on a cancel, a hand-back or a disposal, not per record.
+- One task settles (``_settler``): every prompt that ended while the last settle was in
+  flight is settled in the next one, one statement (group commit).
 - A session idle ``idle_release`` seconds is released: its agent disposed (its store lease
   released), then its route. A route the heartbeat finds taken over (this worker was stopped
   past its lease) is dropped with its agent.
