@@ -23,15 +23,22 @@ exact and do not move with the machine's load.
 CPU per prompt: the CPU seconds (user + system, ``/proc/PID/stat``) the worker processes, this
 process (the client) and the PostgreSQL server's processes spent while the load ran, per
 prompt, against this process's on the direct side: load-independent where wall-clock rates
-are not (a loaded machine slows every side, it does not make one spend more CPU).
+are not (a loaded machine slows every side, it does not make one spend more CPU). Both sides
+measure live sessions: the direct side creates its agents before its window, the queued side
+runs each session's first prompt (which creates it) before its own.
+
+Profile: ``--profile`` runs the same load through one worker process with its trio thread
+under ``cProfile`` on a CPU clock (``time.thread_time``, from after each session's first
+prompt), then on the direct path, and prints the top entries of each by own time.
 
 Needs the PostgreSQL server binaries and psycopg; without them it says so and measures
-nothing. Run: ``python -m benchmarks.bench_workers``.
+nothing. Run: ``python -m benchmarks.bench_workers`` (or ``... --profile``).
 """
 
 from __future__ import annotations
 
 import collections
+import cProfile
 import os
 import signal
 import statistics
@@ -212,6 +219,14 @@ async def queued(dsn: str, workers: int) -> tuple[float, list[float], dict[str, 
                     await prompt.answer()
                     latencies.append(time.perf_counter() - sent)
 
+            async def create(n: int) -> None:
+                await remote.ask(f"s{n}", "created", agent=ta.workers.AgentTemplate())
+
+            # Each session's first prompt creates it, before the window: the direct side
+            # creates its agents before its window too, so both measure live sessions.
+            async with trio.open_nursery() as nursery:
+                for n in range(SESSIONS):
+                    nursery.start_soon(create, n)
             server = _ServerCpu()
             before = _cpus(processes, server)
             start = time.perf_counter()
@@ -482,6 +497,95 @@ def main() -> None:
     )
 
 
+async def _profile_worker(dsn: str, stats: Path) -> None:
+    """The load through one worker process whose trio thread is profiled (CPU clock) from
+    after each session's first prompt until it drains; its stats go to ``stats``."""
+    command = [sys.executable, "-m", "benchmarks.bench_workers", "--profiled", str(stats)]
+    process = await trio.lowlevel.open_process(
+        [*command, "worker", "--store", dsn, "--model", MODEL, "--max-sessions", str(PER_WORKER)],
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stderr is not None
+    seen = b""
+    while b"serving" not in seen:
+        seen += await process.stderr.receive_some(1024)
+    async with ta.open_remote(dsn) as remote:
+
+        async def session(n: int, prompts: range) -> None:
+            for k in prompts:
+                await remote.ask(f"s{n}", f"{n}:{k}", agent=ta.workers.AgentTemplate())
+
+        for prompts in (range(1), range(1, PROMPTS + 1)):
+            async with trio.open_nursery() as nursery:
+                for n in range(SESSIONS):
+                    nursery.start_soon(session, n, prompts)
+            if prompts == range(1):
+                process.send_signal(signal.SIGUSR2)  # the sessions exist: profile from here
+    process.send_signal(signal.SIGTERM)
+    async with process.stderr:
+        async for _ in process.stderr:
+            pass
+    await process.wait()
+
+
+async def _profile_direct(dsn: str) -> cProfile.Profile:
+    """The same load on the direct path in this process, its trio thread profiled."""
+    from trio_agents.session import PostgresStore
+
+    limit = trio.CapacityLimiter(PER_WORKER)
+    profile = cProfile.Profile(time.thread_time)
+    async with ta.open_runtime(store=PostgresStore(dsn), model=MODEL) as root:
+        agents = [(await root.agents.create(session_id=f"s{n}")).agent for n in range(SESSIONS)]
+
+        async def session(agent: ta.Agent, n: int) -> None:
+            for k in range(PROMPTS):
+                async with limit:
+                    await agent.ask(f"{n}:{k}")
+
+        profile.enable()
+        async with trio.open_nursery() as nursery:
+            for n, agent in enumerate(agents):
+                nursery.start_soon(session, agent, n)
+        profile.disable()
+    return profile
+
+
+def profile_main() -> None:
+    """``--profile``: the CPU profile (``time.thread_time``) of one worker's trio thread and of
+    the direct path's, the same load on each; the top entries of each by own time."""
+    import pstats
+
+    pg_server = _pg_server()
+    with (
+        pg_server.running_server(fsync=True) as server,
+        tempfile.TemporaryDirectory(prefix="trio-agents-profile-") as directory,
+    ):
+        stats = Path(directory) / "worker.pstats"
+        trio.run(_profile_worker, pg_server.fresh_schema_dsn(server.dsn), stats)
+        direct = trio.run(_profile_direct, pg_server.fresh_schema_dsn(server.dsn))
+        for name, found in (
+            ("one worker", pstats.Stats(str(stats))),
+            ("direct", pstats.Stats(direct)),
+        ):
+            print(f"{name}: {SESSIONS} sessions x {PROMPTS} prompts, its trio thread's CPU")
+            found.sort_stats("tottime").print_stats(25)
+
+
+def profiled(stats: str, argv: list[str]) -> int:
+    """Run ``trio-agents ARGV``; from SIGUSR2 on, profile its trio thread's CPU, and write the
+    profile to ``stats`` at the end (the profiled worker process)."""
+    profile = cProfile.Profile(time.thread_time)
+    signal.signal(signal.SIGUSR2, lambda signum, frame: profile.enable())
+    from trio_agents.cli import main as command
+
+    try:
+        return command(argv)
+    finally:
+        profile.disable()
+        profile.dump_stats(stats)
+
+
 def traced(directory: str, argv: list[str]) -> int:
     """Run ``trio-agents ARGV`` with every PostgreSQL connection traced into ``directory``
     (the profiled worker process)."""
@@ -494,4 +598,9 @@ def traced(directory: str, argv: list[str]) -> int:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--traced"]:
         sys.exit(traced(sys.argv[2], sys.argv[3:]))
-    main()
+    if sys.argv[1:2] == ["--profiled"]:
+        sys.exit(profiled(sys.argv[2], sys.argv[3:]))
+    if sys.argv[1:2] == ["--profile"]:
+        profile_main()
+    else:
+        main()

@@ -51,6 +51,7 @@ __all__ = [
     "Claimed",
     "Conn",
     "PromptRow",
+    "Settle",
     "claim",
     "close_quietly",
     "connect",
@@ -402,39 +403,46 @@ _SETTLED_JSON = (
 )
 
 
-def settle(
-    conn: Conn,
-    prompt_id: str,
-    worker: str,
-    claim: int,
-    state: str,
-    answer: str | None,
-    error: str | None,
-) -> bool:
-    """End a claimed prompt (``completed``, ``failed`` or ``cancelled``) if ``worker`` still
-    holds claim ``claim`` of it; whether it did. Wakes the prompt's clients, with the
-    outcome in the notification. One statement, one round trip."""
-    row = conn.execute(
+@attrs.frozen
+class Settle:
+    """A claimed prompt to end: ``state`` ``completed``, ``failed`` or ``cancelled``."""
+
+    prompt_id: str
+    claim: int
+    state: str
+    answer: str | None
+    error: str | None
+
+
+def settle(conn: Conn, worker: str, settles: Sequence[Settle]) -> builtins.set[str]:
+    """End claimed prompts if ``worker`` still holds their claims; return the ids it ended.
+    Wakes each prompt's clients, with the outcome in the notification. One statement, one
+    round trip, however many prompts (a worker settles the prompts that end together at
+    once)."""
+    rows = conn.execute(
         f"""
         WITH p AS (
-            UPDATE trio_agents_prompts SET state = %(state)s, answer = %(answer)s,
-                error = %(error)s, finished = clock_timestamp()
-            WHERE id = %(id)s AND worker = %(me)s AND claim = %(claim)s AND state = 'running'
-            RETURNING {", ".join(SETTLED)}
+            UPDATE trio_agents_prompts AS t SET state = s.state, answer = s.answer,
+                error = s.error, finished = clock_timestamp()
+            FROM unnest(%(ids)s::text[], %(claims)s::integer[], %(states)s::text[],
+                %(answers)s::text[], %(errors)s::text[]) AS s(id, claim, state, answer, error)
+            WHERE t.id = s.id AND t.worker = %(me)s AND t.claim = s.claim
+              AND t.state = 'running'
+            RETURNING {", ".join(f"t.{name}" for name in SETTLED)}
         )
         SELECT p.id, {_NOTIFY_SETTLED} FROM p, LATERAL {_SETTLED_JSON}
         """,
         {
-            "state": state,
-            "answer": answer,
-            "error": error,
-            "id": prompt_id,
+            "ids": [s.prompt_id for s in settles],
+            "claims": [s.claim for s in settles],
+            "states": [s.state for s in settles],
+            "answers": [s.answer for s in settles],
+            "errors": [s.error for s in settles],
             "me": worker,
-            "claim": claim,
             "settled": PROMPTS_CHANNEL,
         },
-    ).fetchone()
-    return row is not None
+    ).fetchall()
+    return {row[0] for row in rows}
 
 
 def hand_back(conn: Conn, prompt_id: str, worker: str, claim: int) -> bool:

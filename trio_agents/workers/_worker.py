@@ -14,7 +14,10 @@ Rules:
   at most ``max_sessions`` prompts at a time, one per session.
 - A claimed prompt runs as :mod:`._ledger` decides from the session's records: start an
   attempt, adopt a message a dead worker queued, or settle. It settles only once what it
-  settles on is durable (a flush), and only under its claim.
+  settles on is durable (a flush), and only under its claim. Its run wakes when its agent
+  stops running (the turn's end), on a cancel, a hand-back or a disposal, not per record.
+- One task settles (``_settler``): every prompt that ended while the last settle was in
+  flight is settled in the next one, one statement (group commit).
 - A session idle ``idle_release`` seconds is released: its agent disposed (its store lease
   released), then its route. A route the heartbeat finds taken over (this worker was stopped
   past its lease) is dropped with its agent.
@@ -43,13 +46,14 @@ from ..agent import (
     AgentHandle,
     AgentIdInUseError,
     AgentRegistry,
+    AgentStatus,
+    AgentStatusChanged,
     ModelRequiredError,
 )
 from ..kernel import Context
 from ..model import Model, ModelError
 from ..session import (
     InvalidSessionIdError,
-    SessionAppended,
     SessionClosedError,
     SessionExistsError,
     SessionFormatError,
@@ -119,6 +123,10 @@ _NO_AGENT = (
 )
 
 
+#: The statuses of an agent whose turn has ended (see ``Worker._on_status``).
+_STOPPED = frozenset({AgentStatus.IDLE, AgentStatus.DISPOSING})
+
+
 @attrs.define(eq=False)
 class _Run:
     """A claimed prompt this worker runs."""
@@ -128,6 +136,16 @@ class _Run:
     cancel: str | None = None
     #: Whether the claim saw another prompt of the session queued behind this one.
     more: bool = False
+
+
+@attrs.define(eq=False)
+class _Settling:
+    """A prompt waiting for the settler (``Worker._settler``); ``settled``: whether it did."""
+
+    settle: sql.Settle
+    done: trio.Event = attrs.Factory(trio.Event)
+    settled: bool = False
+    error: Exception | None = None
 
 
 @attrs.define(eq=False)
@@ -191,6 +209,8 @@ class Worker:
         self._routed_at: dict[str, float] = {}
         self._releasing: set[str] = set()
         self._changed: dict[str, trio.Event] = {}
+        self._settling: list[_Settling] = []
+        self._settle_wake = trio.Event()
         # Work the last claim could not take, so the end of a run here claims again: a claim
         # that filled every free slot, or a wake-up while no slot was free (``_backlog``); a
         # submit to a session running here (``_waiting``: its run's end claims again).
@@ -236,11 +256,12 @@ class Worker:
         await self._pool.run(sql.prepare_queue)
         await self._pool.run(sql.register_worker, self.id, self.lease_seconds)
         ctx.defer(self._unregister)
-        ctx.on(SessionAppended, self._on_append)
+        ctx.on(AgentStatusChanged, self._on_status)
         ctx.on(AgentDisposed, self._on_disposed)
         self.listener = _pg.Listener(self.dsn, (sql.QUEUE_CHANNEL,), self._on_notify)
         await ctx.start(self.listener.run)
         ctx.start_soon(self._heartbeat)
+        ctx.start_soon(self._settler)
         ctx.start_soon(self._idle_releaser)
         ctx.start_soon(self._serve)
 
@@ -254,9 +275,14 @@ class Worker:
 
     # -- events from the runtime and the database ------------------------------------------
 
-    def _on_append(self, event: SessionAppended) -> None:
-        if event.session_id in self._runs:
-            self._kick(event.session_id)
+    def _on_status(self, event: AgentStatusChanged) -> None:
+        # Invariant: a prompt's run waits only for its turn to end (``decide`` says ``adopt``
+        # or ``wait``; a cancel, a hand-back and a disposal kick it themselves), and the agent
+        # stops running (idle, or disposing) only once that turn has recorded its end.
+        # Waking on that, not on each of the turn's records, saves a ``SessionAppended``
+        # event and a wake-up of the run per record (issue #42).
+        if event.new in _STOPPED and event.agent_id in self._runs:
+            self._kick(event.agent_id)
 
     def _on_disposed(self, event: AgentDisposed) -> None:
         self._held.pop(event.agent_id, None)
@@ -444,9 +470,34 @@ class Worker:
     async def _settle(
         self, row: sql.PromptRow, state: str, answer: str | None, error: str | None
     ) -> None:
-        settled = await self._retrying(sql.settle, row.id, self.id, row.claim, state, answer, error)
-        if settled:
+        pending = _Settling(sql.Settle(row.id, row.claim, state, answer, error))
+        self._settling.append(pending)
+        self._settle_wake.set()
+        await pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        if pending.settled:
             self._counts[state] += 1
+
+    async def _settler(self) -> None:
+        """Settle what waits, in one round trip, again and again: the prompts that end while
+        a settle is in flight share the next one (group commit, as the store's batches)."""
+        while True:
+            await self._settle_wake.wait()
+            self._settle_wake = trio.Event()
+            settling, self._settling = self._settling, []
+            try:
+                settled = await self._retrying(
+                    sql.settle, self.id, [pending.settle for pending in settling]
+                )
+            except Exception as exc:  # each run reports it (and hands its prompt back)
+                for pending in settling:
+                    pending.error = exc
+                    pending.done.set()
+                continue
+            for pending in settling:
+                pending.settled = pending.settle.prompt_id in settled
+                pending.done.set()
 
     async def _retrying(self, fn: Any, *args: Any) -> Any:
         """``fn`` on the pool, again while the database cannot be reached: a claimed prompt
