@@ -586,6 +586,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "QUEUE_CHANNEL",
             "RECORDS_CHANNEL",
             "SETTLED",
+            "Settle",
             "claim",
             "close_quietly",
             "connect",
