@@ -104,7 +104,10 @@ class Inbox:
     @property
     def wakeable(self) -> bool:
         """Whether a queued message should start (or continue) a turn."""
-        return bool(self._turn) or any(m.wake for m in self._step.values())
+        # The emptiness test first: an idle agent's check (several a cancel) makes no
+        # generator. FIGURE instructions per cancel (bench_instructions).
+        step = self._step
+        return bool(self._turn) or (bool(step) and any(m.wake for m in step.values()))
 
     @property
     def has_step_input(self) -> bool:
