@@ -176,24 +176,24 @@ class Turn:
         await is shielded, and everything before it is synchronous)."""
         self.ending = True
         append = self._parts.session.append
-        open_calls = self._open if self._open is not None else {}
-        started = self._started if self._started is not None else {}
-        for call_id, call in open_calls.items():
-            ran = call_id in started
-            append(
-                ToolCallEnded(
-                    turn_id=self.id,
-                    call_id=call_id,
-                    name=call.name,
-                    content=(
-                        "cancelled while running (it may have had effects)"
-                        if ran
-                        else "cancelled before it started"
-                    ),
-                    is_error=True,
-                    started=ran,
+        if self._open:
+            started = self._started if self._started is not None else {}
+            for call_id, call in self._open.items():
+                ran = call_id in started
+                append(
+                    ToolCallEnded(
+                        turn_id=self.id,
+                        call_id=call_id,
+                        name=call.name,
+                        content=(
+                            "cancelled while running (it may have had effects)"
+                            if ran
+                            else "cancelled before it started"
+                        ),
+                        is_error=True,
+                        started=ran,
+                    )
                 )
-            )
         self._open = None
         append(TurnEnded(turn_id=self.id, stop_reason=stop, cause=cause, error=error))
         # A store with nothing to wait for (MemoryStore) flushes without a checkpoint: a turn
