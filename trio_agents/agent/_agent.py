@@ -564,7 +564,7 @@ class Agent:
         if not keep_inbox:
             inbox = self._parts.inbox
             # An empty inbox (the usual cancel: the running turn claimed its prompt) is not
-            # cleared: FIGURE instructions per cancel (bench_instructions).
+            # cleared: 356,124 -> 353,181 instructions per cancel (bench_instructions).
             if len(inbox) > 0:
                 for message in inbox.clear():
                     self._record_removal(message, "cancelled")

