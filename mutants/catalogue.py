@@ -132,8 +132,8 @@ MUTANTS: Final = (
     Mutant(
         "agent-cancel-keeps-inbox",
         AGENT_PY,
-        "        if not keep_inbox:\n            for message in self._inbox.clear():",
-        "        if keep_inbox:\n            for message in self._inbox.clear():",
+        "        if not keep_inbox:\n            inbox = self._parts.inbox",
+        "        if keep_inbox:\n            inbox = self._parts.inbox",
         AGENT,
     ),
     Mutant(
@@ -176,8 +176,8 @@ MUTANTS: Final = (
     Mutant(
         "inbox-inject-wakes",
         INBOX_PY,
-        "return bool(self._turn) or any(m.wake for m in self._step.values())",
-        "return bool(self._turn) or bool(self._step)",
+        "return bool(self._turn) or (bool(step) and any(m.wake for m in step.values()))",
+        "return bool(self._turn) or bool(step)",
         AGENT,
     ),
     Mutant(

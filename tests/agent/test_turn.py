@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncGenerator
 
 import attrs
 import pytest
@@ -12,7 +13,19 @@ import trio.testing
 import trio_agents.agent as ag
 from tests.helpers.support import Tools
 from trio_agents.cancel import HookCancel
-from trio_agents.model import CallTool, Fail, Say, ScriptedModel, Wait
+from trio_agents.model import (
+    CallTool,
+    Fail,
+    Finished,
+    FinishReason,
+    ModelEvent,
+    ModelRequest,
+    Say,
+    ScriptedModel,
+    TextDelta,
+    Usage,
+    Wait,
+)
 from trio_agents.session import (
     AssistantMessage,
     StopReason,
@@ -235,3 +248,31 @@ async def test_a_process_level_exception_still_closes_the_turn_durably() -> None
     [ended] = records(agent, TurnEnded)
     assert ended.stop_reason is StopReason.ERROR
     assert ended.error == "interrupted by KeyboardInterrupt"
+
+
+@attrs.define
+class _Lingering:
+    """A model whose stream goes on after its Finished; it logs when it is closed."""
+
+    log: list[str]
+    name: str = "lingering"
+    context_window: int | None = None
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        try:
+            yield TextDelta("done")
+            yield Finished(FinishReason.STOP, Usage())
+            self.log.append("read past Finished")  # pragma: no cover - the turn stops reading
+        finally:
+            self.log.append("closed")
+
+
+async def test_a_model_stream_left_at_its_finish_is_closed() -> None:
+    """The turn stops reading at Finished and closes the stream: its finally runs."""
+    log: list[str] = []
+    async with ag.open_runtime() as root:
+        agent = (await root.agents.create(model=_Lingering(log))).agent
+        agent.prompt("go")
+        await agent.when_idle()
+        assert log == ["closed"]
+        assert records(agent, TurnEnded)[-1].stop_reason is StopReason.COMPLETED

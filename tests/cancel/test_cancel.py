@@ -162,3 +162,24 @@ async def test_forget_inherited_scopes_hides_the_spawners_cancelled_scope() -> N
                 nursery.start_soon(owned_elsewhere)
         assert current_cause() == UserCancel()
     assert seen == [UserCancel(), None]
+
+
+@attrs.frozen
+class _Counted(CancelCause):
+    """A cause without fields whose repr counts its calls."""
+
+    def __repr__(self) -> str:
+        _REPRS.append(type(self).__name__)
+        return "_Counted()"
+
+
+_REPRS: list[str] = []
+
+
+def test_a_cause_without_fields_is_described_once_per_class() -> None:
+    """Every instance of a cause without fields reads the same, so its text is made once."""
+    _REPRS.clear()
+    assert [_Counted().describe() for _ in range(3)] == ["_Counted()"] * 3
+    assert _REPRS == ["_Counted"]
+    assert HookCancel("a").describe() == "HookCancel(reason='a')"
+    assert HookCancel("b").describe() == "HookCancel(reason='b')"

@@ -263,6 +263,14 @@ def test_an_unregistered_cause_cannot_be_written() -> None:
         dump_record(record)
 
 
+def test_check_record_refuses_an_unregistered_cause_without_fields() -> None:
+    """The quick check passes only registered causes without a look: another is refused."""
+    check_record(TurnEnded(turn_id="t", stop_reason=StopReason.CANCELLED, cause=UserCancel()))
+    record = TurnEnded(turn_id="t", stop_reason=StopReason.CANCELLED, cause=UnregisteredCancel())
+    with pytest.raises(TypeError, match=r"^cancel cause UnregisteredCancel is not registered; "):
+        check_record(record)
+
+
 @attrs.frozen(kw_only=True)
 class Measured(Record):
     """A record of this test module with a float field."""

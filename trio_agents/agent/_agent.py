@@ -562,8 +562,12 @@ class Agent:
         if self._parts.listens(AgentCancelRequested):
             self._parts.emit(AgentCancelRequested(agent_id=self.id, cause=cause))
         if not keep_inbox:
-            for message in self._parts.inbox.clear():
-                self._record_removal(message, "cancelled")
+            inbox = self._parts.inbox
+            # An empty inbox (the usual cancel: the running turn claimed its prompt) is not
+            # cleared: 356,124 -> 353,181 instructions per cancel (bench_instructions).
+            if len(inbox) > 0:
+                for message in inbox.clear():
+                    self._record_removal(message, "cancelled")
             if self._compact_jobs:
                 self._fail_jobs(CompactionError(f"compaction cancelled by {cause!r}", cause))
         if self._turn is not None:

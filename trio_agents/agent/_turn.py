@@ -24,7 +24,6 @@ Rules:
 from __future__ import annotations
 
 import logging
-from contextlib import aclosing
 from typing import final
 
 import attrs
@@ -176,24 +175,24 @@ class Turn:
         await is shielded, and everything before it is synchronous)."""
         self.ending = True
         append = self._parts.session.append
-        open_calls = self._open if self._open is not None else {}
-        started = self._started if self._started is not None else {}
-        for call_id, call in open_calls.items():
-            ran = call_id in started
-            append(
-                ToolCallEnded(
-                    turn_id=self.id,
-                    call_id=call_id,
-                    name=call.name,
-                    content=(
-                        "cancelled while running (it may have had effects)"
-                        if ran
-                        else "cancelled before it started"
-                    ),
-                    is_error=True,
-                    started=ran,
+        if self._open:
+            started = self._started if self._started is not None else {}
+            for call_id, call in self._open.items():
+                ran = call_id in started
+                append(
+                    ToolCallEnded(
+                        turn_id=self.id,
+                        call_id=call_id,
+                        name=call.name,
+                        content=(
+                            "cancelled while running (it may have had effects)"
+                            if ran
+                            else "cancelled before it started"
+                        ),
+                        is_error=True,
+                        started=ran,
+                    )
                 )
-            )
         self._open = None
         append(TurnEnded(turn_id=self.id, stop_reason=stop, cause=cause, error=error))
         # A store with nothing to wait for (MemoryStore) flushes without a checkpoint: a turn
@@ -254,8 +253,12 @@ class Turn:
         calls: list[ToolCallRequested] = []
         finished: Finished | None = None
         streamed = False
+        stream = tracing.chat(parts.model, request)
         try:
-            async with aclosing(tracing.chat(parts.model, request)) as stream:
+            # aclosing() spelled out: its object and its two calls on every request cost
+            # 340,427 -> 338,473 instructions per cancel (bench_instructions); the stream is
+            # closed the same way (test_a_model_stream_left_at_its_finish_is_closed).
+            try:
                 async for event in stream:
                     if isinstance(event, TextDelta):
                         text.append(event.text)
@@ -273,6 +276,8 @@ class Turn:
                     elif isinstance(event, Finished):
                         finished = event
                         break
+            finally:
+                await stream.aclose()
             streamed = True
         finally:
             # What was streamed to the user is kept, also when the stream was cut: the

@@ -73,7 +73,10 @@ class EventBus:
 
     def listens(self, cls: type) -> bool:
         """Whether an event of class ``cls`` emitted now would reach a listener."""
-        return bool(self._for_class(cls))
+        # The cache read inline: emitters ask this per record and per status change (five
+        # times a cancel): 338,473 -> 335,820 instructions per cancel (bench_instructions).
+        found = self._by_type.get(cls)
+        return bool(found if found is not None else self._for_class(cls))
 
     def _matching(self, event: object) -> tuple[Listener, ...]:
         return self._for_class(type(event))
