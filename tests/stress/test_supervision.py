@@ -112,7 +112,7 @@ async def test_many_jobs_that_fight_their_supervisors(tmp_path: Path) -> None:
     """Kill, stop, stop for ever, or none: every process of every job gone, teardown bounded."""
     rng = random.Random(34)
     jobs = budget.count(8, 48)
-    grace = 0.3
+    grace = 1.0
     fights = [KILL, STOP, STOP_FOR_EVER, "true"]
     directories = []
     for i in range(jobs):
@@ -124,6 +124,7 @@ async def test_many_jobs_that_fight_their_supervisors(tmp_path: Path) -> None:
         async with open_root() as root:
             await root.plugin(LocalShell(), LocalShell.Config(kill_grace=grace))
             shell = shell_of(root)
+            spawning = trio.current_time()
             started = []
             for i, directory in enumerate(directories):
                 command = fighting(directory, fights[i % len(fights)])
@@ -131,6 +132,7 @@ async def test_many_jobs_that_fight_their_supervisors(tmp_path: Path) -> None:
                 started.append(await shell.start(shell.resolve(request)))
             for directory in directories:
                 pids += await trio.to_thread.run_sync(job_pids, directory)
+            spawned = trio.current_time() - spawning
             for job in rng.sample(started, len(started) // 3):
                 with trio.fail_after(DEADLINE):
                     await shell.kill(job.id)
@@ -146,9 +148,14 @@ async def test_many_jobs_that_fight_their_supervisors(tmp_path: Path) -> None:
         for pid in left:
             os.kill(pid, signal.SIGKILL)
     assert left == []
-    # Every job's grace runs at once: two grace periods and the force, whatever the count.
-    assert teardown < 4 * grace + 5
+    # Every job's grace runs at once: at most four grace periods (SIGTERM, SIGKILL, the
+    # sweep's two), whatever the count, plus the work of ending the processes. That work
+    # grows with the machine's load, so it is bounded by a figure of the same run: starting
+    # the same jobs one after another (serial graces would add two per job ignoring SIGTERM,
+    # 2 x 8 x grace at the stress budget, well above this bound).
+    bound = 4 * grace + spawned + 1
+    assert teardown < bound, f"teardown {teardown:.2f} s, bound {bound:.2f} s"
     print(
         f"\njobs fighting their supervisor: {jobs} jobs, {len(pids)} processes ended, "
-        f"teardown {teardown:.2f} s"
+        f"teardown {teardown:.2f} s, start {spawned:.2f} s"
     )
