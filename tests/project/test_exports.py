@@ -164,7 +164,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     ),
     "trio_agents.agent._inbox": frozenset({"Inbox", "Lane"}),
     "trio_agents.agent._guardrails": frozenset(
-        {"GuardrailCheck", "InputGuardrail", "OutputGuardrail"}
+        {"GuardrailCheck", "Guardrail", "input_hook", "output_hook"}
     ),
     "trio_agents.agent._hook_calls": frozenset(
         {

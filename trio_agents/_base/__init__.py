@@ -3,13 +3,15 @@
 Private to the package: state tables, the strict structuring policy and its wording, tag
 registries for tagged unions, the low-level one-shot signal, the fold of spans still open, a
 pool of blocking database connections used from worker threads, and how a PostgreSQL
-connection is opened. It imports nothing of the package but the error base, and any package may
+connection is opened, and the characters of a name that reaches a model API in a tool's
+name. It imports nothing of the package but the error base, and any package may
 import it (``tests/project/test_layers.py``); no other package's private module is imported
 across packages.
 """
 
 from ._connections import BlockingConnection as BlockingConnection
 from ._connections import ThreadConnections as ThreadConnections
+from ._names import api_name_refusal as api_name_refusal
 from ._postgres import close_quietly as close_quietly
 from ._postgres import connect_postgres as connect_postgres
 from ._primitives import Signal as Signal
@@ -37,6 +39,7 @@ __all__ = [
     "ThreadConnections",
     "Wake",
     "Wording",
+    "api_name_refusal",
     "close_quietly",
     "connect_postgres",
     "count_problems",

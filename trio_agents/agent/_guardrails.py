@@ -13,53 +13,49 @@ Rules:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
-from typing import TypeAlias, final
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Generic, TypeAlias, TypeVar, final
 
 import attrs
 
 from ..cancel import HookCancel
 from ._hook_points import TurnEnd, TurnStart
 
-__all__ = ["GuardrailCheck", "InputGuardrail", "OutputGuardrail"]
+__all__ = ["Guardrail", "GuardrailCheck", "input_hook", "output_hook"]
 
 #: A guardrail's check of one text: ``None``/``False``/``""`` passes, ``True`` or a reason trips.
 GuardrailCheck: TypeAlias = Callable[[str], "Awaitable[bool | str | None] | bool | str | None"]
 
-
-async def _verdict(name: str, check: GuardrailCheck, text: str) -> HookCancel | None:
-    answer = check(text)
-    if inspect.isawaitable(answer):
-        answer = await answer
-    if answer is None or answer is False or answer == "":
-        return None
-    why = f": {answer}" if isinstance(answer, str) else ""
-    return HookCancel(f"guardrail {name!r} tripped{why}")
+E = TypeVar("E")
 
 
 @final
 @attrs.define(eq=False, repr=False)
-class InputGuardrail:
-    """The ``turn_start`` hook of an input guardrail (see the module rules)."""
+class Guardrail(Generic[E]):
+    """A guardrail as a hook: ``check`` each text that ``texts`` reads from the point's event
+    (see the module rules)."""
 
     name: str
     check: GuardrailCheck
+    texts: Callable[[E], Iterable[str]]
 
-    async def __call__(self, event: TurnStart) -> HookCancel | None:
-        for message in event.messages:
-            tripped = await _verdict(self.name, self.check, message)
-            if tripped is not None:
-                return tripped
+    async def __call__(self, event: E) -> HookCancel | None:
+        for text in self.texts(event):
+            answer = self.check(text)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            if answer is None or answer is False or answer == "":
+                continue
+            why = f": {answer}" if isinstance(answer, str) else ""
+            return HookCancel(f"guardrail {self.name!r} tripped{why}")
         return None
 
 
-@final
-@attrs.define(eq=False, repr=False)
-class OutputGuardrail:
-    """The ``turn_end`` hook of an output guardrail (see the module rules)."""
+def input_hook(name: str, check: GuardrailCheck) -> Guardrail[TurnStart]:
+    """The ``turn_start`` hook of an input guardrail: it checks each message the turn claimed."""
+    return Guardrail(name, check, lambda event: event.messages)
 
-    name: str
-    check: GuardrailCheck
 
-    async def __call__(self, event: TurnEnd) -> HookCancel | None:
-        return await _verdict(self.name, self.check, event.answer)
+def output_hook(name: str, check: GuardrailCheck) -> Guardrail[TurnEnd]:
+    """The ``turn_end`` hook of an output guardrail: it checks the final answer of the turn."""
+    return Guardrail(name, check, lambda event: (event.answer,))

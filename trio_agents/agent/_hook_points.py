@@ -128,8 +128,8 @@ class PostModel:
 
 
 @attrs.frozen
-class PreTool:
-    """A tool call is about to run; a hook may veto it, edit ``arguments`` or answer it."""
+class _ToolCallEvent:
+    """The fields of both tool-call points: which call, of which tool, with what arguments."""
 
     agent_id: str
     session_id: str
@@ -140,15 +140,14 @@ class PreTool:
 
 
 @attrs.frozen
-class PostTool:
+class PreTool(_ToolCallEvent):
+    """A tool call is about to run; a hook may veto it, edit ``arguments`` or answer it."""
+
+
+@attrs.frozen
+class PostTool(_ToolCallEvent):
     """A tool call produced ``result``; a hook may replace it."""
 
-    agent_id: str
-    session_id: str
-    turn_id: str
-    call_id: str
-    tool: str
-    arguments: Mapping[str, Any]
     result: ToolResult
 
 

@@ -31,7 +31,7 @@ import trio
 from .._errors import TrioAgentsError
 from ..cancel import HookCancel
 from ..kernel import Context, Entry, ServiceKey, current_context
-from ._guardrails import GuardrailCheck, InputGuardrail, OutputGuardrail
+from ._guardrails import GuardrailCheck, input_hook, output_hook
 from ._hook_points import HOOK_POINTS, TURN_END, TURN_START, HookPoint
 from ._results import ToolResult
 
@@ -223,7 +223,7 @@ class HookRegistry:
         trip; plain or async. A guardrail that fails (raises, times out) fails closed unless
         ``policy`` says otherwise. The other arguments and the result are :meth:`add`'s.
         """
-        guardrail = InputGuardrail(name, check)
+        guardrail = input_hook(name, check)
         return await self.add(
             TURN_START, guardrail, agent=agent, timeout=timeout, policy=policy, name=name
         )
@@ -239,7 +239,7 @@ class HookRegistry:
     ) -> Entry:
         """Check the final answer of each turn with ``check`` (a ``turn_end`` hook named
         ``name``); a tripped guardrail blocks the turn, as :meth:`input_guardrail`."""
-        guardrail = OutputGuardrail(name, check)
+        guardrail = output_hook(name, check)
         return await self.add(
             TURN_END, guardrail, agent=agent, timeout=timeout, policy=policy, name=name
         )

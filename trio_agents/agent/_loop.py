@@ -6,7 +6,7 @@ of the agents declared in its configuration.
 
 from __future__ import annotations
 
-from typing import final
+from typing import TypedDict, final
 
 import attrs
 
@@ -30,6 +30,19 @@ def _check_max_steps(_: object, __: object, value: int) -> None:
 def _check_budget(_: object, __: object, value: dict[str, float] | None) -> None:
     if value is not None:
         Budget.of(value)
+
+
+class _Keywords(TypedDict):
+    """The keywords a declared agent gives ``create``, or ``resume`` when its id is stored
+    already: written once for both."""
+
+    model: str | None
+    tools: list[str] | None
+    instructions: str | None
+    max_steps: int
+    cwd: str | None
+    ask: list[str] | None
+    budget: Budget | None
 
 
 @attrs.frozen
@@ -85,32 +98,23 @@ class AgentLoop:
             # not kept: the loop's unload disposes these agents). A declared id that is
             # stored already is resumed: a restart never loses its history, and the agent
             # takes the definition the configuration gives now.
+            keywords = _keywords(declared)
             if declared.id is not None and await sessions.is_stored(declared.id):
-                await registry.resume(
-                    declared.id,
-                    model=declared.model,
-                    tools=declared.tools,
-                    instructions=declared.instructions,
-                    max_steps=declared.max_steps,
-                    cwd=declared.cwd,
-                    ask=declared.ask,
-                    budget=_budget(declared),
-                )
-                continue
-            await registry.create(
-                model=declared.model,
-                session_id=declared.id,
-                tools=declared.tools,
-                instructions=declared.instructions,
-                max_steps=declared.max_steps,
-                cwd=declared.cwd,
-                ask=declared.ask,
-                budget=_budget(declared),
-            )
+                await registry.resume(declared.id, **keywords)
+            else:
+                await registry.create(session_id=declared.id, **keywords)
 
 
-def _budget(declared: DeclaredAgent) -> Budget | None:
-    return Budget.of(declared.budget) if declared.budget else None
+def _keywords(declared: DeclaredAgent) -> _Keywords:
+    return _Keywords(
+        model=declared.model,
+        tools=declared.tools,
+        instructions=declared.instructions,
+        max_steps=declared.max_steps,
+        cwd=declared.cwd,
+        ask=declared.ask,
+        budget=Budget.of(declared.budget) if declared.budget else None,
+    )
 
 
 agent_loop = AgentLoop()

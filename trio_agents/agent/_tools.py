@@ -37,7 +37,6 @@ import copy
 import json
 import logging
 import os
-import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeAlias, cast, final
 
@@ -46,7 +45,7 @@ import trio
 from typing_extensions import TypeVar
 
 from .. import tracing
-from .._base import count_problems, list_problems
+from .._base import api_name_refusal, count_problems, list_problems
 from .._errors import TrioAgentsError
 from ..cancel import CauseScope, UserCancel
 from ..kernel import Context, Entry, ServiceKey, current_context
@@ -205,15 +204,11 @@ ToolGuard: TypeAlias = Callable[
     [str, Mapping[str, Any], ToolContext[Any]], Awaitable["ToolResult | None"]
 ]
 
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
 
 def _check_name(_: object, __: object, name: Any) -> None:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ValueError(
-            f"a tool name is 1-64 letters, digits, '_' or '-' (what model APIs accept); "
-            f"got {name!r}"
-        )
+    refusal = api_name_refusal(name, "a tool name", 64, "what model APIs accept")
+    if refusal is not None:
+        raise ValueError(refusal)
 
 
 def _check_params(_: object, __: object, params: Any) -> None:

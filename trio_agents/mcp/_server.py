@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shlex
 from typing import Any, ClassVar, final
 
 import attrs
 
+from .._base import api_name_refusal
 from ..agent import TOOLS, ToolRegistry
 from ..kernel import Context, ServiceKey
 from ._errors import McpConfigError, McpError
@@ -31,15 +31,11 @@ from ._snapshot import McpServerSnapshot
 
 __all__ = ["McpServer"]
 
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,48}")
-
 
 def _check_name(_: object, __: object, name: str) -> None:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise McpConfigError(
-            f"an MCP server's name is 1-48 letters, digits, '_' or '-' (it prefixes its tool "
-            f"names); got {name!r}"
-        )
+    refusal = api_name_refusal(name, "an MCP server's name", 48, "it prefixes its tool names")
+    if refusal is not None:
+        raise McpConfigError(refusal)
 
 
 def _check_timeout(_: object, __: object, value: float) -> None:
