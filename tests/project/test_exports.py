@@ -339,7 +339,6 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.model._anthropic": frozenset(
         {
             "API_VERSION",
-            "DEFAULT_BASE_URL",
             "anthropic_from_spec",
         }
     ),
@@ -361,7 +360,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "read_limited",
         }
     ),
-    "trio_agents.model._openai": frozenset({"DEFAULT_BASE_URL", "openai_from_spec"}),
+    "trio_agents.model._openai": frozenset({"openai_from_spec"}),
     "trio_agents.model._openai_wire": frozenset(
         {
             "ChunkAssembler",
