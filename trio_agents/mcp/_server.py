@@ -29,8 +29,6 @@ from ._errors import McpConfigError, McpError
 from ._restart import McpRestart
 from ._snapshot import McpServerSnapshot
 
-__all__ = ["McpServer"]
-
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,48}")
 
 

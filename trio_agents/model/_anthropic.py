@@ -37,8 +37,6 @@ from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_number, spec_par
 from ._sse import DEFAULT_MAX_LINE
 from ._wire import DEFAULT_MAX_ANSWER
 
-__all__ = ["API_VERSION", "AnthropicModel", "anthropic_from_spec"]
-
 #: The ``anthropic-version`` header: the Messages API version this wire format follows.
 API_VERSION = "2023-06-01"
 

@@ -32,8 +32,6 @@ from ._retry import Attempts, Failure, StreamSettings
 from ._stream import ModelEvent
 from ._wire import StreamAssembler
 
-__all__ = ["USER_AGENT", "Endpoint", "EndpointModel"]
-
 #: The ``user-agent`` header of every request.
 USER_AGENT = "trio-agents"
 

@@ -33,8 +33,6 @@ from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_params
 from ._sse import DEFAULT_MAX_LINE
 from ._wire import DEFAULT_MAX_ANSWER
 
-__all__ = ["OpenAIChatModel", "openai_from_spec"]
-
 
 @final
 class OpenAIChatModel(EndpointModel):

@@ -38,7 +38,7 @@ from typing import Any, Literal
 import attrs
 import psycopg
 
-from .._base import close_quietly, connect_postgres
+from .._base import connect_postgres
 from ._convert import load_record
 from ._errors import (
     SessionExistsError,
@@ -61,28 +61,6 @@ class _PipelineNoise(logging.Filter):
 
 
 logging.getLogger("psycopg").addFilter(_PipelineNoise())
-
-__all__ = [
-    "FORMAT_VERSION",
-    "Conn",
-    "Listed",
-    "OperationalError",
-    "Outcome",
-    "WriteJob",
-    "close_quietly",
-    "connect",
-    "delete_tree",
-    "discard_session",
-    "is_stored",
-    "list_sessions",
-    "parents",
-    "prepare_schema",
-    "read_session",
-    "release_lease",
-    "renew_leases",
-    "take_lease",
-    "write_batch",
-]
 
 #: The format version this code writes (and the newest it reads).
 FORMAT_VERSION = 1
