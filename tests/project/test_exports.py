@@ -269,5 +269,5 @@ def test_the_public_surface_has_at_most_7_names_per_1000_lines() -> None:
     assert per_kloc <= MAX_NAMES_PER_KLOC, (
         f"{names} public names in {lines} lines: {per_kloc:.2f} per 1,000 lines, over "
         f"{MAX_NAMES_PER_KLOC}; a name only the package and its tests use belongs in a private "
-        f"module (see OFFERED and INTERNAL)"
+        f"module (see OFFERED)"
     )
