@@ -43,6 +43,9 @@ AGENT_PY = "trio_agents/agent/_agent.py"
 INBOX_PY = "trio_agents/agent/_inbox.py"
 STORE_PY = "trio_agents/session/_store.py"
 JSONL_PY = "trio_agents/session/_jsonl.py"
+# Whether a session's log is clean (nothing pending, in flight or unsynced): a JSONL flush
+# that finds it clean returns without a sync batch.
+WRITELOG_PY = "trio_agents/session/_writelog.py"
 # The flush of a JSONL (or SQLite) session waits for its sync batch here.
 BATCHES_PY = "trio_agents/session/_batches.py"
 BASH_PY = "trio_agents/shell/_tool_bash.py"
@@ -139,24 +142,23 @@ MUTANTS: Final = (
     Mutant(
         "agent-cancel-no-event",
         AGENT_PY,
-        # The cancel's own emit (the comment above it makes it unique: _lose emits too).
-        "        # Invariant: called only when _has_work() is true, so the event announces "
-        "real work.\n        self._emit(AgentCancelRequested(agent_id=self.id, cause=cause))",
-        "        pass",
+        # The cancel's own emit (self.id makes it unique: the driver's lose() emits too).
+        "            self._parts.emit(AgentCancelRequested(agent_id=self.id, cause=cause))",
+        "            pass",
         AGENT,
     ),
     Mutant(
         "agent-shutdown-no-flush",
         AGENT_PY,
-        "        await self._done.wait()\n        await self._parts.flush()",
-        "        await self._done.wait()",
+        "        await agent._done.wait()\n        await agent._parts.flush()",
+        "        await agent._done.wait()",
         AGENT,
     ),
     Mutant(
         "agent-shutdown-no-wait",
         AGENT_PY,
-        "        self._wake.set()\n        await self._done.wait()",
-        "        self._wake.set()",
+        "        agent._wake.set()\n        await agent._done.wait()",
+        "        agent._wake.set()",
         AGENT,
     ),
     Mutant(
@@ -198,7 +200,7 @@ MUTANTS: Final = (
     Mutant(
         "store-end-not-memoized",
         STORE_PY,
-        "        if entry.ending is not None:\n            await self._join_end(entry)\n"
+        "        if entry.ending is not None:\n            await entry.join_end()\n"
         "            return\n        was_live",
         "        was_live",
         STORE,
@@ -220,16 +222,15 @@ MUTANTS: Final = (
     ),
     Mutant(
         "jsonl-sync-skips",
-        JSONL_PY,
-        "            and state.synced_seq == state.written_seq",
-        "            and state.synced_seq >= state.written_seq - 1",
+        WRITELOG_PY,
+        "self._batch is None and self.synced_seq == self.written_seq",
+        "self._batch is None and self.synced_seq >= self.written_seq - 1",
         JSONL,
     ),
     Mutant(
         "jsonl-record-not-dirty",
         JSONL_PY,
-        "            self._dirty[session] = state\n            self._batches.poke()\n\n"
-        "    async def _enter",
+        "            self._batches.mark(session, state)\n\n    async def _enter",
         "            self._batches.poke()\n\n    async def _enter",
         JSONL,
     ),

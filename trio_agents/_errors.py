@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["TrioAgentsError"]
-
 
 class TrioAgentsError(Exception):
     """Base of every error raised by trio_agents.

@@ -7,8 +7,8 @@ import trio
 import trio.testing
 
 import trio_agents.agent as ag
+from trio_agents._base import InvalidTransitionError
 from trio_agents.kernel import Context
-from trio_agents.kernel._errors import InvalidTransitionError
 from trio_agents.model import ModelSpecError, ScriptedModel
 from trio_agents.session import TurnEnded
 

@@ -31,7 +31,8 @@ from tests.helpers.pty_support import DEADLINE, Terminal
 from trio_agents.agent import open_runtime
 from trio_agents.cli import main
 from trio_agents.cli._chat_view import ChatView, split_blocks
-from trio_agents.cli._input import HISTORY_FILE, Key, LineEditor
+from trio_agents.cli._input import HISTORY_FILE, LineEditor
+from trio_agents.cli._keys import Key
 from trio_agents.model import Say, ScriptedModel, Wait
 
 LEFT, HOME, UP = "\x1b[D", "\x1b[H", "\x1b[A"

@@ -11,6 +11,7 @@ import trio
 import trio.testing
 
 from tests.helpers.support import P, rec, state_of
+from trio_agents._base import InvalidTransitionError
 from trio_agents.cancel import CancelCause, DisposedCancel, current_cause
 from trio_agents.kernel import (
     Context,
@@ -22,7 +23,6 @@ from trio_agents.kernel import (
     open_root,
 )
 from trio_agents.kernel._context import current_context
-from trio_agents.kernel._errors import InvalidTransitionError
 from trio_agents.kernel._states import TRANSITIONS, check_transition
 
 

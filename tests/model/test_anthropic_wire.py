@@ -28,12 +28,12 @@ from trio_agents.model import (
 )
 from trio_agents.model._anthropic_wire import (
     EventAssembler,
-    StreamFailure,
     conversation,
     describe_failure,
     request_body,
 )
 from trio_agents.model._messages import ToolCallPart
+from trio_agents.model._retry import StreamFailure
 
 URL = "http://127.0.0.1:9/v1/messages"
 

@@ -32,8 +32,8 @@ from trio_agents.model._openai_wire import (
     describe_failure,
     message_json,
     request_body,
-    retry_after,
 )
+from trio_agents.model._retry import retry_after
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
 

@@ -11,8 +11,8 @@ import trio
 import trio.testing
 
 from tests.helpers.store_backends import BACKENDS, Factory
+from trio_agents._base import InvalidTransitionError
 from trio_agents.kernel import Context, open_root
-from trio_agents.kernel._errors import InvalidTransitionError
 from trio_agents.session import (
     InboxSpliced,
     MemoryStore,

@@ -21,8 +21,6 @@ import attrs
 import outcome
 import trio
 
-__all__ = ["BlockingConnection", "ThreadConnections"]
-
 P = ParamSpec("P")
 T = TypeVar("T")
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["api_name_refusal"]
-
 _API_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 

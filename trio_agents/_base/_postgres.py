@@ -14,8 +14,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-__all__ = ["close_quietly", "connect_postgres"]
-
 
 def connect_postgres(dsn: str, stalled_after: float) -> Any:
     """A new autocommit connection to ``dsn`` (giving up after 10 s unless the DSN says

@@ -24,8 +24,6 @@ from typing import final
 import attrs
 import trio
 
-__all__ = ["Signal", "Wake"]
-
 
 @final
 @attrs.define(eq=False, repr=False)

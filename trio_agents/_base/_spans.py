@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 from typing import TypeVar
 
-__all__ = ["still_open"]
-
 S = TypeVar("S")
 C = TypeVar("C")
 

@@ -18,8 +18,6 @@ import attrs
 
 from .._errors import TrioAgentsError
 
-__all__ = ["InvalidTransitionError", "StateTable"]
-
 S = TypeVar("S", bound=enum.Enum)
 
 

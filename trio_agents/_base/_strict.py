@@ -37,8 +37,6 @@ from cattrs.v import format_exception
 
 from ._wording import StrictTypeError, Wording
 
-__all__ = ["StrictConverter"]
-
 _ARRAYS = (list, tuple, collections.abc.Sequence, collections.abc.MutableSequence)
 _MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
 

@@ -18,8 +18,6 @@ from typing import Generic, TypeVar, final
 
 import attrs
 
-__all__ = ["TagRegistry", "snake_case"]
-
 T = TypeVar("T")
 
 _TAG = re.compile(r"[a-z][a-z0-9_]*")

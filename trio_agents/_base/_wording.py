@@ -17,8 +17,6 @@ from typing import final
 
 import attrs
 
-__all__ = ["StrictTypeError", "Wording", "count_problems", "json_type", "list_problems"]
-
 
 class StrictTypeError(TypeError):
     """A value of the wrong type; its message is the whole problem."""

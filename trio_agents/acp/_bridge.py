@@ -128,8 +128,6 @@ from ._protocol import (
 from ._serving import LATER, Serving
 from ._terminal import ClientTerminal, offers_terminal
 
-__all__ = ["AcpBridge", "BridgeStatistics"]
-
 log = logging.getLogger("trio_agents.acp")
 
 # After the client's EOF, how long the answers already produced may take to leave.

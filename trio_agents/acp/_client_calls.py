@@ -24,8 +24,6 @@ import trio
 from ._jsonrpc import Response
 from ._serving import Serving
 
-__all__ = ["ClientCalls"]
-
 
 @final
 @attrs.define(eq=False)

@@ -18,8 +18,6 @@ from ..workspace import FileAccessError, FileSystem
 from ._client_calls import ClientCalls
 from ._jsonrpc import Response
 
-__all__ = ["ClientFileSystem", "offers_fs"]
-
 
 def offers_fs(capabilities: Mapping[str, Any] | None) -> tuple[bool, bool]:
     """Whether the client announced ``fs.readTextFile`` and ``fs.writeTextFile``."""

@@ -38,16 +38,6 @@ from typing import Any, Final, final
 
 import attrs
 
-__all__ = [
-    "MAX_DEPTH",
-    "MAX_FRAME",
-    "LineFramer",
-    "Oversized",
-    "decode_frame",
-    "encode_frame",
-    "find_problem",
-]
-
 log = logging.getLogger("trio_agents.acp")
 
 #: The default bound of one incoming frame: 16 MiB.

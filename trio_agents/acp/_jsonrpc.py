@@ -38,20 +38,6 @@ import attrs
 from .._errors import TrioAgentsError
 from ._framing import Oversized, TextTemplate, decode_frame, encode_frame, find_problem
 
-__all__ = [
-    "Connection",
-    "ConnectionStatistics",
-    "ErrorCode",
-    "Event",
-    "Invalid",
-    "Notification",
-    "ProtocolStateError",
-    "Request",
-    "RequestId",
-    "Response",
-    "RpcError",
-]
-
 RequestId: TypeAlias = int | str | None
 
 

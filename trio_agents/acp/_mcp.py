@@ -30,8 +30,6 @@ from ..kernel import Context, FiberClosedError
 from ..mcp import McpConfigError, McpError, McpServer
 from ._jsonrpc import ErrorCode, RpcError
 
-__all__ = ["parse_mcp_servers", "start_mcp_servers"]
-
 _REFUSED = re.compile(r"[^A-Za-z0-9_-]")
 #: A session's MCP tools change the world as far as the bridge knows: the client is asked.
 _EVERY_TOOL = ("*",)

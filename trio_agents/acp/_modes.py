@@ -32,14 +32,6 @@ from ..model import ModelError, ModelSpecError
 from ._jsonrpc import ErrorCode, RpcError
 from ._protocol import required_str
 
-__all__ = [
-    "SessionSettings",
-    "config_option_update",
-    "config_options",
-    "current_mode_update",
-    "mode_state",
-]
-
 
 def mode_state(agent: Agent) -> dict[str, Any]:
     """The ``modes`` of a session (``SessionModeState``)."""

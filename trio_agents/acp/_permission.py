@@ -32,8 +32,6 @@ from ._jsonrpc import Response
 from ._prompts import AcpSession, Sessions
 from ._protocol import PERMISSION_OPTIONS, tool_call_start
 
-__all__ = ["Permissions", "restored_notice"]
-
 log = logging.getLogger("trio_agents.acp")
 
 #: The shell's tools that change the world (``bash_output`` only reads).

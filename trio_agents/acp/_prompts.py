@@ -80,8 +80,6 @@ from ._protocol import (
 from ._serving import Serving
 from ._terminal import terminal_content
 
-__all__ = ["AcpSession", "Prompt", "Sessions"]
-
 log = logging.getLogger("trio_agents.acp")
 
 #: Who a ``ToolApproval`` record names when an earlier ``*_always`` answer stood for the call.

@@ -38,35 +38,6 @@ from ..session import (
 from ..workspace import PlanEntry, plan_entries
 from ._jsonrpc import ErrorCode, RpcError
 
-__all__ = [
-    "PERMISSION_OPTIONS",
-    "PROTOCOL_VERSION",
-    "UpdateMapper",
-    "absolute_cwd",
-    "agent_capabilities",
-    "available_commands_update",
-    "diff_content",
-    "in_progress",
-    "optional_str",
-    "params_object",
-    "plan_update",
-    "prompt_images",
-    "prompt_text",
-    "replay",
-    "required_str",
-    "session_info",
-    "session_info_update",
-    "session_title",
-    "stop_reason",
-    "text_chunk",
-    "tool_call",
-    "tool_call_start",
-    "tool_call_update",
-    "tool_kind",
-    "update_of",
-    "usage_update",
-]
-
 PROTOCOL_VERSION: Final = 1
 
 #: What ``session/request_permission`` offers before a shell command runs.

@@ -60,8 +60,6 @@ from ._jsonrpc import (
     RpcError,
 )
 
-__all__ = ["LATER", "Serving"]
-
 log = logging.getLogger("trio_agents.acp")
 
 _READ_SIZE: Final = 65536

@@ -30,8 +30,6 @@ from ..shell import JobStatus, ShellExecSpec, ShellRequestError, ShellResult
 from ._client_calls import ClientCalls
 from ._jsonrpc import Response
 
-__all__ = ["ClientTerminal", "offers_terminal", "terminal_content"]
-
 #: The line that stands for the output the client's terminal dropped (it says not how much).
 _DROPPED: Final = "[... earlier output dropped by the editor's terminal (over the output cap) ...]"
 

@@ -75,8 +75,6 @@ from ._usage import AgentUsage
 if TYPE_CHECKING:
     from ._caller import ChildAgents, ToolCalls
 
-__all__ = ["Agent", "AgentStatistics", "new_agent"]
-
 T = TypeVar("T")
 
 

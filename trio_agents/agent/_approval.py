@@ -50,15 +50,6 @@ from .. import tracing
 from ..session import ModeChanged, Record, Session, ToolApproval
 from ._modes import MODES, Mode, mode_named, recorded_mode
 
-__all__ = [
-    "ApprovalRequest",
-    "Approvals",
-    "Approver",
-    "Decision",
-    "Refusal",
-    "standing_answers",
-]
-
 log = logging.getLogger("trio_agents")
 
 #: The longest title an :class:`ApprovalRequest` makes of a call's arguments.

@@ -36,8 +36,6 @@ from ..session import (
 from ._errors import MessageDroppedError, TurnFailedError
 from ._output import OutputError
 
-__all__ = ["AnswerFold"]
-
 
 @final
 @attrs.define(eq=False, repr=False)

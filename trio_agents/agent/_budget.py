@@ -42,8 +42,6 @@ from ..cancel import BudgetExhausted, CancelCause, CauseScope
 from ..session import ChildEnded, ModelUsage, Record, ToolCallEnded, TurnStarted
 from ._results import ToolResult
 
-__all__ = ["LIMITS", "Budget", "Ledger", "tool_refusal", "within_budget"]
-
 #: The names of a budget's limits, in the order they are checked and shown.
 LIMITS: Final = (
     "input_tokens",

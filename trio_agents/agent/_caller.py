@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from ._results import ToolResult
     from ._usage import AgentUsage
 
-__all__ = ["Caller", "ChildAgents", "HasCaller", "HasUsage", "ToolCalls"]
-
 
 @final
 @attrs.frozen

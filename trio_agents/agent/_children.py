@@ -41,15 +41,6 @@ from ..session import (
 )
 from ._usage import AgentUsage
 
-__all__ = [
-    "ChildOutcome",
-    "child_ended",
-    "child_outcome",
-    "close_open_children",
-    "open_children",
-    "parent_of",
-]
-
 
 @attrs.frozen
 class ChildOutcome:

@@ -20,8 +20,6 @@ import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-__all__ = ["check_gc_threshold", "collector_threshold"]
-
 
 def check_gc_threshold(threshold: int | None) -> None:
     """Refuse a threshold the collector cannot take (before anything is opened).

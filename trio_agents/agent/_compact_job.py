@@ -23,8 +23,6 @@ from ..session import Compacted
 from ._compaction import CompactionError, compact_history
 from ._parts import AgentParts
 
-__all__ = ["CompactJob"]
-
 
 @final
 @attrs.define(eq=False, repr=False)

@@ -73,20 +73,6 @@ if TYPE_CHECKING:
     from ._hooks import HookRegistry
     from ._meter import ContextMeter
 
-__all__ = [
-    "COMPACTION",
-    "Compaction",
-    "CompactionError",
-    "CompactionParts",
-    "CompactionPlugin",
-    "CompactionRequest",
-    "Compactor",
-    "SummarizingCompactor",
-    "compact_after",
-    "compact_history",
-    "fit_window",
-]
-
 
 class CompactionError(TrioAgentsError, RuntimeError):
     """A compaction did not happen; the history is unchanged.

@@ -29,8 +29,6 @@ from ..model import Model
 from ..session import AgentConfigured, Record
 from ._budget import Budget
 
-__all__ = ["ALL_TOOLS", "UNSET", "AgentConfig", "Unset", "latest_config"]
-
 
 class Unset(enum.Enum):
     """The type of :data:`UNSET`: "not given, keep what is stored"."""

@@ -24,8 +24,6 @@ from ..kernel import Entry, current_context
 from ..model import Model
 from ._budget import Budget
 
-__all__ = ["TASK_TOOLS", "AgentDefinition", "DefinitionNameInUseError", "Definitions"]
-
 #: The tools that start and reach children (``_task.py``); each is ``explicit``.
 TASK_TOOLS = ("task", "task_output", "task_cancel")
 

@@ -26,8 +26,6 @@ from ._like import AgentLike
 if TYPE_CHECKING:
     from ..cancel import CancelCause
 
-__all__ = ["AgentDriver", "Built"]
-
 A = TypeVar("A", bound=AgentLike, covariant=True)
 
 

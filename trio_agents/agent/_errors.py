@@ -11,14 +11,6 @@ from .._errors import TrioAgentsError
 if TYPE_CHECKING:
     from ..session import TurnEnded
 
-__all__ = [
-    "AgentClosedError",
-    "AgentIdInUseError",
-    "MessageDroppedError",
-    "ModelRequiredError",
-    "TurnFailedError",
-]
-
 
 class AgentIdInUseError(TrioAgentsError, ValueError):
     """A live agent already has this id.

@@ -8,17 +8,6 @@ from ..cancel import CancelCause
 from ..session import StopReason
 from ._status import AgentStatus
 
-__all__ = [
-    "AgentCancelRequested",
-    "AgentCreated",
-    "AgentDisposed",
-    "AgentOutput",
-    "AgentStatusChanged",
-    "AgentThought",
-    "TaskEnded",
-    "TaskStarted",
-]
-
 
 @attrs.frozen
 class AgentCreated:

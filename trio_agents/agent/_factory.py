@@ -39,14 +39,6 @@ if TYPE_CHECKING:
     from ._config import AgentConfig
     from ._tools import ToolRegistry
 
-__all__ = [
-    "AGENT_FACTORY",
-    "AgentFactory",
-    "AgentRequest",
-    "DefaultAgentFactory",
-    "FactoryPlugin",
-]
-
 
 A = TypeVar("A", bound=AgentLike, default=Agent)
 

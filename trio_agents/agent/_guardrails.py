@@ -21,8 +21,6 @@ import attrs
 from ..cancel import HookCancel
 from ._hook_points import TurnEnd, TurnStart
 
-__all__ = ["Guardrail", "GuardrailCheck", "input_hook", "output_hook"]
-
 #: A guardrail's check of one text: ``None``/``False``/``""`` passes, ``True`` or a reason trips.
 GuardrailCheck: TypeAlias = Callable[[str], "Awaitable[bool | str | None] | bool | str | None"]
 

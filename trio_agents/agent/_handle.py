@@ -13,8 +13,6 @@ from ._agent import Agent
 if TYPE_CHECKING:
     from ._like import AgentLike
 
-__all__ = ["AgentHandle"]
-
 A = TypeVar("A", bound="AgentLike", default=Agent, covariant=True)
 
 

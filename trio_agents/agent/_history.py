@@ -62,8 +62,6 @@ from ..session import (
 from ._output import text_feedback
 from ._results import cap_result
 
-__all__ = ["SUMMARY_HEADING", "History", "Messages", "TurnMark", "message_chars"]
-
 _MISSING = "interrupted: no result was recorded"
 #: The first line of the system text that carries a compaction's summary.
 SUMMARY_HEADING = "Summary of the earlier conversation (it was compacted):"

@@ -56,21 +56,6 @@ if TYPE_CHECKING:
     from ..session import Session
     from ._meter import ContextUsage
 
-__all__ = [
-    "after_compact",
-    "after_model",
-    "after_tool",
-    "agent_gone",
-    "before_compact",
-    "before_model",
-    "before_tool",
-    "child_starting",
-    "message_accepted",
-    "turn_ending",
-    "turn_started",
-    "vetoed_by",
-]
-
 
 class _Turn(Protocol):
     """What a veto stops: the running turn (``Turn``)."""

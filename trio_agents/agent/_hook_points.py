@@ -27,35 +27,6 @@ from ..session import Compacted, StopReason
 from ._meter import ContextUsage
 from ._results import ToolResult
 
-__all__ = [
-    "AGENT_DISPOSE",
-    "CHILD_END",
-    "CHILD_START",
-    "HOOK_POINTS",
-    "POST_COMPACT",
-    "POST_MODEL",
-    "POST_TOOL",
-    "PRE_COMPACT",
-    "PRE_MODEL",
-    "PRE_TOOL",
-    "PROMPT_ACCEPTED",
-    "TURN_END",
-    "TURN_START",
-    "AgentDispose",
-    "ChildEnd",
-    "ChildStart",
-    "HookPoint",
-    "PostCompact",
-    "PostModel",
-    "PostTool",
-    "PreCompact",
-    "PreModel",
-    "PreTool",
-    "PromptAccepted",
-    "TurnEnd",
-    "TurnStart",
-]
-
 E = TypeVar("E")
 R = TypeVar("R")
 

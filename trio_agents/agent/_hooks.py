@@ -35,17 +35,6 @@ from ._guardrails import GuardrailCheck, input_hook, output_hook
 from ._hook_points import HOOK_POINTS, TURN_END, TURN_START, HookPoint
 from ._results import ToolResult
 
-__all__ = [
-    "HOOKS",
-    "HookFailed",
-    "HookFn",
-    "HookPolicy",
-    "HookRefusedError",
-    "HookRegistry",
-    "HooksPlugin",
-    "hooks_plugin",
-]
-
 log = logging.getLogger("trio_agents")
 
 E = TypeVar("E")

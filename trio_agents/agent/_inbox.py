@@ -16,8 +16,6 @@ from typing import Literal, NewType, final
 
 import attrs
 
-__all__ = ["Inbox", "Lane", "MessageId", "QueuedMessage"]
-
 MessageId = NewType("MessageId", str)
 Lane = Literal["next_turn", "next_step"]
 

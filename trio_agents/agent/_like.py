@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from ._inbox import MessageId
     from ._status import AgentStatus
 
-__all__ = ["AgentLike"]
-
 
 @runtime_checkable
 class AgentLike(Protocol):

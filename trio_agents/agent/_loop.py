@@ -19,8 +19,6 @@ from ._registry import AGENTS, AgentRegistry
 from ._task import TaskTools
 from ._tools import TOOLS
 
-__all__ = ["AgentLoop", "DeclaredAgent"]
-
 
 def _check_max_steps(_: object, __: object, value: int) -> None:
     if value < 1:

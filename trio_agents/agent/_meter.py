@@ -27,8 +27,6 @@ import attrs
 from ..model import ToolSpec
 from ..session import ModelUsage
 
-__all__ = ["CHARS_PER_TOKEN", "TOKENS_PER_MESSAGE", "ContextMeter", "ContextUsage", "estimate"]
-
 #: Characters per token of the estimate (English prose is about 4 with the common tokenizers).
 CHARS_PER_TOKEN = 4
 #: Tokens counted for each message besides its text.

@@ -38,17 +38,6 @@ from ..model import Model, model_from_spec, preflight
 from ..session import ModeChanged, Record
 from ._config import AgentConfig
 
-__all__ = [
-    "EDIT_TOOLS",
-    "MODES",
-    "READ_TOOLS",
-    "Mode",
-    "ToolKind",
-    "UnknownModeError",
-    "mode_named",
-    "tool_kind",
-]
-
 ToolKind: TypeAlias = Literal["read", "edit", "change"]
 
 #: The built-in tools that only read (besides every tool marked ``read_only``). ``task`` and

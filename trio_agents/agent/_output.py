@@ -41,22 +41,6 @@ from ._tool_schema import ArgumentsError, params_schema, structure_arguments
 if TYPE_CHECKING:
     from ..session import Session
 
-__all__ = [
-    "DEFAULT_RETRIES",
-    "FINAL_ANSWER",
-    "OutputError",
-    "OutputFailed",
-    "OutputSchema",
-    "OutputType",
-    "Outputs",
-    "TurnOutput",
-    "check_retries",
-    "latest_output",
-    "output_of",
-    "text_feedback",
-    "turn_output",
-]
-
 T = TypeVar("T")
 
 #: The name of the final-answer tool a turn asked for output offers the model.

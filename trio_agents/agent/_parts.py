@@ -37,8 +37,6 @@ if TYPE_CHECKING:
     from ._caller import ChildAgents, ToolCalls
     from ._like import AgentLike
 
-__all__ = ["AgentParts"]
-
 #: The compaction policy of a runtime that provides none.
 _DEFAULT_COMPACTOR = SummarizingCompactor()
 

@@ -83,8 +83,6 @@ if TYPE_CHECKING:
     from ..model import ModelCatalog
     from ._tools import ToolRegistry
 
-__all__ = ["AGENTS", "AgentRegistry", "AgentScope"]
-
 log = logging.getLogger("trio_agents")
 
 T = TypeVar("T")

@@ -13,8 +13,6 @@ from ..session import InboxSpliced, ModelUsage, Session, TurnStarted, UserMessag
 from ._inbox import Inbox, MessageId
 from ._usage import AgentUsage
 
-__all__ = ["restore"]
-
 # Trick: frozen, so every session without a ModelUsage shares one (88 B of every idle agent:
 # python -m benchmarks --only memory).
 _NO_USAGE = AgentUsage()

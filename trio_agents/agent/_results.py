@@ -14,8 +14,6 @@ import attrs
 
 from ..model import ImagePart
 
-__all__ = ["RESULT_CAP", "ToolResult", "cap_result"]
-
 
 @attrs.frozen
 class ToolResult:

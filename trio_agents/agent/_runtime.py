@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["open_runtime"]
-
 
 @asynccontextmanager
 async def open_runtime(

@@ -25,15 +25,6 @@ if TYPE_CHECKING:
     from ..model import ToolCallRequested
     from ._like import AgentLike
 
-__all__ = [
-    "AgentSnapshot",
-    "ToolCallSnapshot",
-    "TurnSnapshot",
-    "agent_snapshot",
-    "describe_agent",
-    "turn_snapshot",
-]
-
 
 @final
 @attrs.frozen

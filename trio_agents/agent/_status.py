@@ -14,8 +14,6 @@ from typing import Final
 
 from .._base import StateTable
 
-__all__ = ["AgentStatus", "check_status"]
-
 
 class AgentStatus(enum.Enum):
     """Where an agent is in its life."""

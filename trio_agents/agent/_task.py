@@ -53,8 +53,6 @@ if TYPE_CHECKING:
     from ._registry import AgentRegistry
     from ._tools import ToolRegistry
 
-__all__ = ["TaskArgs", "TaskIdArgs", "TaskTools"]
-
 
 @attrs.frozen
 class TaskArgs:

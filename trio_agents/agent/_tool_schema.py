@@ -23,14 +23,6 @@ import attrs
 
 from .._base import StrictConverter, Wording, json_type
 
-__all__ = [
-    "ArgumentsError",
-    "describe_params",
-    "params_schema",
-    "structure_arguments",
-    "tools_converter",
-]
-
 #: The tools layer's own converter (never the global one): the strict policy, in JSON terms.
 tools_converter = StrictConverter(wording=Wording.json())
 

@@ -40,8 +40,6 @@ import attrs
 from ._tool_schema import describe_params
 from ._tools import Tool, ToolContext
 
-__all__ = ["tool"]
-
 P = TypeVar("P")
 
 #: What ``@tool`` decorates: an async function of the context (optional) and its arguments.

@@ -66,20 +66,6 @@ if TYPE_CHECKING:
     from ._like import AgentLike
     from ._usage import AgentUsage
 
-__all__ = [
-    "TOOLS",
-    "NoCallingAgentError",
-    "Tool",
-    "ToolContext",
-    "ToolFn",
-    "ToolGuard",
-    "ToolNameInUseError",
-    "ToolRegistry",
-    "ToolsPlugin",
-    "tools_converter",
-    "tools_plugin",
-]
-
 log = logging.getLogger("trio_agents")
 
 

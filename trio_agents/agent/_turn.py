@@ -62,8 +62,6 @@ from ._results import ToolResult
 from ._snapshot import TurnSnapshot, turn_snapshot
 from ._usage import usage_record
 
-__all__ = ["Turn"]
-
 log = logging.getLogger("trio_agents")
 
 

@@ -18,8 +18,6 @@ import attrs
 from ..model import DEFAULT_PRICES, Finished, Model, PriceTable
 from ..session import ModelUsage
 
-__all__ = ["AgentUsage", "usage_record"]
-
 
 @attrs.frozen
 class AgentUsage:

@@ -4,18 +4,6 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = [
-    "BudgetExhausted",
-    "CancelCause",
-    "DisposedCancel",
-    "HookCancel",
-    "LeaseLost",
-    "ParentCancel",
-    "UserCancel",
-    "check_cause",
-]
-
-
 #: Per cause class: the text of a class without fields (all its instances read the same),
 #: or ``None`` for one whose text depends on its fields. Made once: every cancel describes
 #: its cause for trio's ``Cancelled.reason``, and attrs' repr is the costliest step of

@@ -22,8 +22,6 @@ import trio
 
 from ._causes import CancelCause, check_cause
 
-__all__ = ["CauseScope", "current_cause", "forget_inherited_scopes"]
-
 # Invariant: the tuple lists the CauseScopes entered in this task (and inherited by the tasks it
 # spawned), outermost first. Tasks whose owner is not their spawner reset it (see the kernel).
 _SCOPES: contextvars.ContextVar[tuple[CauseScope, ...]] = contextvars.ContextVar(

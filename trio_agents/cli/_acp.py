@@ -25,8 +25,6 @@ from ..acp import AcpBridge
 from ._logs import CliLog
 from ._options import open_cli_runtime
 
-__all__ = ["acp"]
-
 
 @contextmanager
 def _protocol_fds() -> Iterator[tuple[int, int]]:

@@ -35,8 +35,6 @@ from ._config import ASKED_BY_DEFAULT
 from ._controls import visible_controls
 from ._edits import diff_lines
 
-__all__ = ["RunApprover", "TerminalAsker", "restored_note"]
-
 #: How a diff line shown with a question is drawn, by its first character.
 _DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 

@@ -18,8 +18,6 @@ from ..agent import Budget
 from ..cancel import BudgetExhausted, CancelCause
 from ._options import CliError
 
-__all__ = ["add_budget_options", "budget_from", "stopped_line"]
-
 #: Each option and the limit of the budget it sets.
 _OPTIONS = (
     ("--max-tokens", "tokens", int, "N", "input and output tokens, children's included"),

@@ -71,8 +71,6 @@ from ._tree_view import render_tree
 if TYPE_CHECKING:
     from ._input import LineEditor
 
-__all__ = ["chat"]
-
 HELP = (
     "TEXT          send a prompt (queued while a turn runs)\n"
     "/steer TEXT   steer the running turn (its next step sees TEXT)\n"

@@ -46,16 +46,6 @@ if TYPE_CHECKING:
     from ..kernel import Context
     from ._chat_view import ChatView
 
-__all__ = [
-    "HELP",
-    "MENTION_LIMIT",
-    "NEW",
-    "ChatCommands",
-    "Handled",
-    "expand_mentions",
-    "latest_here",
-]
-
 #: The chat's lines of ``/help`` for these commands.
 HELP: Final = (
     "/mode [NAME]  the agent's mode (ask, edit, plan), or switch to NAME; Shift-Tab cycles\n"

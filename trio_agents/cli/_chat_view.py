@@ -60,8 +60,6 @@ from ._controls import visible_controls
 if TYPE_CHECKING:
     from ._input import LineEditor
 
-__all__ = ["ChatView", "split_blocks"]
-
 PROMPT = "you> "
 THINKING = "thinking… (Ctrl-C cancels)"
 # How many lines of an unfinished block the live area shows (the rest is printed when done).

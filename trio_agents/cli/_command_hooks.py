@@ -45,8 +45,6 @@ from ..cancel import HookCancel
 from ..kernel import Context
 from ..model import ModelRequest
 
-__all__ = ["DEFAULT_COMMAND_TIMEOUT", "CommandHook", "CommandHooks", "HookEntry", "hook_problems"]
-
 #: Seconds a command hook may run before it is killed.
 DEFAULT_COMMAND_TIMEOUT: Final = 10.0
 

@@ -118,20 +118,6 @@ from ..shell import SANDBOX_POLICIES
 from ..workspace import ToolFiles
 from ._command_hooks import HookEntry, hook_problems
 
-__all__ = [
-    "ASKED_BY_DEFAULT",
-    "Approval",
-    "Config",
-    "ConfigFileError",
-    "DefinitionTable",
-    "LoadedPlugin",
-    "PluginEntry",
-    "Sandbox",
-    "check_asks",
-    "load_config",
-    "parse",
-]
-
 
 class ConfigFileError(ConfigError):
     """The ``--config`` file cannot be used; ``problems`` lists every reason, each with where."""

@@ -17,8 +17,6 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["visible_controls"]
-
 _CONTROLS: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

@@ -39,8 +39,6 @@ from ..session import (
 )
 from ._options import CliError, announce_store, make_store, resolve_model, session_path, store_place
 
-__all__ = ["demo"]
-
 T = TypeVar("T")
 
 

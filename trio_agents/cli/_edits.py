@@ -23,8 +23,6 @@ import trio
 from ..agent import Agent, ApprovalRequest
 from ..session import FileEdited
 
-__all__ = ["DIFF_LINES", "diff_lines", "undo_last"]
-
 #: The most diff lines a question shows.
 DIFF_LINES: Final = 40
 #: The largest file whose text a question reads to show a write's diff.

@@ -21,8 +21,6 @@ import trio
 from ..model import ImageError, ImagePart
 from ._options import CliError
 
-__all__ = ["attached_images", "read_attached_images"]
-
 _MENTION: Final = re.compile(r"(?<!\S)@(\S+)")
 _EXTENSIONS: Final = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 

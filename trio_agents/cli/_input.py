@@ -46,8 +46,6 @@ from prompt_toolkit.styles import Style
 
 from ._keys import Key
 
-__all__ = ["Key", "LineEditor", "history_file"]
-
 PROMPT = "you> "
 BUSY_PROMPT = "queue> "
 ANSWER_PROMPT = "answer> "

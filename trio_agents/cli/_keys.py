@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Key"]
-
 
 class Key(enum.Enum):
     """What :meth:`LineEditor.read` returns instead of a line."""

@@ -17,8 +17,6 @@ import os
 import sys
 from typing import final
 
-__all__ = ["CliLog"]
-
 
 def _chain(exc: BaseException | None) -> list[BaseException]:
     found: list[BaseException] = []

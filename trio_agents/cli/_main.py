@@ -30,8 +30,6 @@ from ._signals import Terminated, Termination, guarded, stoppable
 from ._stdout import PipedStdout
 from ._usage import Parser, version
 
-__all__ = ["main"]
-
 #: The statuses of a command that Ctrl-C or a stop signal ended: its output is not waited for.
 _STOPPED = frozenset(128 + s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
 #: The status of a command whose stdout was closed by its reader (``| head``): 128 + SIGPIPE,

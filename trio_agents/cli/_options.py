@@ -50,22 +50,6 @@ from ._config import ASKED_BY_DEFAULT, Config, check_asks, load_config
 from ._signals import terminable
 from ._usage import Parser
 
-__all__ = [
-    "CliError",
-    "Settings",
-    "announce_store",
-    "attach",
-    "common_parents",
-    "make_store",
-    "open_cli_runtime",
-    "resolve_model",
-    "session_path",
-    "session_place",
-    "settings_from",
-    "store_place",
-    "store_root",
-]
-
 
 class CliError(TrioAgentsError, ValueError):
     """A mistake in how the command was called; the message says what to do."""

@@ -18,8 +18,6 @@ from ..agent import OutputSchema
 from ..session import OutputProduced, Record
 from ._options import CliError
 
-__all__ = ["accepted_json", "load_output_schema"]
-
 
 def load_output_schema(path: str | None) -> OutputSchema | None:
     """The schema of ``--output-schema``, or ``None`` when it was not given.

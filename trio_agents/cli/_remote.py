@@ -20,8 +20,6 @@ from ..session import AssistantMessage
 from ..workers import AgentTemplate, PromptClaimed, RemotePrompt, open_remote
 from ._worker import dsn_of
 
-__all__ = ["run_remote"]
-
 
 async def run_remote(args: argparse.Namespace, prompt: str) -> int:
     """Submit ``prompt`` to the session ``args.session`` through the queue in

@@ -57,8 +57,6 @@ from ._images import read_attached_images
 from ._options import CliError, Settings, attach, open_cli_runtime, session_path
 from ._output_schema import accepted_json, load_output_schema
 
-__all__ = ["run"]
-
 
 async def run(args: argparse.Namespace) -> int:
     """Run ``args.prompt`` on one agent; the exit status says how the turn ended."""

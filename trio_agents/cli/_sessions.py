@@ -63,8 +63,6 @@ from ..session import (
 )
 from ._options import CliError, make_store, store_place
 
-__all__ = ["SHOWN", "sessions"]
-
 #: How many characters of a message ``sessions show`` prints without ``--full``.
 SHOWN = 2_000
 

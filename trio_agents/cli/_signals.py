@@ -42,16 +42,6 @@ import trio
 from ..kernel import Context, FiberState
 from ._tree_view import render_tree
 
-__all__ = [
-    "FORCE_GRACE",
-    "Terminated",
-    "Termination",
-    "ended_by",
-    "guarded",
-    "stoppable",
-    "terminable",
-]
-
 #: Seconds a teardown gets after a further signal before the process exits regardless.
 FORCE_GRACE = 3.0
 #: Seconds the forced exit spends writing live sessions.

@@ -31,8 +31,6 @@ import sys
 import threading
 from typing import TextIO, final
 
-__all__ = ["PipedStdout"]
-
 #: Bytes the calling thread writes per ``write``: a pipe that polls writable has a free page,
 #: so a write of at most ``PIPE_BUF`` bytes does not block.
 _CHUNK = select.PIPE_BUF

@@ -24,8 +24,6 @@ from ..kernel import EntrySnapshot, FiberSnapshot
 from ..mcp import McpServerSnapshot
 from ..shell import ShellSnapshot
 
-__all__ = ["HEADING", "age", "render_tree", "tree_of"]
-
 #: The line above the tree: how to read it.
 HEADING = "ownership tree (entries oldest first; teardown runs each list from the bottom up)"
 

@@ -20,8 +20,6 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _distribution_version
 from typing import Any, NoReturn
 
-__all__ = ["Parser", "UsageExit", "suggestion", "version"]
-
 
 class UsageExit(SystemExit):
     """Raised by :meth:`Parser.error` after its line is printed (status 1)."""

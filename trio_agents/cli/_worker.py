@@ -21,8 +21,6 @@ from ..session import parse_store_spec
 from ..workers import Worker, serve_worker
 from ._options import CliError, Settings
 
-__all__ = ["add_worker_parser", "dsn_of", "worker"]
-
 
 def add_worker_parser(commands: argparse._SubParsersAction, parents: list) -> None:  # type: ignore[type-arg]
     """Register the ``worker`` subcommand."""

@@ -26,8 +26,6 @@ import trio
 
 from ._events import ListenerFailed
 
-__all__ = ["EventBus", "Listener"]
-
 log = logging.getLogger("trio_agents")
 
 ListenerFn = Callable[[Any], object]

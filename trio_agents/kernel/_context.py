@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from ._fiber import Fiber
     from ._snapshot import FiberSnapshot
 
-__all__ = ["Context", "current_context"]
-
 T = TypeVar("T")
 
 _CURRENT: contextvars.ContextVar[Context] = contextvars.ContextVar("trio_agents_context")

@@ -4,18 +4,7 @@ from __future__ import annotations
 
 import trio
 
-from .._base import InvalidTransitionError
 from .._errors import TrioAgentsError
-
-__all__ = [
-    "ConfigError",
-    "FiberClosedError",
-    "InvalidTransitionError",
-    "PluginError",
-    "ReloadError",
-    "ServiceAccessError",
-    "ServiceConflictError",
-]
 
 
 class PluginError(TrioAgentsError, TypeError):

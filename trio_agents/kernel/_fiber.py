@@ -36,8 +36,6 @@ from ._states import FiberState, Halt, check_transition, end_state, halt_with
 if TYPE_CHECKING:
     from ._runtime import Runtime
 
-__all__ = ["Fiber", "FiberStatistics"]
-
 log = logging.getLogger("trio_agents")
 
 T = TypeVar("T")

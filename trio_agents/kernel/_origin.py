@@ -23,8 +23,6 @@ from typing import final
 
 import attrs
 
-__all__ = ["PluginOrigin", "origin_of"]
-
 
 @final
 @attrs.frozen

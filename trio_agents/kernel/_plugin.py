@@ -23,8 +23,6 @@ from ._errors import ConfigError, PluginError
 from ._origin import PluginOrigin, origin_of
 from ._service_key import ServiceKey, service_name
 
-__all__ = ["Plugin", "PluginSpec", "config_converter", "describe_plugin"]
-
 #: The kernel's converter for plugin configuration; never the global one. Strict: a config
 #: file's ``3`` is not the string ``"3"``, its ``"bash"`` is not a list of characters.
 config_converter = StrictConverter()

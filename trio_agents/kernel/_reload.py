@@ -34,8 +34,6 @@ from ._plugin import describe_plugin
 if TYPE_CHECKING:
     from ._runtime import Runtime
 
-__all__ = ["reload"]
-
 
 def _key_of(runtime: Runtime, target: object) -> PluginOrigin:
     """The origin that reloading ``target`` (a module, a plugin or a fiber) replaces.

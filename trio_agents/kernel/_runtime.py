@@ -27,8 +27,6 @@ from ._reload import reload
 from ._stack import Entry, OwnedStack
 from ._states import FiberState
 
-__all__ = ["Runtime", "open_root"]
-
 log = logging.getLogger("trio_agents")
 
 

@@ -15,8 +15,6 @@ from typing import Generic, TypeVar, final
 
 import attrs
 
-__all__ = ["ServiceKey", "service_name"]
-
 T = TypeVar("T")
 
 

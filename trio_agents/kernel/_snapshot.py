@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from ._runtime import _Service
     from ._stack import Entry, OwnedStack
 
-__all__ = ["Describer", "EntrySnapshot", "FiberSnapshot", "snapshot_of"]
-
 log = logging.getLogger("trio_agents")
 
 

@@ -23,8 +23,6 @@ from typing import Final
 
 from .._base import StateTable
 
-__all__ = ["FiberState", "Halt", "check_transition", "end_state", "halt_with"]
-
 
 class FiberState(enum.Enum):
     """Where a fiber is in its life."""

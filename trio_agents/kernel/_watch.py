@@ -12,8 +12,6 @@ from ._context import Context
 from ._errors import ReloadError
 from ._fiber import Fiber
 
-__all__ = ["watch_plugins"]
-
 log = logging.getLogger("trio_agents")
 
 

@@ -53,8 +53,6 @@ from ._server import McpServer
 from ._stdio import stdio_client  # not the SDK's: its reading is quadratic (see ._stdio)
 from ._watched import Watched
 
-__all__ = ["Connection"]
-
 log = logging.getLogger("trio_agents.mcp")
 
 _CONNECTION_CLOSED = -32000

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from .._errors import TrioAgentsError
 
-__all__ = ["McpConfigError", "McpError", "McpServerError"]
-
 
 class McpError(TrioAgentsError):
     """Something about an MCP server went wrong."""

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["McpServerFailed", "McpServerRestarted", "McpToolsChanged"]
-
 
 @attrs.frozen
 class McpToolsChanged:

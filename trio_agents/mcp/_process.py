@@ -38,8 +38,6 @@ from ..shell import SupervisedChild
 from ._server import McpServer
 from ._stdio import LineFramer, parse_message
 
-__all__ = ["GRACE", "supervised_stdio"]
-
 #: Seconds between the steps of a server's stop (end of file, SIGTERM, SIGKILL).
 GRACE = 2.0
 _READ_SIZE = 65536

@@ -21,8 +21,6 @@ import attrs
 
 from ._errors import McpConfigError
 
-__all__ = ["Backoff", "McpRestart"]
-
 
 def _check_count(_: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:

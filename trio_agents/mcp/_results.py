@@ -24,8 +24,6 @@ import mcp.types as mt
 from ..agent import ToolResult
 from ..model import ImageError, ImagePart
 
-__all__ = ["describe", "to_result", "tool_name"]
-
 _REFUSED = re.compile(r"[^A-Za-z0-9_-]")
 
 

@@ -29,8 +29,6 @@ from ._errors import McpConfigError, McpError
 from ._restart import McpRestart
 from ._snapshot import McpServerSnapshot
 
-__all__ = ["McpServer"]
-
 
 def _check_name(_: object, __: object, name: str) -> None:
     refusal = api_name_refusal(name, "an MCP server's name", 48, "it prefixes its tool names")

@@ -13,8 +13,6 @@ from typing import Literal, final
 
 import attrs
 
-__all__ = ["McpServerSnapshot"]
-
 
 @final
 @attrs.frozen

@@ -33,8 +33,6 @@ from mcp.client._transport import TransportStreams
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-__all__ = ["LineFramer", "parse_message", "stdio_client"]
-
 log = logging.getLogger("trio_agents.mcp")
 
 #: Seconds the child has to exit once its stdin is closed, and after SIGTERM.

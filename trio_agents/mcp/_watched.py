@@ -14,8 +14,6 @@ from typing import Any, Generic, TypeVar, final
 import anyio
 from mcp.shared._stream_protocols import ReadStream
 
-__all__ = ["Watched"]
-
 T = TypeVar("T")
 
 

@@ -22,12 +22,10 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import aclosing
-from typing import final
+from collections.abc import Mapping
+from typing import Any, final
 
 import httpx
-import trio
 
 from ._anthropic_wire import EventAssembler, describe_failure, request_body
 from ._endpoint import Endpoint, EndpointModel
@@ -37,12 +35,8 @@ from ._protocol import check_context_window
 from ._retry import DEFAULT_DEADLINE, Failure, StreamSettings
 from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_number, spec_params
 from ._sse import DEFAULT_MAX_LINE
-from ._stream import ModelEvent
 from ._wire import DEFAULT_MAX_ANSWER
 
-__all__ = ["API_VERSION", "DEFAULT_BASE_URL", "AnthropicModel", "anthropic_from_spec"]
-
-DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: The ``anthropic-version`` header: the Messages API version this wire format follows.
 API_VERSION = "2023-06-01"
 
@@ -81,7 +75,12 @@ class AnthropicModel(EndpointModel):
             ``context_window`` below 1.
     """
 
-    __slots__ = ("_cache", "_max_tokens", "context_window", "name")
+    __slots__ = ("_cache", "_max_tokens")
+
+    PREFIX = "ANTHROPIC"
+    DEFAULT_BASE_URL = "https://api.anthropic.com"
+    PATH = "/v1/messages"
+    ASSEMBLER = EventAssembler
 
     def __init__(
         self,
@@ -109,15 +108,7 @@ class AnthropicModel(EndpointModel):
         self._max_tokens = max_tokens
         self._cache = cache
         self._endpoint = Endpoint(
-            prefix="ANTHROPIC",
-            default_base_url=DEFAULT_BASE_URL,
-            path="/v1/messages",
-            base_url=base_url,
-            api_key=api_key,
-            settings=settings,
-            http_client=http_client,
-            describe=self._describe,
-            assembler=EventAssembler,
+            self, settings, base_url=base_url, api_key=api_key, http_client=http_client
         )
 
     @property
@@ -125,29 +116,17 @@ class AnthropicModel(EndpointModel):
         """The most tokens one answer may have."""
         return self._max_tokens
 
+    def _request(
+        self, request: ModelRequest, api_key: str | None
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        body = request_body(self.name, request, max_tokens=self._max_tokens, cache=self._cache)
+        headers = {"anthropic-version": API_VERSION}
+        if api_key:
+            headers["x-api-key"] = api_key
+        return body, headers
+
     def _describe(self, status: int, content: bytes, headers: Mapping[str, str]) -> Failure:
         return describe_failure(status, content, headers, url=self.url, model=self.name)
-
-    def __repr__(self) -> str:
-        return f"<AnthropicModel {self.name!r} at {self.base_url}>"
-
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        """Stream the answer to ``request``. See the module rules.
-
-        Raises:
-            ModelError: no key for the Anthropic endpoint, the endpoint is unreachable,
-                refuses the request or is overloaded, or the stream breaks off.
-        """
-        await trio.lowlevel.checkpoint()
-        endpoint = self._endpoint
-        endpoint.check_key()
-        body = request_body(self.name, request, max_tokens=self._max_tokens, cache=self._cache)
-        headers = {"accept": "text/event-stream", "anthropic-version": API_VERSION}
-        if endpoint.api_key:
-            headers["x-api-key"] = endpoint.api_key
-        async with aclosing(endpoint.stream(body, headers)) as events:
-            async for event in events:
-                yield event
 
 
 _SPEC_KEYS = ("base_url", "max_tokens", *HTTP_SPEC_KEYS[1:], "cache")

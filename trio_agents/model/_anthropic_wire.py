@@ -74,14 +74,6 @@ from ._wire import (
     field,
 )
 
-__all__ = [
-    "EventAssembler",
-    "StreamFailure",
-    "conversation",
-    "describe_failure",
-    "request_body",
-]
-
 _STOP = {
     "end_turn": FinishReason.STOP,
     "stop_sequence": FinishReason.STOP,

@@ -10,8 +10,6 @@ from ._protocol import Model, preflight
 from ._scripted import ScriptedModel
 from ._spec import model_from_spec
 
-__all__ = ["MODELS", "ModelCatalog", "ModelsPlugin"]
-
 
 @final
 class ModelCatalog:

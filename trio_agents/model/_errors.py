@@ -17,8 +17,6 @@ from typing import Final
 
 from .._errors import TrioAgentsError
 
-__all__ = ["FALLBACK_KINDS", "ModelError", "ModelErrorKind", "ModelSpecError"]
-
 
 class ModelSpecError(TrioAgentsError, ValueError):
     """A model spec string (``echo``, ``echo?delay=2.5``, ``openai:MODEL``) is not valid."""

@@ -42,8 +42,6 @@ from ._messages import ModelRequest
 from ._protocol import Model, check_context_window, preflight
 from ._stream import Finished, ModelEvent
 
-__all__ = ["FallbackModel"]
-
 
 @final
 class FallbackModel:

@@ -22,8 +22,6 @@ from typing import final
 import httpx
 import trio
 
-__all__ = ["ERROR_BODY_LIMIT", "ClientSource", "finish_body", "read_limited"]
-
 #: The most bytes of an error response's body that are read (64 KiB).
 ERROR_BODY_LIMIT = 64 * 1024
 

@@ -21,8 +21,6 @@ from ._errors import ModelErrorKind
 from ._retry import Failure
 from ._wire import loads
 
-__all__ = ["FailureWords", "Meaning", "error_body"]
-
 #: What a provider found an error response to mean.
 Meaning: TypeAlias = Literal[
     "bad_key", "denied", "no_model", "not_found", "too_long", "rate_limited", "server", "refused"

@@ -22,24 +22,6 @@ import attrs
 
 from .._errors import TrioAgentsError
 
-__all__ = [
-    "IMAGE_TYPES",
-    "MAX_IMAGE_BYTES",
-    "AssistantText",
-    "ChatMessage",
-    "ImageError",
-    "ImagePart",
-    "ModelRequest",
-    "OutputSpec",
-    "SystemText",
-    "ToolCallPart",
-    "ToolOutput",
-    "ToolSpec",
-    "UserText",
-    "image_placeholder",
-    "text_with_images",
-]
-
 #: The image types every provider here takes.
 IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 #: The largest image, decoded (5 MiB: the Anthropic API's bound; OpenAI's is larger).

@@ -19,12 +19,10 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import aclosing
-from typing import final
+from collections.abc import Mapping
+from typing import Any, final
 
 import httpx
-import trio
 
 from ._endpoint import Endpoint, EndpointModel
 from ._messages import ModelRequest
@@ -33,12 +31,7 @@ from ._protocol import check_context_window
 from ._retry import DEFAULT_DEADLINE, Failure, StreamSettings
 from ._spec_query import HTTP_SPEC_KEYS, http_spec_kwargs, spec_params
 from ._sse import DEFAULT_MAX_LINE
-from ._stream import ModelEvent
 from ._wire import DEFAULT_MAX_ANSWER
-
-__all__ = ["DEFAULT_BASE_URL", "OpenAIChatModel", "openai_from_spec"]
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 @final
@@ -70,7 +63,12 @@ class OpenAIChatModel(EndpointModel):
             is below 1, ``max_retries`` is negative, or ``context_window`` is below 1.
     """
 
-    __slots__ = ("context_window", "name")
+    __slots__ = ()
+
+    PREFIX = "OPENAI"
+    DEFAULT_BASE_URL = "https://api.openai.com/v1"
+    PATH = "/chat/completions"
+    ASSEMBLER = ChunkAssembler
 
     def __init__(
         self,
@@ -92,39 +90,17 @@ class OpenAIChatModel(EndpointModel):
         self.name = model
         self.context_window = check_context_window(context_window)
         self._endpoint = Endpoint(
-            prefix="OPENAI",
-            default_base_url=DEFAULT_BASE_URL,
-            path="/chat/completions",
-            base_url=base_url,
-            api_key=api_key,
-            settings=settings,
-            http_client=http_client,
-            describe=self._describe,
-            assembler=ChunkAssembler,
+            self, settings, base_url=base_url, api_key=api_key, http_client=http_client
         )
+
+    def _request(
+        self, request: ModelRequest, api_key: str | None
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        return request_body(self.name, request), headers
 
     def _describe(self, status: int, content: bytes, headers: Mapping[str, str]) -> Failure:
         return describe_failure(status, content, url=self.url, model=self.name)
-
-    def __repr__(self) -> str:
-        return f"<OpenAIChatModel {self.name!r} at {self.base_url}>"
-
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        """Stream the answer to ``request``. See the module rules.
-
-        Raises:
-            ModelError: no key for the OpenAI endpoint, the endpoint is unreachable or
-                refuses the request, or the stream breaks off.
-        """
-        await trio.lowlevel.checkpoint()
-        endpoint = self._endpoint
-        endpoint.check_key()
-        headers = {"accept": "text/event-stream"}
-        if endpoint.api_key:
-            headers["authorization"] = f"Bearer {endpoint.api_key}"
-        async with aclosing(endpoint.stream(request_body(self.name, request), headers)) as events:
-            async for event in events:
-                yield event
 
 
 def openai_from_spec(rest: str) -> OpenAIChatModel:

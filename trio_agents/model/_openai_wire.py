@@ -45,7 +45,7 @@ from ._messages import (
     ToolOutput,
     UserText,
 )
-from ._retry import Failure, reported_limit, retry_after
+from ._retry import Failure, reported_limit
 from ._stream import (
     FinishReason,
     ModelEvent,
@@ -62,15 +62,6 @@ from ._wire import (
     event_object,
     field,
 )
-
-__all__ = [
-    "ChunkAssembler",
-    "Failure",
-    "describe_failure",
-    "message_json",
-    "request_body",
-    "retry_after",
-]
 
 _FINISH = {
     "stop": FinishReason.STOP,

@@ -25,8 +25,6 @@ from typing import Any
 
 import attrs
 
-__all__ = ["DEFAULT_PRICES", "Price", "PriceTable"]
-
 
 def _dollars(_: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
     if value is None and attribute.name.startswith("cache"):

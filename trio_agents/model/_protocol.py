@@ -19,8 +19,6 @@ from typing import Protocol, runtime_checkable
 from ._messages import ModelRequest
 from ._stream import ModelEvent
 
-__all__ = ["Model", "check_context_window", "preflight"]
-
 
 @runtime_checkable
 class Model(Protocol):

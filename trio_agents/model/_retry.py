@@ -50,22 +50,6 @@ from ._sse import DEFAULT_MAX_LINE, SSEDecoder, SSELimitError
 from ._stream import ModelEvent
 from ._wire import DEFAULT_MAX_ANSWER
 
-__all__ = [
-    "DEFAULT_DEADLINE",
-    "Assembler",
-    "Attempts",
-    "Describe",
-    "Failure",
-    "StreamFailure",
-    "StreamSettings",
-    "backoff",
-    "gave_up",
-    "reported_limit",
-    "retry_after",
-    "retryable_transport",
-    "transport_message",
-]
-
 #: The default bound of one whole ``stream()`` call, in seconds (10 minutes).
 DEFAULT_DEADLINE = 600.0
 

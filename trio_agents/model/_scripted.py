@@ -51,18 +51,6 @@ from ._stream import (
     Usage,
 )
 
-__all__ = [
-    "CallTool",
-    "Fail",
-    "Reply",
-    "Say",
-    "ScriptedModel",
-    "Step",
-    "Think",
-    "Wait",
-    "split_words",
-]
-
 # How many of its latest requests a ScriptedModel keeps in `requests`.
 _KEPT_REQUESTS = 1_000
 

@@ -26,8 +26,6 @@ from ._protocol import Model
 from ._scripted import ScriptedModel
 from ._spec_query import spec_number, spec_params
 
-__all__ = ["ModelFactory", "model_from_spec", "register_model_scheme"]
-
 #: Builds a model from what follows ``SCHEME:`` in a spec.
 ModelFactory: TypeAlias = Callable[[str], Model]
 

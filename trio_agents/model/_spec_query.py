@@ -18,8 +18,6 @@ from urllib.parse import parse_qsl
 
 from ._errors import ModelSpecError
 
-__all__ = ["HTTP_SPEC_KEYS", "http_spec_kwargs", "spec_number", "spec_params", "spec_url"]
-
 #: The query keys of every HTTP provider, in the order error messages list them.
 HTTP_SPEC_KEYS = (
     "base_url",

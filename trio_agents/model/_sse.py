@@ -23,8 +23,6 @@ from typing import final
 
 import attrs
 
-__all__ = ["DEFAULT_MAX_LINE", "SSEDecoder", "SSEEvent", "SSELimitError"]
-
 #: The default bound of one line, and of one event's data, in characters (1 MiB).
 DEFAULT_MAX_LINE = 1 << 20
 

@@ -8,16 +8,6 @@ from typing import Any, TypeAlias
 
 import attrs
 
-__all__ = [
-    "FinishReason",
-    "Finished",
-    "ModelEvent",
-    "TextDelta",
-    "ThoughtDelta",
-    "ToolCallRequested",
-    "Usage",
-]
-
 
 def _copy(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
     return dict(mapping)

@@ -41,20 +41,6 @@ import attrs
 from ._errors import ModelError
 from ._stream import Finished, FinishReason, ModelEvent, ToolCallRequested, Usage
 
-__all__ = [
-    "DEFAULT_MAX_ANSWER",
-    "AnswerBudget",
-    "PartialCall",
-    "StreamAssembler",
-    "checked",
-    "clip",
-    "event_object",
-    "field",
-    "finished",
-    "loads",
-    "lost_mid_stream",
-]
-
 #: The default bound of one answer (text, reasoning and tool-call arguments), in characters.
 DEFAULT_MAX_ANSWER = 4 << 20
 

@@ -31,8 +31,6 @@ from ._summary import SessionInfo
 if TYPE_CHECKING:
     from ..kernel import Context
 
-__all__ = ["StoreBackend", "Stored"]
-
 #: The backend's state of one session (``object`` for a store whose type does not say).
 S = TypeVar("S", covariant=True, default=object)
 

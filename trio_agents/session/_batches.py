@@ -46,8 +46,6 @@ from ._events import SessionWriteFailed
 from ._session import Session
 from ._writelog import WriteLog
 
-__all__ = ["Batch", "BatchWriter", "WriteState", "read_only_refusal", "write_failure"]
-
 log = logging.getLogger("trio_agents")
 
 V = TypeVar("V")

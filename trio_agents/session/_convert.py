@@ -38,18 +38,6 @@ from ..cancel import (
 from ._errors import SessionFormatError, UnstorableRecordError
 from ._records import Record, record_class, record_tag, record_tags
 
-__all__ = [
-    "check_record",
-    "check_recordable_cause",
-    "converter",
-    "dump_record",
-    "load_record",
-    "parse_line",
-    "register_cause",
-    "structure_record",
-    "unstructure_record",
-]
-
 C = TypeVar("C", bound="type[CancelCause]")
 
 #: The session layer's converter; never the global one.

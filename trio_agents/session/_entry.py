@@ -20,8 +20,6 @@ from ._errors import SessionInUseError
 from ._session import Session
 from ._state import SessionState
 
-__all__ = ["Entry"]
-
 T = TypeVar("T")
 
 

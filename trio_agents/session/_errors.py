@@ -6,19 +6,6 @@ import trio
 
 from .._errors import TrioAgentsError
 
-__all__ = [
-    "InvalidSessionIdError",
-    "SessionClosedError",
-    "SessionExistsError",
-    "SessionFormatError",
-    "SessionIdInUseError",
-    "SessionInUseError",
-    "SessionNotFoundError",
-    "SessionStoreClosedError",
-    "SessionWriteError",
-    "UnstorableRecordError",
-]
-
 
 class InvalidSessionIdError(TrioAgentsError, ValueError):
     """A session id is not filename-safe (``[A-Za-z0-9._-]{1,128}``, no leading ``.``)."""

@@ -7,14 +7,6 @@ import attrs
 from ._errors import SessionWriteError
 from ._records import Record
 
-__all__ = [
-    "SessionAppended",
-    "SessionCreated",
-    "SessionDisposed",
-    "SessionFlushed",
-    "SessionWriteFailed",
-]
-
 
 @attrs.frozen
 class SessionCreated:

@@ -9,8 +9,6 @@ from pathlib import Path
 
 from ._errors import InvalidSessionIdError
 
-__all__ = ["check_session_id", "default_root", "new_session_id"]
-
 _ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 

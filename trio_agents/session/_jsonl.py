@@ -56,8 +56,6 @@ from ._writelog import WriteLog
 if TYPE_CHECKING:
     from ..kernel import Context
 
-__all__ = ["JsonlStore", "SessionRepair"]
-
 log = logging.getLogger("trio_agents")
 
 RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]

@@ -43,31 +43,6 @@ from ._ids import check_session_id
 from ._records import Record
 from ._summary import SessionInfo, stored_info
 
-__all__ = [
-    "FORMAT",
-    "SUFFIX",
-    "VERSION",
-    "Loaded",
-    "LockHeld",
-    "Repaired",
-    "RewindError",
-    "Tail",
-    "WriteJob",
-    "check_root",
-    "header_line",
-    "lock_path",
-    "prepare_root",
-    "read_session",
-    "release_lock",
-    "remove_sessions",
-    "repair_session",
-    "repair_tail",
-    "scan_parents",
-    "scan_root",
-    "take_lock",
-    "write_batch",
-]
-
 FORMAT = "trio-agents-session"
 VERSION = 1
 SUFFIX = ".jsonl"

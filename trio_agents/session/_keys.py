@@ -9,7 +9,5 @@ from ..kernel import ServiceKey
 if TYPE_CHECKING:
     from ._store import SessionStore
 
-__all__ = ["SESSIONS"]
-
 #: The key of the ``sessions`` service (provided by a :class:`SessionStore` plugin).
 SESSIONS: Final[ServiceKey[SessionStore]] = ServiceKey("sessions")

@@ -19,8 +19,6 @@ from ._state import SessionState
 from ._store import SessionStore
 from ._summary import SessionInfo, Summary
 
-__all__ = ["MemoryStore"]
-
 
 @attrs.define(eq=False)
 class _Stored:

@@ -57,8 +57,6 @@ if TYPE_CHECKING:
     from ..kernel import Context
     from . import _postgres_sql as sql
 
-__all__ = ["PostgresStore", "SessionLeaseLostError"]
-
 log = logging.getLogger("trio_agents")
 
 P = ParamSpec("P")

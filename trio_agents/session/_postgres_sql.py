@@ -38,7 +38,7 @@ from typing import Any, Literal
 import attrs
 import psycopg
 
-from .._base import close_quietly, connect_postgres
+from .._base import connect_postgres
 from ._convert import load_record
 from ._errors import (
     SessionExistsError,
@@ -61,28 +61,6 @@ class _PipelineNoise(logging.Filter):
 
 
 logging.getLogger("psycopg").addFilter(_PipelineNoise())
-
-__all__ = [
-    "FORMAT_VERSION",
-    "Conn",
-    "Listed",
-    "OperationalError",
-    "Outcome",
-    "WriteJob",
-    "close_quietly",
-    "connect",
-    "delete_tree",
-    "discard_session",
-    "is_stored",
-    "list_sessions",
-    "parents",
-    "prepare_schema",
-    "read_session",
-    "release_lease",
-    "renew_leases",
-    "take_lease",
-    "write_batch",
-]
 
 #: The format version this code writes (and the newest it reads).
 FORMAT_VERSION = 1
@@ -244,6 +222,14 @@ def take_lease(
             return int(taken[0])
 
 
+def _lock_in_id_order(conn: Conn, ids: builtins.list[str]) -> None:
+    """Lock the session rows ``ids`` in id order, so that two workers' batches cannot
+    deadlock (see the module's rules)."""
+    conn.execute(
+        "SELECT id FROM trio_agents_sessions WHERE id = ANY(%b) ORDER BY id FOR UPDATE", (ids,)
+    )
+
+
 def renew_leases(
     conn: Conn, owner: str, lease_seconds: float, leases: Sequence[tuple[str, int]]
 ) -> builtins.list[str]:
@@ -254,11 +240,7 @@ def renew_leases(
     # Invariant: a pipeline with no transaction block of its own is one implicit transaction
     # up to its one Sync (see write_batch).
     with conn.pipeline():
-        # Invariant: the rows are locked in id order (see the module's rules).
-        conn.execute(
-            "SELECT id FROM trio_agents_sessions WHERE id = ANY(%b) ORDER BY id FOR UPDATE",
-            (ids,),
-        )
+        _lock_in_id_order(conn, ids)
         renewed = conn.execute(
             "UPDATE trio_agents_sessions AS s "
             "SET expires = clock_timestamp() + make_interval(secs => %s) "
@@ -333,11 +315,7 @@ def write_batch(
     # (test_postgres_batch_is_one_round_trip pins it). ``conn.transaction()`` inside a
     # pipeline would sync after its BEGIN and around its COMMIT: four round trips, not one.
     with conn.pipeline():
-        # Invariant: the rows are locked in id order (see the module's rules).
-        conn.execute(
-            "SELECT id FROM trio_agents_sessions WHERE id = ANY(%b) ORDER BY id FOR UPDATE",
-            (ids,),
-        )
+        _lock_in_id_order(conn, ids)
         updated = conn.execute(
             "UPDATE trio_agents_sessions AS s SET records = job.first + job.count, "
             "updated = now(), expires = clock_timestamp() + make_interval(secs => %s), "

@@ -19,32 +19,6 @@ import attrs
 from .._base import TagRegistry, still_open
 from ..cancel import CancelCause
 
-__all__ = [
-    "AgentConfigured",
-    "AssistantMessage",
-    "ChildEnded",
-    "ChildStarted",
-    "Compacted",
-    "FileEdited",
-    "ImageAttached",
-    "InboxSpliced",
-    "ModeChanged",
-    "ModelUsage",
-    "OutputProduced",
-    "Record",
-    "StopReason",
-    "ToolApproval",
-    "ToolCall",
-    "ToolCallEnded",
-    "TurnEnded",
-    "TurnStarted",
-    "UserMessage",
-    "open_turns",
-    "record_class",
-    "record_tag",
-    "register_record",
-]
-
 R = TypeVar("R", bound="type[Record]")
 
 

@@ -25,8 +25,6 @@ from ._ids import check_session_id
 from ._records import Record
 from ._state import SessionState, check_session_state
 
-__all__ = ["Session", "SessionStatistics"]
-
 R = TypeVar("R", bound=Record)
 
 

@@ -36,8 +36,6 @@ from ._memory import MemoryStore
 from ._sqlite import SqliteStore
 from ._store import SessionStore
 
-__all__ = ["StoreSpec", "StoreSpecError", "parse_store_spec", "store_from_spec"]
-
 Kind = Literal["jsonl", "memory", "sqlite", "postgresql"]
 
 _POSTGRES = ("postgresql://", "postgres://")

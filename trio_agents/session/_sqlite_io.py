@@ -46,16 +46,6 @@ from ._errors import SessionFormatError, SessionNotFoundError, SessionWriteError
 from ._records import Record
 from ._summary import SessionInfo, stored_info
 
-__all__ = [
-    "APPLICATION_ID",
-    "VERSION",
-    "Database",
-    "WriteJob",
-    "lock_path",
-    "open_database",
-    "open_reader",
-]
-
 #: ``PRAGMA application_id`` of a session database ("TAgS").
 APPLICATION_ID = 0x54416753
 #: The format version this code reads and writes (``PRAGMA user_version``).

@@ -18,8 +18,6 @@ from typing import Final
 
 from .._base import StateTable
 
-__all__ = ["SessionState", "check_session_state"]
-
 
 class SessionState(enum.Enum):
     """Where a session is in its life (see the module's rules)."""

@@ -50,8 +50,6 @@ from ._tree import subtree
 if TYPE_CHECKING:
     from ..kernel import Context
 
-__all__ = ["SessionStore", "StoreStatistics"]
-
 log = logging.getLogger("trio_agents")
 
 

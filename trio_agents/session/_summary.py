@@ -21,8 +21,6 @@ import attrs
 
 from ._records import AgentConfigured, InboxSpliced, Record, UserMessage
 
-__all__ = ["SessionInfo", "Summary", "stored_info", "title_of"]
-
 _TITLE_LENGTH = 60
 
 

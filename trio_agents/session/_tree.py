@@ -23,8 +23,6 @@ import attrs
 
 from ._summary import SessionInfo
 
-__all__ = ["SessionTree", "subtree"]
-
 #: The children of each session, by its id; the top-level sessions under ``None``.
 Children = Mapping[str | None, tuple[str, ...]]
 

@@ -28,8 +28,6 @@ from typing import Generic, TypeVar, final
 
 import attrs
 
-__all__ = ["WriteLog"]
-
 L = TypeVar("L")
 
 

@@ -38,8 +38,6 @@ import trio
 from ._errors import ShellError
 from ._supervisor import proc_stats
 
-__all__ = ["Child", "GroupChild", "SupervisedChild", "session_members", "supervisor_available"]
-
 _SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_supervisor.py")
 # The supervisor writes its first line right after fork(); this bounds a broken one.
 _START_TIMEOUT = 30.0

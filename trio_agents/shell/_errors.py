@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from .._errors import TrioAgentsError
 
-__all__ = ["JobNotFoundError", "ShellError", "ShellRequestError"]
-
 
 class ShellError(TrioAgentsError):
     """Base of the shell layer's errors."""

@@ -25,8 +25,6 @@ from typing import Final
 from ..kernel import Entry, ServiceKey
 from ._types import BashTask, JobDone, JobOutput, ShellExecRequest, ShellExecSpec, ShellResult
 
-__all__ = ["SHELL", "JobListener", "ShellExecutor"]
-
 #: A synchronous ``on_job_done`` listener.
 JobListener = Callable[[JobDone], object]
 

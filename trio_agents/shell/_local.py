@@ -52,9 +52,6 @@ from ._types import (
     ShellResult,
 )
 
-__all__ = ["LocalShell", "LocalShellExecutor", "ShellStatistics"]
-
-
 _READ_SIZE = 65536
 
 

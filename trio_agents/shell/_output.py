@@ -13,8 +13,6 @@ from __future__ import annotations
 import codecs
 from typing import final
 
-__all__ = ["OutputBuffer"]
-
 
 @final
 class OutputBuffer:

@@ -26,8 +26,6 @@ import trio
 from ..kernel import Entry, ServiceKey, current_context
 from ._types import ShellExecSpec, ShellResult
 
-__all__ = ["SHELL_ROUTES", "ShellRoutes", "Terminal", "TerminalChooser"]
-
 
 class Terminal(Protocol):
     """Somewhere else a foreground command can run (an editor's terminal)."""

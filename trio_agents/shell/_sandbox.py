@@ -38,15 +38,6 @@ from ._executor import SHELL
 from ._local import LocalShell, LocalShellExecutor
 from ._types import SANDBOX_POLICIES, ShellExecSpec
 
-__all__ = [
-    "SANDBOX_POLICIES",
-    "SandboxShell",
-    "SandboxUnavailableError",
-    "bwrap_argv",
-    "stricter",
-]
-
-
 _FIX = "or run without the sandbox (--sandbox danger-full-access)"
 
 

@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from ._child import Child
     from ._types import ShellExecSpec
 
-__all__ = ["JobSnapshot", "ShellSnapshot", "describe_shell"]
-
 
 @final
 @attrs.frozen

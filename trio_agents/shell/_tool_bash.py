@@ -49,8 +49,6 @@ from ._types import (
     job_state,
 )
 
-__all__ = ["BashArgs", "JobArgs", "ToolBash", "tool_bash"]
-
 
 @attrs.frozen
 class BashArgs:

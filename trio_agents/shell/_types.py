@@ -17,18 +17,6 @@ from typing import Final
 
 import attrs
 
-__all__ = [
-    "SANDBOX_POLICIES",
-    "BashTask",
-    "JobDone",
-    "JobOutput",
-    "JobStatus",
-    "ShellExecRequest",
-    "ShellExecSpec",
-    "ShellResult",
-    "job_state",
-]
-
 #: The sandbox policies, by Codex's names, strictest first: a read-only file system; the
 #: workspace writable; no sandbox.
 SANDBOX_POLICIES: Final = ("read-only", "workspace-write", "danger-full-access")

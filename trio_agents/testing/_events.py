@@ -19,8 +19,6 @@ import trio
 from ..agent import Agent, AgentOutput
 from ..kernel import Context
 
-__all__ = ["EventCollector", "collect_events"]
-
 E = TypeVar("E")
 T = TypeVar("T")
 

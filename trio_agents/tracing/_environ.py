@@ -30,8 +30,6 @@ from .._errors import TrioAgentsError
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
-__all__ = ["TracingConfigError", "open_environ_tracing", "tracer_provider_from_environ"]
-
 #: The exporters ``OTEL_TRACES_EXPORTER`` may name.
 EXPORTERS: Final = ("otlp", "console", "none")
 

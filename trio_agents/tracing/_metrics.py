@@ -19,8 +19,6 @@ from typing import Final, final
 from opentelemetry import metrics
 from opentelemetry.util.types import AttributeValue
 
-__all__ = ["Metrics"]
-
 #: Bucket boundaries the conventions advise for token counts and durations.
 _TOKEN_BUCKETS: Final = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304]
 _SECONDS_BUCKETS: Final = [

@@ -60,8 +60,6 @@ from ._metrics import Metrics
 from ._protocols import RequestT, ShellJob, StreamingModel
 from ._records import TurnTraced
 
-__all__ = ["Tracer", "cause_attributes"]
-
 T = TypeVar("T")
 
 #: The instrumentation scope of every span.

@@ -25,18 +25,6 @@ if TYPE_CHECKING:
     from ..session import Session
     from ._otel import Tracer
 
-__all__ = [
-    "approved",
-    "chat",
-    "compaction",
-    "environment",
-    "execute_tool",
-    "headers",
-    "invoke_agent",
-    "remote_parent",
-    "shell_job",
-]
-
 #: The tracer of the current task, or ``None``: tracing is off (see the module rules).
 ACTIVE: ContextVar[Tracer | None] = ContextVar("trio_agents_tracer", default=None)
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Protocol, TypeVar
 
-__all__ = ["EventT", "RequestT", "ShellJob", "StreamingModel", "ToolAnswer"]
-
 RequestT = TypeVar("RequestT", contravariant=True)
 EventT = TypeVar("EventT", covariant=True)
 

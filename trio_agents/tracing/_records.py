@@ -22,8 +22,6 @@ import attrs
 
 from ..session import Record, register_record
 
-__all__ = ["TurnTraced"]
-
 
 @register_record
 @attrs.frozen(kw_only=True)

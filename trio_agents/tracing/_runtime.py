@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 
     from ._otel import Tracer
 
-__all__ = ["CAPTURE_CONTENT_ENV", "open_tracing"]
-
 #: The variable the OpenTelemetry GenAI instrumentations read to record message contents.
 CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 

@@ -54,8 +54,6 @@ def _load() -> None:
     sql, _pg = queue_modules()
 
 
-__all__ = ["PromptStatus", "Remote", "RemotePrompt", "open_remote"]
-
 _FINAL = frozenset({"completed", "failed", "cancelled"})
 
 

@@ -5,14 +5,6 @@ from __future__ import annotations
 from .._errors import TrioAgentsError
 from ..cancel import CancelCause
 
-__all__ = [
-    "PromptCancelledError",
-    "PromptFailedError",
-    "PromptIdInUseError",
-    "PromptNotFoundError",
-    "QueueFormatError",
-]
-
 
 class QueueFormatError(TrioAgentsError, ValueError):
     """The database's work queue was made by a newer trio_agents."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-__all__ = ["queue_modules"]
-
 
 def queue_modules() -> tuple[ModuleType, ModuleType]:
     """``(_sql, _pg)``; an ``ImportError`` that names the extra when psycopg is missing."""

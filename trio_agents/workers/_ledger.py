@@ -36,8 +36,6 @@ from ..session import (
 )
 from ._records import CancelRequested, PromptClaimed, PromptFailed, TurnInterrupted, WorkerLost
 
-__all__ = ["Attempt", "Decision", "Ledger", "decide"]
-
 
 @attrs.define
 class Attempt:

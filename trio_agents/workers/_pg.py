@@ -28,10 +28,8 @@ import psycopg
 import trio
 from psycopg import sql as pgsql
 
-from .._base import ThreadConnections
+from .._base import ThreadConnections, close_quietly
 from . import _sql as sql
-
-__all__ = ["Listener", "pool", "where"]
 
 log = logging.getLogger("trio_agents")
 
@@ -137,7 +135,7 @@ class Listener:
                     if select.select([stop], [], [], 1.0)[0]:
                         return
                 finally:
-                    sql.close_quietly(conn)
+                    close_quietly(conn)
         finally:
             self.threads.discard(threading.current_thread())
 

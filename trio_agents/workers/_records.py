@@ -21,17 +21,6 @@ import attrs
 from ..cancel import CancelCause
 from ..session import Record, register_cause, register_record
 
-__all__ = [
-    "AgentTemplate",
-    "CancelRequested",
-    "Policy",
-    "PromptClaimed",
-    "PromptFailed",
-    "TurnInterrupted",
-    "WorkerDrained",
-    "WorkerLost",
-]
-
 #: What happens to a prompt whose worker died mid-turn: run it again (while retries are
 #: left), or report it failed.
 Policy = Literal["retry", "fail"]

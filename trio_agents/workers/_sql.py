@@ -39,33 +39,8 @@ from typing import Any
 import attrs
 import psycopg
 
-from .._base import close_quietly, connect_postgres
+from .._base import connect_postgres
 from ._errors import PromptIdInUseError, QueueFormatError
-
-__all__ = [
-    "FORMAT_VERSION",
-    "PROMPTS_CHANNEL",
-    "QUEUE_CHANNEL",
-    "RECORDS_CHANNEL",
-    "SETTLED",
-    "Claimed",
-    "Conn",
-    "PromptRow",
-    "Settle",
-    "claim",
-    "close_quietly",
-    "connect",
-    "hand_back",
-    "heartbeat",
-    "prepare_queue",
-    "read_prompt",
-    "register_worker",
-    "release_routes",
-    "request_cancel",
-    "settle",
-    "submit",
-    "unregister_worker",
-]
 
 #: The queue's schema version this code writes (and the newest it reads).
 FORMAT_VERSION = 1

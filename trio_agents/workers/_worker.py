@@ -85,8 +85,6 @@ def _load() -> None:
     sql, _pg = queue_modules()
 
 
-__all__ = ["Worker", "WorkerStatistics", "serve_worker"]
-
 log = logging.getLogger("trio_agents")
 
 

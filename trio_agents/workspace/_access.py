@@ -24,16 +24,6 @@ import trio
 from .._errors import TrioAgentsError
 from ..kernel import Context, Entry, ServiceKey, current_context
 
-__all__ = [
-    "FILES",
-    "Chooser",
-    "FileAccess",
-    "FileAccessError",
-    "FileSystem",
-    "LocalFileSystem",
-    "LocalFiles",
-]
-
 
 class FileAccessError(TrioAgentsError, OSError):
     """A file cannot be read or written; the message is one line for the model."""

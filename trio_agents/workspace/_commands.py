@@ -21,15 +21,6 @@ from typing import Final
 
 import attrs
 
-__all__ = [
-    "ARGUMENTS",
-    "COMMANDS_DIR",
-    "CommandCall",
-    "PromptCommand",
-    "parse_command",
-    "prompt_commands",
-]
-
 log = logging.getLogger("trio_agents.workspace")
 
 #: Where a project's prompt commands live, relative to its working directory.

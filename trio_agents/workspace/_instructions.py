@@ -18,8 +18,6 @@ from __future__ import annotations
 import os
 from typing import Final
 
-__all__ = ["INSTRUCTION_FILES", "MAX_BYTES", "instruction_files", "project_instructions"]
-
 #: The file names read, in the order they are read in one directory.
 INSTRUCTION_FILES: Final = ("AGENTS.md", "CLAUDE.md")
 #: The most bytes of one file that are kept (Codex keeps 32 KiB).

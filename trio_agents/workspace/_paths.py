@@ -17,8 +17,6 @@ from collections.abc import Sequence
 
 from ._access import FileAccessError
 
-__all__ = ["resolve_path"]
-
 
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)

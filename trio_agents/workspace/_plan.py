@@ -21,17 +21,6 @@ from ..agent import TOOLS, Tool, ToolContext, ToolResult
 from ..kernel import Context
 from ..session import Record, ToolCall, ToolCallEnded
 
-__all__ = [
-    "PlanArgs",
-    "PlanEntry",
-    "ToolPlan",
-    "format_plan",
-    "plan_entries",
-    "plan_of",
-    "plan_summary",
-    "tool_plan",
-]
-
 
 @attrs.frozen
 class PlanEntry:

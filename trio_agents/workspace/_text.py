@@ -16,8 +16,6 @@ import re
 
 from ._access import FileAccessError
 
-__all__ = ["count_occurrences", "glob_regex", "replace_once", "select_lines"]
-
 
 def select_lines(text: str, offset: int, limit: int) -> str:
     """Lines ``offset`` .. ``offset + limit - 1`` of ``text``, and a last line saying where

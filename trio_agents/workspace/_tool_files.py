@@ -39,21 +39,6 @@ from ._access import FILES, FileAccess, FileAccessError
 from ._paths import resolve_path
 from ._text import glob_regex, replace_once, select_lines
 
-__all__ = [
-    "MAX_ENTRIES",
-    "MAX_MATCHES",
-    "SKIPPED",
-    "EditArgs",
-    "FileChanged",
-    "GlobArgs",
-    "GrepArgs",
-    "ListArgs",
-    "ReadArgs",
-    "ToolFiles",
-    "WriteArgs",
-    "tool_files",
-]
-
 #: Directories the walks of ``list_files``, ``glob`` and ``grep`` do not enter.
 SKIPPED: Final = frozenset(
     {".git", ".hg", ".svn", "node_modules", "__pycache__", ".nox", ".tox", ".venv",
