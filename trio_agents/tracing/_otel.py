@@ -269,12 +269,16 @@ class _TurnSpan:
 
 
 @types.coroutine
-def _within(context: contextvars.Context, awaitable: Awaitable[T]) -> Generator[Any, Any, T]:
+def _within(
+    context: contextvars.Context, awaitable: Awaitable[T], hook: _Chat | None = None
+) -> Generator[Any, Any, T]:
     """``await awaitable`` with each of its steps run in ``context``: what it sets there
     stays there, and what it reads is the context's, whatever the awaiting task's holds.
 
     Every value the scheduler sends in, and every exception it throws in (a cancel), goes
-    on to ``awaitable``; every trap it yields goes out to the scheduler.
+    on to ``awaitable``; every trap it yields goes out to the scheduler. A ``hook`` (the
+    ``chat`` span's stream) is told what ``awaitable`` returned, and what it raised, in the
+    same frame: one trampoline, no second generator per step around this one.
     """
     steps = awaitable.__await__()
     step: Callable[[Any], Any] = steps.send
@@ -283,7 +287,13 @@ def _within(context: contextvars.Context, awaitable: Awaitable[T]) -> Generator[
         try:
             trap = context.run(step, value)
         except StopIteration as stop:
+            if hook is not None:
+                hook.observe(stop.value)
             return cast(T, stop.value)
+        except BaseException as exc:
+            if hook is not None:
+                hook.stopped(exc)
+            raise
         finally:
             value = None  # no cycle through this frame when it leaves with an exception
         try:
@@ -344,13 +354,19 @@ class _Chat(AsyncGenerator[Any, None]):
         self._start = tracer.now()
 
     def __anext__(self) -> Coroutine[Any, Any, Any]:
-        return cast("Coroutine[Any, Any, Any]", self._step(self._inner.__anext__()))
+        return cast(
+            "Coroutine[Any, Any, Any]", _within(self._context, self._inner.__anext__(), self)
+        )
 
     def asend(self, value: None) -> Coroutine[Any, Any, Any]:
-        return cast("Coroutine[Any, Any, Any]", self._step(self._inner.asend(value)))
+        return cast(
+            "Coroutine[Any, Any, Any]", _within(self._context, self._inner.asend(value), self)
+        )
 
     def athrow(self, *args: Any) -> Coroutine[Any, Any, Any]:
-        return cast("Coroutine[Any, Any, Any]", self._step(self._inner.athrow(*args)))
+        return cast(
+            "Coroutine[Any, Any, Any]", _within(self._context, self._inner.athrow(*args), self)
+        )
 
     async def aclose(self) -> None:
         if self._open:
@@ -359,36 +375,43 @@ class _Chat(AsyncGenerator[Any, None]):
             finally:
                 self._end(None)
 
-    @types.coroutine
-    def _step(self, awaitable: Awaitable[Any]) -> Generator[Any, Any, Any]:
-        """One step of the model's stream in its context (as :func:`_within`), the event it
-        gave observed; the span ended when the stream ended or failed."""
-        context = self._context
-        steps = awaitable.__await__()
-        step: Callable[[Any], Any] = steps.send
-        value: Any = None
-        while True:
-            try:
-                trap = context.run(step, value)
-            except StopIteration as stop:
-                event = stop.value
-                self._tracer._observe(
-                    self._span, self._model, event, self._text, self._calls, self._measured
+    def observe(self, event: object) -> None:
+        """The model's stream gave ``event`` (a step's hook, :func:`_within`): the last one,
+        ``Finished``, puts the response's model, finish reason and tokens on the span."""
+        usage = getattr(event, "usage", None)
+        if usage is not None:  # the last event, Finished
+            name = self._model.name
+            input_tokens = int(getattr(usage, "input_tokens", 0))
+            output_tokens = int(getattr(usage, "output_tokens", 0))
+            self._span.set_attributes(
+                {
+                    "gen_ai.response.model": name,
+                    "gen_ai.response.finish_reasons": (str(getattr(event, "reason", "")),),
+                    "gen_ai.usage.input_tokens": input_tokens,
+                    "gen_ai.usage.output_tokens": output_tokens,
+                }
+            )
+            measured = self._measured
+            measured["gen_ai.response.model"] = name
+            self._tracer.metrics.record_tokens(input_tokens, output_tokens, measured)
+        elif self._tracer.capture_content:
+            delta = getattr(event, "text", None)
+            if delta is not None:
+                self._text.append(delta)
+            elif hasattr(event, "call_id"):
+                self._calls.append(
+                    {
+                        "type": "tool_call",
+                        "id": getattr(event, "call_id", None),
+                        "name": getattr(event, "name", None),
+                        "arguments": dict(getattr(event, "arguments", {})),
+                    }
                 )
-                return event
-            except StopAsyncIteration:
-                self._end(None)
-                raise
-            except BaseException as exc:
-                self._end(_failed(self._span, exc))
-                raise
-            finally:
-                value = None  # no cycle through this frame when it leaves with an exception
-            try:
-                value = yield trap
-                step = steps.send
-            except BaseException as exc:
-                value, step = exc, steps.throw
+
+    def stopped(self, exc: BaseException) -> None:
+        """A step of the model's stream raised ``exc`` (a step's hook, :func:`_within`): the
+        stream ended (``StopAsyncIteration``) or failed, and so does the span."""
+        self._end(None if isinstance(exc, StopAsyncIteration) else _failed(self._span, exc))
 
     def _end(self, error: str | None) -> None:
         if not self._open:
@@ -653,43 +676,6 @@ class Tracer:
             "gen_ai.request.model": name,
         }
         return _Chat(self, span, model, request, measured)
-
-    def _observe(
-        self,
-        span: Span,
-        model: StreamingModel[Any, Any],
-        event: object,
-        text: list[str],
-        calls: list[dict[str, Any]],
-        measured: dict[str, AttributeValue],
-    ) -> None:
-        usage = getattr(event, "usage", None)
-        if usage is not None:  # the last event, Finished
-            input_tokens = int(getattr(usage, "input_tokens", 0))
-            output_tokens = int(getattr(usage, "output_tokens", 0))
-            span.set_attributes(
-                {
-                    "gen_ai.response.model": model.name,
-                    "gen_ai.response.finish_reasons": (str(getattr(event, "reason", "")),),
-                    "gen_ai.usage.input_tokens": input_tokens,
-                    "gen_ai.usage.output_tokens": output_tokens,
-                }
-            )
-            measured["gen_ai.response.model"] = model.name
-            self.metrics.record_tokens(input_tokens, output_tokens, measured)
-        elif self.capture_content:
-            delta = getattr(event, "text", None)
-            if delta is not None:
-                text.append(delta)
-            elif hasattr(event, "call_id"):
-                calls.append(
-                    {
-                        "type": "tool_call",
-                        "id": getattr(event, "call_id", None),
-                        "name": getattr(event, "name", None),
-                        "arguments": dict(getattr(event, "arguments", {})),
-                    }
-                )
 
     # -- tool calls, compactions, shell jobs -------------------------------------------------
 
