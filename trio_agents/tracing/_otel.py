@@ -129,9 +129,9 @@ def _failed(span: Span, exc: BaseException) -> str | None:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _Current:
-    """Make a span current in a ``with`` block and end it after; an exception marks it
-    (``error`` is then its ``error.type``, for the duration metric).
+    """Make a span current in a ``with`` block and end it after; an exception marks it.
 
     A class of its own rather than ``trace.use_span`` under ``contextlib.contextmanager``:
     two generator-backed context managers less per span (with the turn's and the tool
@@ -139,12 +139,8 @@ class _Current:
     traced tool turn under callgrind, the turns of ``bench_instructions``' ``turn_traced``).
     """
 
-    __slots__ = ("_span", "_token", "error")
-
-    def __init__(self, span: Span) -> None:
-        self._span = span
-        self._token: object = None
-        self.error: str | None = None
+    _span: Span
+    _token: object = attrs.field(default=None, init=False)
 
     def __enter__(self) -> Span:
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
@@ -158,35 +154,26 @@ class _Current:
     ) -> None:
         try:
             if exc is not None:
-                self.error = _failed(self._span, exc)
+                _failed(self._span, exc)
         finally:
             otel_context.detach(cast("Token[otel_context.Context]", self._token))
             self._span.end()
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _ToolCall:
     """The span of one tool call while it runs (:meth:`Tracer.execute_tool`): current in the
     block, told the answer, ended with its duration recorded."""
 
-    __slots__ = ("_capture", "_measured", "_metrics", "_now", "_span", "_start", "_token", "error")
-
-    def __init__(
-        self,
-        span: Span,
-        capture: bool,
-        metrics: Metrics,
-        measured: dict[str, AttributeValue],
-        now: Callable[[], float],
-    ) -> None:
-        self._span = span
-        self._now = now
-        self._capture = capture
-        self._metrics = metrics
-        self._measured = measured
-        self._start = 0.0
-        self._token: object = None
-        self.error: str | None = None
+    _span: Span
+    _capture: bool
+    _metrics: Metrics
+    _measured: dict[str, AttributeValue]
+    _now: Callable[[], float]
+    _start: float = attrs.field(default=0.0, init=False)
+    _token: object = attrs.field(default=None, init=False)
+    error: str | None = attrs.field(default=None, init=False)
 
     def __enter__(self) -> _ToolCall:
         self._start = self._now()
@@ -225,20 +212,18 @@ class _ToolCall:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _TurnSpan:
     """The span of one turn while it runs (:meth:`Tracer.invoke_agent`): current in the
     block; when it ends, what the turn recorded is put on it (``Tracer._turn_ended``)."""
 
-    __slots__ = ("_first", "_session", "_span", "_start", "_token", "_tracer", "_turn_id")
-
-    def __init__(self, tracer: Tracer, span: Span, session: Session, turn_id: str) -> None:
-        self._tracer = tracer
-        self._span = span
-        self._session = session
-        self._turn_id = turn_id
-        self._first = 0
-        self._start = 0.0
-        self._token: object = None
+    _tracer: Tracer
+    _span: Span
+    _session: Session
+    _turn_id: str
+    _first: int = attrs.field(default=0, init=False)
+    _start: float = attrs.field(default=0.0, init=False)
+    _token: object = attrs.field(default=None, init=False)
 
     def __enter__(self) -> None:
         session, span = self._session, self._span
@@ -304,6 +289,7 @@ def _within(
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _Chat(AsyncGenerator[Any, None]):
     """A model's stream inside its ``chat`` span (:meth:`Tracer.chat`): the span is current
     only while the model's own code runs, never across a yield (the consumer's code between
@@ -319,39 +305,17 @@ class _Chat(AsyncGenerator[Any, None]):
     does (the turn's), not by the garbage collector.
     """
 
-    __slots__ = (
-        "_calls",
-        "_context",
-        "_inner",
-        "_measured",
-        "_model",
-        "_open",
-        "_span",
-        "_start",
-        "_text",
-        "_tracer",
-    )
-
-    def __init__(
-        self,
-        tracer: Tracer,
-        span: Span,
-        model: StreamingModel[RequestT, Any],
-        request: RequestT,
-        measured: dict[str, AttributeValue],
-    ) -> None:
-        context = contextvars.copy_context()
-        context.run(otel_context.attach, trace.set_span_in_context(span))
-        self._inner: AsyncGenerator[Any, None] = context.run(model.stream, request)
-        self._context = context
-        self._tracer = tracer
-        self._span = span
-        self._model = model
-        self._measured = measured
-        self._text: list[str] = []
-        self._calls: list[dict[str, Any]] = []
-        self._open = True
-        self._start = tracer.now()
+    _tracer: Tracer
+    _span: Span
+    _model: StreamingModel[Any, Any]
+    # The model's own stream, made in _context, where the span is current.
+    _inner: AsyncGenerator[Any, None]
+    _context: contextvars.Context
+    _measured: dict[str, AttributeValue]
+    _start: float
+    _text: list[str] = attrs.field(factory=list, init=False)
+    _calls: list[dict[str, Any]] = attrs.field(factory=list, init=False)
+    _open: bool = attrs.field(default=True, init=False)
 
     def __anext__(self) -> Coroutine[Any, Any, Any]:
         return cast(
@@ -486,6 +450,7 @@ def _message(message: object) -> dict[str, Any]:
 
 
 @final
+@attrs.define(eq=False, repr=False, init=False)
 class Tracer:
     """The spans of one runtime (see the module rules).
 
@@ -495,16 +460,22 @@ class Tracer:
         meter_provider: the meter provider; OpenTelemetry's global one when ``None``.
     """
 
-    __slots__ = (
-        "_causes",
-        "_fresh",
-        "_parents",
-        "_running",
-        "_tracer",
-        "capture_content",
-        "metrics",
-        "now",
-    )
+    _tracer: trace.Tracer
+    metrics: Metrics
+    capture_content: bool
+    #: Trio's clock, read for the durations (the run's clock, as ``trio.current_time``
+    #: reads it, without its two calls of lookup: 2,280K -> 2,267K instructions a traced
+    #: tool turn under callgrind, as for ``_Current``).
+    now: Callable[[], float]
+    # The remote parents of the agents' next turns (an ACP prompt's _meta), by agent id.
+    _parents: dict[str, otel_context.Context] = attrs.field(factory=dict)
+    # The span of each agent's running turn, and the span that asked for each agent's
+    # cancel (linked from the turn the cancel ends), by agent id.
+    _running: dict[str, SpanContext] = attrs.field(factory=dict)
+    _causes: dict[str, SpanContext] = attrs.field(factory=dict)
+    # The agents created or resumed in this runtime whose first turn has not begun: it
+    # links to the session's latest traced turn (see _records).
+    _fresh: set[str] = attrs.field(factory=set)
 
     def __init__(
         self,
@@ -512,22 +483,12 @@ class Tracer:
         capture_content: bool,
         meter_provider: MeterProvider | None = None,
     ) -> None:
-        self._tracer = trace.get_tracer(SCOPE, tracer_provider=provider)
-        self.metrics = Metrics(meter_provider)
-        self.capture_content = capture_content
-        #: Trio's clock, read for the durations (the run's clock, as ``trio.current_time``
-        #: reads it, without its two calls of lookup: 2,280K -> 2,267K instructions a traced
-        #: tool turn under callgrind, as for ``_Current``).
-        self.now = trio.lowlevel.current_clock().current_time
-        # The remote parents of the agents' next turns (an ACP prompt's _meta), by agent id.
-        self._parents: dict[str, otel_context.Context] = {}
-        # The span of each agent's running turn, and the span that asked for each agent's
-        # cancel (linked from the turn the cancel ends), by agent id.
-        self._running: dict[str, SpanContext] = {}
-        self._causes: dict[str, SpanContext] = {}
-        # The agents created or resumed in this runtime whose first turn has not begun: it
-        # links to the session's latest traced turn (see _records).
-        self._fresh: set[str] = set()
+        self.__attrs_init__(
+            trace.get_tracer(SCOPE, tracer_provider=provider),
+            Metrics(meter_provider),
+            capture_content,
+            trio.lowlevel.current_clock().current_time,
+        )
 
     def agent_created(self, agent_id: str) -> None:
         """The agent ``agent_id`` was created or resumed: its next turn is its first here."""
@@ -675,7 +636,10 @@ class Tracer:
             "gen_ai.provider.name": provider,
             "gen_ai.request.model": name,
         }
-        return _Chat(self, span, model, request, measured)
+        context = contextvars.copy_context()
+        context.run(otel_context.attach, trace.set_span_in_context(span))
+        inner = context.run(model.stream, request)
+        return _Chat(self, span, model, inner, context, measured, self.now())
 
     # -- tool calls, compactions, shell jobs -------------------------------------------------
 
