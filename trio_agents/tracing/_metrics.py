@@ -18,7 +18,6 @@ from typing import Final, final
 
 import attrs
 from opentelemetry import metrics
-from opentelemetry.util.types import AttributeValue
 
 __all__ = ["Metrics"]
 
@@ -69,10 +68,3 @@ class Metrics:
                 "trio_agents.jobs.running", unit="{job}", description="Shell processes running now."
             ),
         )
-
-    def record_tokens(
-        self, input_tokens: int, output_tokens: int, attributes: dict[str, AttributeValue]
-    ) -> None:
-        """Record one request's token usage."""
-        self.tokens.record(input_tokens, {**attributes, "gen_ai.token.type": "input"})
-        self.tokens.record(output_tokens, {**attributes, "gen_ai.token.type": "output"})

@@ -84,6 +84,80 @@ _ROLES: Final = {
 }
 
 
+#: How many models and tools a tracer keeps the shared parts of their spans for (a model may
+#: name any tool: past this, each span makes its own).
+_KINDS: Final = 256
+
+#: The metric attributes of a turn's duration.
+# Invariant: never changed (the SDK keeps the attributes of each new series it records).
+_TURN_MEASURED: Final[Mapping[str, AttributeValue]] = {"gen_ai.operation.name": "invoke_agent"}
+
+
+@final
+@attrs.frozen
+class _ChatKind:
+    """What every request to one model shares: its span's name and first attributes, and
+    the metric attributes of its series, made once per model rather than per request.
+
+    Invariant: the mappings are never changed; a span that adds to its attributes copies them
+    (the SDK keeps the attributes of each new metric series it records).
+    """
+
+    span_name: str
+    response_model: str
+    attributes: Mapping[str, AttributeValue]
+    #: The duration's attributes before the response (a failed request) and after it.
+    requested: Mapping[str, AttributeValue]
+    answered: Mapping[str, AttributeValue]
+    input_tokens: Mapping[str, AttributeValue]
+    output_tokens: Mapping[str, AttributeValue]
+
+    @classmethod
+    def of(cls, model: StreamingModel[Any, Any]) -> _ChatKind:
+        name = model.name
+        provider = getattr(model, "provider", None) or _PROVIDERS.get(
+            type(model).__name__, type(model).__name__
+        )
+        requested: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": name,
+        }
+        answered = {**requested, "gen_ai.response.model": name}
+        return cls(
+            span_name=f"chat {name}",
+            response_model=name,
+            attributes=requested,
+            requested=requested,
+            answered=answered,
+            input_tokens={**answered, "gen_ai.token.type": "input"},
+            output_tokens={**answered, "gen_ai.token.type": "output"},
+        )
+
+
+@final
+@attrs.frozen
+class _ToolKind:
+    """What every call of one tool shares: its span's name and first attributes, and the
+    metric attributes of its duration (never changed, as :class:`_ChatKind`'s)."""
+
+    span_name: str
+    attributes: Mapping[str, AttributeValue]
+    measured: Mapping[str, AttributeValue]
+
+    @classmethod
+    def of(cls, name: str) -> _ToolKind:
+        return cls(
+            span_name=f"execute_tool {name}",
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": name,
+                "gen_ai.tool.type": "function",
+            },
+            measured={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name},
+        )
+
+
 def cause_attributes(cause: CancelCause | None) -> dict[str, AttributeValue]:
     """The span attributes of a cancel ``cause``: its class, then each of its fields."""
     if cause is None:
@@ -98,8 +172,7 @@ def cause_attributes(cause: CancelCause | None) -> dict[str, AttributeValue]:
 
 def _mark_cancelled(span: Span, cause: CancelCause | None) -> str:
     attributes = cause_attributes(cause)
-    span.set_attributes(attributes)
-    span.set_attribute("error.type", "cancelled")
+    span.set_attributes({**attributes, "error.type": "cancelled"})
     span.add_event("trio_agents.cancel", attributes)
     span.set_status(
         Status(StatusCode.ERROR, f"cancelled by {cause.describe()}" if cause else "cancelled")
@@ -169,13 +242,15 @@ class _ToolCall:
     _span: Span
     _capture: bool
     _metrics: Metrics
-    _measured: dict[str, AttributeValue]
+    _measured: Mapping[str, AttributeValue]
     _now: Callable[[], float]
-    _start: float = attrs.field(default=0.0, init=False)
-    _token: object = attrs.field(default=None, init=False)
-    error: str | None = attrs.field(default=None, init=False)
+    # Set by __enter__.
+    _start: float = attrs.field(init=False)
+    _token: object = attrs.field(init=False)
+    error: str | None = attrs.field(init=False)
 
     def __enter__(self) -> _ToolCall:
+        self.error = None
         self._start = self._now()
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
         return self
@@ -207,7 +282,7 @@ class _ToolCall:
             span.end()
             measured = self._measured
             if error is not None:
-                measured["error.type"] = error
+                measured = {**measured, "error.type": error}
             self._metrics.duration.record(self._now() - self._start, measured)
 
 
@@ -221,9 +296,10 @@ class _TurnSpan:
     _span: Span
     _session: Session
     _turn_id: str
-    _first: int = attrs.field(default=0, init=False)
-    _start: float = attrs.field(default=0.0, init=False)
-    _token: object = attrs.field(default=None, init=False)
+    # Set by __enter__.
+    _first: int = attrs.field(init=False)
+    _start: float = attrs.field(init=False)
+    _token: object = attrs.field(init=False)
 
     def __enter__(self) -> None:
         session, span = self._session, self._span
@@ -307,15 +383,17 @@ class _Chat(AsyncGenerator[Any, None]):
 
     _tracer: Tracer
     _span: Span
-    _model: StreamingModel[Any, Any]
+    _kind: _ChatKind
     # The model's own stream, made in _context, where the span is current.
     _inner: AsyncGenerator[Any, None]
     _context: contextvars.Context
-    _measured: dict[str, AttributeValue]
     _start: float
-    _text: list[str] = attrs.field(factory=list, init=False)
-    _calls: list[dict[str, Any]] = attrs.field(factory=list, init=False)
-    _open: bool = attrs.field(default=True, init=False)
+    # What the model answered, for gen_ai.output.messages: only with capture_content.
+    _text: list[str] | None
+    _calls: list[dict[str, Any]] | None
+    # The duration's attributes: the kind's requested ones, its answered ones once Finished.
+    _measured: Mapping[str, AttributeValue]
+    _open: bool = True
 
     def __anext__(self) -> Coroutine[Any, Any, Any]:
         return cast(
@@ -344,21 +422,22 @@ class _Chat(AsyncGenerator[Any, None]):
         ``Finished``, puts the response's model, finish reason and tokens on the span."""
         usage = getattr(event, "usage", None)
         if usage is not None:  # the last event, Finished
-            name = self._model.name
+            kind = self._kind
             input_tokens = int(getattr(usage, "input_tokens", 0))
             output_tokens = int(getattr(usage, "output_tokens", 0))
             self._span.set_attributes(
                 {
-                    "gen_ai.response.model": name,
+                    "gen_ai.response.model": kind.response_model,
                     "gen_ai.response.finish_reasons": (str(getattr(event, "reason", "")),),
                     "gen_ai.usage.input_tokens": input_tokens,
                     "gen_ai.usage.output_tokens": output_tokens,
                 }
             )
-            measured = self._measured
-            measured["gen_ai.response.model"] = name
-            self._tracer.metrics.record_tokens(input_tokens, output_tokens, measured)
-        elif self._tracer.capture_content:
+            self._measured = kind.answered
+            tokens = self._tracer.metrics.tokens
+            tokens.record(input_tokens, kind.input_tokens)
+            tokens.record(output_tokens, kind.output_tokens)
+        elif self._text is not None and self._calls is not None:  # capture_content
             delta = getattr(event, "text", None)
             if delta is not None:
                 self._text.append(delta)
@@ -382,7 +461,7 @@ class _Chat(AsyncGenerator[Any, None]):
             return
         self._open = False
         span, text, calls = self._span, self._text, self._calls
-        if self._tracer.capture_content and (text or calls):
+        if text is not None and calls is not None and (text or calls):
             parts: list[dict[str, Any]] = [{"type": "text", "content": "".join(text)}]
             output = [{"role": "assistant", "parts": (parts if text else []) + calls}]
             span.set_attribute("gen_ai.output.messages", _json(output))
@@ -476,6 +555,9 @@ class Tracer:
     # The agents created or resumed in this runtime whose first turn has not begun: it
     # links to the session's latest traced turn (see _records).
     _fresh: set[str] = attrs.field(factory=set)
+    # The shared parts of the spans of each model (by class, name and provider) and tool.
+    _chats: dict[tuple[type, str, object], _ChatKind] = attrs.field(factory=dict)
+    _tools: dict[str, _ToolKind] = attrs.field(factory=dict)
 
     def __init__(
         self,
@@ -565,9 +647,9 @@ class Tracer:
         self._causes.pop(agent_id, None)
         metrics = self.metrics
         metrics.turns.add(-1)
-        measured: dict[str, AttributeValue] = {"gen_ai.operation.name": "invoke_agent"}
+        measured = _TURN_MEASURED
         if error is not None:
-            measured["error.type"] = error
+            measured = {**measured, "error.type": error}
         metrics.duration.record(self.now() - start, measured)
 
     def _turn_ended(
@@ -608,9 +690,9 @@ class Tracer:
 
     def approved(self, decision: str, by: str) -> None:
         """See :func:`trio_agents.tracing.approved`."""
-        span = trace.get_current_span()
-        span.set_attribute("trio_agents.tool.approval", decision)
-        span.set_attribute("trio_agents.tool.approval_by", by)
+        trace.get_current_span().set_attributes(
+            {"trio_agents.tool.approval": decision, "trio_agents.tool.approval_by": by}
+        )
 
     # -- model requests ----------------------------------------------------------------------
 
@@ -618,28 +700,25 @@ class Tracer:
         self, model: StreamingModel[RequestT, Any], request: RequestT
     ) -> AsyncGenerator[Any, None]:
         """See :func:`trio_agents.tracing.chat`."""
-        name = model.name
-        provider = getattr(model, "provider", None) or _PROVIDERS.get(
-            type(model).__name__, type(model).__name__
-        )
-        attributes: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-            "gen_ai.request.model": name,
-        }
+        key = (type(model), model.name, getattr(model, "provider", None))
+        kind = self._chats.get(key)
+        if kind is None:
+            kind = _ChatKind.of(model)
+            if len(self._chats) < _KINDS:
+                self._chats[key] = kind
+        attributes = kind.attributes
+        text: list[str] | None = None
+        calls: list[dict[str, Any]] | None = None
         if self.capture_content:
             messages = getattr(request, "messages", ())
-            attributes["gen_ai.input.messages"] = _json([_message(m) for m in messages])
-        span = self._tracer.start_span(f"chat {name}", kind=SpanKind.CLIENT, attributes=attributes)
-        measured: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-            "gen_ai.request.model": name,
-        }
+            content = _json([_message(m) for m in messages])
+            attributes = {**attributes, "gen_ai.input.messages": content}
+            text, calls = [], []
+        span = self._tracer.start_span(kind.span_name, kind=SpanKind.CLIENT, attributes=attributes)
         context = contextvars.copy_context()
         context.run(otel_context.attach, trace.set_span_in_context(span))
         inner = context.run(model.stream, request)
-        return _Chat(self, span, model, inner, context, measured, self.now())
+        return _Chat(self, span, kind, inner, context, self.now(), text, calls, kind.requested)
 
     # -- tool calls, compactions, shell jobs -------------------------------------------------
 
@@ -647,26 +726,22 @@ class Tracer:
         self, name: str, call_id: str | None, arguments: Mapping[str, Any]
     ) -> _ToolCall:
         """See :func:`trio_agents.tracing.execute_tool`."""
-        attributes: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.type": "function",
-        }
+        kind = self._tools.get(name)
+        if kind is None:
+            kind = _ToolKind.of(name)
+            if len(self._tools) < _KINDS:
+                self._tools[name] = kind
+        attributes = dict(kind.attributes)
         if call_id is not None:
             attributes["gen_ai.tool.call.id"] = call_id
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = _json(dict(arguments))
         span = self._tracer.start_span(
-            f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes
+            kind.span_name, kind=SpanKind.INTERNAL, attributes=attributes
         )
-        measured: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-        }
-        return _ToolCall(span, self.capture_content, self.metrics, measured, self.now)
+        return _ToolCall(span, self.capture_content, self.metrics, kind.measured, self.now)
 
-    @contextmanager
-    def compaction(self, agent_id: str, turn_id: str | None) -> Iterator[object]:
+    def compaction(self, agent_id: str, turn_id: str | None) -> _Current:
         """See :func:`trio_agents.tracing.compaction`."""
         attributes: dict[str, AttributeValue] = {"gen_ai.agent.id": agent_id}
         if turn_id is not None:
@@ -674,8 +749,7 @@ class Tracer:
         span = self._tracer.start_span(
             f"compaction {agent_id}", kind=SpanKind.INTERNAL, attributes=attributes
         )
-        with _Current(span):
-            yield span
+        return _Current(span)
 
     @contextmanager
     def shell_job(self, job: ShellJob) -> Iterator[object]:
