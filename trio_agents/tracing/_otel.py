@@ -213,7 +213,7 @@ class _Current:
     """
 
     _span: Span
-    _token: object = attrs.field(default=None, init=False)
+    _token: Token[otel_context.Context] = attrs.field(init=False)
 
     def __enter__(self) -> Span:
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
@@ -229,7 +229,7 @@ class _Current:
             if exc is not None:
                 _failed(self._span, exc)
         finally:
-            otel_context.detach(cast("Token[otel_context.Context]", self._token))
+            otel_context.detach(self._token)
             self._span.end()
 
 
@@ -246,7 +246,7 @@ class _ToolCall:
     _now: Callable[[], float]
     # Set by __enter__.
     _start: float = attrs.field(init=False)
-    _token: object = attrs.field(init=False)
+    _token: Token[otel_context.Context] = attrs.field(init=False)
     error: str | None = attrs.field(init=False)
 
     def __enter__(self) -> _ToolCall:
@@ -278,7 +278,7 @@ class _ToolCall:
             if exc is not None:
                 error = _failed(span, exc) or error
         finally:
-            otel_context.detach(cast("Token[otel_context.Context]", self._token))
+            otel_context.detach(self._token)
             span.end()
             measured = self._measured
             if error is not None:
@@ -299,7 +299,7 @@ class _TurnSpan:
     # Set by __enter__.
     _first: int = attrs.field(init=False)
     _start: float = attrs.field(init=False)
-    _token: object = attrs.field(init=False)
+    _token: Token[otel_context.Context] = attrs.field(init=False)
 
     def __enter__(self) -> None:
         session, span = self._session, self._span
@@ -323,7 +323,7 @@ class _TurnSpan:
                 if error is None and exc is not None:
                     error = _failed(span, exc)
             finally:
-                otel_context.detach(cast("Token[otel_context.Context]", self._token))
+                otel_context.detach(self._token)
                 span.end()
         finally:
             tracer._turn_left(session.id, self._start, error)
@@ -348,9 +348,10 @@ def _within(
         try:
             trap = context.run(step, value)
         except StopIteration as stop:
+            result: T = stop.value  # typed without typing.cast: a call at every step
             if hook is not None:
-                hook.observe(stop.value)
-            return cast(T, stop.value)
+                hook.observe(result)
+            return result
         except BaseException as exc:
             if hook is not None:
                 hook.stopped(exc)
@@ -362,6 +363,11 @@ def _within(
             step = steps.send
         except BaseException as exc:
             value, step = exc, steps.throw
+
+
+#: :func:`_within` typed as the coroutine it returns (``types.coroutine``'s stub says
+#: ``Awaitable``), once here rather than by a ``typing.cast`` call at every step.
+_stepped = cast("Callable[..., Coroutine[Any, Any, Any]]", _within)
 
 
 @final
@@ -396,19 +402,13 @@ class _Chat(AsyncGenerator[Any, None]):
     _open: bool = True
 
     def __anext__(self) -> Coroutine[Any, Any, Any]:
-        return cast(
-            "Coroutine[Any, Any, Any]", _within(self._context, self._inner.__anext__(), self)
-        )
+        return _stepped(self._context, self._inner.__anext__(), self)
 
     def asend(self, value: None) -> Coroutine[Any, Any, Any]:
-        return cast(
-            "Coroutine[Any, Any, Any]", _within(self._context, self._inner.asend(value), self)
-        )
+        return _stepped(self._context, self._inner.asend(value), self)
 
     def athrow(self, *args: Any) -> Coroutine[Any, Any, Any]:
-        return cast(
-            "Coroutine[Any, Any, Any]", _within(self._context, self._inner.athrow(*args), self)
-        )
+        return _stepped(self._context, self._inner.athrow(*args), self)
 
     async def aclose(self) -> None:
         if self._open:
