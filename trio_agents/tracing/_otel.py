@@ -35,7 +35,6 @@ from collections.abc import (
 )
 from contextlib import contextmanager
 from contextvars import Token
-from types import TracebackType
 from typing import Any, Final, TypeVar, cast, final
 
 import attrs
@@ -219,12 +218,7 @@ class _Current:
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
         return self._span
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         try:
             if exc is not None:
                 _failed(self._span, exc)
@@ -266,12 +260,7 @@ class _ToolCall:
             self.error = "tool_error"
         self._span.set_attributes(attributes)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         span = self._span
         error = self.error
         try:
@@ -308,12 +297,7 @@ class _TurnSpan:
         self._start = self._tracer.now()
         self._token = otel_context.attach(trace.set_span_in_context(span))
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         tracer, span, session = self._tracer, self._span, self._session
         error: str | None = None
         try:
