@@ -362,7 +362,8 @@ class _Chat(AsyncGenerator[Any, None]):
     events is not the model's), and it ends when the stream ends, fails or is closed.
 
     The stream runs in a copy of the caller's context with the span current (attached there
-    once, and the copy dropped with it); each step runs there as :func:`_within` runs one.
+    once, and the copy dropped with it); each step runs there through :func:`_within`, which
+    tells the stream (its hook) the event the step gave, or how the stream ended.
     A class rather than an async generator around the model's: no second generator to
     resume at each event, register with trio's finalizer and close by throwing
     ``GeneratorExit`` through it (a tool turn traced with OpenTelemetry's no-op tracer
