@@ -130,3 +130,37 @@ async def test_live_agents_running_turns_and_jobs_are_counted_up_and_down() -> N
         assert counts(reader)["trio_agents.jobs.running"] == 0
         await handle.dispose()
         assert counts(reader)["trio_agents.agents"] == 0
+
+
+async def test_a_failed_call_leaves_the_next_calls_measure_without_its_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A tool's calls share their series' attributes: an error marks only its own measure."""
+    provider, _ = in_memory()
+    meters, reader = metrics_reader()
+    model = ScriptedModel(
+        [
+            [CallTool("sleep", {"seconds": "long"})],
+            [CallTool("sleep", {"seconds": 1})],
+            [Say("done")],
+        ]
+    )
+    async with ag.open_runtime(
+        model=model, tracer_provider=provider, meter_provider=meters
+    ) as root:
+        await root.plugin(Tools(SLEEP))
+        agent = (await root.agents.create()).agent
+        agent.prompt("go")
+        await agent.when_idle()
+    calls = sorted(durations(reader, "execute_tool"), key=lambda found: found[0])
+    assert calls == [
+        (
+            0.0,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "sleep",
+                "error.type": "tool_error",
+            },
+        ),
+        (1.0, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "sleep"}),
+    ]

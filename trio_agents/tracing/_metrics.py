@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Final, final
 
+import attrs
 from opentelemetry import metrics
-from opentelemetry.util.types import AttributeValue
 
 #: Bucket boundaries the conventions advise for token counts and durations.
 _TOKEN_BUCKETS: Final = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304]
@@ -27,6 +27,7 @@ _SECONDS_BUCKETS: Final = [
 
 
 @final
+@attrs.define(eq=False, repr=False, init=False)
 class Metrics:
     """The instruments of one runtime (see the module rules).
 
@@ -34,35 +35,34 @@ class Metrics:
         provider: the meter provider; OpenTelemetry's global one when ``None``.
     """
 
-    __slots__ = ("agents", "duration", "jobs", "tokens", "turns")
+    tokens: metrics.Histogram
+    duration: metrics.Histogram
+    agents: metrics.UpDownCounter
+    turns: metrics.UpDownCounter
+    jobs: metrics.UpDownCounter
 
     def __init__(self, provider: metrics.MeterProvider | None) -> None:
         meter = metrics.get_meter("trio_agents", meter_provider=provider)
-        self.tokens = meter.create_histogram(
-            "gen_ai.client.token.usage",
-            unit="{token}",
-            description="Number of input and output tokens used.",
-            explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
+        self.__attrs_init__(
+            tokens=meter.create_histogram(
+                "gen_ai.client.token.usage",
+                unit="{token}",
+                description="Number of input and output tokens used.",
+                explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
+            ),
+            duration=meter.create_histogram(
+                "gen_ai.client.operation.duration",
+                unit="s",
+                description="GenAI operation duration.",
+                explicit_bucket_boundaries_advisory=_SECONDS_BUCKETS,
+            ),
+            agents=meter.create_up_down_counter(
+                "trio_agents.agents", unit="{agent}", description="Live agents."
+            ),
+            turns=meter.create_up_down_counter(
+                "trio_agents.turns.running", unit="{turn}", description="Turns running now."
+            ),
+            jobs=meter.create_up_down_counter(
+                "trio_agents.jobs.running", unit="{job}", description="Shell processes running now."
+            ),
         )
-        self.duration = meter.create_histogram(
-            "gen_ai.client.operation.duration",
-            unit="s",
-            description="GenAI operation duration.",
-            explicit_bucket_boundaries_advisory=_SECONDS_BUCKETS,
-        )
-        self.agents = meter.create_up_down_counter(
-            "trio_agents.agents", unit="{agent}", description="Live agents."
-        )
-        self.turns = meter.create_up_down_counter(
-            "trio_agents.turns.running", unit="{turn}", description="Turns running now."
-        )
-        self.jobs = meter.create_up_down_counter(
-            "trio_agents.jobs.running", unit="{job}", description="Shell processes running now."
-        )
-
-    def record_tokens(
-        self, input_tokens: int, output_tokens: int, attributes: dict[str, AttributeValue]
-    ) -> None:
-        """Record one request's token usage."""
-        self.tokens.record(input_tokens, {**attributes, "gen_ai.token.type": "input"})
-        self.tokens.record(output_tokens, {**attributes, "gen_ai.token.type": "output"})

@@ -35,7 +35,6 @@ from collections.abc import (
 )
 from contextlib import contextmanager
 from contextvars import Token
-from types import TracebackType
 from typing import Any, Final, TypeVar, cast, final
 
 import attrs
@@ -82,6 +81,80 @@ _ROLES: Final = {
 }
 
 
+#: How many models and tools a tracer keeps the shared parts of their spans for (a model may
+#: name any tool: past this, each span makes its own).
+_KINDS: Final = 256
+
+#: The metric attributes of a turn's duration.
+# Invariant: never changed (the SDK keeps the attributes of each new series it records).
+_TURN_MEASURED: Final[Mapping[str, AttributeValue]] = {"gen_ai.operation.name": "invoke_agent"}
+
+
+@final
+@attrs.frozen
+class _ChatKind:
+    """What every request to one model shares: its span's name and first attributes, and
+    the metric attributes of its series, made once per model rather than per request.
+
+    Invariant: the mappings are never changed; a span that adds to its attributes copies them
+    (the SDK keeps the attributes of each new metric series it records).
+    """
+
+    span_name: str
+    response_model: str
+    attributes: Mapping[str, AttributeValue]
+    #: The duration's attributes before the response (a failed request) and after it.
+    requested: Mapping[str, AttributeValue]
+    answered: Mapping[str, AttributeValue]
+    input_tokens: Mapping[str, AttributeValue]
+    output_tokens: Mapping[str, AttributeValue]
+
+    @classmethod
+    def of(cls, model: StreamingModel[Any, Any]) -> _ChatKind:
+        name = model.name
+        provider = getattr(model, "provider", None) or _PROVIDERS.get(
+            type(model).__name__, type(model).__name__
+        )
+        requested: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": name,
+        }
+        answered = {**requested, "gen_ai.response.model": name}
+        return cls(
+            span_name=f"chat {name}",
+            response_model=name,
+            attributes=requested,
+            requested=requested,
+            answered=answered,
+            input_tokens={**answered, "gen_ai.token.type": "input"},
+            output_tokens={**answered, "gen_ai.token.type": "output"},
+        )
+
+
+@final
+@attrs.frozen
+class _ToolKind:
+    """What every call of one tool shares: its span's name and first attributes, and the
+    metric attributes of its duration (never changed, as :class:`_ChatKind`'s)."""
+
+    span_name: str
+    attributes: Mapping[str, AttributeValue]
+    measured: Mapping[str, AttributeValue]
+
+    @classmethod
+    def of(cls, name: str) -> _ToolKind:
+        return cls(
+            span_name=f"execute_tool {name}",
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": name,
+                "gen_ai.tool.type": "function",
+            },
+            measured={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name},
+        )
+
+
 def cause_attributes(cause: CancelCause | None) -> dict[str, AttributeValue]:
     """The span attributes of a cancel ``cause``: its class, then each of its fields."""
     if cause is None:
@@ -96,8 +169,7 @@ def cause_attributes(cause: CancelCause | None) -> dict[str, AttributeValue]:
 
 def _mark_cancelled(span: Span, cause: CancelCause | None) -> str:
     attributes = cause_attributes(cause)
-    span.set_attributes(attributes)
-    span.set_attribute("error.type", "cancelled")
+    span.set_attributes({**attributes, "error.type": "cancelled"})
     span.add_event("trio_agents.cancel", attributes)
     span.set_status(
         Status(StatusCode.ERROR, f"cancelled by {cause.describe()}" if cause else "cancelled")
@@ -127,9 +199,9 @@ def _failed(span: Span, exc: BaseException) -> str | None:
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _Current:
-    """Make a span current in a ``with`` block and end it after; an exception marks it
-    (``error`` is then its ``error.type``, for the duration metric).
+    """Make a span current in a ``with`` block and end it after; an exception marks it.
 
     A class of its own rather than ``trace.use_span`` under ``contextlib.contextmanager``:
     two generator-backed context managers less per span (with the turn's and the tool
@@ -137,56 +209,40 @@ class _Current:
     traced tool turn under callgrind, the turns of ``bench_instructions``' ``turn_traced``).
     """
 
-    __slots__ = ("_span", "_token", "error")
-
-    def __init__(self, span: Span) -> None:
-        self._span = span
-        self._token: object = None
-        self.error: str | None = None
+    _span: Span
+    _token: Token[otel_context.Context] = attrs.field(init=False)
 
     def __enter__(self) -> Span:
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
         return self._span
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         try:
             if exc is not None:
-                self.error = _failed(self._span, exc)
+                _failed(self._span, exc)
         finally:
-            otel_context.detach(cast("Token[otel_context.Context]", self._token))
+            otel_context.detach(self._token)
             self._span.end()
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _ToolCall:
     """The span of one tool call while it runs (:meth:`Tracer.execute_tool`): current in the
     block, told the answer, ended with its duration recorded."""
 
-    __slots__ = ("_capture", "_measured", "_metrics", "_now", "_span", "_start", "_token", "error")
-
-    def __init__(
-        self,
-        span: Span,
-        capture: bool,
-        metrics: Metrics,
-        measured: dict[str, AttributeValue],
-        now: Callable[[], float],
-    ) -> None:
-        self._span = span
-        self._now = now
-        self._capture = capture
-        self._metrics = metrics
-        self._measured = measured
-        self._start = 0.0
-        self._token: object = None
-        self.error: str | None = None
+    _span: Span
+    _capture: bool
+    _metrics: Metrics
+    _measured: Mapping[str, AttributeValue]
+    _now: Callable[[], float]
+    # Set by __enter__.
+    _start: float = attrs.field(init=False)
+    _token: Token[otel_context.Context] = attrs.field(init=False)
+    error: str | None = attrs.field(init=False)
 
     def __enter__(self) -> _ToolCall:
+        self.error = None
         self._start = self._now()
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
         return self
@@ -202,41 +258,35 @@ class _ToolCall:
             self.error = "tool_error"
         self._span.set_attributes(attributes)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         span = self._span
         error = self.error
         try:
             if exc is not None:
                 error = _failed(span, exc) or error
         finally:
-            otel_context.detach(cast("Token[otel_context.Context]", self._token))
+            otel_context.detach(self._token)
             span.end()
             measured = self._measured
             if error is not None:
-                measured["error.type"] = error
+                measured = {**measured, "error.type": error}
             self._metrics.duration.record(self._now() - self._start, measured)
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _TurnSpan:
     """The span of one turn while it runs (:meth:`Tracer.invoke_agent`): current in the
     block; when it ends, what the turn recorded is put on it (``Tracer._turn_ended``)."""
 
-    __slots__ = ("_first", "_session", "_span", "_start", "_token", "_tracer", "_turn_id")
-
-    def __init__(self, tracer: Tracer, span: Span, session: Session, turn_id: str) -> None:
-        self._tracer = tracer
-        self._span = span
-        self._session = session
-        self._turn_id = turn_id
-        self._first = 0
-        self._start = 0.0
-        self._token: object = None
+    _tracer: Tracer
+    _span: Span
+    _session: Session
+    _turn_id: str
+    # Set by __enter__.
+    _first: int = attrs.field(init=False)
+    _start: float = attrs.field(init=False)
+    _token: Token[otel_context.Context] = attrs.field(init=False)
 
     def __enter__(self) -> None:
         session, span = self._session, self._span
@@ -245,12 +295,7 @@ class _TurnSpan:
         self._start = self._tracer.now()
         self._token = otel_context.attach(trace.set_span_in_context(span))
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         tracer, span, session = self._tracer, self._span, self._session
         error: str | None = None
         try:
@@ -260,19 +305,23 @@ class _TurnSpan:
                 if error is None and exc is not None:
                     error = _failed(span, exc)
             finally:
-                otel_context.detach(cast("Token[otel_context.Context]", self._token))
+                otel_context.detach(self._token)
                 span.end()
         finally:
             tracer._turn_left(session.id, self._start, error)
 
 
 @types.coroutine
-def _within(context: contextvars.Context, awaitable: Awaitable[T]) -> Generator[Any, Any, T]:
+def _within(
+    context: contextvars.Context, awaitable: Awaitable[T], hook: _Chat | None = None
+) -> Generator[Any, Any, T]:
     """``await awaitable`` with each of its steps run in ``context``: what it sets there
     stays there, and what it reads is the context's, whatever the awaiting task's holds.
 
     Every value the scheduler sends in, and every exception it throws in (a cancel), goes
-    on to ``awaitable``; every trap it yields goes out to the scheduler.
+    on to ``awaitable``; every trap it yields goes out to the scheduler. A ``hook`` (the
+    ``chat`` span's stream) is told what ``awaitable`` returned, and what it raised, in the
+    same frame: one trampoline, no second generator per step around this one.
     """
     steps = awaitable.__await__()
     step: Callable[[Any], Any] = steps.send
@@ -281,7 +330,14 @@ def _within(context: contextvars.Context, awaitable: Awaitable[T]) -> Generator[
         try:
             trap = context.run(step, value)
         except StopIteration as stop:
-            return cast(T, stop.value)
+            result: T = stop.value  # typed without typing.cast: a call at every step
+            if hook is not None:
+                hook.observe(result)
+            return result
+        except BaseException as exc:
+            if hook is not None:
+                hook.stopped(exc)
+            raise
         finally:
             value = None  # no cycle through this frame when it leaves with an exception
         try:
@@ -291,14 +347,21 @@ def _within(context: contextvars.Context, awaitable: Awaitable[T]) -> Generator[
             value, step = exc, steps.throw
 
 
+#: :func:`_within` typed as the coroutine it returns (``types.coroutine``'s stub says
+#: ``Awaitable``), once here rather than by a ``typing.cast`` call at every step.
+_stepped = cast("Callable[..., Coroutine[Any, Any, Any]]", _within)
+
+
 @final
+@attrs.define(eq=False, repr=False)
 class _Chat(AsyncGenerator[Any, None]):
     """A model's stream inside its ``chat`` span (:meth:`Tracer.chat`): the span is current
     only while the model's own code runs, never across a yield (the consumer's code between
     events is not the model's), and it ends when the stream ends, fails or is closed.
 
     The stream runs in a copy of the caller's context with the span current (attached there
-    once, and the copy dropped with it); each step runs there as :func:`_within` runs one.
+    once, and the copy dropped with it); each step runs there through :func:`_within`, which
+    tells the stream (its hook) the event the step gave, or how the stream ended.
     A class rather than an async generator around the model's: no second generator to
     resume at each event, register with trio's finalizer and close by throwing
     ``GeneratorExit`` through it (a tool turn traced with OpenTelemetry's no-op tracer
@@ -307,48 +370,28 @@ class _Chat(AsyncGenerator[Any, None]):
     does (the turn's), not by the garbage collector.
     """
 
-    __slots__ = (
-        "_calls",
-        "_context",
-        "_inner",
-        "_measured",
-        "_model",
-        "_open",
-        "_span",
-        "_start",
-        "_text",
-        "_tracer",
-    )
-
-    def __init__(
-        self,
-        tracer: Tracer,
-        span: Span,
-        model: StreamingModel[RequestT, Any],
-        request: RequestT,
-        measured: dict[str, AttributeValue],
-    ) -> None:
-        context = contextvars.copy_context()
-        context.run(otel_context.attach, trace.set_span_in_context(span))
-        self._inner: AsyncGenerator[Any, None] = context.run(model.stream, request)
-        self._context = context
-        self._tracer = tracer
-        self._span = span
-        self._model = model
-        self._measured = measured
-        self._text: list[str] = []
-        self._calls: list[dict[str, Any]] = []
-        self._open = True
-        self._start = tracer.now()
+    _tracer: Tracer
+    _span: Span
+    _kind: _ChatKind
+    # The model's own stream, made in _context, where the span is current.
+    _inner: AsyncGenerator[Any, None]
+    _context: contextvars.Context
+    _start: float
+    # What the model answered, for gen_ai.output.messages: only with capture_content.
+    _text: list[str] | None
+    _calls: list[dict[str, Any]] | None
+    # The duration's attributes: the kind's requested ones, its answered ones once Finished.
+    _measured: Mapping[str, AttributeValue]
+    _open: bool = True
 
     def __anext__(self) -> Coroutine[Any, Any, Any]:
-        return cast("Coroutine[Any, Any, Any]", self._step(self._inner.__anext__()))
+        return _stepped(self._context, self._inner.__anext__(), self)
 
     def asend(self, value: None) -> Coroutine[Any, Any, Any]:
-        return cast("Coroutine[Any, Any, Any]", self._step(self._inner.asend(value)))
+        return _stepped(self._context, self._inner.asend(value), self)
 
     def athrow(self, *args: Any) -> Coroutine[Any, Any, Any]:
-        return cast("Coroutine[Any, Any, Any]", self._step(self._inner.athrow(*args)))
+        return _stepped(self._context, self._inner.athrow(*args), self)
 
     async def aclose(self) -> None:
         if self._open:
@@ -357,43 +400,51 @@ class _Chat(AsyncGenerator[Any, None]):
             finally:
                 self._end(None)
 
-    @types.coroutine
-    def _step(self, awaitable: Awaitable[Any]) -> Generator[Any, Any, Any]:
-        """One step of the model's stream in its context (as :func:`_within`), the event it
-        gave observed; the span ended when the stream ended or failed."""
-        context = self._context
-        steps = awaitable.__await__()
-        step: Callable[[Any], Any] = steps.send
-        value: Any = None
-        while True:
-            try:
-                trap = context.run(step, value)
-            except StopIteration as stop:
-                event = stop.value
-                self._tracer._observe(
-                    self._span, self._model, event, self._text, self._calls, self._measured
+    def observe(self, event: object) -> None:
+        """The model's stream gave ``event`` (a step's hook, :func:`_within`): the last one,
+        ``Finished``, puts the response's model, finish reason and tokens on the span."""
+        usage = getattr(event, "usage", None)
+        if usage is not None:  # the last event, Finished
+            kind = self._kind
+            input_tokens = int(getattr(usage, "input_tokens", 0))
+            output_tokens = int(getattr(usage, "output_tokens", 0))
+            self._span.set_attributes(
+                {
+                    "gen_ai.response.model": kind.response_model,
+                    "gen_ai.response.finish_reasons": (str(getattr(event, "reason", "")),),
+                    "gen_ai.usage.input_tokens": input_tokens,
+                    "gen_ai.usage.output_tokens": output_tokens,
+                }
+            )
+            self._measured = kind.answered
+            tokens = self._tracer.metrics.tokens
+            tokens.record(input_tokens, kind.input_tokens)
+            tokens.record(output_tokens, kind.output_tokens)
+        elif self._text is not None and self._calls is not None:  # capture_content
+            delta = getattr(event, "text", None)
+            if delta is not None:
+                self._text.append(delta)
+            elif hasattr(event, "call_id"):
+                self._calls.append(
+                    {
+                        "type": "tool_call",
+                        "id": getattr(event, "call_id", None),
+                        "name": getattr(event, "name", None),
+                        "arguments": dict(getattr(event, "arguments", {})),
+                    }
                 )
-                return event
-            except StopAsyncIteration:
-                self._end(None)
-                raise
-            except BaseException as exc:
-                self._end(_failed(self._span, exc))
-                raise
-            finally:
-                value = None  # no cycle through this frame when it leaves with an exception
-            try:
-                value = yield trap
-                step = steps.send
-            except BaseException as exc:
-                value, step = exc, steps.throw
+
+    def stopped(self, exc: BaseException) -> None:
+        """A step of the model's stream raised ``exc`` (a step's hook, :func:`_within`): the
+        stream ended (``StopAsyncIteration``) or failed, and so does the span."""
+        self._end(None if isinstance(exc, StopAsyncIteration) else _failed(self._span, exc))
 
     def _end(self, error: str | None) -> None:
         if not self._open:
             return
         self._open = False
         span, text, calls = self._span, self._text, self._calls
-        if self._tracer.capture_content and (text or calls):
+        if text is not None and calls is not None and (text or calls):
             parts: list[dict[str, Any]] = [{"type": "text", "content": "".join(text)}]
             output = [{"role": "assistant", "parts": (parts if text else []) + calls}]
             span.set_attribute("gen_ai.output.messages", _json(output))
@@ -461,6 +512,7 @@ def _message(message: object) -> dict[str, Any]:
 
 
 @final
+@attrs.define(eq=False, repr=False, init=False)
 class Tracer:
     """The spans of one runtime (see the module rules).
 
@@ -470,16 +522,25 @@ class Tracer:
         meter_provider: the meter provider; OpenTelemetry's global one when ``None``.
     """
 
-    __slots__ = (
-        "_causes",
-        "_fresh",
-        "_parents",
-        "_running",
-        "_tracer",
-        "capture_content",
-        "metrics",
-        "now",
-    )
+    _tracer: trace.Tracer
+    metrics: Metrics
+    capture_content: bool
+    #: Trio's clock, read for the durations (the run's clock, as ``trio.current_time``
+    #: reads it, without its two calls of lookup: 2,280K -> 2,267K instructions a traced
+    #: tool turn under callgrind, as for ``_Current``).
+    now: Callable[[], float]
+    # The remote parents of the agents' next turns (an ACP prompt's _meta), by agent id.
+    _parents: dict[str, otel_context.Context] = attrs.field(factory=dict)
+    # The span of each agent's running turn, and the span that asked for each agent's
+    # cancel (linked from the turn the cancel ends), by agent id.
+    _running: dict[str, SpanContext] = attrs.field(factory=dict)
+    _causes: dict[str, SpanContext] = attrs.field(factory=dict)
+    # The agents created or resumed in this runtime whose first turn has not begun: it
+    # links to the session's latest traced turn (see _records).
+    _fresh: set[str] = attrs.field(factory=set)
+    # The shared parts of the spans of each model (by class, name and provider) and tool.
+    _chats: dict[tuple[type, str, object], _ChatKind] = attrs.field(factory=dict)
+    _tools: dict[str, _ToolKind] = attrs.field(factory=dict)
 
     def __init__(
         self,
@@ -487,22 +548,12 @@ class Tracer:
         capture_content: bool,
         meter_provider: MeterProvider | None = None,
     ) -> None:
-        self._tracer = trace.get_tracer(SCOPE, tracer_provider=provider)
-        self.metrics = Metrics(meter_provider)
-        self.capture_content = capture_content
-        #: Trio's clock, read for the durations (the run's clock, as ``trio.current_time``
-        #: reads it, without its two calls of lookup: 2,280K -> 2,267K instructions a traced
-        #: tool turn under callgrind, as for ``_Current``).
-        self.now = trio.lowlevel.current_clock().current_time
-        # The remote parents of the agents' next turns (an ACP prompt's _meta), by agent id.
-        self._parents: dict[str, otel_context.Context] = {}
-        # The span of each agent's running turn, and the span that asked for each agent's
-        # cancel (linked from the turn the cancel ends), by agent id.
-        self._running: dict[str, SpanContext] = {}
-        self._causes: dict[str, SpanContext] = {}
-        # The agents created or resumed in this runtime whose first turn has not begun: it
-        # links to the session's latest traced turn (see _records).
-        self._fresh: set[str] = set()
+        self.__attrs_init__(
+            trace.get_tracer(SCOPE, tracer_provider=provider),
+            Metrics(meter_provider),
+            capture_content,
+            trio.lowlevel.current_clock().current_time,
+        )
 
     def agent_created(self, agent_id: str) -> None:
         """The agent ``agent_id`` was created or resumed: its next turn is its first here."""
@@ -579,9 +630,9 @@ class Tracer:
         self._causes.pop(agent_id, None)
         metrics = self.metrics
         metrics.turns.add(-1)
-        measured: dict[str, AttributeValue] = {"gen_ai.operation.name": "invoke_agent"}
+        measured = _TURN_MEASURED
         if error is not None:
-            measured["error.type"] = error
+            measured = {**measured, "error.type": error}
         metrics.duration.record(self.now() - start, measured)
 
     def _turn_ended(
@@ -622,9 +673,9 @@ class Tracer:
 
     def approved(self, decision: str, by: str) -> None:
         """See :func:`trio_agents.tracing.approved`."""
-        span = trace.get_current_span()
-        span.set_attribute("trio_agents.tool.approval", decision)
-        span.set_attribute("trio_agents.tool.approval_by", by)
+        trace.get_current_span().set_attributes(
+            {"trio_agents.tool.approval": decision, "trio_agents.tool.approval_by": by}
+        )
 
     # -- model requests ----------------------------------------------------------------------
 
@@ -632,62 +683,25 @@ class Tracer:
         self, model: StreamingModel[RequestT, Any], request: RequestT
     ) -> AsyncGenerator[Any, None]:
         """See :func:`trio_agents.tracing.chat`."""
-        name = model.name
-        provider = getattr(model, "provider", None) or _PROVIDERS.get(
-            type(model).__name__, type(model).__name__
-        )
-        attributes: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-            "gen_ai.request.model": name,
-        }
+        key = (type(model), model.name, getattr(model, "provider", None))
+        kind = self._chats.get(key)
+        if kind is None:
+            kind = _ChatKind.of(model)
+            if len(self._chats) < _KINDS:
+                self._chats[key] = kind
+        attributes = kind.attributes
+        text: list[str] | None = None
+        calls: list[dict[str, Any]] | None = None
         if self.capture_content:
             messages = getattr(request, "messages", ())
-            attributes["gen_ai.input.messages"] = _json([_message(m) for m in messages])
-        span = self._tracer.start_span(f"chat {name}", kind=SpanKind.CLIENT, attributes=attributes)
-        measured: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-            "gen_ai.request.model": name,
-        }
-        return _Chat(self, span, model, request, measured)
-
-    def _observe(
-        self,
-        span: Span,
-        model: StreamingModel[Any, Any],
-        event: object,
-        text: list[str],
-        calls: list[dict[str, Any]],
-        measured: dict[str, AttributeValue],
-    ) -> None:
-        usage = getattr(event, "usage", None)
-        if usage is not None:  # the last event, Finished
-            input_tokens = int(getattr(usage, "input_tokens", 0))
-            output_tokens = int(getattr(usage, "output_tokens", 0))
-            span.set_attributes(
-                {
-                    "gen_ai.response.model": model.name,
-                    "gen_ai.response.finish_reasons": (str(getattr(event, "reason", "")),),
-                    "gen_ai.usage.input_tokens": input_tokens,
-                    "gen_ai.usage.output_tokens": output_tokens,
-                }
-            )
-            measured["gen_ai.response.model"] = model.name
-            self.metrics.record_tokens(input_tokens, output_tokens, measured)
-        elif self.capture_content:
-            delta = getattr(event, "text", None)
-            if delta is not None:
-                text.append(delta)
-            elif hasattr(event, "call_id"):
-                calls.append(
-                    {
-                        "type": "tool_call",
-                        "id": getattr(event, "call_id", None),
-                        "name": getattr(event, "name", None),
-                        "arguments": dict(getattr(event, "arguments", {})),
-                    }
-                )
+            content = _json([_message(m) for m in messages])
+            attributes = {**attributes, "gen_ai.input.messages": content}
+            text, calls = [], []
+        span = self._tracer.start_span(kind.span_name, kind=SpanKind.CLIENT, attributes=attributes)
+        context = contextvars.copy_context()
+        context.run(otel_context.attach, trace.set_span_in_context(span))
+        inner = context.run(model.stream, request)
+        return _Chat(self, span, kind, inner, context, self.now(), text, calls, kind.requested)
 
     # -- tool calls, compactions, shell jobs -------------------------------------------------
 
@@ -695,26 +709,22 @@ class Tracer:
         self, name: str, call_id: str | None, arguments: Mapping[str, Any]
     ) -> _ToolCall:
         """See :func:`trio_agents.tracing.execute_tool`."""
-        attributes: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.type": "function",
-        }
+        kind = self._tools.get(name)
+        if kind is None:
+            kind = _ToolKind.of(name)
+            if len(self._tools) < _KINDS:
+                self._tools[name] = kind
+        attributes = dict(kind.attributes)
         if call_id is not None:
             attributes["gen_ai.tool.call.id"] = call_id
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = _json(dict(arguments))
         span = self._tracer.start_span(
-            f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes
+            kind.span_name, kind=SpanKind.INTERNAL, attributes=attributes
         )
-        measured: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-        }
-        return _ToolCall(span, self.capture_content, self.metrics, measured, self.now)
+        return _ToolCall(span, self.capture_content, self.metrics, kind.measured, self.now)
 
-    @contextmanager
-    def compaction(self, agent_id: str, turn_id: str | None) -> Iterator[object]:
+    def compaction(self, agent_id: str, turn_id: str | None) -> _Current:
         """See :func:`trio_agents.tracing.compaction`."""
         attributes: dict[str, AttributeValue] = {"gen_ai.agent.id": agent_id}
         if turn_id is not None:
@@ -722,8 +732,7 @@ class Tracer:
         span = self._tracer.start_span(
             f"compaction {agent_id}", kind=SpanKind.INTERNAL, attributes=attributes
         )
-        with _Current(span):
-            yield span
+        return _Current(span)
 
     @contextmanager
     def shell_job(self, job: ShellJob) -> Iterator[object]:

@@ -19,6 +19,8 @@ from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, final
 
+import attrs
+
 from ._protocols import EventT, RequestT, ShellJob, StreamingModel, ToolAnswer
 
 if TYPE_CHECKING:
@@ -30,11 +32,10 @@ ACTIVE: ContextVar[Tracer | None] = ContextVar("trio_agents_tracer", default=Non
 
 
 @final
+@attrs.define(eq=False, repr=False)
 class _Off:
     """The no-op every point returns while tracing is off: a reusable context manager that
     is also a :class:`ToolAnswer`."""
-
-    __slots__ = ()
 
     def __enter__(self) -> _Off:
         return self

@@ -1,0 +1,46 @@
+"""The tracing package's classes take their slots from attrs, as the agent package's do
+(issue #41, docs/design.rst "Memory per idle agent"): no module of ``trio_agents/tracing/``
+writes a ``__slots__`` list that repeats its ``__init__``."""
+
+from __future__ import annotations
+
+import ast
+
+import attrs
+
+from tests.helpers.paths import ROOT
+from trio_agents.tracing import _metrics, _otel, _points
+
+TRACING_PACKAGE = ROOT / "trio_agents" / "tracing"
+
+
+def test_no_tracing_class_writes_its_own_slots() -> None:
+    """Every class body of the tracing package is free of a hand-written ``__slots__``."""
+    found: list[str] = []
+    modules = sorted(TRACING_PACKAGE.glob("*.py"))
+    assert len(modules) > 5  # the walk is not vacuous
+    for path in modules:
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for statement in node.body:
+                    targets = statement.targets if isinstance(statement, ast.Assign) else []
+                    if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in targets):
+                        found.append(f"{path.name}:{statement.lineno}")
+    assert found == []
+
+
+def test_the_span_classes_are_slotted_attrs_classes() -> None:
+    """The objects a traced turn makes per span, and the tracer, have no ``__dict__``."""
+    classes = (
+        _otel._Current,
+        _otel._ToolCall,
+        _otel._TurnSpan,
+        _otel._Chat,
+        _otel.Tracer,
+        _metrics.Metrics,
+        _points._Off,
+    )
+    for cls in classes:
+        assert attrs.has(cls), cls.__name__
+        assert "__dict__" not in dir(cls), cls.__name__
