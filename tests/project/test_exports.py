@@ -477,9 +477,12 @@ INTERNAL: dict[str, frozenset[str]] = {
         {
             "FORMAT_VERSION",
             "Conn",
+            "Fence",
             "Listed",
             "OperationalError",
             "Outcome",
+            "Rider",
+            "Riding",
             "WriteJob",
             "close_quietly",
             "connect",
@@ -587,6 +590,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "RECORDS_CHANNEL",
             "SETTLED",
             "Settle",
+            "SettleRider",
             "claim",
             "close_quietly",
             "connect",
@@ -600,6 +604,7 @@ INTERNAL: dict[str, frozenset[str]] = {
             "settle",
             "submit",
             "unregister_worker",
+            "worker_channel",
         }
     ),
     "trio_agents.workers._records": frozenset({"Policy"}),
@@ -676,7 +681,7 @@ OFFERED: dict[str, frozenset[str]] = {
     "trio_agents.mcp": frozenset({"McpError"}),
     "trio_agents.model": frozenset({"ChatMessage", "ModelsPlugin", "OutputSpec", "ToolCallPart"}),
     "trio_agents.session": frozenset(
-        {"Stored", "check_recordable_cause", "check_session_id", "parse_store_spec"}
+        {"Ride", "Stored", "check_recordable_cause", "check_session_id", "parse_store_spec"}
     ),
     "trio_agents.shell": frozenset(
         {
