@@ -209,34 +209,65 @@ async def queued(dsn: str, workers: int) -> tuple[float, list[float], dict[str, 
     latencies: list[float] = []
     try:
         async with ta.open_remote(dsn) as remote:
-
-            async def session(n: int) -> None:
-                for k in range(PROMPTS):
-                    sent = time.perf_counter()
-                    prompt = await remote.submit(
-                        f"s{n}", f"{n}:{k}", agent=ta.workers.AgentTemplate()
-                    )
-                    await prompt.answer()
-                    latencies.append(time.perf_counter() - sent)
-
-            async def create(n: int) -> None:
-                await remote.ask(f"s{n}", "created", agent=ta.workers.AgentTemplate())
-
-            # Each session's first prompt creates it, before the window: the direct side
-            # creates its agents before its window too, so both measure live sessions.
-            async with trio.open_nursery() as nursery:
-                for n in range(SESSIONS):
-                    nursery.start_soon(create, n)
+            await _create_sessions(remote)
             server = _ServerCpu()
             before = _cpus(processes, server)
             start = time.perf_counter()
-            async with trio.open_nursery() as nursery:
-                for n in range(SESSIONS):
-                    nursery.start_soon(session, n)
+            await _prompt_sessions(remote, processes, latencies)
             elapsed = time.perf_counter() - start
             return elapsed, latencies, _per_prompt(before, _cpus(processes, server))
     finally:
         await _stop(processes)
+
+
+async def _create_sessions(remote: Any) -> None:
+    """Each session's first prompt creates it, before the window: the direct side creates
+    its agents before its window too, so both measure live sessions."""
+
+    async def create(n: int) -> None:
+        await remote.ask(f"s{n}", "created", agent=ta.workers.AgentTemplate())
+
+    async with trio.open_nursery() as nursery:
+        for n in range(SESSIONS):
+            nursery.start_soon(create, n)
+
+
+async def _prompt_sessions(
+    remote: Any, processes: list[trio.Process], latencies: list[float] | None = None
+) -> None:
+    """``PROMPTS`` prompts in turn to each session, all sessions at once. The first prompts
+    are queued while the workers are stopped (SIGSTOP), so the workers find them all at once,
+    as the direct side's sessions all ask at once: the load is a closed loop, and a worker
+    keeps running together the prompts it claimed together (each group's turns end together,
+    free their slots together and are replaced by one claim), so prompts that trickled in
+    one claim at a time would make groups whose number, random, set the round trips and
+    the CPU per prompt for the whole window (docs/benchmarks.rst)."""
+    for process in processes:
+        process.send_signal(signal.SIGSTOP)
+    try:
+        sent = time.perf_counter()
+        firsts = [
+            await remote.submit(f"s{n}", f"{n}:0", agent=ta.workers.AgentTemplate())
+            for n in range(SESSIONS)
+        ]
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGCONT)
+
+    async def session(n: int) -> None:
+        await firsts[n].answer()
+        if latencies is not None:
+            latencies.append(time.perf_counter() - sent)
+        for k in range(1, PROMPTS):
+            began = time.perf_counter()
+            prompt = await remote.submit(f"s{n}", f"{n}:{k}", agent=ta.workers.AgentTemplate())
+            await prompt.answer()
+            if latencies is not None:
+                latencies.append(time.perf_counter() - began)
+
+    async with trio.open_nursery() as nursery:
+        for n in range(SESSIONS):
+            nursery.start_soon(session, n)
 
 
 def _cpus(processes: list[trio.Process], server: _ServerCpu) -> dict[str, float]:
@@ -511,17 +542,9 @@ async def _profile_worker(dsn: str, stats: Path) -> None:
     while b"serving" not in seen:
         seen += await process.stderr.receive_some(1024)
     async with ta.open_remote(dsn) as remote:
-
-        async def session(n: int, prompts: range) -> None:
-            for k in prompts:
-                await remote.ask(f"s{n}", f"{n}:{k}", agent=ta.workers.AgentTemplate())
-
-        for prompts in (range(1), range(1, PROMPTS + 1)):
-            async with trio.open_nursery() as nursery:
-                for n in range(SESSIONS):
-                    nursery.start_soon(session, n, prompts)
-            if prompts == range(1):
-                process.send_signal(signal.SIGUSR2)  # the sessions exist: profile from here
+        await _create_sessions(remote)
+        process.send_signal(signal.SIGUSR2)  # the sessions exist: profile from here
+        await _prompt_sessions(remote, [process])
     process.send_signal(signal.SIGTERM)
     async with process.stderr:
         async for _ in process.stderr:

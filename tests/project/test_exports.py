@@ -189,6 +189,7 @@ INTERNAL: dict[str, frozenset[str]] = {
     "trio_agents.session._state": frozenset({"check_session_state"}),
     "trio_agents.session._tree": frozenset({"subtree"}),
     "trio_agents.session._backend": frozenset({"StoreBackend", "Stored"}),
+    "trio_agents.session._postgres": frozenset({"Ride"}),
     "trio_agents.session._entry": frozenset({"Entry"}),
     "trio_agents.session._batches": frozenset(
         {
