@@ -66,6 +66,7 @@ from ..session import (
     SessionExistsError,
     SessionFormatError,
     SessionIdInUseError,
+    SessionLeaseLostError,
     SessionNotFoundError,
     SessionWriteError,
     load_record,
@@ -311,7 +312,10 @@ class Worker:
                     self._kick(run.row.session_id)
                     run.cancel = run.cancel or ""  # read the cause from the row
         if len(self._runs) >= self.max_sessions:
-            self._backlog = True  # no claim until a slot frees: claim then
+            # No claim until a slot frees: the end of a run claims then. Waking the claim
+            # loop for nothing cost two scheduler passes a submit to a busy worker.
+            self._backlog = True
+            return
         self._wake.set()
 
     # -- the claim loop --------------------------------------------------------------------
@@ -406,9 +410,12 @@ class Worker:
                 changed = self._changed.setdefault(row.session_id, trio.Event())
                 if ride is not None and not self._store.unride(session, ride):
                     await ride.done.wait()  # a batch took it: its outcome first
+                    if isinstance(ride.error, SessionLeaseLostError | SessionClosedError):
+                        raise ride.error  # another owner settles the prompt
                     if ride.error is None and ride.sent is not None:
                         self._settled(bool(ride.result), ride.sent.state)
                         return
+                    # Its batch failed (nothing of it was written): settle with the next.
                 ride = None
                 self._feed(fold)
                 if self._record_interruptions(agent, ledger):
@@ -656,7 +663,6 @@ async def serve_worker(
         ConnectionError: the database cannot be reached.
     """
     from ..agent import open_runtime
-    from ..session import PostgresStore, SessionLeaseLostError
 
     worker = Worker(
         dsn,
