@@ -305,7 +305,10 @@ class Worker:
             if owner and owner != self.id:
                 return  # the session is routed to a live worker: only it may claim it
             if session_id in self._runs:
-                self._waiting.add(session_id)  # a claim skips it until its run ends
+                # A claim skips it until its run ends, and that end claims again: waking the
+                # claim loop now would cost a round trip that finds nothing.
+                self._waiting.add(session_id)
+                return
         elif kind == "cancel":
             for run in self._runs.values():
                 if run.row.id == what:
