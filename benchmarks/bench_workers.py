@@ -60,6 +60,7 @@ PER_WORKER = 16
 MODEL = "echo?delay=0.05"
 LEASE = 1.0
 WORKERS = (1, 2, 4)
+ROUNDS = 3
 ALONE = 21
 PROFILED = 20
 
@@ -427,12 +428,33 @@ async def handover(dsn: str) -> float:
         await _stop(processes)
 
 
+Run = tuple[float, list[float], dict[str, float]]
+
+
+def _merged(runs: list[Run]) -> Run:
+    """Rounds of one measure as one: their seconds averaged, every latency, their CPU per
+    prompt averaged."""
+    cpu = {name: statistics.fmean(run[2][name] for run in runs) for name in runs[0][2]}
+    latencies = [latency for run in runs for latency in run[1]]
+    return statistics.fmean(run[0] for run in runs), latencies, cpu
+
+
 async def measure(dsn: str, fresh: Any) -> dict[str, Any]:
-    results: dict[str, Any] = {
-        "direct": await direct(fresh(dsn)),
-        "direct, bounded": await direct_bounded(fresh(dsn)),
-    }
-    for n in WORKERS:
+    results: dict[str, Any] = {"direct": await direct(fresh(dsn))}
+    # The floor and one worker alternate, ROUNDS times: the machine's load drifts between
+    # two measures taken a minute apart, and each round's groups of prompts are its own (see
+    # _prompt_sessions); the figure is the rounds' mean, and each round's ratio is printed.
+    floors: list[Run] = []
+    ones: list[Run] = []
+    for _ in range(ROUNDS):
+        floors.append(await direct_bounded(fresh(dsn)))
+        ones.append(await queued(fresh(dsn), WORKERS[0]))
+    results["direct, bounded"] = _merged(floors)
+    results[f"{WORKERS[0]} workers"] = _merged(ones)
+    results["rounds"] = [
+        one[2]["worker"] / floor[2]["direct"] for floor, one in zip(floors, ones, strict=True)
+    ]
+    for n in WORKERS[1:]:
         results[f"{n} workers"] = await queued(fresh(dsn), n)
     results["alone"] = await alone(fresh(dsn))
     results["handover"] = await handover(fresh(dsn))
@@ -510,6 +532,11 @@ def main() -> None:
             f"{cpu['client'] * 1000:.2f} ms in the client, "
             f"{cpu['server'] * 1000:.2f} ms in the server"
         )
+    print(
+        f"    {WORKERS[0]} worker over the direct path, each of {ROUNDS} alternating rounds "
+        f"(the figures above are their mean): "
+        + ", ".join(f"{ratio:.2f}x" for ratio in results["rounds"])
+    )
     one = results[f"{WORKERS[0]} workers"][2]
     print(
         "    by thread, ms per prompt: "
