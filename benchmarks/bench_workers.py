@@ -8,6 +8,10 @@ submitted when the previous answered), all sessions at once, on ``echo?delay=0.0
 call that waits 50 ms: an I/O-bound agent). Each worker runs at most ``PER_WORKER`` sessions at
 once (``--max-sessions``), so the workers' number bounds the throughput as a real deployment's
 capacity would. The direct side runs the same sessions in one runtime with ``agent.ask``.
+The load is a closed loop, so its start decides how the prompts group (see
+``_prompt_sessions``): the window's first prompts are queued while the workers are stopped.
+The direct side (16 at once) and one worker alternate ``ROUNDS`` times; their figures are the
+rounds' mean, and each round's CPU ratio is printed (the spread within one run).
 
 Handover: a worker holds a session mid-turn (a model that never answers); it is SIGKILLed
 while a second worker runs; the time from the kill to the prompt's answer by the second worker
