@@ -576,6 +576,7 @@ async def _profile_worker(dsn: str, stats: Path) -> None:
         await _create_sessions(remote)
         process.send_signal(signal.SIGUSR2)  # the sessions exist: profile from here
         await _prompt_sessions(remote, [process])
+    process.send_signal(signal.SIGUSR2)  # to here: the drain is not a prompt's cost
     process.send_signal(signal.SIGTERM)
     async with process.stderr:
         async for _ in process.stderr:
@@ -627,10 +628,19 @@ def profile_main() -> None:
 
 
 def profiled(stats: str, argv: list[str]) -> int:
-    """Run ``trio-agents ARGV``; from SIGUSR2 on, profile its trio thread's CPU, and write the
-    profile to ``stats`` at the end (the profiled worker process)."""
+    """Run ``trio-agents ARGV``; from a SIGUSR2 to the next, profile its trio thread's CPU,
+    and write the profile to ``stats`` at the end (the profiled worker process)."""
     profile = cProfile.Profile(time.thread_time)
-    signal.signal(signal.SIGUSR2, lambda signum, frame: profile.enable())
+    profiling = [False]
+
+    def toggle(signum: int, frame: object) -> None:
+        if profiling[0]:
+            profile.disable()
+        else:
+            profile.enable()
+        profiling[0] = not profiling[0]
+
+    signal.signal(signal.SIGUSR2, toggle)
     from trio_agents.cli import main as command
 
     try:
