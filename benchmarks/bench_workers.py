@@ -8,6 +8,10 @@ submitted when the previous answered), all sessions at once, on ``echo?delay=0.0
 call that waits 50 ms: an I/O-bound agent). Each worker runs at most ``PER_WORKER`` sessions at
 once (``--max-sessions``), so the workers' number bounds the throughput as a real deployment's
 capacity would. The direct side runs the same sessions in one runtime with ``agent.ask``.
+The load is a closed loop, so its start decides how the prompts group (see
+``_prompt_sessions``): the window's first prompts are queued while the workers are stopped.
+The direct side (16 at once) and one worker alternate ``ROUNDS`` times; their figures are the
+rounds' mean, and each round's CPU ratio is printed (the spread within one run).
 
 Handover: a worker holds a session mid-turn (a model that never answers); it is SIGKILLed
 while a second worker runs; the time from the kill to the prompt's answer by the second worker
@@ -60,6 +64,7 @@ PER_WORKER = 16
 MODEL = "echo?delay=0.05"
 LEASE = 1.0
 WORKERS = (1, 2, 4)
+ROUNDS = 3
 ALONE = 21
 PROFILED = 20
 
@@ -209,34 +214,65 @@ async def queued(dsn: str, workers: int) -> tuple[float, list[float], dict[str, 
     latencies: list[float] = []
     try:
         async with ta.open_remote(dsn) as remote:
-
-            async def session(n: int) -> None:
-                for k in range(PROMPTS):
-                    sent = time.perf_counter()
-                    prompt = await remote.submit(
-                        f"s{n}", f"{n}:{k}", agent=ta.workers.AgentTemplate()
-                    )
-                    await prompt.answer()
-                    latencies.append(time.perf_counter() - sent)
-
-            async def create(n: int) -> None:
-                await remote.ask(f"s{n}", "created", agent=ta.workers.AgentTemplate())
-
-            # Each session's first prompt creates it, before the window: the direct side
-            # creates its agents before its window too, so both measure live sessions.
-            async with trio.open_nursery() as nursery:
-                for n in range(SESSIONS):
-                    nursery.start_soon(create, n)
+            await _create_sessions(remote)
             server = _ServerCpu()
             before = _cpus(processes, server)
             start = time.perf_counter()
-            async with trio.open_nursery() as nursery:
-                for n in range(SESSIONS):
-                    nursery.start_soon(session, n)
+            await _prompt_sessions(remote, processes, latencies)
             elapsed = time.perf_counter() - start
             return elapsed, latencies, _per_prompt(before, _cpus(processes, server))
     finally:
         await _stop(processes)
+
+
+async def _create_sessions(remote: Any) -> None:
+    """Each session's first prompt creates it, before the window: the direct side creates
+    its agents before its window too, so both measure live sessions."""
+
+    async def create(n: int) -> None:
+        await remote.ask(f"s{n}", "created", agent=ta.workers.AgentTemplate())
+
+    async with trio.open_nursery() as nursery:
+        for n in range(SESSIONS):
+            nursery.start_soon(create, n)
+
+
+async def _prompt_sessions(
+    remote: Any, processes: list[trio.Process], latencies: list[float] | None = None
+) -> None:
+    """``PROMPTS`` prompts in turn to each session, all sessions at once. The first prompts
+    are queued while the workers are stopped (SIGSTOP), so the workers find them all at once,
+    as the direct side's sessions all ask at once: the load is a closed loop, and a worker
+    keeps running together the prompts it claimed together (each group's turns end together,
+    free their slots together and are replaced by one claim), so prompts that trickled in
+    one claim at a time would make groups whose number, random, set the round trips and
+    the CPU per prompt for the whole window (docs/benchmarks.rst)."""
+    for process in processes:
+        process.send_signal(signal.SIGSTOP)
+    try:
+        sent = time.perf_counter()
+        firsts = [
+            await remote.submit(f"s{n}", f"{n}:0", agent=ta.workers.AgentTemplate())
+            for n in range(SESSIONS)
+        ]
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGCONT)
+
+    async def session(n: int) -> None:
+        await firsts[n].answer()
+        if latencies is not None:
+            latencies.append(time.perf_counter() - sent)
+        for k in range(1, PROMPTS):
+            began = time.perf_counter()
+            prompt = await remote.submit(f"s{n}", f"{n}:{k}", agent=ta.workers.AgentTemplate())
+            await prompt.answer()
+            if latencies is not None:
+                latencies.append(time.perf_counter() - began)
+
+    async with trio.open_nursery() as nursery:
+        for n in range(SESSIONS):
+            nursery.start_soon(session, n)
 
 
 def _cpus(processes: list[trio.Process], server: _ServerCpu) -> dict[str, float]:
@@ -396,12 +432,33 @@ async def handover(dsn: str) -> float:
         await _stop(processes)
 
 
+Run = tuple[float, list[float], dict[str, float]]
+
+
+def _merged(runs: list[Run]) -> Run:
+    """Rounds of one measure as one: their seconds averaged, every latency, their CPU per
+    prompt averaged."""
+    cpu = {name: statistics.fmean(run[2][name] for run in runs) for name in runs[0][2]}
+    latencies = [latency for run in runs for latency in run[1]]
+    return statistics.fmean(run[0] for run in runs), latencies, cpu
+
+
 async def measure(dsn: str, fresh: Any) -> dict[str, Any]:
-    results: dict[str, Any] = {
-        "direct": await direct(fresh(dsn)),
-        "direct, bounded": await direct_bounded(fresh(dsn)),
-    }
-    for n in WORKERS:
+    results: dict[str, Any] = {"direct": await direct(fresh(dsn))}
+    # The floor and one worker alternate, ROUNDS times: the machine's load drifts between
+    # two measures taken a minute apart, and each round's groups of prompts are its own (see
+    # _prompt_sessions); the figure is the rounds' mean, and each round's ratio is printed.
+    floors: list[Run] = []
+    ones: list[Run] = []
+    for _ in range(ROUNDS):
+        floors.append(await direct_bounded(fresh(dsn)))
+        ones.append(await queued(fresh(dsn), WORKERS[0]))
+    results["direct, bounded"] = _merged(floors)
+    results[f"{WORKERS[0]} workers"] = _merged(ones)
+    results["rounds"] = [
+        one[2]["worker"] / floor[2]["direct"] for floor, one in zip(floors, ones, strict=True)
+    ]
+    for n in WORKERS[1:]:
         results[f"{n} workers"] = await queued(fresh(dsn), n)
     results["alone"] = await alone(fresh(dsn))
     results["handover"] = await handover(fresh(dsn))
@@ -479,6 +536,11 @@ def main() -> None:
             f"{cpu['client'] * 1000:.2f} ms in the client, "
             f"{cpu['server'] * 1000:.2f} ms in the server"
         )
+    print(
+        f"    {WORKERS[0]} worker over the direct path, each of {ROUNDS} alternating rounds "
+        f"(the figures above are their mean): "
+        + ", ".join(f"{ratio:.2f}x" for ratio in results["rounds"])
+    )
     one = results[f"{WORKERS[0]} workers"][2]
     print(
         "    by thread, ms per prompt: "
@@ -511,17 +573,10 @@ async def _profile_worker(dsn: str, stats: Path) -> None:
     while b"serving" not in seen:
         seen += await process.stderr.receive_some(1024)
     async with ta.open_remote(dsn) as remote:
-
-        async def session(n: int, prompts: range) -> None:
-            for k in prompts:
-                await remote.ask(f"s{n}", f"{n}:{k}", agent=ta.workers.AgentTemplate())
-
-        for prompts in (range(1), range(1, PROMPTS + 1)):
-            async with trio.open_nursery() as nursery:
-                for n in range(SESSIONS):
-                    nursery.start_soon(session, n, prompts)
-            if prompts == range(1):
-                process.send_signal(signal.SIGUSR2)  # the sessions exist: profile from here
+        await _create_sessions(remote)
+        process.send_signal(signal.SIGUSR2)  # the sessions exist: profile from here
+        await _prompt_sessions(remote, [process])
+    process.send_signal(signal.SIGUSR2)  # to here: the drain is not a prompt's cost
     process.send_signal(signal.SIGTERM)
     async with process.stderr:
         async for _ in process.stderr:
@@ -573,10 +628,19 @@ def profile_main() -> None:
 
 
 def profiled(stats: str, argv: list[str]) -> int:
-    """Run ``trio-agents ARGV``; from SIGUSR2 on, profile its trio thread's CPU, and write the
-    profile to ``stats`` at the end (the profiled worker process)."""
+    """Run ``trio-agents ARGV``; from a SIGUSR2 to the next, profile its trio thread's CPU,
+    and write the profile to ``stats`` at the end (the profiled worker process)."""
     profile = cProfile.Profile(time.thread_time)
-    signal.signal(signal.SIGUSR2, lambda signum, frame: profile.enable())
+    profiling = [False]
+
+    def toggle(signum: int, frame: object) -> None:
+        if profiling[0]:
+            profile.disable()
+        else:
+            profile.enable()
+        profiling[0] = not profiling[0]
+
+    signal.signal(signal.SIGUSR2, toggle)
     from trio_agents.cli import main as command
 
     try:

@@ -119,7 +119,7 @@ OFFERED: dict[str, frozenset[str]] = {
     "trio_agents.mcp": frozenset({"McpError"}),
     "trio_agents.model": frozenset({"ChatMessage", "ModelsPlugin", "OutputSpec", "ToolCallPart"}),
     "trio_agents.session": frozenset(
-        {"Stored", "check_recordable_cause", "check_session_id", "parse_store_spec"}
+        {"Ride", "Stored", "check_recordable_cause", "check_session_id", "parse_store_spec"}
     ),
     "trio_agents.shell": frozenset(
         {

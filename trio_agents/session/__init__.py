@@ -2,8 +2,9 @@
 
 ``__all__`` is what users call. The package also offers, outside ``__all__``, what the layers
 above it and backends need of it and users do not: ``Stored`` (a backend's ``_read``),
-``parse_store_spec`` (the command's ``--store``), ``check_session_id`` and
-``check_recordable_cause``.
+``parse_store_spec`` (the command's ``--store``), ``check_session_id``,
+``check_recordable_cause`` and ``Ride`` (a statement of the work queue riding in a
+``PostgresStore`` write batch).
 """
 
 from ._backend import Stored as Stored
@@ -31,6 +32,7 @@ from ._jsonl import SessionRepair as SessionRepair
 from ._keys import SESSIONS as SESSIONS
 from ._memory import MemoryStore as MemoryStore
 from ._postgres import PostgresStore as PostgresStore
+from ._postgres import Ride as Ride
 from ._postgres import SessionLeaseLostError as SessionLeaseLostError
 from ._records import AgentConfigured as AgentConfigured
 from ._records import AssistantMessage as AssistantMessage

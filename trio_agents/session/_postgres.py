@@ -23,6 +23,12 @@ Rules:
   transaction for every session in it).
 - A batch whose transaction fails wrote nothing: its records are queued again, the flushes
   waiting for it raise ``SessionWriteError``, and the next flush writes them again.
+- Rides (:class:`Ride`, ``ride``, ``flush_riding``): a statement of the layer above (the work
+  queue's settle) sent in the transaction of the write batch that takes the session, after its
+  records, fenced as they are (``_postgres_sql.Fence``): durable with them or not at all, and
+  no round trip of its own. A ride's ``item()`` is asked at each batch that takes the session
+  (``None``: not yet), so it can ride in the batch that makes what it waits for durable. A
+  batch that fails, a lost lease or the session's end ends a ride with an error.
 """
 
 from __future__ import annotations
@@ -33,10 +39,10 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC
 from functools import partial
-from typing import TYPE_CHECKING, ParamSpec, TypeVar, final
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, final
 
 import attrs
 import trio
@@ -45,7 +51,7 @@ from .._base import ThreadConnections
 from ._backend import Stored
 from ._batches import Batch, BatchWriter
 from ._convert import dump_record
-from ._errors import SessionWriteError
+from ._errors import SessionClosedError, SessionWriteError
 from ._events import SessionWriteFailed
 from ._records import Record
 from ._session import Session
@@ -61,6 +67,8 @@ log = logging.getLogger("trio_agents")
 
 P = ParamSpec("P")
 T = TypeVar("T")
+A = TypeVar("A")
+R = TypeVar("R")
 
 _EXTRA_HINT = "install the 'postgres' extra: pip install 'trio-agents[postgres]'"
 
@@ -94,6 +102,13 @@ def _where(dsn: str) -> str:
     parts = conninfo_to_dict(dsn)
     host, port, db = parts.get("host", "localhost"), parts.get("port", 5432), parts.get("dbname")
     return f"PostgreSQL at {host}:{port}" + (f" (database {db})" if db else "")
+
+
+def _ended(session: Session) -> SessionClosedError:
+    return SessionClosedError(
+        f"session {session.id!r} is not live in this store (it ended, or is ending); a ride "
+        f"on its write batches is over"
+    )
 
 
 def _one_line(exc: BaseException) -> str:
@@ -133,6 +148,39 @@ def _pool(dsn: str, connections: int, lease: float) -> ThreadConnections[sql.Con
     )
 
 
+@final
+@attrs.define(eq=False)
+class Ride(Generic[A, R]):
+    """A statement that rides in the transaction of a session's write batch
+    (:meth:`PostgresStore.ride`).
+
+    Attributes:
+        rider: sends the statement (``_postgres_sql.Rider``): called in a worker thread inside
+            the batch's pipeline with the connection, the store's owner id and ``(fence,
+            item)`` for each session whose ride it carries in that batch; rides with equal
+            riders share one call. It returns what reads the results, one per item.
+        item: asked (in the writer task, synchronously, appending nothing) each time a batch
+            takes the session: the item to send in that batch, or ``None`` for a later one.
+        then: called once the ride is over (``done``), in trio.
+    """
+
+    rider: Callable[[Any, str, Sequence[tuple[tuple[str, int, int], A]]], Callable[[], Sequence[R]]]
+    item: Callable[[], A | None]
+    then: Callable[[], object] = lambda: None
+    #: The item the ride sent, once a batch took it.
+    sent: A | None = attrs.field(default=None, init=False)
+    #: Its result, once the batch committed; or why it is over without one.
+    result: R | None = attrs.field(default=None, init=False)
+    error: BaseException | None = attrs.field(default=None, init=False)
+    done: trio.Event = attrs.field(factory=trio.Event, init=False)
+
+    def _end(self, result: R | None = None, error: BaseException | None = None) -> None:
+        if not self.done.is_set():
+            self.result, self.error = result, error
+            self.done.set()
+            self.then()
+
+
 @attrs.define(eq=False)
 class _Row:
     """The PostgreSQL backend's state for one session."""
@@ -146,6 +194,8 @@ class _Row:
     lost: SessionLeaseLostError | None = None
     # What `list()` shows (stored beside the records): the title, the cwd.
     summary: Summary = attrs.field(factory=Summary)
+    # The rides waiting for a batch of this session (see the module's rules).
+    rides: builtins.list[Ride[Any, Any]] = attrs.field(factory=list)
 
 
 @final
@@ -225,6 +275,61 @@ class PostgresStore(SessionStore[_Row]):
         """How long a lease lasts unless renewed."""
         return self._lease
 
+    # -- rides -------------------------------------------------------------------------------
+
+    def ride(self, session: Session, ride: Ride[A, R]) -> None:
+        """Let ``ride`` ride in a write batch of ``session``: the first batch that takes the
+        session (it has records to write, or a flush asks for it) once ``ride.item()`` is not
+        ``None`` sends it, in the transaction of the records (see the module's rules). It
+        asks for no batch itself; a lost lease or the session's end ends it with an error.
+        """
+        state = self._state(session)
+        if state.lost is not None:
+            ride._end(error=state.lost)
+        elif state.epoch is None:
+            ride._end(error=_ended(session))
+        else:
+            state.rides.append(ride)
+
+    def unride(self, session: Session, ride: Ride[A, R]) -> bool:
+        """Take ``ride`` off ``session`` unless a batch took it already; whether it did."""
+        rides = self._state(session).rides
+        if ride in rides:
+            rides.remove(ride)
+            return True
+        return False
+
+    async def flush_riding(self, session: Session, ride: Ride[A, R]) -> R | None:
+        """:meth:`~SessionStore.flush` a live session with ``ride`` in the same transaction:
+        the next batch takes the session (whether or not it has records to write) and sends
+        the ride if its ``item()`` is ready then. Return the ride's result.
+
+        Raises:
+            SessionClosedError: the session is not live here (or is ending).
+            SessionLeaseLostError: another worker took the session over.
+            SessionWriteError: the batch failed (nothing of it was written, the ride neither).
+        """
+        entry = self._entry_of(session)
+        if entry.ending is not None or self._live.get(session.id) is not session:
+            raise _ended(session)
+        state = self._state(session)
+        self.ride(session, ride)
+        if not ride.done.is_set():
+            self._batches.check_running(session.id)
+            self._batches.mark_sync(session, state)
+            batch = await self._batches.next_batch()
+            if state.lost is not None:
+                raise state.lost
+            if batch.error is not None:
+                raise batch.error
+        if not ride.done.is_set():
+            self.unride(session, ride)
+            ride._end(error=_ended(session))  # its item was not ready: nothing to send
+        if ride.error is not None:
+            raise ride.error
+        self._flushed(session, session.flushed(state.log.synced_seq))
+        return ride.result
+
     # -- background tasks ------------------------------------------------------------------
 
     async def _open(self, ctx: Context) -> None:
@@ -240,29 +345,37 @@ class PostgresStore(SessionStore[_Row]):
         # Invariant: the writer takes only sessions this store holds the lease of, not lost.
         plan: builtins.list[tuple[Session, _Row]] = []
         jobs: builtins.list[sql.WriteJob] = []
+        riders: dict[Any, sql.Riding] = {}
+        taken: builtins.list[tuple[Ride[Any, Any], sql.Riding, int]] = []
         for session in sessions:
             state = self._leased_state(session)
             if state is None or state.epoch is None or state.lost is not None:
                 continue
             first = state.log.written_seq + 1
             plan.append((session, state))
+            lines = tuple(state.log.take())
             jobs.append(
                 sql.WriteJob(
                     session.id,
                     state.epoch,
                     first,
-                    tuple(state.log.take()),
+                    lines,
                     state.summary.title,
                     state.summary.cwd,
                     state.summary.parent_id,
                 )
             )
+            if state.rides:
+                fence = (session.id, state.epoch, first + len(lines))
+                self._board(state, fence, riders, taken)
         outcomes: builtins.list[sql.Outcome] | None = None
         try:
             if jobs:
                 self._write_batches += 1
                 self._sync_batches += 1  # every batch is a commit: what it wrote is durable
-                write = partial(sql.write_batch, notify=self._records_channel)
+                write = partial(
+                    sql.write_batch, notify=self._records_channel, riders=list(riders.values())
+                )
                 outcomes = await self._pool.run(write, self._owner, self._lease, jobs)
             else:
                 # A flush that found its records in the batch before: nothing to commit.
@@ -272,7 +385,11 @@ class PostgresStore(SessionStore[_Row]):
             error = self._batch_failure(exc, len(jobs))
             if batch is not None:
                 batch.error = error
+            for ride, _, _ in taken:
+                ride._end(error=error)
         finally:
+            for ride, riding, n in taken:
+                ride._end(riding.results[n] if len(riding.results) > n else None)
             for i, (session, state) in enumerate(plan):
                 result = outcomes[i] if outcomes is not None else None
                 if result == "written":
@@ -287,6 +404,32 @@ class PostgresStore(SessionStore[_Row]):
                 self._failed = None
             if batch is not None:
                 batch.done.set()
+
+    @staticmethod
+    def _board(
+        state: _Row,
+        fence: tuple[str, int, int],
+        riders: dict[Any, sql.Riding],
+        taken: builtins.list[tuple[Ride[Any, Any], sql.Riding, int]],
+    ) -> None:
+        """Put the rides of a session whose ``item()`` is ready in this batch's riders."""
+        waiting: builtins.list[Ride[Any, Any]] = []
+        for ride in state.rides:
+            try:
+                item = ride.item()
+            except Exception as exc:  # the ride's own bug: it ends, the batch goes on
+                ride._end(error=exc)
+                continue
+            if item is None:
+                waiting.append(ride)
+                continue
+            ride.sent = item
+            riding = riders.get(ride.rider)
+            if riding is None:
+                riding = riders[ride.rider] = sql.Riding(ride.rider)
+            taken.append((ride, riding, len(riding.items)))
+            riding.items.append((fence, item))
+        state.rides = waiting
 
     def _batch_failure(self, exc: Exception, count: int) -> SessionWriteError:
         """The error of a failed batch. While the same failure repeats (an outage: every
@@ -349,9 +492,16 @@ class PostgresStore(SessionStore[_Row]):
             f"stored session is intact — resume it where it is live now"
         )
         state.lost.holder = self._owner
+        self._end_rides(state, state.lost)
         self._batches.forget(session)
         log.error("session %r lost its lease", session.id, exc_info=state.lost)
         self._emit(SessionWriteFailed(session_id=session.id, error=state.lost))
+
+    @staticmethod
+    def _end_rides(state: _Row, error: BaseException) -> None:
+        rides, state.rides = state.rides, []
+        for ride in rides:
+            ride._end(error=error)
 
     def _leased_state(self, session: Session) -> _Row | None:
         entry = self._leased.get(session.id)
@@ -407,6 +557,7 @@ class PostgresStore(SessionStore[_Row]):
 
     async def _discard(self, session: Session) -> None:
         state = self._state(session)
+        self._end_rides(state, _ended(session))
         state.log.discard()
         self._batches.forget(session)
         await self._batches.wait_settled(state.log)
@@ -419,6 +570,7 @@ class PostgresStore(SessionStore[_Row]):
 
     async def _release(self, session: Session) -> None:
         state = self._state(session)
+        self._end_rides(state, _ended(session))
         self._batches.forget(session)
         if self._leased_state(session) is state:
             del self._leased[session.id]

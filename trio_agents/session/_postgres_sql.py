@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -279,6 +279,29 @@ class WriteJob:
 #: What a write did for one session: written, or refused and why.
 Outcome = Literal["written", "lost", "moved"]
 
+#: What a statement riding in a write batch must match of a session's row to write anything
+#: for it: ``(session_id, epoch, records)``, the records being the count the session holds
+#: once the batch wrote its lines. With the store's ``owner``, it is the fence of the records
+#: (see the module's rules): a session whose lease was taken over, or whose records this batch
+#: did not write, matches nothing.
+Fence = tuple[str, int, int]
+
+#: A statement that rides in a write batch: called inside the batch's pipeline, after the
+#: records, with the connection, the store's owner id and the ``(fence, item)`` of each
+#: session it rides with; it sends its statement (one, for every item) and returns what reads
+#: its results, one per item, once the batch has committed.
+Rider = Callable[[Conn, str, Sequence[tuple[Fence, Any]]], Callable[[], Sequence[Any]]]
+
+
+@attrs.define(eq=False)
+class Riding:
+    """One rider's statement in one write batch; ``results`` are set once the batch committed
+    (one per item, in order)."""
+
+    rider: Rider
+    items: builtins.list[tuple[Fence, Any]] = attrs.field(factory=list)
+    results: Sequence[Any] = ()
+
 
 def write_batch(
     conn: Conn,
@@ -287,6 +310,7 @@ def write_batch(
     jobs: Sequence[WriteJob],
     *,
     notify: str | None = None,
+    riders: Sequence[Riding] = (),
 ) -> builtins.list[Outcome]:
     """Append every job's records in one transaction (one commit for the whole batch).
 
@@ -294,7 +318,9 @@ def write_batch(
     records the job follows (``"moved"``), writes nothing; the others are written, and their
     leases extended. The outcomes are in the order of ``jobs``. With ``notify``, the id of
     every session written is sent on that channel, in the same transaction (delivered at its
-    commit). The batch is the same few statements however many sessions it holds, sent in one
+    commit). Each of ``riders`` sends its statement in the same transaction, after the records
+    (its ``results`` are set once it committed). The batch is the same few statements however
+    many sessions it holds, sent in one
     pipeline: one round trip (and one wait for the GIL) for the whole batch. Array parameters
     go in binary (``%b``): the text form escapes every quote of every JSON line, which cost
     more than the rest of the batch.
@@ -361,10 +387,13 @@ def write_batch(
                 "AND s.records = job.upto",
                 (notify, ids, epochs, [job.first + len(job.lines) for job in jobs], owner),
             )
+        readers = [(riding, riding.rider(conn, owner, riding.items)) for riding in riders]
     # Read once the pipeline has synced (after the COMMIT, when every result is in): a fetch
     # inside it would sync before the COMMIT, a second round trip.
     written = {row[0] for row in updated.fetchall()}
     held = {row[0] for row in holding.fetchall()}
+    for riding, read in readers:
+        riding.results = read()
     return [
         "written" if job.session_id in written else "moved" if job.session_id in held else "lost"
         for job in jobs

@@ -18,9 +18,12 @@ Rules (the queue's schema, version 1; its tables sit beside the session store's)
 - Claims take ``FOR UPDATE SKIP LOCKED`` on the prompt rows, so concurrent claimers pass each
   other; the route row is then taken with an upsert that only succeeds for a free route.
 - Every change a client or a worker must hear of is a ``NOTIFY`` in the same transaction
-  (delivered at commit): ``trio_agents_queue`` (payload ``submit:<session> <route owner>``
-  with the owner empty for a free route, ``cancel:<prompt>``, ``free:<session>``) for
-  workers, ``trio_agents_prompts`` when a prompt settles (payload the prompt's
+  (delivered at commit): ``trio_agents_queue`` (payload ``submit:<session>`` with a space and
+  nothing after it for a free route, ``free:<session>``) for every worker; a worker's own
+  channel (:func:`worker_channel`: ``trio_agents_queue_`` and the md5 of its id, which fits a
+  channel name whatever the id) for a submit to a session it routes (``submit:<session>
+  <worker>``) and a cancel of a prompt it runs (``cancel:<prompt>``): only the worker that can
+  act on it wakes. ``trio_agents_prompts`` when a prompt settles (payload the prompt's
   :data:`SETTLED` JSON object, or only its ``id`` when the object would not fit in a
   notification), ``trio_agents_records`` (payload the session id) when records of a session
   were written (the worker's store sends it with each write batch).
@@ -32,7 +35,8 @@ Rules (the queue's schema, version 1; its tables sit beside the session store's)
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -48,6 +52,13 @@ FORMAT_VERSION = 1
 QUEUE_CHANNEL = "trio_agents_queue"
 PROMPTS_CHANNEL = "trio_agents_prompts"
 RECORDS_CHANNEL = "trio_agents_records"
+
+
+def worker_channel(worker: str) -> str:
+    """The ``NOTIFY`` channel of one worker (see the module's rules); the SQL of a submit
+    names it the same way (``md5`` of the id, in hex)."""
+    return f"{QUEUE_CHANNEL}_{hashlib.md5(worker.encode()).hexdigest()}"
+
 
 # The advisory lock that serializes schema creation across processes ("tqueue").
 _SCHEMA_LOCK = 0x747175657565
@@ -233,21 +244,25 @@ def submit(
     Raises:
         PromptIdInUseError: ``prompt_id`` names a different prompt.
     """
-    # One statement: the insert and, only when it inserted, the notification naming the
-    # session's live route owner, if any: only it can claim the prompt, so the other workers
-    # need not wake (``submit:<session> <owner>``).
+    # One statement: the insert and, only when it inserted, the notification: on the
+    # channel of the session's live route owner, if any (only it can claim the prompt, so the
+    # other workers need not wake), else on every worker's (``submit:<session> <owner>``).
     row = conn.execute(
         f"""
         WITH added AS (
             INSERT INTO trio_agents_prompts (id, session_id, content, agent, policy, retries)
             VALUES (%(id)s, %(s)s, %(content)s, %(agent)s, %(policy)s, %(retries)s)
             ON CONFLICT (id) DO NOTHING RETURNING {_COLUMNS}
+        ), owner AS (
+            SELECT (SELECT r.worker FROM trio_agents_routes AS r
+                JOIN trio_agents_workers AS w ON w.id = r.worker
+                WHERE r.session_id = %(s)s AND w.expires > clock_timestamp()) AS worker
         )
-        SELECT added.*, pg_notify(%(channel)s, 'submit:' || %(s)s || ' ' || coalesce((
-            SELECT r.worker FROM trio_agents_routes AS r
-            JOIN trio_agents_workers AS w ON w.id = r.worker
-            WHERE r.session_id = %(s)s AND w.expires > clock_timestamp()), ''))::text
-        FROM added
+        SELECT added.*, pg_notify(
+            CASE WHEN owner.worker IS NULL THEN %(channel)s
+            ELSE %(channel)s || '_' || md5(owner.worker) END,
+            'submit:' || %(s)s || ' ' || coalesce(owner.worker, ''))::text
+        FROM added, owner
         """,
         {
             "id": prompt_id,
@@ -298,7 +313,9 @@ def request_cancel(conn: Conn, prompt_id: str, cause: str) -> PromptRow | None:
         if found.state == "cancelled":
             conn.execute("SELECT pg_notify(%s, %s)", (PROMPTS_CHANNEL, prompt_id))
         elif found.state in ("queued", "running"):
-            conn.execute("SELECT pg_notify(%s, 'cancel:' || %s)", (QUEUE_CHANNEL, prompt_id))
+            # Only the worker that runs it can apply it (a claim reads the cause from the row).
+            channel = QUEUE_CHANNEL if found.worker is None else worker_channel(found.worker)
+            conn.execute("SELECT pg_notify(%s, 'cancel:' || %s)", (channel, prompt_id))
     return found
 
 
@@ -394,30 +411,78 @@ def settle(conn: Conn, worker: str, settles: Sequence[Settle]) -> builtins.set[s
     Wakes each prompt's clients, with the outcome in the notification. One statement, one
     round trip, however many prompts (a worker settles the prompts that end together at
     once)."""
-    rows = conn.execute(
-        f"""
-        WITH p AS (
-            UPDATE trio_agents_prompts AS t SET state = s.state, answer = s.answer,
-                error = s.error, finished = clock_timestamp()
-            FROM unnest(%(ids)s::text[], %(claims)s::integer[], %(states)s::text[],
-                %(answers)s::text[], %(errors)s::text[]) AS s(id, claim, state, answer, error)
-            WHERE t.id = s.id AND t.worker = %(me)s AND t.claim = s.claim
-              AND t.state = 'running'
-            RETURNING {", ".join(f"t.{name}" for name in SETTLED)}
-        )
-        SELECT p.id, {_NOTIFY_SETTLED} FROM p, LATERAL {_SETTLED_JSON}
-        """,
-        {
-            "ids": [s.prompt_id for s in settles],
-            "claims": [s.claim for s in settles],
-            "states": [s.state for s in settles],
-            "answers": [s.answer for s in settles],
-            "errors": [s.error for s in settles],
-            "me": worker,
-            "settled": PROMPTS_CHANNEL,
-        },
-    ).fetchall()
+    rows = conn.execute(_PLAIN, _settle_parameters(worker, settles)).fetchall()
     return {row[0] for row in rows}
+
+
+_SETTLE = f"""
+    WITH p AS (
+        UPDATE trio_agents_prompts AS t SET state = s.state, answer = s.answer,
+            error = s.error, finished = clock_timestamp()
+        FROM unnest(%(ids)s::text[], %(claims)s::integer[], %(states)s::text[],
+            %(answers)s::text[], %(errors)s::text[]{{columns}})
+            AS s(id, claim, state, answer, error{{names}}){{fence}}
+        WHERE t.id = s.id AND t.worker = %(me)s AND t.claim = s.claim
+          AND t.state = 'running'{{where}}
+        RETURNING {", ".join(f"t.{name}" for name in SETTLED)}
+    )
+    SELECT p.id, {_NOTIFY_SETTLED} FROM p, LATERAL {_SETTLED_JSON}
+    """
+
+#: The settle of :class:`SettleRider`: each prompt's session must still match the session
+#: store's fence (``_postgres_sql.Fence``): the batch's owner, epoch and record count.
+_FENCED = _SETTLE.format(
+    columns=", %(sessions)s::text[], %(epochs)s::bigint[], %(records)s::integer[]",
+    names=", session_id, epoch, records",
+    fence=" JOIN trio_agents_sessions AS f ON f.id = s.session_id AND f.owner = %(owner)s "
+    "AND f.epoch = s.epoch AND f.records = s.records",
+    where=" AND t.session_id = s.session_id",
+)
+_PLAIN = _SETTLE.format(columns="", names="", fence="", where="")
+
+
+def _settle_parameters(worker: str, settles: Sequence[Settle]) -> dict[str, Any]:
+    return {
+        "ids": [s.prompt_id for s in settles],
+        "claims": [s.claim for s in settles],
+        "states": [s.state for s in settles],
+        "answers": [s.answer for s in settles],
+        "errors": [s.error for s in settles],
+        "me": worker,
+        "settled": PROMPTS_CHANNEL,
+    }
+
+
+#: ``(session_id, epoch, records)``: the session store's fence (``_postgres_sql.Fence``).
+Fence = tuple[str, int, int]
+
+
+@attrs.frozen
+class SettleRider:
+    """Settles claimed prompts in the session store's write batch (``PostgresStore.ride``): in
+    the transaction that makes their sessions' records durable, one statement for every prompt
+    of the batch, each only if ``worker`` still holds its claim (as :func:`settle`) and the
+    batch still holds its session at the fence's epoch and record count (as the records)."""
+
+    worker: str
+
+    def __call__(
+        self, conn: Conn, owner: str, items: Sequence[tuple[Fence, Settle]]
+    ) -> Callable[[], builtins.list[bool]]:
+        settles = [settle for _, settle in items]
+        parameters = _settle_parameters(self.worker, settles)
+        parameters["sessions"] = [fence[0] for fence, _ in items]
+        parameters["epochs"] = [fence[1] for fence, _ in items]
+        parameters["records"] = [fence[2] for fence, _ in items]
+        parameters["owner"] = owner
+        # Inside the batch's pipeline: the rows are read once it has synced.
+        cursor = conn.execute(_FENCED, parameters)
+
+        def settled() -> builtins.list[bool]:
+            ended = {row[0] for row in cursor.fetchall()}
+            return [settle.prompt_id in ended for settle in settles]
+
+        return settled
 
 
 def hand_back(conn: Conn, prompt_id: str, worker: str, claim: int) -> bool:

@@ -13,11 +13,16 @@ Rules:
   none was free); a slow poll (``poll_interval``) only covers lost notifications. It claims
   at most ``max_sessions`` prompts at a time, one per session.
 - A claimed prompt runs as :mod:`._ledger` decides from the session's records: start an
-  attempt, adopt a message a dead worker queued, or settle. It settles only once what it
-  settles on is durable (a flush), and only under its claim. Its run wakes when its agent
-  stops running (the turn's end), on a cancel, a hand-back or a disposal, not per record.
-- One task settles (``_settler``): every prompt that ended while the last settle was in
-  flight is settled in the next one, one statement (group commit).
+  attempt, adopt a message a dead worker queued, or settle. It settles only under its claim
+  and in the transaction that makes what it settles on durable: a settle rides in the store's
+  write batch (``PostgresStore.ride``, ``_sql.SettleRider``), fenced by the session's lease
+  as the records are. While its turn runs, a run leaves a ride whose item the store asks for
+  at each batch of the session; the batch that makes the turn's end durable (the turn's own
+  flush) settles the prompt too: no round trip, task or thread hand-off of its own, and the
+  prompts whose turns end together settle in one statement. A settle the ride cannot make
+  (a failure to record first, a prompt found settled on a resume) is a flush with the ride
+  (``flush_riding``). A run wakes when its agent stops running (the turn's end), its ride is
+  over, on a cancel, a hand-back or a disposal, not per record.
 - A session idle ``idle_release`` seconds is released: its agent disposed (its store lease
   released), then its route. A route the heartbeat finds taken over (this worker was stopped
   past its lease) is dropped with its agent.
@@ -34,6 +39,7 @@ import math
 import os
 import socket
 import uuid
+from functools import partial
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
@@ -54,16 +60,19 @@ from ..kernel import Context
 from ..model import Model, ModelError
 from ..session import (
     InvalidSessionIdError,
+    PostgresStore,
+    Ride,
     SessionClosedError,
     SessionExistsError,
     SessionFormatError,
     SessionIdInUseError,
+    SessionLeaseLostError,
     SessionNotFoundError,
     SessionWriteError,
     load_record,
 )
 from ._lazy import queue_modules
-from ._ledger import Ledger, decide
+from ._ledger import Decision, Ledger, decide
 from ._records import (
     AgentTemplate,
     CancelRequested,
@@ -121,6 +130,10 @@ _NO_AGENT = (
 )
 
 
+def _given(settle: sql.Settle) -> sql.Settle:
+    return settle
+
+
 #: The statuses of an agent whose turn has ended (see ``Worker._on_status``).
 _STOPPED = frozenset({AgentStatus.IDLE, AgentStatus.DISPOSING})
 
@@ -134,16 +147,6 @@ class _Run:
     cancel: str | None = None
     #: Whether the claim saw another prompt of the session queued behind this one.
     more: bool = False
-
-
-@attrs.define(eq=False)
-class _Settling:
-    """A prompt waiting for the settler (``Worker._settler``); ``settled``: whether it did."""
-
-    settle: sql.Settle
-    done: trio.Event = attrs.Factory(trio.Event)
-    settled: bool = False
-    error: Exception | None = None
 
 
 @attrs.define(eq=False)
@@ -207,8 +210,6 @@ class Worker:
         self._routed_at: dict[str, float] = {}
         self._releasing: set[str] = set()
         self._changed: dict[str, trio.Event] = {}
-        self._settling: list[_Settling] = []
-        self._settle_wake = trio.Event()
         # Work the last claim could not take, so the end of a run here claims again: a claim
         # that filled every free slot, or a wake-up while no slot was free (``_backlog``); a
         # submit to a session running here (``_waiting``: its run's end claims again).
@@ -242,13 +243,16 @@ class Worker:
     async def apply(self, ctx: Context, config: None) -> None:
         agents: AgentRegistry[Any] = ctx.get("agents")
         self._agents = agents
-        if getattr(agents.store, "records_channel", None) != sql.RECORDS_CHANNEL:
+        store = agents.store
+        if not isinstance(store, PostgresStore) or store.records_channel != sql.RECORDS_CHANNEL:
             raise TypeError(
                 f"a worker's session store must be PostgresStore(dsn, records_channel="
                 f"{sql.RECORDS_CHANNEL!r}) on the queue's database (its clients stream records "
                 f"from those notifications); got {agents.store!r}; serve_worker() makes it"
             )
+        self._store = store
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._rider = sql.SettleRider(self.id)
         self._pool = _pg.pool(self.dsn, self.lease_seconds)
         ctx.defer(self._pool.aclose)
         await self._pool.run(sql.prepare_queue)
@@ -256,10 +260,10 @@ class Worker:
         ctx.defer(self._unregister)
         ctx.on(AgentStatusChanged, self._on_status)
         ctx.on(AgentDisposed, self._on_disposed)
-        self.listener = _pg.Listener(self.dsn, (sql.QUEUE_CHANNEL,), self._on_notify)
+        channels = (sql.QUEUE_CHANNEL, sql.worker_channel(self.id))
+        self.listener = _pg.Listener(self.dsn, channels, self._on_notify)
         await ctx.start(self.listener.run)
         ctx.start_soon(self._heartbeat)
-        ctx.start_soon(self._settler)
         ctx.start_soon(self._idle_releaser)
         ctx.start_soon(self._serve)
 
@@ -299,14 +303,20 @@ class Worker:
             if owner and owner != self.id:
                 return  # the session is routed to a live worker: only it may claim it
             if session_id in self._runs:
-                self._waiting.add(session_id)  # a claim skips it until its run ends
+                # A claim skips it until its run ends, and that end claims again: waking the
+                # claim loop now would cost a round trip that finds nothing.
+                self._waiting.add(session_id)
+                return
         elif kind == "cancel":
             for run in self._runs.values():
                 if run.row.id == what:
                     self._kick(run.row.session_id)
                     run.cancel = run.cancel or ""  # read the cause from the row
         if len(self._runs) >= self.max_sessions:
-            self._backlog = True  # no claim until a slot frees: claim then
+            # No claim until a slot frees: the end of a run claims then. Waking the claim
+            # loop for nothing cost two scheduler passes a submit to a busy worker.
+            self._backlog = True
+            return
         self._wake.set()
 
     # -- the claim loop --------------------------------------------------------------------
@@ -380,7 +390,10 @@ class Worker:
         try:
             agent = await self._agent_for(row)
         except _NO_AGENT as exc:  # no worker can run it: say why
-            await self._settle(row, "failed", None, str(exc))
+            settled = await self._retrying(
+                sql.settle, self.id, [sql.Settle(row.id, row.claim, "failed", None, str(exc))]
+            )
+            self._settled(row.id in settled, "failed")
             return
         if agent is None:  # drained while waiting for the session
             if await self._retrying(sql.hand_back, row.id, self.id, row.claim):
@@ -392,55 +405,112 @@ class Worker:
         if fold is None or fold.agent is not agent:
             fold = self._folds[row.session_id] = _Fold(agent)
         ledger = fold.ledger
-        while True:
-            changed = self._changed.setdefault(row.session_id, trio.Event())
-            new = session.records_since(fold.seen)
-            fold.seen += len(new)
-            ledger.feed(new)
-            if self._record_interruptions(agent, ledger):
-                continue
-            if run.cancel is not None:
-                await self._apply_cancel(run, agent, ledger)
-                continue
-            decision = decide(
-                ledger,
-                row.id,
-                policy=row.policy,
-                retries=row.retries,
-                cancelled=row.id in ledger.cancels,
-            )
-            if decision.action == "settle":
-                assert decision.state is not None
-                if decision.state == "failed" and row.id not in ledger.failed:
-                    agent.session.append(
-                        PromptFailed(
-                            prompt_id=row.id,
-                            reason=decision.error or "failed",
-                            cause=decision.cause,
-                        )
-                    )
-                await self._agents.store.flush(session)
-                await self._settle(row, decision.state, decision.answer, decision.error)
-                return
-            if self._handing_back and decision.action in ("start", "adopt"):
-                if decision.action == "adopt":
-                    agent.cancel(WorkerDrained(worker=self.id))
+        ride: Ride[sql.Settle, bool] | None = None
+        try:
+            while True:
+                changed = self._changed.setdefault(row.session_id, trio.Event())
+                if ride is not None and not self._store.unride(session, ride):
+                    await ride.done.wait()  # a batch took it: its outcome first
+                    if isinstance(ride.error, SessionLeaseLostError | SessionClosedError):
+                        raise ride.error  # another owner settles the prompt
+                    if ride.error is None and ride.sent is not None:
+                        self._settled(bool(ride.result), ride.sent.state)
+                        return
+                    # Its batch failed (nothing of it was written): settle with the next.
+                ride = None
+                self._feed(fold)
+                if self._record_interruptions(agent, ledger):
                     continue
-                await self._agents.store.flush(session)
-                if await self._retrying(sql.hand_back, row.id, self.id, row.claim):
-                    self._counts["handed_back"] += 1
-                return
-            if decision.action == "start":
-                # Invariant: no checkpoint between the two appends (one write batch).
-                session.append(
-                    PromptClaimed(prompt_id=row.id, attempt=decision.attempt, worker=self.id)
+                if run.cancel is not None:
+                    await self._apply_cancel(run, agent, ledger)
+                    continue
+                decision = self._decide(run, ledger)
+                if decision.action == "settle":
+                    assert decision.state is not None
+                    if decision.state == "failed" and row.id not in ledger.failed:
+                        agent.session.append(
+                            PromptFailed(
+                                prompt_id=row.id,
+                                reason=decision.error or "failed",
+                                cause=decision.cause,
+                            )
+                        )
+                    settle = self._settle_of(row, decision)
+                    alone = Ride(self._rider, partial(_given, settle))
+                    settled = await self._store.flush_riding(session, alone)
+                    self._settled(bool(settled), settle.state)
+                    return
+                if self._handing_back and decision.action in ("start", "adopt"):
+                    if decision.action == "adopt":
+                        agent.cancel(WorkerDrained(worker=self.id))
+                        continue
+                    await self._agents.store.flush(session)
+                    if await self._retrying(sql.hand_back, row.id, self.id, row.claim):
+                        self._counts["handed_back"] += 1
+                    return
+                if decision.action == "start":
+                    # Invariant: no checkpoint between the two appends (one write batch).
+                    session.append(
+                        PromptClaimed(prompt_id=row.id, attempt=decision.attempt, worker=self.id)
+                    )
+                    agent.prompt(row.content)
+                    continue
+                if agent.done:
+                    return  # disposed under us (lease lost, route lost): another owner settles
+                # Invariant: the ride's item is asked when a batch takes the session; the
+                # batch that makes the turn's end durable finds it ready (test_round_trips).
+                ride = Ride(
+                    self._rider,
+                    partial(self._ready, run, fold),
+                    partial(self._kick, row.session_id),
                 )
-                agent.prompt(row.content)
-                continue
-            if agent.done:
-                return  # disposed under us (lease lost, route lost): another owner settles
-            await changed.wait()
-            self._changed[row.session_id] = trio.Event()
+                self._store.ride(session, ride)
+                await changed.wait()
+                self._changed[row.session_id] = trio.Event()
+        finally:
+            if ride is not None:
+                self._store.unride(session, ride)
+
+    def _feed(self, fold: _Fold) -> None:
+        new = fold.agent.session.records_since(fold.seen)
+        fold.seen += len(new)
+        fold.ledger.feed(new)
+
+    def _decide(self, run: _Run, ledger: Ledger) -> Decision:
+        row = run.row
+        return decide(
+            ledger,
+            row.id,
+            policy=row.policy,
+            retries=row.retries,
+            cancelled=row.id in ledger.cancels,
+        )
+
+    @staticmethod
+    def _settle_of(row: sql.PromptRow, decision: Decision) -> sql.Settle:
+        assert decision.state is not None
+        return sql.Settle(row.id, row.claim, decision.state, decision.answer, decision.error)
+
+    def _ready(self, run: _Run, fold: _Fold) -> sql.Settle | None:
+        """The settle of a run's prompt, if a write batch of its session now can make it:
+        asked by the store (synchronously) as a batch takes the session. Anything the run
+        must record or apply first (an interruption, a failure, a cancel) is the run's."""
+        if run.cancel is not None:
+            return None
+        self._feed(fold)
+        ledger = fold.ledger
+        if ledger.unexplained:
+            return None
+        decision = self._decide(run, ledger)
+        if decision.action != "settle" or (
+            decision.state == "failed" and run.row.id not in ledger.failed
+        ):
+            return None
+        return self._settle_of(run.row, decision)
+
+    def _settled(self, settled: bool, state: str) -> None:
+        if settled:
+            self._counts[state] += 1
 
     def _record_interruptions(self, agent: Agent, ledger: Ledger) -> bool:
         """Append ``TurnInterrupted`` for every attempt the store's repair closed."""
@@ -464,38 +534,6 @@ class Worker:
         assert isinstance(requested, CancelRequested)
         agent.session.append(CancelRequested(prompt_id=run.row.id, cause=requested.cause))
         agent.cancel(requested.cause)
-
-    async def _settle(
-        self, row: sql.PromptRow, state: str, answer: str | None, error: str | None
-    ) -> None:
-        pending = _Settling(sql.Settle(row.id, row.claim, state, answer, error))
-        self._settling.append(pending)
-        self._settle_wake.set()
-        await pending.done.wait()
-        if pending.error is not None:
-            raise pending.error
-        if pending.settled:
-            self._counts[state] += 1
-
-    async def _settler(self) -> None:
-        """Settle what waits, in one round trip, again and again: the prompts that end while
-        a settle is in flight share the next one (group commit, as the store's batches)."""
-        while True:
-            await self._settle_wake.wait()
-            self._settle_wake = trio.Event()
-            settling, self._settling = self._settling, []
-            try:
-                settled = await self._retrying(
-                    sql.settle, self.id, [pending.settle for pending in settling]
-                )
-            except Exception as exc:  # each run reports it (and hands its prompt back)
-                for pending in settling:
-                    pending.error = exc
-                    pending.done.set()
-                continue
-            for pending in settling:
-                pending.settled = pending.settle.prompt_id in settled
-                pending.done.set()
 
     async def _retrying(self, fn: Any, *args: Any) -> Any:
         """``fn`` on the pool, again while the database cannot be reached: a claimed prompt
@@ -626,7 +664,6 @@ async def serve_worker(
         ConnectionError: the database cannot be reached.
     """
     from ..agent import open_runtime
-    from ..session import PostgresStore, SessionLeaseLostError
 
     worker = Worker(
         dsn,
