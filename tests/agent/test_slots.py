@@ -4,42 +4,18 @@ objects an idle agent is made of carry no instance ``__dict__``."""
 
 from __future__ import annotations
 
-import ast
-
 import attrs
 
 import trio_agents as ta
 from tests.helpers.paths import ROOT
+from tests.helpers.slots import hand_written_slots
 
 AGENT_PACKAGE = ROOT / "trio_agents" / "agent"
 
 
-def _hand_written_slots() -> list[str]:
-    """Every ``__slots__ = ...`` in a class body of the agent package, as ``file:line``."""
-    found: list[str] = []
-    modules = sorted(AGENT_PACKAGE.glob("*.py"))
-    assert len(modules) > 30  # the walk is not vacuous
-    for path in modules:
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            for statement in node.body:
-                targets = (
-                    statement.targets
-                    if isinstance(statement, ast.Assign)
-                    else [statement.target]
-                    if isinstance(statement, ast.AnnAssign)
-                    else []
-                )
-                if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in targets):
-                    found.append(f"{path.name}:{statement.lineno}")
-    return found
-
-
 def test_no_agent_class_writes_its_own_slots() -> None:
     """The agent package's classes are attrs classes, slotted by attrs, never by hand."""
-    assert _hand_written_slots() == []
+    assert hand_written_slots(AGENT_PACKAGE, at_least=31) == []
 
 
 async def test_the_objects_of_an_idle_agent_are_slotted_attrs_classes() -> None:
