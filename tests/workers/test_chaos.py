@@ -63,11 +63,26 @@ def budget() -> Budget:
     return LONG if os.environ.get("TRIO_AGENTS_CHAOS") == "long" else SHORT
 
 
+#: Each started worker's id (as the queue names it), by process id.
+NAMES: dict[int, str] = {}
+
+
 async def start_worker(dsn: str, started: list[Worker]) -> Worker:
     worker = await Worker.command(dsn, "--lease", "1", "--model", "echo?delay=0.05")
     started.append(worker)
-    assert (await worker.line()).endswith(" serving")
+    line = await worker.line()
+    assert line.endswith(" serving")
+    NAMES[worker.process.pid] = line.split()[-2]  # "trio-agents: worker ID serving"
     return worker
+
+
+def running(dsn: str) -> dict[str, int]:
+    """How many prompts each worker is running now."""
+    rows = query(
+        dsn,
+        "SELECT worker, count(*) FROM trio_agents_prompts WHERE state = 'running' GROUP BY worker",
+    )
+    return {worker: int(count) for worker, count in rows}
 
 
 async def faults(dsn: str, started: list[Worker], plan: Budget, seed: int, done: list[str]) -> None:
@@ -81,7 +96,10 @@ async def faults(dsn: str, started: list[Worker], plan: Budget, seed: int, done:
         if n:
             await trio.sleep(plan.every)
         live = [w for w in started if w.process.returncode is None]
-        victim = rng.choice(live)
+        # A fault hits work in flight: the victim is a worker running prompts, if one is (a
+        # submit wakes only its session's owner, so an idle worker is common).
+        busy = await trio.to_thread.run_sync(running, dsn)
+        victim = rng.choice([w for w in live if busy.get(NAMES[w.process.pid])] or live)
         if plan.stops and rng.random() < 0.4:
             victim.process.send_signal(signal.SIGSTOP)
             done.append("SIGSTOP")
