@@ -312,6 +312,13 @@ def test_sessions_list_shows_id_records_and_title(
 # -- demo --------------------------------------------------------------------------------------
 
 
+def test_demo_runs_again_on_the_same_store(capsys: pytest.CaptureFixture[str], store: Path) -> None:
+    """A second run on the store of the first passes too: no session id is fixed."""
+    assert run_cli(capsys, "demo", "--store", str(store))[0] == 0
+    status, _, err = run_cli(capsys, "demo", "--store", str(store))
+    assert (status, err) == (0, "")
+
+
 def test_demo_walks_the_lifecycle_and_names_the_session_file(
     capsys: pytest.CaptureFixture[str], store: Path
 ) -> None:
@@ -325,8 +332,11 @@ def test_demo_walks_the_lifecycle_and_names_the_session_file(
     assert "completion notice injected into the owner:" in out
     assert "live agents after dispose: 0" in out
     # 5.: a child started and ended under the lead, then the lead's budget stopped its turn.
-    assert re.search(r"task lead started child (s-\w+).*task child \1 ended completed", out, re.S)
-    assert re.search(r"turn t-2 ended: cancelled, cause BudgetExhausted\(owner_id='lead'", out)
+    lead = re.search(
+        r"task (s-\w+) started child (s-\w+).*task child \2 ended completed", out, re.S
+    )
+    assert lead is not None, out
+    assert f"turn t-2 ended: cancelled, cause BudgetExhausted(owner_id='{lead[1]}'" in out
     found = re.search(r"session written to (\S+\.jsonl)", out)
     assert found is not None
     assert Path(found[1]).parent == store

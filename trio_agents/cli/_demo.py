@@ -188,9 +188,8 @@ async def _subagent_steps(root: Context, model_name: str, spec: str, out: Consol
         ),
     )
     await root.agents.define("helper", description="repeats what it is told", model=spec)
-    lead = await root.agents.create(
-        session_id="lead", tools=["*", "task"], budget=Budget(output_tokens=12)
-    )
+    # A fresh session id: the default store keeps the sessions of every earlier run.
+    lead = await root.agents.create(tools=["*", "task"], budget=Budget(output_tokens=12))
     lead.agent.prompt('!tool task {"agent": "helper", "prompt": "a short errand"}')
     await lead.agent.when_idle()
     out.print(
