@@ -5,13 +5,14 @@ from __future__ import annotations
 import attrs
 import trio
 import trio.testing
+from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import trio_agents.agent as ag
 from tests.helpers.support import Tools
 from tests.helpers.tracing_support import counts, in_memory, metrics_reader, points
 from trio_agents.model import CallTool, Say, ScriptedModel
-from trio_agents.session import ModelUsage
+from trio_agents.session import ModelUsage, Record
 from trio_agents.shell import JobDone, LocalShell, tool_bash
 
 
@@ -40,13 +41,9 @@ def durations(
     ]
 
 
-async def test_token_usage_and_durations_follow_the_genai_conventions(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    """Tokens by type, and durations of the turn, its requests and its tool call, exactly."""
+async def _run_to_idle(model: ScriptedModel, meters: MeterProvider) -> tuple[Record, ...]:
+    """Prompt one traced, metered agent with the sleep tool; its records once it is idle."""
     provider, _ = in_memory()
-    meters, reader = metrics_reader()
-    model = ScriptedModel([[CallTool("sleep", {"seconds": 2})], [Say("done", delay=0.5)]])
     async with ag.open_runtime(
         model=model, tracer_provider=provider, meter_provider=meters
     ) as root:
@@ -54,7 +51,18 @@ async def test_token_usage_and_durations_follow_the_genai_conventions(
         agent = (await root.agents.create()).agent
         agent.prompt("go")
         await agent.when_idle()
-        usage = [r for r in agent.session.records if isinstance(r, ModelUsage)]
+        records: tuple[Record, ...] = agent.session.records
+        return records
+
+
+async def test_token_usage_and_durations_follow_the_genai_conventions(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Tokens by type, and durations of the turn, its requests and its tool call, exactly."""
+    meters, reader = metrics_reader()
+    model = ScriptedModel([[CallTool("sleep", {"seconds": 2})], [Say("done", delay=0.5)]])
+    records = await _run_to_idle(model, meters)
+    usage = [r for r in records if isinstance(r, ModelUsage)]
     tokens = {
         p.attributes["gen_ai.token.type"]: (p.count, p.sum)
         for p in points(reader, "gen_ai.client.token.usage")
@@ -136,7 +144,6 @@ async def test_a_failed_call_leaves_the_next_calls_measure_without_its_error(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """A tool's calls share their series' attributes: an error marks only its own measure."""
-    provider, _ = in_memory()
     meters, reader = metrics_reader()
     model = ScriptedModel(
         [
@@ -145,13 +152,7 @@ async def test_a_failed_call_leaves_the_next_calls_measure_without_its_error(
             [Say("done")],
         ]
     )
-    async with ag.open_runtime(
-        model=model, tracer_provider=provider, meter_provider=meters
-    ) as root:
-        await root.plugin(Tools(SLEEP))
-        agent = (await root.agents.create()).agent
-        agent.prompt("go")
-        await agent.when_idle()
+    await _run_to_idle(model, meters)
     calls = sorted(durations(reader, "execute_tool"), key=lambda found: found[0])
     assert calls == [
         (
