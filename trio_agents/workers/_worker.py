@@ -11,7 +11,10 @@ Rules:
   its session had another prompt queued, a submit to that session came while it ran, or the
   last claim could not take everything: it filled every free slot, or a wake-up came while
   none was free); a slow poll (``poll_interval``) only covers lost notifications. It claims
-  at most ``max_sessions`` prompts at a time, one per session.
+  at most ``max_sessions`` prompts at a time, one per session. A prompt whose session's store
+  lease another owner still holds (a worker that died, until its lease runs out) is left
+  queued, not claimed to wait in a resume that fails; the claim says when the first such
+  lease ends, and the loop claims again then (no notification says so).
 - A claimed prompt runs as :mod:`._ledger` decides from the session's records: start an
   attempt, adopt a message a dead worker queued, or settle. It settles only under its claim
   and in the transaction that makes what it settles on durable: a settle rides in the store's
@@ -215,6 +218,9 @@ class Worker:
         # submit to a session running here (``_waiting``: its run's end claims again).
         self._backlog = False
         self._waiting: set[str] = set()
+        # When the first session lease a queued prompt waits for ends (trio's clock), as the
+        # last claim saw it: the claim loop claims again then (``sql.claim_leased``).
+        self._blocked_until: float | None = None
         self._counts = dict.fromkeys(
             ("claimed", "completed", "failed", "cancelled", "handed_back", "released"), 0
         )
@@ -330,10 +336,21 @@ class Worker:
                     busy = [*self._runs, *self._releasing]
                     self._backlog = False
                     try:
-                        claimed = await self._pool.run(sql.claim, self.id, free, busy)
+                        claims = await self._pool.run(
+                            partial(sql.claim_leased, holder=self._store.owner),
+                            self.id,
+                            free,
+                            busy,
+                        )
                     except ConnectionError as exc:
                         log.warning("worker %s could not claim prompts (%s)", self.id, exc)
-                        claimed = []
+                        claims = sql.Claims([])
+                    claimed = claims.claimed
+                    self._blocked_until = (
+                        None
+                        if claims.blocked_for is None
+                        else trio.current_time() + max(claims.blocked_for, 0.0)
+                    )
                     for found in claimed:
                         run = _Run(found.row, cancel=found.row.cancel, more=found.more)
                         self._runs[found.row.session_id] = run
@@ -345,7 +362,7 @@ class Worker:
                         continue
                 if self.draining:
                     break
-                with trio.move_on_after(self.poll_interval):
+                with trio.move_on_after(self._next_claim_in()):
                     await self._wake.wait()
             with trio.move_on_after(self.drain_timeout):
                 while self._runs:
@@ -361,6 +378,18 @@ class Worker:
             self._held.pop(session_id, None)
         await self._unregister()
         self._drained.set()
+
+    def _next_claim_in(self) -> float:
+        """Seconds until the claim loop claims again unless woken: the fallback poll, or
+        sooner the end of a session lease a prompt waits for (its last owner died: no
+        notification says when that lease ends)."""
+        if self._blocked_until is None:
+            return self.poll_interval
+        if len(self._runs) >= self.max_sessions:
+            # No claim until a slot frees; the end of a run claims then.
+            self._backlog = True
+            return self.poll_interval
+        return min(self.poll_interval, max(self._blocked_until - trio.current_time(), 0.0))
 
     # -- one prompt ------------------------------------------------------------------------
 
