@@ -36,9 +36,7 @@ def test_a_prompt_whose_session_is_leased_elsewhere_is_claimed_once_the_lease_en
         assert first.blocked_for == pytest.approx(600, abs=30)
         [(state,)] = conn.execute("SELECT state FROM trio_agents_prompts WHERE id = 'p-s'")
         assert state == "queued"
-        conn.execute(
-            "UPDATE trio_agents_sessions SET expires = clock_timestamp() WHERE id = 's'"
-        )
+        conn.execute("UPDATE trio_agents_sessions SET expires = clock_timestamp() WHERE id = 's'")
         second = claim_leased(conn, "w", 10, ["t", "u"], holder="my-store")
         assert [(c.row.id, c.row.claim) for c in second.claimed] == [("p-s", 1)]
         assert second.blocked_for is None
