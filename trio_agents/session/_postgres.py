@@ -304,6 +304,10 @@ class PostgresStore(SessionStore[_Row]):
         the next batch takes the session (whether or not it has records to write) and sends
         the ride if its ``item()`` is ready then. Return the ride's result.
 
+        A caller cancelled here takes the ride off the session unless a batch took it already:
+        ``ride.sent`` is then set, and ``ride.done`` (its ``result`` or ``error``) says whether
+        it was written. So a caller that tries again sends its item once, never twice.
+
         Raises:
             SessionClosedError: the session is not live here (or is ending).
             SessionLeaseLostError: another worker took the session over.
@@ -317,7 +321,14 @@ class PostgresStore(SessionStore[_Row]):
         if not ride.done.is_set():
             self._batches.check_running(session.id)
             self._batches.mark_sync(session, state)
-            batch = await self._batches.next_batch()
+            try:
+                batch = await self._batches.next_batch()
+            except BaseException:
+                # Invariant: a caller that gives up (cancelled) leaves no ride behind that a
+                # later batch could still send; one a batch took already is in flight, and
+                # ``ride.sent`` and ``ride.done`` say so (tests/session/test_postgres_rides.py).
+                self.unride(session, ride)
+                raise
             if state.lost is not None:
                 raise state.lost
             if batch.error is not None:
