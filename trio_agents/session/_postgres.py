@@ -28,7 +28,8 @@ Rules:
   records, fenced as they are (``_postgres_sql.Fence``): durable with them or not at all, and
   no round trip of its own. A ride's ``item()`` is asked at each batch that takes the session
   (``None``: not yet), so it can ride in the batch that makes what it waits for durable. A
-  batch that fails, a lost lease or the session's end ends a ride with an error.
+  batch that fails, a lost lease or the session's end ends a ride with an error. A
+  ``flush_riding`` whose caller is cancelled takes its ride off, unless a batch took it.
 """
 
 from __future__ import annotations
