@@ -36,7 +36,8 @@ under ``cProfile`` on a CPU clock (``time.thread_time``, from after each session
 prompt), then on the direct path, and prints the top entries of each by own time.
 
 Needs the PostgreSQL server binaries and psycopg; without them it says so and measures
-nothing. Run: ``python -m benchmarks.bench_workers`` (or ``... --profile``).
+nothing. Run: ``python -m benchmarks.bench_workers`` (or ``... --profile``; ``--prompts N``
+first for a longer window, N prompts a session).
 """
 
 from __future__ import annotations
@@ -659,12 +660,25 @@ def traced(directory: str, argv: list[str]) -> int:
     return command(argv)
 
 
+def _window(argv: list[str]) -> list[str]:
+    """``--prompts N``: each session's prompts in the window (``PROMPTS`` by default); a
+    longer window spends more CPU seconds a round, so a round's ratio swings less with the
+    machine (docs/benchmarks.rst). The other arguments are returned."""
+    global PROMPTS
+    if argv[:1] == ["--prompts"]:
+        PROMPTS = int(argv[1])
+        if PROMPTS < 2:
+            raise SystemExit("--prompts: at least 2 (the first prompt opens the window)")
+        return argv[2:]
+    return argv
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--traced"]:
         sys.exit(traced(sys.argv[2], sys.argv[3:]))
     if sys.argv[1:2] == ["--profiled"]:
         sys.exit(profiled(sys.argv[2], sys.argv[3:]))
-    if sys.argv[1:2] == ["--profile"]:
+    if _window(sys.argv[1:])[:1] == ["--profile"]:
         profile_main()
     else:
         main()
