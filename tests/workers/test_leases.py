@@ -13,15 +13,15 @@ import trio
 from tests.helpers.workers_support import DEADLINE, query, serving
 from trio_agents.session._postgres_sql import prepare_schema, take_lease
 from trio_agents.workers import AgentTemplate, open_remote
-from trio_agents.workers._sql import claim_leased, prepare_queue, register_worker, submit
+from trio_agents.workers._sql import claim, lease_wait, prepare_queue, register_worker, submit
 
 
 def test_a_prompt_whose_session_is_leased_elsewhere_is_claimed_once_the_lease_ends(
     pg_dsn: str,
 ) -> None:
     """A session leased live by another store: the claim leaves its prompt queued (not one
-    leased by the worker's own store) and says when the lease ends; once it ended (by the
-    database's clock), the claim takes it."""
+    leased by the worker's own store), lease_wait says when that lease ends; once it ended
+    (by the database's clock), lease_wait says so and the claim takes it."""
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         prepare_schema(conn)
         prepare_queue(conn)
@@ -31,15 +31,16 @@ def test_a_prompt_whose_session_is_leased_elsewhere_is_claimed_once_the_lease_en
         submit(conn, "p-s", "s", "leased", None, "retry", 1)
         submit(conn, "p-t", "t", "free", None, "retry", 1)
         submit(conn, "p-u", "u", "mine", None, "retry", 1)
-        first = claim_leased(conn, "w", 10, [], holder="my-store")
-        assert [c.row.id for c in first.claimed] == ["p-t", "p-u"]
-        assert first.blocked_for == pytest.approx(600, abs=30)
+        first = claim(conn, "w", 10, [], holder="my-store")
+        assert [c.row.id for c in first] == ["p-t", "p-u"]
+        assert lease_wait(conn, "w", "my-store") == pytest.approx(600, abs=30)
         [(state,)] = conn.execute("SELECT state FROM trio_agents_prompts WHERE id = 'p-s'")
         assert state == "queued"
         conn.execute("UPDATE trio_agents_sessions SET expires = clock_timestamp() WHERE id = 's'")
-        second = claim_leased(conn, "w", 10, ["t", "u"], holder="my-store")
-        assert [(c.row.id, c.row.claim) for c in second.claimed] == [("p-s", 1)]
-        assert second.blocked_for is None
+        assert lease_wait(conn, "w", "my-store") <= 0  # type: ignore[operator]
+        second = claim(conn, "w", 10, ["t", "u"], holder="my-store")
+        assert [(c.row.id, c.row.claim) for c in second] == [("p-s", 1)]
+        assert lease_wait(conn, "w", "my-store") is None
 
 
 async def test_a_worker_claims_a_prompt_when_the_session_lease_it_waits_for_ends(

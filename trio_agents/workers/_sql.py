@@ -328,27 +328,9 @@ class Claimed:
     more: bool = False
 
 
-@attrs.frozen
-class Claims:
-    """What one claim took (``claimed``, in submission order) and, when a prompt it could
-    otherwise take waits for another owner's session lease, how many seconds until the first
-    such lease ends (``blocked_for``, by the database's clock; ``None``: none waits)."""
-
-    claimed: builtins.list[Claimed]
-    blocked_for: float | None = None
-
-
 def claim(
     conn: Conn, worker: str, limit: int, busy: Sequence[str], *, holder: str | None = None
 ) -> builtins.list[Claimed]:
-    """Claim up to ``limit`` prompts for ``worker`` (see :func:`claim_leased`); only what it
-    claimed."""
-    return claim_leased(conn, worker, limit, busy, holder=holder).claimed
-
-
-def claim_leased(
-    conn: Conn, worker: str, limit: int, busy: Sequence[str], *, holder: str | None = None
-) -> Claims:
     """Claim up to ``limit`` prompts for ``worker``: the first unfinished prompt of each
     session whose route is ``worker``'s or free, skipping ``busy`` sessions (running here
     already) and prompts another worker runs now; take their routes.
@@ -356,27 +338,44 @@ def claim_leased(
     With ``holder`` (the lease owner id of the worker's session store, whose sessions sit in
     the same database), a prompt whose session's lease another owner holds live is left
     queued: resuming it would only fail until that lease ends (its worker died, or it is held
-    outside the queue). ``blocked_for`` says when the first such lease ends, so the worker
-    claims again then.
+    outside the queue). :func:`lease_wait` says when the first such lease ends.
 
     One statement, one round trip, whatever ``limit`` is: the candidates are locked (``SKIP
     LOCKED``), their routes taken where free (a route another worker took meanwhile leaves its
     prompt unclaimed), and those prompts marked running, in submission order.
     """
-    leased = holder is not None
     rows = conn.execute(
-        _CLAIM_LEASED if leased else _CLAIM,
+        _CLAIM if holder is None else _CLAIM_LEASED,
         {"busy": list(busy), "me": worker, "limit": limit, "holder": holder},
     ).fetchall()
-    blocked_for = rows[0][-1] if leased and rows else None
-    if leased:
-        # One row when nothing was claimed: the wait alone (its prompt columns are NULL).
-        rows = [raw[:-1] for raw in rows if raw[0] is not None]
     claimed = (Claimed(PromptRow(*raw[:-1]), more=raw[-1]) for raw in rows)
-    return Claims(sorted(claimed, key=lambda c: c.row.seq), blocked_for)
+    return sorted(claimed, key=lambda c: c.row.seq)
 
 
-#: Whether the prompt ``p`` can be claimed by ``%(me)s``, but for its session's lease.
+def lease_wait(conn: Conn, worker: str, holder: str) -> float | None:
+    """Seconds until the first session lease of another owner ends (by the database's clock)
+    that keeps :func:`claim` (with ``holder``) from a prompt ``worker`` could otherwise claim:
+    ``0`` or less when such a lease has ended and the prompt waits for a claim (no
+    notification says that a lease ended), ``None`` when no prompt waits for one. Not part of
+    the claim: it reads every open prompt, a cost the claim of every prompt would pay; the
+    heartbeat asks it."""
+    row = conn.execute(
+        f"""
+        WITH live AS (
+            SELECT id FROM trio_agents_workers WHERE expires > clock_timestamp()
+        )
+        SELECT extract(epoch FROM min(s.expires) - clock_timestamp())::float8
+        FROM trio_agents_prompts AS p
+        JOIN trio_agents_sessions AS s ON s.id = p.session_id
+        WHERE {_OPEN} AND s.owner <> %(holder)s
+        """,
+        {"busy": [], "me": worker, "holder": holder},
+    ).fetchone()
+    return None if row is None or row[0] is None else float(row[0])
+
+
+#: Whether the prompt ``p`` can be claimed by ``%(me)s``, but for its place in its session
+#: and its session's lease.
 _OPEN = """p.state IN ('queued', 'running')
               AND NOT (p.session_id = ANY(%(busy)s))
               AND NOT (p.state = 'running' AND p.worker IN (SELECT id FROM live))
@@ -406,34 +405,22 @@ _CLAIM_TEMPLATE = f"""
             ON CONFLICT (session_id) DO UPDATE SET worker = %(me)s, since = clock_timestamp()
             WHERE r.worker = %(me)s OR r.worker NOT IN (SELECT id FROM live)
             RETURNING session_id
-        ), claimed AS (
-            UPDATE trio_agents_prompts AS p
-            SET state = 'running', worker = %(me)s, claim = p.claim + 1
-            FROM candidates AS c
-            WHERE p.id = c.id AND c.session_id IN (SELECT session_id FROM routed)
-            RETURNING {_PREFIXED}, EXISTS (
-                SELECT 1 FROM trio_agents_prompts AS q
-                WHERE q.session_id = p.session_id AND q.state = 'queued' AND q.seq > p.seq)
-                AS more
-        ){{blocked}}
+        )
+        UPDATE trio_agents_prompts AS p
+        SET state = 'running', worker = %(me)s, claim = p.claim + 1
+        FROM candidates AS c
+        WHERE p.id = c.id AND c.session_id IN (SELECT session_id FROM routed)
+        RETURNING {_PREFIXED}, EXISTS (
+            SELECT 1 FROM trio_agents_prompts AS q
+            WHERE q.session_id = p.session_id AND q.state = 'queued' AND q.seq > p.seq)
         """
 
-_CLAIM = _CLAIM_TEMPLATE.format(free="", blocked="\n        SELECT * FROM claimed")
-
-# Invariant: ``blocked`` is one row (an aggregate), so the outer join yields every claimed
-# row, or one row of NULLs and the wait when nothing was claimed.
+_CLAIM = _CLAIM_TEMPLATE.format(free="")
 _CLAIM_LEASED = _CLAIM_TEMPLATE.format(
     free=f"""
               AND NOT EXISTS (
                   SELECT 1 FROM trio_agents_sessions AS s
-                  WHERE s.id = p.session_id AND {_LEASED_ELSEWHERE})""",
-    blocked=f""", blocked AS (
-            SELECT extract(epoch FROM min(s.expires) - clock_timestamp())::float8 AS wait
-            FROM trio_agents_prompts AS p
-            JOIN trio_agents_sessions AS s ON s.id = p.session_id
-            WHERE {_OPEN} AND {_LEASED_ELSEWHERE}
-        )
-        SELECT claimed.*, blocked.wait FROM blocked LEFT JOIN claimed ON true""",
+                  WHERE s.id = p.session_id AND {_LEASED_ELSEWHERE})"""
 )
 
 

@@ -13,8 +13,8 @@ Rules:
   none was free); a slow poll (``poll_interval``) only covers lost notifications. It claims
   at most ``max_sessions`` prompts at a time, one per session. A prompt whose session's store
   lease another owner still holds (a worker that died, until its lease runs out) is left
-  queued, not claimed to wait in a resume that fails; the claim says when the first such
-  lease ends, and the loop claims again then (no notification says so).
+  queued, not claimed to wait in a resume that fails; the heartbeat asks when the first such
+  lease ends, and the claim loop claims again then (no notification says so).
 - A claimed prompt runs as :mod:`._ledger` decides from the session's records: start an
   attempt, adopt a message a dead worker queued, or settle. It settles only under its claim
   and in the transaction that makes what it settles on durable: a settle rides in the store's
@@ -219,7 +219,7 @@ class Worker:
         self._backlog = False
         self._waiting: set[str] = set()
         # When the first session lease a queued prompt waits for ends (trio's clock), as the
-        # last claim saw it: the claim loop claims again then (``sql.claim_leased``).
+        # last heartbeat saw it: the claim loop claims again then (``sql.lease_wait``).
         self._blocked_until: float | None = None
         self._counts = dict.fromkeys(
             ("claimed", "completed", "failed", "cancelled", "handed_back", "released"), 0
@@ -336,21 +336,12 @@ class Worker:
                     busy = [*self._runs, *self._releasing]
                     self._backlog = False
                     try:
-                        claims = await self._pool.run(
-                            partial(sql.claim_leased, holder=self._store.owner),
-                            self.id,
-                            free,
-                            busy,
+                        claimed = await self._pool.run(
+                            partial(sql.claim, holder=self._store.owner), self.id, free, busy
                         )
                     except ConnectionError as exc:
                         log.warning("worker %s could not claim prompts (%s)", self.id, exc)
-                        claims = sql.Claims([])
-                    claimed = claims.claimed
-                    self._blocked_until = (
-                        None
-                        if claims.blocked_for is None
-                        else trio.current_time() + max(claims.blocked_for, 0.0)
-                    )
+                        claimed = []
                     for found in claimed:
                         run = _Run(found.row, cancel=found.row.cancel, more=found.more)
                         self._runs[found.row.session_id] = run
@@ -383,13 +374,15 @@ class Worker:
         """Seconds until the claim loop claims again unless woken: the fallback poll, or
         sooner the end of a session lease a prompt waits for (its last owner died: no
         notification says when that lease ends)."""
-        if self._blocked_until is None:
+        until, now = self._blocked_until, trio.current_time()
+        if until is None or until <= now:
+            self._blocked_until = None  # the claim that just ran came after it
             return self.poll_interval
         if len(self._runs) >= self.max_sessions:
             # No claim until a slot frees; the end of a run claims then.
             self._backlog = True
             return self.poll_interval
-        return min(self.poll_interval, max(self._blocked_until - trio.current_time(), 0.0))
+        return min(self.poll_interval, until - now)
 
     # -- one prompt ------------------------------------------------------------------------
 
@@ -627,6 +620,17 @@ class Worker:
                 continue
             if orphans and not self._draining:
                 # A dead worker's prompts: no notification says a worker died.
+                self._backlog = True
+                self._wake.set()
+            try:
+                wait = await self._pool.run(sql.lease_wait, self.id, self._store.owner)
+            except ConnectionError as exc:
+                log.warning("worker %s heartbeat failed (%s)", self.id, exc)
+                continue
+            if wait is not None and not self._draining:
+                # A prompt waits for another owner's session lease (a dead worker's): claim
+                # once it ends (now, if it has), then the claim loop's wait ends with it.
+                self._blocked_until = trio.current_time() + max(wait, 0.0)
                 self._backlog = True
                 self._wake.set()
             for session_id, handle in list(self._held.items()):
