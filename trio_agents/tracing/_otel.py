@@ -20,22 +20,17 @@ Rules:
 
 from __future__ import annotations
 
-import contextvars
 import json
-import types
 from collections.abc import (
     AsyncGenerator,
-    Awaitable,
     Callable,
-    Coroutine,
-    Generator,
     Iterator,
     Mapping,
     Sequence,
 )
 from contextlib import contextmanager
 from contextvars import Token
-from typing import Any, Final, TypeVar, cast, final
+from typing import Any, Final, TypeVar, final
 
 import attrs
 import trio
@@ -311,71 +306,37 @@ class _TurnSpan:
             tracer._turn_left(session.id, self._start, error)
 
 
-@types.coroutine
-def _within(
-    context: contextvars.Context, awaitable: Awaitable[T], hook: _Chat | None = None
-) -> Generator[Any, Any, T]:
-    """``await awaitable`` with each of its steps run in ``context``: what it sets there
-    stays there, and what it reads is the context's, whatever the awaiting task's holds.
-
-    Every value the scheduler sends in, and every exception it throws in (a cancel), goes
-    on to ``awaitable``; every trap it yields goes out to the scheduler. A ``hook`` (the
-    ``chat`` span's stream) is told what ``awaitable`` returned, and what it raised, in the
-    same frame: one trampoline, no second generator per step around this one.
-    """
-    steps = awaitable.__await__()
-    step: Callable[[Any], Any] = steps.send
-    value: Any = None
-    while True:
-        try:
-            trap = context.run(step, value)
-        except StopIteration as stop:
-            result: T = stop.value  # typed without typing.cast: a call at every step
-            if hook is not None:
-                hook.observe(result)
-            return result
-        except BaseException as exc:
-            if hook is not None:
-                hook.stopped(exc)
-            raise
-        finally:
-            value = None  # no cycle through this frame when it leaves with an exception
-        try:
-            value = yield trap
-            step = steps.send
-        except BaseException as exc:
-            value, step = exc, steps.throw
-
-
-#: :func:`_within` typed as the coroutine it returns (``types.coroutine``'s stub says
-#: ``Awaitable``), once here rather than by a ``typing.cast`` call at every step.
-_stepped = cast("Callable[..., Coroutine[Any, Any, Any]]", _within)
-
-
 @final
 @attrs.define(eq=False, repr=False)
 class _Chat(AsyncGenerator[Any, None]):
     """A model's stream inside its ``chat`` span (:meth:`Tracer.chat`): the span is current
-    only while the model's own code runs, never across a yield (the consumer's code between
-    events is not the model's), and it ends when the stream ends, fails or is closed.
+    in the task that asked for the stream from that call until the stream ends, fails or is
+    closed, and then it ends. The model's stream runs in that task's own context, as it does
+    untraced (what it sets in a context variable, the consumer sees, traced or not).
 
-    The stream runs in a copy of the caller's context with the span current (attached there
-    once, and the copy dropped with it); each step runs there through :func:`_within`, which
-    tells the stream (its hook) the event the step gave, or how the stream ended.
-    A class rather than an async generator around the model's: no second generator to
-    resume at each event, register with trio's finalizer and close by throwing
-    ``GeneratorExit`` through it (a tool turn traced with OpenTelemetry's no-op tracer
-    provider, the runtime's own part: 1,372K -> 1,355K instructions under callgrind, the
-    untraced turn 1,170K). So it is ended by ``aclose()``, as ``async with aclosing(...)``
-    does (the turn's), not by the garbage collector.
+    Trick: the span is attached once per stream in the consuming task, and each step awaits
+    the model's own step with no trampoline: the model's code, and the consumer's between
+    two events (the turn's, which starts no span there), see the span current. Running each
+    step in a copy of the caller's context instead (``context.run`` at every step and at
+    every trap the step yields) kept it current in the model's code alone, at 2,117K ->
+    2,088K instructions a traced tool turn under callgrind (``bench_instructions``'
+    ``turn_traced``); tests/tracing/test_context.py's traceparent of an HTTP request and
+    test_spans.py's trees pin what must be current where.
+
+    Invariant: closed (``aclose()``, as ``async with aclosing(...)`` does, the turn's) in
+    the task that asked for it, before any span that task started after it ends: the
+    span's context is detached there, where it was attached (a ``ContextVar`` token). A
+    class rather than an async generator around the model's: no second generator to resume
+    at each event, register with trio's finalizer and close by throwing ``GeneratorExit``
+    through it.
     """
 
     _tracer: Tracer
     _span: Span
     _kind: _ChatKind
-    # The model's own stream, made in _context, where the span is current.
+    # The model's own stream, made while the span was current.
     _inner: AsyncGenerator[Any, None]
-    _context: contextvars.Context
+    _token: Token[otel_context.Context]
     _start: float
     # What the model answered, for gen_ai.output.messages: only with capture_content.
     _text: list[str] | None
@@ -384,24 +345,42 @@ class _Chat(AsyncGenerator[Any, None]):
     _measured: Mapping[str, AttributeValue]
     _open: bool = True
 
-    def __anext__(self) -> Coroutine[Any, Any, Any]:
-        return _stepped(self._context, self._inner.__anext__(), self)
+    async def __anext__(self) -> Any:
+        try:
+            event = await self._inner.__anext__()
+        except BaseException as exc:
+            self.stopped(exc)
+            raise
+        self.observe(event)
+        return event
 
-    def asend(self, value: None) -> Coroutine[Any, Any, Any]:
-        return _stepped(self._context, self._inner.asend(value), self)
+    async def asend(self, value: None) -> Any:
+        try:
+            event = await self._inner.asend(value)
+        except BaseException as exc:
+            self.stopped(exc)
+            raise
+        self.observe(event)
+        return event
 
-    def athrow(self, *args: Any) -> Coroutine[Any, Any, Any]:
-        return _stepped(self._context, self._inner.athrow(*args), self)
+    async def athrow(self, *args: Any) -> Any:
+        try:
+            event = await self._inner.athrow(*args)
+        except BaseException as exc:
+            self.stopped(exc)
+            raise
+        self.observe(event)
+        return event
 
     async def aclose(self) -> None:
         if self._open:
             try:
-                await _within(self._context, self._inner.aclose())
+                await self._inner.aclose()
             finally:
                 self._end(None)
 
     def observe(self, event: object) -> None:
-        """The model's stream gave ``event`` (a step's hook, :func:`_within`): the last one,
+        """The model's stream gave ``event``: the last one,
         ``Finished``, puts the response's model, finish reason and tokens on the span."""
         usage = getattr(event, "usage", None)
         if usage is not None:  # the last event, Finished
@@ -435,14 +414,15 @@ class _Chat(AsyncGenerator[Any, None]):
                 )
 
     def stopped(self, exc: BaseException) -> None:
-        """A step of the model's stream raised ``exc`` (a step's hook, :func:`_within`): the
-        stream ended (``StopAsyncIteration``) or failed, and so does the span."""
+        """A step of the model's stream raised ``exc``: the stream ended
+        (``StopAsyncIteration``) or failed, and so does the span."""
         self._end(None if isinstance(exc, StopAsyncIteration) else _failed(self._span, exc))
 
     def _end(self, error: str | None) -> None:
         if not self._open:
             return
         self._open = False
+        otel_context.detach(self._token)
         span, text, calls = self._span, self._text, self._calls
         if text is not None and calls is not None and (text or calls):
             parts: list[dict[str, Any]] = [{"type": "text", "content": "".join(text)}]
@@ -698,10 +678,18 @@ class Tracer:
             attributes = {**attributes, "gen_ai.input.messages": content}
             text, calls = [], []
         span = self._tracer.start_span(kind.span_name, kind=SpanKind.CLIENT, attributes=attributes)
-        context = contextvars.copy_context()
-        context.run(otel_context.attach, trace.set_span_in_context(span))
-        inner = context.run(model.stream, request)
-        return _Chat(self, span, kind, inner, context, self.now(), text, calls, kind.requested)
+        start = self.now()
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            inner = model.stream(request)
+        except BaseException as exc:
+            otel_context.detach(token)
+            error = _failed(span, exc)
+            span.end()
+            measured = kind.requested if error is None else {**kind.requested, "error.type": error}
+            self.metrics.duration.record(self.now() - start, measured)
+            raise
+        return _Chat(self, span, kind, inner, token, start, text, calls, kind.requested)
 
     # -- tool calls, compactions, shell jobs -------------------------------------------------
 
