@@ -331,10 +331,10 @@ class _Chat(AsyncGenerator[Any, None]):
     the model's own step with no trampoline: the model's code, and the consumer's between
     two events (the turn's, which starts no span there), see the span current. Running each
     step in a copy of the caller's context instead (``context.run`` at every step and at
-    every trap the step yields) kept it current in the model's code alone, at 2,117K ->
-    2,088K instructions a traced tool turn under callgrind (``bench_instructions``'
-    ``turn_traced``); tests/tracing/test_context.py's traceparent of an HTTP request and
-    test_spans.py's trees pin what must be current where.
+    every trap the step yields) kept it current in the model's code alone, for 29K more
+    instructions a traced tool turn (``bench_instructions``' ``turn_traced`` under callgrind
+    with the collector off: 2,083K -> 2,053K); tests/tracing/test_context.py's traceparent
+    of an HTTP request and test_spans.py's trees pin what must be current where.
 
     Invariant: closed (``aclose()``, as ``async with aclosing(...)`` does, the turn's) in
     the task that asked for it, before any span that task started after it ends: the
@@ -521,9 +521,10 @@ class Tracer:
     _tracer: trace.Tracer
     #: The instruments, or ``None``: no meter provider was given, and nothing is measured.
     # Trick: no instrument call and no clock read then, where OpenTelemetry's global (proxy)
-    # meter provider took ten calls and eight reads a tool turn: 2,087K -> 2,080K
-    # instructions a traced tool turn under callgrind (``turn_traced``), 156K -> 144K the
-    # runtime's own part (``turn_traced_noop``); test_metrics.py pins both sides
+    # meter provider took ten calls and eight reads a tool turn: 2,053K -> 2,028K
+    # instructions a traced tool turn under callgrind with the collector off
+    # (``turn_traced``), 148K -> 129K the runtime's own part (``turn_traced_noop``);
+    # test_metrics.py pins both sides
     # (test_a_runtime_traced_without_a_meter_provider_records_no_metric).
     metrics: Metrics | None
     capture_content: bool
