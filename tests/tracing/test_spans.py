@@ -276,6 +276,7 @@ class RefusesFirst:
     """A model whose ``stream()`` raises when called, before any stream, the first time."""
 
     name = "refuses-first"
+    context_window: int | None = None
 
     def __init__(self) -> None:
         self.calls = 0
