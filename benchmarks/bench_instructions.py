@@ -23,7 +23,7 @@ turns the collection on around exactly what is counted, and dumps one total per 
   (issue #41's "traced within 2x"); and the floor of the traced side, the SDK's own work
   for the same four spans and their attributes with no runtime around them (``turn_sdk``),
   and the runtime's own part of it, the same turn traced with OpenTelemetry's no-op tracer
-  provider (``turn_traced_noop``: every span point, its context and metrics, no span made);
+  provider (``turn_traced_noop``: every span point and its context, no span made);
 - a cancel: ``CANCELS`` times, from ``agent.cancel()`` of a turn parked in its model's stream
   until ``when_idle()`` returns, against ``scope.cancel()`` of a task blocked on an Event until
   it has signalled its exit (``bench_cancel``'s two sides); only that span is collected, and

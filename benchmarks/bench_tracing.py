@@ -9,13 +9,13 @@ printed as a share of an off turn, the in-run bound on "off within 1.05x of a tu
 the instrumentation" (which a run of ``bench_tools`` on the commit before it compares too).
 
 Fair sides: the same runtime, model, tool and turns; only the tracer provider differs. The
-metrics are off on the traced side (no meter provider: the runtime's instruments are
-OpenTelemetry's no-op proxies, about 0.3% of a traced turn), as tracing is what the goal is
-about; a third side adds an SDK ``MeterProvider`` with an in-memory reader and is reported
-beside the goal, not in it. The exporter is emptied after each traced round, so no side runs
-beside the spans another kept, and the garbage is collected before each round, so no side
-pays a full collection that another side's objects triggered (the garbage collector is a
-tenth of what tracing adds: the retained spans survive every young collection).
+metrics are off on the traced side (no meter provider: no instrument is called, no clock read
+for them), as tracing is what the goal is about; a third side adds an SDK ``MeterProvider``
+with an in-memory reader and is reported beside the goal, not in it. The exporter is emptied
+after each traced round, so no side runs beside the spans another kept, and the garbage is
+collected before each round, so no side pays a full collection that another side's objects
+triggered (the garbage collector is a tenth of what tracing adds: the retained spans survive
+every young collection).
 """
 
 from __future__ import annotations

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import attrs
 import trio
 import trio.testing
@@ -165,3 +169,41 @@ async def test_a_failed_call_leaves_the_next_calls_measure_without_its_error(
         ),
         (1.0, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "sleep"}),
     ]
+
+
+GLOBAL_METER_SCRIPT = textwrap.dedent(
+    """
+    import trio
+    import trio_agents as ta
+    from opentelemetry import metrics
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+
+    reader = InMemoryMetricReader()
+    metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+
+    async def main():
+        async with ta.open_runtime(tracer_provider=TracerProvider()) as root:
+            agent = (await root.agents.create()).agent
+            agent.prompt("hi")
+            await agent.when_idle()
+
+    trio.run(main)
+    data = reader.get_metrics_data()
+    found = data.resource_metrics if data else ()
+    print(sum(len(scope.metrics) for r in found for scope in r.scope_metrics))
+    """
+)
+
+
+def test_a_runtime_traced_without_a_meter_provider_records_no_metric() -> None:
+    """Spans only: no instrument is called, not even on a global meter provider."""
+    done = subprocess.run(
+        [sys.executable, "-c", GLOBAL_METER_SCRIPT],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, "0\n"), done.stderr

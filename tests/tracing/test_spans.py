@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator
 
 import attrs
 import pytest
@@ -15,7 +16,15 @@ import trio_agents as ta
 import trio_agents.agent as ag
 from tests.helpers.support import Tools
 from tests.helpers.tracing_support import in_memory, named, tree
-from trio_agents.model import CallTool, Fail, Say, ScriptedModel
+from trio_agents.model import (
+    CallTool,
+    Fail,
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    Say,
+    ScriptedModel,
+)
 from trio_agents.session import ModelUsage, UserMessage
 from trio_agents.shell import JobDone, LocalShell, tool_bash
 
@@ -261,6 +270,42 @@ async def test_a_failed_model_request_marks_its_span_and_the_turn() -> None:
     turn = one(spans, f"invoke_agent {agent.id}")
     assert (turn.status.status_code, turn.status.description) == (StatusCode.ERROR, "model down")
     assert attributes(turn)["trio_agents.turn.stop_reason"] == "error"
+
+
+class RefusesFirst:
+    """A model whose ``stream()`` raises when called, before any stream, the first time."""
+
+    name = "refuses-first"
+    context_window: int | None = None
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        self.calls += 1
+        if self.calls == 1:
+            raise ModelError("no stream today")
+        return ScriptedModel.echo().stream(request)
+
+
+async def test_a_model_refusing_before_its_stream_ends_its_chat_span_alone() -> None:
+    """A stream() that raises: its chat span ends marked; the next turn's spans are its own."""
+    provider, exporter = in_memory()
+    async with ag.open_runtime(model=RefusesFirst(), tracer_provider=provider) as root:
+        agent = (await root.agents.create(session_id="a")).agent
+        for prompt in ("one", "two"):
+            agent.prompt(prompt)
+            await agent.when_idle()
+    spans = list(exporter.get_finished_spans())
+    assert tree(spans) == [
+        "invoke_agent a",
+        "  chat refuses-first",
+        "invoke_agent a",
+        "  chat refuses-first",
+    ]
+    refused = named(spans, "chat refuses-first")[0]
+    assert refused.status.status_code is StatusCode.ERROR
+    assert attributes(refused)["error.type"] == "ModelError"
 
 
 class Asker:

@@ -58,7 +58,8 @@ async def open_runtime(
         tracer_provider: an OpenTelemetry ``TracerProvider`` to trace the runtime with
             (:doc:`/observability`; the ``otel`` extra); tracing is off when ``None``.
         meter_provider: an OpenTelemetry ``MeterProvider`` for the runtime's metrics
-            (token usage, durations, live agents, turns and jobs).
+            (token usage, durations, live agents, turns and jobs); none are recorded
+            without one.
         deps: the application's own dependencies (a database pool, a client, settings):
             every agent's tools see them as ``ctx.deps`` unless the agent was given its own
             (``create(..., deps=...)``). Held by the agent loop, never stored.

@@ -10,6 +10,8 @@ Rules:
   up-down counters of what is live right now: every +1 has its -1 on every path out.
 - Attributes never hold ids (agents, turns, calls): a metric's series stay few.
 - Durations are read on trio's clock, so a test on the autojump clock sees exact figures.
+- Recorded only with a meter provider given (``open_runtime(meter_provider=...)``): a runtime
+  traced without one calls no instrument and reads no clock for them.
 """
 
 from __future__ import annotations

@@ -20,22 +20,17 @@ Rules:
 
 from __future__ import annotations
 
-import contextvars
 import json
-import types
 from collections.abc import (
     AsyncGenerator,
-    Awaitable,
     Callable,
-    Coroutine,
-    Generator,
     Iterator,
     Mapping,
     Sequence,
 )
 from contextlib import contextmanager
 from contextvars import Token
-from typing import Any, Final, TypeVar, cast, final
+from typing import Any, Final, TypeVar, final
 
 import attrs
 import trio
@@ -233,7 +228,7 @@ class _ToolCall:
 
     _span: Span
     _capture: bool
-    _metrics: Metrics
+    _metrics: Metrics | None
     _measured: Mapping[str, AttributeValue]
     _now: Callable[[], float]
     # Set by __enter__.
@@ -243,7 +238,8 @@ class _ToolCall:
 
     def __enter__(self) -> _ToolCall:
         self.error = None
-        self._start = self._now()
+        if self._metrics is not None:
+            self._start = self._now()
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
         return self
 
@@ -267,10 +263,12 @@ class _ToolCall:
         finally:
             otel_context.detach(self._token)
             span.end()
-            measured = self._measured
-            if error is not None:
-                measured = {**measured, "error.type": error}
-            self._metrics.duration.record(self._now() - self._start, measured)
+            metrics = self._metrics
+            if metrics is not None:
+                measured = self._measured
+                if error is not None:
+                    measured = {**measured, "error.type": error}
+                metrics.duration.record(self._now() - self._start, measured)
 
 
 @final
@@ -289,10 +287,13 @@ class _TurnSpan:
     _token: Token[otel_context.Context] = attrs.field(init=False)
 
     def __enter__(self) -> None:
-        session, span = self._session, self._span
+        tracer, session, span = self._tracer, self._session, self._span
         self._first = session.last_seq + 1
-        self._tracer._turn_started(session.id, span)
-        self._start = self._tracer.now()
+        tracer._turn_started(session.id, span)
+        metrics = tracer.metrics
+        if metrics is not None:
+            metrics.turns.add(1)
+            self._start = tracer.now()
         self._token = otel_context.attach(trace.set_span_in_context(span))
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
@@ -308,74 +309,47 @@ class _TurnSpan:
                 otel_context.detach(self._token)
                 span.end()
         finally:
-            tracer._turn_left(session.id, self._start, error)
-
-
-@types.coroutine
-def _within(
-    context: contextvars.Context, awaitable: Awaitable[T], hook: _Chat | None = None
-) -> Generator[Any, Any, T]:
-    """``await awaitable`` with each of its steps run in ``context``: what it sets there
-    stays there, and what it reads is the context's, whatever the awaiting task's holds.
-
-    Every value the scheduler sends in, and every exception it throws in (a cancel), goes
-    on to ``awaitable``; every trap it yields goes out to the scheduler. A ``hook`` (the
-    ``chat`` span's stream) is told what ``awaitable`` returned, and what it raised, in the
-    same frame: one trampoline, no second generator per step around this one.
-    """
-    steps = awaitable.__await__()
-    step: Callable[[Any], Any] = steps.send
-    value: Any = None
-    while True:
-        try:
-            trap = context.run(step, value)
-        except StopIteration as stop:
-            result: T = stop.value  # typed without typing.cast: a call at every step
-            if hook is not None:
-                hook.observe(result)
-            return result
-        except BaseException as exc:
-            if hook is not None:
-                hook.stopped(exc)
-            raise
-        finally:
-            value = None  # no cycle through this frame when it leaves with an exception
-        try:
-            value = yield trap
-            step = steps.send
-        except BaseException as exc:
-            value, step = exc, steps.throw
-
-
-#: :func:`_within` typed as the coroutine it returns (``types.coroutine``'s stub says
-#: ``Awaitable``), once here rather than by a ``typing.cast`` call at every step.
-_stepped = cast("Callable[..., Coroutine[Any, Any, Any]]", _within)
+            tracer._turn_left(session.id)
+            metrics = tracer.metrics
+            if metrics is not None:
+                metrics.turns.add(-1)
+                measured = _TURN_MEASURED
+                if error is not None:
+                    measured = {**measured, "error.type": error}
+                metrics.duration.record(tracer.now() - self._start, measured)
 
 
 @final
 @attrs.define(eq=False, repr=False)
 class _Chat(AsyncGenerator[Any, None]):
     """A model's stream inside its ``chat`` span (:meth:`Tracer.chat`): the span is current
-    only while the model's own code runs, never across a yield (the consumer's code between
-    events is not the model's), and it ends when the stream ends, fails or is closed.
+    in the task that asked for the stream from that call until the stream ends, fails or is
+    closed, and then it ends. The model's stream runs in that task's own context, as it does
+    untraced (what it sets in a context variable, the consumer sees, traced or not).
 
-    The stream runs in a copy of the caller's context with the span current (attached there
-    once, and the copy dropped with it); each step runs there through :func:`_within`, which
-    tells the stream (its hook) the event the step gave, or how the stream ended.
-    A class rather than an async generator around the model's: no second generator to
-    resume at each event, register with trio's finalizer and close by throwing
-    ``GeneratorExit`` through it (a tool turn traced with OpenTelemetry's no-op tracer
-    provider, the runtime's own part: 1,372K -> 1,355K instructions under callgrind, the
-    untraced turn 1,170K). So it is ended by ``aclose()``, as ``async with aclosing(...)``
-    does (the turn's), not by the garbage collector.
+    Trick: the span is attached once per stream in the consuming task, and each step awaits
+    the model's own step with no trampoline: the model's code, and the consumer's between
+    two events (the turn's, which starts no span there), see the span current. Running each
+    step in a copy of the caller's context instead (``context.run`` at every step and at
+    every trap the step yields) kept it current in the model's code alone, for 29K more
+    instructions a traced tool turn (``bench_instructions``' ``turn_traced`` under callgrind
+    with the collector off: 2,083K -> 2,053K); tests/tracing/test_context.py's traceparent
+    of an HTTP request and test_spans.py's trees pin what must be current where.
+
+    Invariant: closed (``aclose()``, as ``async with aclosing(...)`` does, the turn's) in
+    the task that asked for it, before any span that task started after it ends: the
+    span's context is detached there, where it was attached (a ``ContextVar`` token). A
+    class rather than an async generator around the model's: no second generator to resume
+    at each event, register with trio's finalizer and close by throwing ``GeneratorExit``
+    through it.
     """
 
     _tracer: Tracer
     _span: Span
     _kind: _ChatKind
-    # The model's own stream, made in _context, where the span is current.
+    # The model's own stream, made while the span was current.
     _inner: AsyncGenerator[Any, None]
-    _context: contextvars.Context
+    _token: Token[otel_context.Context]
     _start: float
     # What the model answered, for gen_ai.output.messages: only with capture_content.
     _text: list[str] | None
@@ -384,24 +358,42 @@ class _Chat(AsyncGenerator[Any, None]):
     _measured: Mapping[str, AttributeValue]
     _open: bool = True
 
-    def __anext__(self) -> Coroutine[Any, Any, Any]:
-        return _stepped(self._context, self._inner.__anext__(), self)
+    async def __anext__(self) -> Any:
+        try:
+            event = await self._inner.__anext__()
+        except BaseException as exc:
+            self.stopped(exc)
+            raise
+        self.observe(event)
+        return event
 
-    def asend(self, value: None) -> Coroutine[Any, Any, Any]:
-        return _stepped(self._context, self._inner.asend(value), self)
+    async def asend(self, value: None) -> Any:
+        try:
+            event = await self._inner.asend(value)
+        except BaseException as exc:
+            self.stopped(exc)
+            raise
+        self.observe(event)
+        return event
 
-    def athrow(self, *args: Any) -> Coroutine[Any, Any, Any]:
-        return _stepped(self._context, self._inner.athrow(*args), self)
+    async def athrow(self, *args: Any) -> Any:
+        try:
+            event = await self._inner.athrow(*args)
+        except BaseException as exc:
+            self.stopped(exc)
+            raise
+        self.observe(event)
+        return event
 
     async def aclose(self) -> None:
         if self._open:
             try:
-                await _within(self._context, self._inner.aclose())
+                await self._inner.aclose()
             finally:
                 self._end(None)
 
     def observe(self, event: object) -> None:
-        """The model's stream gave ``event`` (a step's hook, :func:`_within`): the last one,
+        """The model's stream gave ``event``: the last one,
         ``Finished``, puts the response's model, finish reason and tokens on the span."""
         usage = getattr(event, "usage", None)
         if usage is not None:  # the last event, Finished
@@ -416,10 +408,11 @@ class _Chat(AsyncGenerator[Any, None]):
                     "gen_ai.usage.output_tokens": output_tokens,
                 }
             )
-            self._measured = kind.answered
-            tokens = self._tracer.metrics.tokens
-            tokens.record(input_tokens, kind.input_tokens)
-            tokens.record(output_tokens, kind.output_tokens)
+            metrics = self._tracer.metrics
+            if metrics is not None:
+                self._measured = kind.answered
+                metrics.tokens.record(input_tokens, kind.input_tokens)
+                metrics.tokens.record(output_tokens, kind.output_tokens)
         elif self._text is not None and self._calls is not None:  # capture_content
             delta = getattr(event, "text", None)
             if delta is not None:
@@ -435,24 +428,27 @@ class _Chat(AsyncGenerator[Any, None]):
                 )
 
     def stopped(self, exc: BaseException) -> None:
-        """A step of the model's stream raised ``exc`` (a step's hook, :func:`_within`): the
-        stream ended (``StopAsyncIteration``) or failed, and so does the span."""
+        """A step of the model's stream raised ``exc``: the stream ended
+        (``StopAsyncIteration``) or failed, and so does the span."""
         self._end(None if isinstance(exc, StopAsyncIteration) else _failed(self._span, exc))
 
     def _end(self, error: str | None) -> None:
         if not self._open:
             return
         self._open = False
+        otel_context.detach(self._token)
         span, text, calls = self._span, self._text, self._calls
         if text is not None and calls is not None and (text or calls):
             parts: list[dict[str, Any]] = [{"type": "text", "content": "".join(text)}]
             output = [{"role": "assistant", "parts": (parts if text else []) + calls}]
             span.set_attribute("gen_ai.output.messages", _json(output))
         span.end()
-        measured = self._measured
-        if error is not None:
-            measured = {**measured, "error.type": error}
-        self._tracer.metrics.duration.record(self._tracer.now() - self._start, measured)
+        tracer = self._tracer
+        if tracer.metrics is not None:
+            measured = self._measured
+            if error is not None:
+                measured = {**measured, "error.type": error}
+            tracer.metrics.duration.record(tracer.now() - self._start, measured)
 
 
 def _record(session: Session, turn_id: str, context: SpanContext) -> None:
@@ -519,11 +515,18 @@ class Tracer:
     Args:
         provider: the tracer provider; OpenTelemetry's global one when ``None``.
         capture_content: put message contents on the spans.
-        meter_provider: the meter provider; OpenTelemetry's global one when ``None``.
+        meter_provider: the meter provider; no metrics when ``None``.
     """
 
     _tracer: trace.Tracer
-    metrics: Metrics
+    #: The instruments, or ``None``: no meter provider was given, and nothing is measured.
+    # Trick: no instrument call and no clock read then, where OpenTelemetry's global (proxy)
+    # meter provider took ten calls and eight reads a tool turn: 2,053K -> 2,028K
+    # instructions a traced tool turn under callgrind with the collector off
+    # (``turn_traced``), 148K -> 129K the runtime's own part (``turn_traced_noop``);
+    # test_metrics.py pins both sides
+    # (test_a_runtime_traced_without_a_meter_provider_records_no_metric).
+    metrics: Metrics | None
     capture_content: bool
     #: Trio's clock, read for the durations (the run's clock, as ``trio.current_time``
     #: reads it, without its two calls of lookup: 2,280K -> 2,267K instructions a traced
@@ -550,7 +553,7 @@ class Tracer:
     ) -> None:
         self.__attrs_init__(
             trace.get_tracer(SCOPE, tracer_provider=provider),
-            Metrics(meter_provider),
+            None if meter_provider is None else Metrics(meter_provider),
             capture_content,
             trio.lowlevel.current_clock().current_time,
         )
@@ -623,17 +626,10 @@ class Tracer:
     def _turn_started(self, agent_id: str, span: Span) -> None:
         self._causes.pop(agent_id, None)  # a cancel before this turn is not its cause
         self._running[agent_id] = span.get_span_context()
-        self.metrics.turns.add(1)
 
-    def _turn_left(self, agent_id: str, start: float, error: str | None) -> None:
+    def _turn_left(self, agent_id: str) -> None:
         self._running.pop(agent_id, None)
         self._causes.pop(agent_id, None)
-        metrics = self.metrics
-        metrics.turns.add(-1)
-        measured = _TURN_MEASURED
-        if error is not None:
-            measured = {**measured, "error.type": error}
-        metrics.duration.record(self.now() - start, measured)
 
     def _turn_ended(
         self, span: Span, records: Sequence[Record], session_id: str, turn_id: str
@@ -698,10 +694,22 @@ class Tracer:
             attributes = {**attributes, "gen_ai.input.messages": content}
             text, calls = [], []
         span = self._tracer.start_span(kind.span_name, kind=SpanKind.CLIENT, attributes=attributes)
-        context = contextvars.copy_context()
-        context.run(otel_context.attach, trace.set_span_in_context(span))
-        inner = context.run(model.stream, request)
-        return _Chat(self, span, kind, inner, context, self.now(), text, calls, kind.requested)
+        metrics = self.metrics
+        start = self.now() if metrics is not None else 0.0
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            inner = model.stream(request)
+        except BaseException as exc:
+            otel_context.detach(token)
+            error = _failed(span, exc)
+            span.end()
+            if metrics is not None:
+                measured = kind.requested
+                if error is not None:
+                    measured = {**measured, "error.type": error}
+                metrics.duration.record(self.now() - start, measured)
+            raise
+        return _Chat(self, span, kind, inner, token, start, text, calls, kind.requested)
 
     # -- tool calls, compactions, shell jobs -------------------------------------------------
 
@@ -749,14 +757,16 @@ class Tracer:
         span = self._tracer.start_span(
             f"shell {job_id or 'command'}", kind=SpanKind.INTERNAL, attributes=attributes
         )
-        jobs = self.metrics.jobs
-        jobs.add(1)
+        metrics = self.metrics
+        if metrics is not None:
+            metrics.jobs.add(1)
         try:
             with _Current(span):
                 yield span
                 self._exited(span, job)
         finally:
-            jobs.add(-1)
+            if metrics is not None:
+                metrics.jobs.add(-1)
 
     def _exited(self, span: Span, job: ShellJob) -> None:
         code = job.process.returncode

@@ -50,11 +50,13 @@ class _TracingPlugin:
             ctx.on(cancel_requested, self._cancel_requested)
 
     def _created(self, event: Any) -> None:
-        self._tracer.metrics.agents.add(1)
+        if self._tracer.metrics is not None:
+            self._tracer.metrics.agents.add(1)
         self._tracer.agent_created(event.agent_id)
 
     def _disposed(self, event: Any) -> None:
-        self._tracer.metrics.agents.add(-1)
+        if self._tracer.metrics is not None:
+            self._tracer.metrics.agents.add(-1)
         self._tracer.agent_disposed(event.agent_id)
 
     def _cancel_requested(self, event: Any) -> None:
@@ -76,8 +78,9 @@ async def open_tracing(
         root: the runtime's root context.
         tracer_provider: an OpenTelemetry ``TracerProvider``; with ``meter_provider`` also
             ``None``, tracing stays off. When only ``meter_provider`` is given, spans go to
-            OpenTelemetry's global tracer provider (and the other way round).
-        meter_provider: an OpenTelemetry ``MeterProvider`` for the metrics.
+            OpenTelemetry's global tracer provider.
+        meter_provider: an OpenTelemetry ``MeterProvider`` for the metrics; without one,
+            nothing is measured (not even on OpenTelemetry's global meter provider).
         capture_content: record message contents on the spans; ``None`` reads
             ``$OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (``true`` turns it on).
         live: the agent layer's events that announce an agent created, disposed, and asked to
