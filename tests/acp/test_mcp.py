@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from typing import Any
@@ -117,6 +118,30 @@ async def test_a_server_that_cannot_start_fails_the_session_and_stops_the_others
         assert re.match(r"^MCP server 'broken' could not start", refused["error"]["message"])
         assert s.agents.list() == ()
         await gone(processes_with, word)
+
+
+async def test_servers_that_cannot_start_are_each_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Two servers fail: the answer names the first, the log the second (no failure unseen)."""
+    first = {"name": "first", "command": "/nonexistent/one", "args": [], "env": []}
+    second = {"name": "second", "command": "/nonexistent/two", "args": [], "env": []}
+    with caplog.at_level(logging.ERROR, "trio_agents"):
+        async with serve() as s:
+            await s.client.initialize()
+            with trio.fail_after(30):
+                request_id = await s.client.request(
+                    "session/new", {"cwd": CWD, "mcpServers": [first, second]}
+                )
+                _, refused = await s.client.until(request_id)
+    assert refused["error"]["data"] == {"server": "first"}
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    seconds = [m for m in errors if "'second'" in m]
+    assert len(seconds) == 1, errors
+    assert re.match(
+        r"^MCP server 'second' could not start.*\(the answer names MCP server 'first'\)$",
+        seconds[0],
+    ), seconds
 
 
 async def test_load_starts_the_servers_for_the_resumed_agent() -> None:

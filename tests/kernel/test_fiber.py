@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -84,6 +85,86 @@ async def test_failed_apply_unwinds_what_it_entered_and_plugin_raises_it() -> No
         await fiber.dispose()  # disposing a failed fiber is a no-op
     assert log == ["enter e1", "enter e2", "exit e2", "task stopped", "exit e1"]
     assert [(f.plugin, type(f.error)) for f in failures] == [("broken", ValueError)]
+
+
+def _failure_logs(caplog: pytest.LogCaptureFixture, name: str) -> list[int]:
+    """The levels of the "fiber NAME#N failed" records."""
+    return [
+        r.levelno
+        for r in caplog.records
+        if r.name == "trio_agents"
+        and r.getMessage().startswith(f"fiber {name}#")
+        and r.getMessage().endswith(" failed")
+    ]
+
+
+async def test_a_failed_apply_handed_to_its_creator_is_not_logged_as_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """ctx.plugin() raises the failure: one report, the creator's (the log has it at DEBUG)."""
+
+    async def apply(ctx: Context, config: None) -> None:
+        raise ValueError("bad apply")
+
+    with caplog.at_level(logging.DEBUG, "trio_agents"):
+        async with open_root() as root:
+            with pytest.raises(ValueError, match=r"^bad apply$"):
+                await root.plugin(P("handed", apply))
+    assert _failure_logs(caplog, "handed") == [logging.DEBUG]
+
+
+async def test_a_failure_no_one_is_handed_is_logged_as_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A pending fiber's later apply and an active fiber's task fail with no caller: the log."""
+    go = trio.Event()
+
+    async def later(ctx: Context, config: None) -> None:
+        raise ValueError("bad later apply")
+
+    async def crash() -> None:
+        await go.wait()
+        raise RuntimeError("task crashed")
+
+    async def active(ctx: Context, config: None) -> None:
+        ctx.start_soon(crash)
+
+    async def provide(ctx: Context, config: None) -> None:
+        ctx.provide("svc", 1)
+
+    with caplog.at_level(logging.DEBUG, "trio_agents"):
+        async with open_root() as root:
+            pending = await root.plugin(P("later", later, inject=("svc",)))
+            assert state_of(pending) is FiberState.PENDING
+            await root.plugin(P("provider", provide))
+            crashing = await root.plugin(P("active", active))
+            go.set()
+            await trio.testing.wait_all_tasks_blocked()
+            assert pending.state is FiberState.FAILED
+            assert crashing.state is FiberState.FAILED
+    assert _failure_logs(caplog, "later") == [logging.ERROR]
+    assert _failure_logs(caplog, "active") == [logging.ERROR]
+
+
+async def test_a_failure_its_cancelled_creator_cannot_take_is_logged_as_an_error(
+    caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A creator cancelled while apply fails sees Cancelled; the failure goes to the log."""
+
+    async def apply(ctx: Context, config: None) -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            raise ValueError("failed while cancelled")
+
+    with caplog.at_level(logging.DEBUG, "trio_agents"):
+        async with open_root() as root:
+            with trio.move_on_after(1) as scope:
+                await root.plugin(P("orphaned", apply))
+            assert scope.cancelled_caught
+    # At DEBUG when the fiber settled (its creator still waited), at ERROR when it could not
+    # take it.
+    assert _failure_logs(caplog, "orphaned") == [logging.DEBUG, logging.ERROR]
 
 
 async def test_failed_apply_with_a_failing_exit_raises_both() -> None:

@@ -19,6 +19,7 @@ Rules:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -29,6 +30,8 @@ import trio
 from ..kernel import Context, FiberClosedError
 from ..mcp import McpConfigError, McpError, McpServer
 from ._jsonrpc import ErrorCode, RpcError
+
+log = logging.getLogger("trio_agents.acp")
 
 _REFUSED = re.compile(r"[^A-Za-z0-9_-]")
 #: A session's MCP tools change the world as far as the bridge knows: the client is asked.
@@ -152,5 +155,9 @@ async def start_mcp_servers(
             nursery.start_soon(start, server)
     if failures:
         order = {server.name: index for index, server in enumerate(servers)}
-        server, exc = min(failures, key=lambda failure: order[failure[0].name])
+        failures.sort(key=lambda failure: order[failure[0].name])
+        server, exc = failures[0]
+        for _, error in failures[1:]:
+            # The answer names the first; the others' failures would otherwise go unseen.
+            log.error("%s (the answer names MCP server %r)", error, server.name)
         raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc), {"server": server.name})

@@ -451,11 +451,20 @@ class Fiber:
         self._to(end)
         if end is FiberState.FAILED:
             assert self._failure is not None  # Halt.FAIL comes with it
-            log.error("fiber %s failed", self.id, exc_info=self._failure)
+            # One report per failure, as trio's nursery.start() re-raises what the started
+            # task raised and logs nothing: the creator still waiting in ctx.plugin() (the
+            # status not yet reported) is handed it (Runtime._spawn); else no one is, and
+            # the log is where it goes.
+            handed = self._status is not None and self._status is not trio.TASK_STATUS_IGNORED
+            self._log_failure(logging.DEBUG if handed else logging.ERROR)
             self.runtime.bus.emit(
                 FiberFailed(fiber_id=self.id, plugin=self.name, error=self._failure)
             )
         self._application_ended.set()
+
+    def _log_failure(self, level: int) -> None:
+        """Log the failure the fiber ended with, at ``level``."""
+        log.log(level, "fiber %s failed", self.id, exc_info=self._failure)
 
     async def _apply(self, scope: CauseScope, applied: Signal) -> None:
         _CURRENT.set(self.context)

@@ -83,7 +83,13 @@ class Runtime:
         await nursery.start(fiber._run, name=f"fiber {fiber.id}")
         # A caller cancelled while the fiber loaded sees Cancelled (trio's checkpoint rule), not
         # a fiber that the same cancellation already unwound.
-        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        except trio.Cancelled:
+            if fiber.state is FiberState.FAILED:
+                # Its failure was to be handed over here (Fiber._settle did not log it).
+                fiber._log_failure(logging.ERROR)
+            raise
         if fiber.state is FiberState.FAILED:
             failure = fiber._failure
             assert failure is not None
