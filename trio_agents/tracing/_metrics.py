@@ -16,10 +16,12 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final, final
 
 import attrs
 from opentelemetry import metrics
+from opentelemetry.util.types import AttributeValue
 
 #: Bucket boundaries the conventions advise for token counts and durations.
 _TOKEN_BUCKETS: Final = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304]
@@ -34,7 +36,7 @@ class Metrics:
     """The instruments of one runtime (see the module rules).
 
     Args:
-        provider: the meter provider; OpenTelemetry's global one when ``None``.
+        provider: the meter provider.
     """
 
     tokens: metrics.Histogram
@@ -43,7 +45,7 @@ class Metrics:
     turns: metrics.UpDownCounter
     jobs: metrics.UpDownCounter
 
-    def __init__(self, provider: metrics.MeterProvider | None) -> None:
+    def __init__(self, provider: metrics.MeterProvider) -> None:
         meter = metrics.get_meter("trio_agents", meter_provider=provider)
         self.__attrs_init__(
             tokens=meter.create_histogram(
@@ -68,3 +70,11 @@ class Metrics:
                 "trio_agents.jobs.running", unit="{job}", description="Shell processes running now."
             ),
         )
+
+    def took(
+        self, seconds: float, measured: Mapping[str, AttributeValue], error: str | None
+    ) -> None:
+        """Record an operation's duration under ``measured``, with ``error.type`` if it failed."""
+        if error is not None:
+            measured = {**measured, "error.type": error}
+        self.duration.record(seconds, measured)

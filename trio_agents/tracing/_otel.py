@@ -263,12 +263,8 @@ class _ToolCall:
         finally:
             otel_context.detach(self._token)
             span.end()
-            metrics = self._metrics
-            if metrics is not None:
-                measured = self._measured
-                if error is not None:
-                    measured = {**measured, "error.type": error}
-                metrics.duration.record(self._now() - self._start, measured)
+            if self._metrics is not None:
+                self._metrics.took(self._now() - self._start, self._measured, error)
 
 
 @final
@@ -313,10 +309,7 @@ class _TurnSpan:
             metrics = tracer.metrics
             if metrics is not None:
                 metrics.turns.add(-1)
-                measured = _TURN_MEASURED
-                if error is not None:
-                    measured = {**measured, "error.type": error}
-                metrics.duration.record(tracer.now() - self._start, measured)
+                metrics.took(tracer.now() - self._start, _TURN_MEASURED, error)
 
 
 @final
@@ -445,10 +438,7 @@ class _Chat(AsyncGenerator[Any, None]):
         span.end()
         tracer = self._tracer
         if tracer.metrics is not None:
-            measured = self._measured
-            if error is not None:
-                measured = {**measured, "error.type": error}
-            tracer.metrics.duration.record(tracer.now() - self._start, measured)
+            tracer.metrics.took(tracer.now() - self._start, self._measured, error)
 
 
 def _record(session: Session, turn_id: str, context: SpanContext) -> None:
@@ -704,10 +694,7 @@ class Tracer:
             error = _failed(span, exc)
             span.end()
             if metrics is not None:
-                measured = kind.requested
-                if error is not None:
-                    measured = {**measured, "error.type": error}
-                metrics.duration.record(self.now() - start, measured)
+                metrics.took(self.now() - start, kind.requested, error)
             raise
         return _Chat(self, span, kind, inner, token, start, text, calls, kind.requested)
 
