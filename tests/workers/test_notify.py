@@ -7,6 +7,7 @@ import psycopg
 import trio
 
 from tests.helpers.workers_support import DEADLINE, serving, turn_started
+from trio_agents.session._postgres_sql import prepare_schema
 from trio_agents.workers import AgentTemplate, open_remote
 from trio_agents.workers._sql import (
     QUEUE_CHANNEL,
@@ -28,11 +29,12 @@ def test_a_submit_to_a_routed_session_notifies_only_its_owner(pg_dsn: str) -> No
     """A submit to a session a live worker routes is heard on that worker's channel only; a
     submit to a session no one routes is heard by every worker."""
     with psycopg.connect(pg_dsn, autocommit=True) as setup:
+        prepare_schema(setup)
         prepare_queue(setup)
         for worker in ("w1", "w2"):
             register_worker(setup, worker, 30)
         submit(setup, "p1", "s", "first", None, "retry", 1)
-        [claimed] = claim(setup, "w1", 1, [])  # w1 routes s now
+        [claimed] = claim(setup, "w1", 1, [], holder="me")  # w1 routes s now
         with psycopg.connect(pg_dsn, autocommit=True) as listener:
             for channel in (QUEUE_CHANNEL, worker_channel("w1"), worker_channel("w2")):
                 listener.execute(f'LISTEN "{channel}"')

@@ -35,11 +35,12 @@ def test_one_settle_ends_every_prompt_still_claimed_in_one_round_trip(
     """Three claimed prompts settled at once: one round trip ends the two whose claim is
     still the worker's, notifies each one's outcome, and leaves the stale claim running."""
     with psycopg.connect(pg_dsn, autocommit=True) as setup:
+        prepare_schema(setup)
         prepare_queue(setup)
         register_worker(setup, "w", 30)
         for s in "abc":
             submit(setup, f"p-{s}", s, f"to {s}", None, "retry", 1)
-        claims = {c.row.id: c.row.claim for c in claim(setup, "w", 10, [])}
+        claims = {c.row.id: c.row.claim for c in claim(setup, "w", 10, [], holder="me")}
         setup.execute(f"LISTEN {PROMPTS_CHANNEL}")
         trace_connections(tmp_path)
         try:
@@ -85,7 +86,7 @@ def test_a_settle_riding_in_a_write_batch_ends_only_prompts_whose_session_it_sti
         epochs = {s: take_lease(setup, s, "me", 10, new=True, records=0) for s in "ab"}
         for s in "ab":
             submit(setup, f"p-{s}", s, f"to {s}", None, "retry", 1)
-        claims = {c.row.id: c.row.claim for c in claim(setup, "w", 10, [])}
+        claims = {c.row.id: c.row.claim for c in claim(setup, "w", 10, [], holder="me")}
         # Another store takes session b over: its epoch moves on.
         setup.execute(
             "UPDATE trio_agents_sessions SET owner = 'other', epoch = epoch + 1 WHERE id = 'b'"

@@ -329,14 +329,14 @@ class Claimed:
 
 
 def claim(
-    conn: Conn, worker: str, limit: int, busy: Sequence[str], *, holder: str | None = None
+    conn: Conn, worker: str, limit: int, busy: Sequence[str], *, holder: str
 ) -> builtins.list[Claimed]:
     """Claim up to ``limit`` prompts for ``worker``: the first unfinished prompt of each
     session whose route is ``worker``'s or free, skipping ``busy`` sessions (running here
     already) and prompts another worker runs now; take their routes.
 
-    With ``holder`` (the lease owner id of the worker's session store, whose sessions sit in
-    the same database), a prompt whose session's lease another owner holds live is left
+    ``holder`` is the lease owner id of the worker's session store (whose sessions sit in
+    the same database): a prompt whose session's lease another owner holds live is left
     queued: resuming it would only fail until that lease ends (its worker died, or it is held
     outside the queue). :func:`lease_wait` says when the first such lease ends.
 
@@ -345,7 +345,7 @@ def claim(
     prompt unclaimed), and those prompts marked running, in submission order.
     """
     rows = conn.execute(
-        _CLAIM if holder is None else _CLAIM_LEASED,
+        _CLAIM,
         {"busy": list(busy), "me": worker, "limit": limit, "holder": holder},
     ).fetchall()
     claimed = (Claimed(PromptRow(*raw[:-1]), more=raw[-1]) for raw in rows)
@@ -387,7 +387,7 @@ _OPEN = """p.state IN ('queued', 'running')
 #: A session lease another owner holds live (``s`` a row of the session store's table).
 _LEASED_ELSEWHERE = "s.owner <> %(holder)s AND s.expires > clock_timestamp()"
 
-_CLAIM_TEMPLATE = f"""
+_CLAIM = f"""
         WITH live AS (
             SELECT id FROM trio_agents_workers WHERE expires > clock_timestamp()
         ), candidates AS (
@@ -395,7 +395,10 @@ _CLAIM_TEMPLATE = f"""
             WHERE {_OPEN}
               AND p.seq = (
                   SELECT min(q.seq) FROM trio_agents_prompts AS q
-                  WHERE q.session_id = p.session_id AND q.state IN ('queued', 'running')){{free}}
+                  WHERE q.session_id = p.session_id AND q.state IN ('queued', 'running'))
+              AND NOT EXISTS (
+                  SELECT 1 FROM trio_agents_sessions AS s
+                  WHERE s.id = p.session_id AND {_LEASED_ELSEWHERE})
             ORDER BY p.seq
             LIMIT %(limit)s
             FOR UPDATE OF p SKIP LOCKED
@@ -414,14 +417,6 @@ _CLAIM_TEMPLATE = f"""
             SELECT 1 FROM trio_agents_prompts AS q
             WHERE q.session_id = p.session_id AND q.state = 'queued' AND q.seq > p.seq)
         """
-
-_CLAIM = _CLAIM_TEMPLATE.format(free="")
-_CLAIM_LEASED = _CLAIM_TEMPLATE.format(
-    free=f"""
-              AND NOT EXISTS (
-                  SELECT 1 FROM trio_agents_sessions AS s
-                  WHERE s.id = p.session_id AND {_LEASED_ELSEWHERE})"""
-)
 
 
 #: What a client needs of a settled prompt, as the JSON object of its notification: the
