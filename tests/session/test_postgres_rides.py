@@ -86,7 +86,8 @@ async def test_a_cancelled_flush_riding_never_leaves_its_ride_for_a_later_batch(
                 )
                 taken = ride.sent is not None  # what the caller knows as it gives up
             if cancelled and taken:
-                await ride.done.wait()  # in flight when the caller gave up: its outcome
+                with trio.fail_after(10):  # fails, not hangs, if the ride is never ended
+                    await ride.done.wait()  # in flight when the caller gave up: its outcome
             elif cancelled:
                 await store.flush_riding(session, Ride(_insert, partial(str, item)))
             session.append(_message(item))
